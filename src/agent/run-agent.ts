@@ -1,0 +1,154 @@
+import { stepCountIs, streamText, tool, type LanguageModel, type StopCondition, type ToolSet } from 'ai';
+import { addUsage, zeroUsage, type StopReason, type Usage } from '../tasks/task-schemas';
+import type { ToolContext, WorkspaceTool } from '../tools/tool-types';
+import type { CompleteResult } from './complete-tool';
+import { toUsage } from './usage';
+
+/** What the loop reports as it runs; the runner turns these into stored events. */
+export interface AgentObserver {
+  stepStarted(step: number): void;
+  textDelta(step: number, text: string): void;
+  toolCall(step: number, call: { toolCallId: string; toolName: string; input: unknown }): void;
+  toolResult(step: number, result: { toolCallId: string; toolName: string; output: unknown; isError: boolean }): void;
+  /** Called once per finished step with that step's usage; the runner persists it at once. */
+  stepFinished(step: number, finishReason: string, usage: Usage): void;
+}
+
+export interface RunAgentOptions {
+  model: LanguageModel;
+  system: string;
+  prompt: string;
+  tools: WorkspaceTool[];
+  toolContext: ToolContext;
+  maxSteps: number;
+  maxRetries: number;
+  temperature?: number;
+  signal: AbortSignal;
+  observer: AgentObserver;
+}
+
+export interface AgentRunResult {
+  steps: number;
+  usage: Usage;
+  /** The last non-empty text the model wrote: the summary when `complete` was never called. */
+  finalText: string;
+  complete: CompleteResult | null;
+  stopReason: StopReason;
+  /** Set when the provider failed (after the SDK's retries). */
+  error: unknown;
+  aborted: boolean;
+}
+
+/** Stops the loop once `complete` has succeeded (a failed `complete` goes back to the model). */
+const completeSucceeded: StopCondition<ToolSet> = ({ steps }) =>
+  steps[steps.length - 1]?.toolResults.some((r) => r.toolName === 'complete') ?? false;
+
+/** Turns our workspace tools into the SDK's tool set, bound to one task's context. */
+function toToolSet(tools: WorkspaceTool[], ctx: ToolContext): ToolSet {
+  return Object.fromEntries(
+    tools.map((t) => [
+      t.name,
+      tool({
+        description: t.description,
+        inputSchema: t.inputSchema,
+        execute: (input: unknown) => t.execute(input, ctx),
+      }),
+    ]),
+  );
+}
+
+/**
+ * Runs one subagent: a fresh conversation whose only user message is the prompt, until `complete`
+ * succeeds, the model answers without a tool call, or the step limit is reached. Usage is taken from
+ * each finished step, so an abort or a provider error loses nothing already spent.
+ */
+export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
+  const { observer } = opts;
+  let step = 0;
+  let usage = zeroUsage();
+  let finalText = '';
+  let stepText = '';
+  let complete: CompleteResult | null = null;
+  let lastFinishReason = '';
+  let error: unknown = null;
+  let aborted = false;
+
+  const result = streamText({
+    model: opts.model,
+    system: opts.system,
+    prompt: opts.prompt,
+    tools: toToolSet(opts.tools, opts.toolContext),
+    stopWhen: [stepCountIs(opts.maxSteps), completeSucceeded],
+    maxRetries: opts.maxRetries,
+    temperature: opts.temperature,
+    abortSignal: opts.signal,
+    // Errors arrive as `error` parts below; the default handler would only log them to stderr.
+    onError: () => {},
+  });
+
+  try {
+    for await (const part of result.fullStream) {
+      switch (part.type) {
+        case 'start-step':
+          step += 1;
+          stepText = '';
+          observer.stepStarted(step);
+          break;
+        case 'text-delta':
+          stepText += part.text;
+          observer.textDelta(step, part.text);
+          break;
+        case 'tool-call':
+          observer.toolCall(step, { toolCallId: part.toolCallId, toolName: part.toolName, input: part.input });
+          break;
+        case 'tool-result':
+          if (part.toolName === 'complete') complete = part.output as CompleteResult;
+          observer.toolResult(step, {
+            toolCallId: part.toolCallId,
+            toolName: part.toolName,
+            output: part.output,
+            isError: false,
+          });
+          break;
+        case 'tool-error':
+          observer.toolResult(step, {
+            toolCallId: part.toolCallId,
+            toolName: part.toolName,
+            output: errorMessage(part.error),
+            isError: true,
+          });
+          break;
+        case 'finish-step': {
+          const stepUsage = toUsage(part.usage);
+          usage = addUsage(usage, stepUsage);
+          lastFinishReason = part.finishReason;
+          if (stepText.trim()) finalText = stepText.trim();
+          observer.stepFinished(step, part.finishReason, stepUsage);
+          break;
+        }
+        case 'abort':
+          aborted = true;
+          break;
+        case 'error':
+          error ??= part.error;
+          break;
+      }
+    }
+  } catch (err) {
+    if (opts.signal.aborted) aborted = true;
+    else error ??= err;
+  }
+  if (opts.signal.aborted) aborted = true;
+
+  const stopReason: StopReason = complete
+    ? 'complete'
+    : step >= opts.maxSteps && lastFinishReason === 'tool-calls'
+      ? 'max_steps'
+      : 'text';
+  return { steps: step, usage, finalText, complete, stopReason, error, aborted };
+}
+
+export function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return typeof err === 'string' ? err : JSON.stringify(err);
+}

@@ -1,0 +1,36 @@
+import type { AgentDefinition } from '../agents/agent-definition';
+
+const TASK_INSTRUCTIONS = `You are a subagent. An orchestrator agent delegated one task to you; the user's message is that task, and it is all the context you get: there is no earlier conversation, and you cannot ask anyone questions.
+
+Work autonomously in the workspace with your tools. Paths are relative to the workspace root; you cannot reach anything outside it. The workspace is shared with other subagents of the same parent task, so write only the files the task names (or clearly named new files) and do not delete or overwrite others' work.
+
+Deliver results as files in the workspace, not as long text. When you are done, call \`complete\` exactly once with a short summary and the paths of the files you produced; the orchestrator reads those files itself. If the task cannot be done, call \`complete\` with a summary that says why.`;
+
+export interface PromptEnvironment {
+  workspace: string;
+  now: Date;
+  timezone?: string;
+  tools: string[];
+}
+
+/** The system prompt: task instructions, then the definition's own, then the environment. */
+export function buildSystemPrompt(def: AgentDefinition, env: PromptEnvironment): string {
+  const tz = env.timezone ?? 'UTC';
+  const local = new Intl.DateTimeFormat('en-GB', {
+    timeZone: tz,
+    dateStyle: 'full',
+    timeStyle: 'long',
+  }).format(env.now);
+  const parts = [TASK_INSTRUCTIONS];
+  if (def.instructions.trim()) parts.push(def.instructions.trim());
+  parts.push(
+    [
+      '<environment>',
+      `workspace: ${env.workspace}`,
+      `current time: ${local} (${tz})`,
+      `tools: ${env.tools.join(', ')}`,
+      '</environment>',
+    ].join('\n'),
+  );
+  return parts.join('\n\n');
+}

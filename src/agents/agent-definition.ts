@@ -1,0 +1,25 @@
+import { z } from 'zod';
+
+/** A resolved subagent definition: what a task of this type runs with. */
+export const agentDefinitionSchema = z.object({
+  type: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/),
+  description: z.string().min(1),
+  /** `model` runs an agent loop; `shell` runs one command with no model. */
+  kind: z.enum(['model', 'shell']),
+  /** A model id, already resolved from `inherit` / `small`; null for shell. */
+  model: z.string().nullable(),
+  maxSteps: z.number().int().min(1),
+  /** Tool names the subagent gets, `complete` included for model-backed ones. */
+  tools: z.array(z.string()),
+  instructions: z.string(),
+  temperature: z.number().min(0).max(2).optional(),
+});
+export type AgentDefinition = z.infer<typeof agentDefinitionSchema>;
+
+export const agentSummarySchema = agentDefinitionSchema.pick({
+  type: true,
+  description: true,
+  model: true,
+  maxSteps: true,
+  tools: true,
+});

@@ -1,0 +1,80 @@
+import { readOnlyToolNames, workspaceToolNames } from '../tools/workspace-tools';
+import type { AgentDefinition } from './agent-definition';
+
+/** Tools no subagent may ever have: subagents cannot spawn subagents nor ask the user. */
+export const FORBIDDEN_TOOLS = ['task', 'ask_user_question', 'confirm'] as const;
+
+export interface AgentRegistry {
+  get(type: string): AgentDefinition | undefined;
+  list(): AgentDefinition[];
+  types(): string[];
+}
+
+export interface ModelNames {
+  defaultModel: string;
+  smallModel: string;
+}
+
+/** Maps a definition's `model` (`inherit` | `small` | an id) to a model id. */
+export function resolveModelName(model: string | undefined, names: ModelNames): string {
+  if (!model || model === 'inherit') return names.defaultModel;
+  if (model === 'small') return names.smallModel;
+  return model;
+}
+
+/**
+ * The layered tool filter: the allow-list (absent = every workspace tool), minus the deny-list,
+ * minus the forbidden tools, plus `complete`, which every model-backed subagent has.
+ */
+export function resolveTools(allow: string[] | undefined, deny: string[] | undefined): string[] {
+  const denied = new Set<string>([...(deny ?? []), ...FORBIDDEN_TOOLS]);
+  const base = allow ?? workspaceToolNames;
+  return [...new Set([...base.filter((t) => !denied.has(t) && t !== 'complete'), 'complete'])];
+}
+
+/** The built-in definitions: `general`, `explore` and `shell`. */
+export function builtinAgents(names: ModelNames): AgentDefinition[] {
+  return [
+    {
+      type: 'general',
+      description:
+        'General-purpose agent for multi-step work in the workspace: research files, write and edit files, run commands.',
+      kind: 'model',
+      model: resolveModelName('inherit', names),
+      maxSteps: 50,
+      tools: resolveTools(undefined, undefined),
+      instructions: '',
+    },
+    {
+      type: 'explore',
+      description: 'Fast read-only agent for finding and reading files in the workspace; it cannot change anything.',
+      kind: 'model',
+      model: resolveModelName('small', names),
+      maxSteps: 30,
+      tools: resolveTools(readOnlyToolNames, undefined),
+      instructions:
+        'You are a read-only explorer. Search and read the workspace, then report what you found in the summary of ' +
+        '`complete`. You cannot write files or run commands; pass `paths: []` unless you point at existing files.',
+    },
+    {
+      type: 'shell',
+      description: 'Runs one bash command in the workspace with no model (send `command` instead of `prompt`).',
+      kind: 'shell',
+      model: null,
+      maxSteps: 1,
+      tools: ['bash'],
+      instructions: '',
+    },
+  ];
+}
+
+/** A registry over a list of definitions; a later definition of a type overrides an earlier one. */
+export function createAgentRegistry(definitions: AgentDefinition[]): AgentRegistry {
+  const byType = new Map<string, AgentDefinition>();
+  for (const d of definitions) byType.set(d.type, d);
+  return {
+    get: (type) => byType.get(type),
+    list: () => [...byType.values()],
+    types: () => [...byType.keys()],
+  };
+}

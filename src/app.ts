@@ -1,0 +1,145 @@
+import path from 'node:path';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import {
+  jsonSchemaTransform,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
+import pino, { type Logger } from 'pino';
+import { builtinAgents, createAgentRegistry, type AgentRegistry } from './agents/agent-registry';
+import { createModelProvider, type ModelProvider } from './agent/model-provider';
+import type { Config } from './config/config';
+import { createEventLog, type EventLog } from './events/event-log';
+import { agentsRoutes } from './http/agents-routes';
+import { registerAuth } from './http/auth';
+import { registerErrorHandling } from './http/error-handler';
+import { healthRoutes } from './http/health-routes';
+import { tasksRoutes } from './http/tasks-routes';
+import { usageRoutes } from './http/usage-routes';
+import { workspacesRoutes } from './http/workspaces-routes';
+import { createMetrics } from './metrics/metrics';
+import type { Db } from './store/database';
+import { createTaskStore } from './store/task-store';
+import { createUsageStore } from './store/usage-store';
+import { createTaskRunner } from './tasks/task-runner';
+import { createTaskService, type TaskService } from './tasks/task-service';
+
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  /** Defaults to the OpenAI-compatible provider of the config. */
+  modelProvider?: ModelProvider;
+  /** Defaults to extra definitions loaded by the caller, on top of the built-ins. */
+  agents?: AgentRegistry;
+  logger?: Logger;
+  now?: () => number;
+}
+
+export interface App {
+  server: FastifyInstance;
+  tasks: TaskService;
+  events: EventLog;
+  registry: AgentRegistry;
+}
+
+/** Removes `access_token` from logged URLs: a key must never reach the logs. */
+export function redactUrl(url: string): string {
+  return url.replace(/([?&]access_token=)[^&]*/g, '$1[redacted]');
+}
+
+/**
+ * Builds the service from explicit dependencies: stores over `db`, the event log, the task
+ * service and every route. No module-level state, so tests may build as many apps as they like.
+ * Tasks a previous process left unfinished are recovered before the app is returned.
+ */
+export async function createApp(deps: AppDeps): Promise<App> {
+  const { config, db } = deps;
+  const now = deps.now ?? Date.now;
+  const logger =
+    deps.logger ??
+    pino({ level: config.logLevel, redact: ['req.headers.authorization', 'headers.authorization'] });
+  const registry =
+    deps.agents ?? createAgentRegistry(builtinAgents({ defaultModel: config.defaultModel, smallModel: config.smallModel }));
+  const modelProvider =
+    deps.modelProvider ??
+    createModelProvider({ apiKey: config.openaiApiKey, baseURL: config.openaiBaseUrl, api: config.openaiApi });
+  const workspacesDirOf = (tenant: string) =>
+    // With tenants, each gets its own folder; `@` cannot occur in a parentTaskId, so names never collide.
+    config.apiKeys ? path.join(config.workspacesDir, `@${tenant}`) : config.workspacesDir;
+
+  const metrics = createMetrics({ defaultMetrics: true });
+  const store = createTaskStore(db);
+  const usage = createUsageStore(db);
+  const events = createEventLog(db, { now });
+  const runner = createTaskRunner({
+    store,
+    events,
+    registry,
+    modelProvider,
+    metrics,
+    logger,
+    now,
+    workspacesDirOf,
+    limits: {
+      bashTimeoutMs: config.bashTimeoutMs,
+      bashMaxOutputBytes: config.bashMaxOutputBytes,
+      modelMaxRetries: config.modelMaxRetries,
+    },
+    secrets: config.openaiApiKey ? [config.openaiApiKey] : [],
+  });
+  const tasks = createTaskService({
+    store,
+    events,
+    registry,
+    runner,
+    metrics,
+    logger,
+    now,
+    maxConcurrent: config.maxConcurrentTasks,
+    maxQueued: config.maxQueuedTasks,
+    taskTimeoutMs: config.taskTimeoutMs,
+  });
+
+  const server = Fastify({
+    loggerInstance: logger.child({}, {
+      serializers: {
+        req: (req: { method: string; url: string; ip?: string }) => ({ method: req.method, url: redactUrl(req.url), ip: req.ip }),
+      },
+    }) as FastifyBaseLogger,
+    bodyLimit: config.bodyLimitBytes,
+    // Per-request lines only at debug: a task's own start/end lines are what operators read.
+    logController: new LogController({ disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
+  }).withTypeProvider<ZodTypeProvider>();
+  server.setValidatorCompiler(validatorCompiler);
+  server.setSerializerCompiler(serializerCompiler);
+  registerErrorHandling(server);
+  registerAuth(server, config.apiKeys);
+
+  await server.register(swagger, {
+    openapi: {
+      info: { title: 'subagentd', description: 'Runs LLM subagents for orchestrator backends', version: '1.0.0' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: config.apiKeys ? [{ bearer: [] }] : [],
+    },
+    transform: jsonSchemaTransform,
+  });
+  await server.register(swaggerUi, { routePrefix: '/docs' });
+
+  await server.register(healthRoutes, { metrics });
+  await server.register(agentsRoutes, { registry });
+  await server.register(tasksRoutes, { tasks });
+  await server.register(usageRoutes, { usage });
+  await server.register(workspacesRoutes, { workspacesDirOf });
+
+  server.addHook('onClose', async () => {
+    await tasks.close();
+  });
+
+  const recovered = tasks.recover();
+  if (recovered.interrupted + recovered.requeued > 0) logger.warn(recovered, 'recovered unfinished tasks');
+  if (!config.apiKeys) logger.warn('API_KEYS is not set: authentication is off and every caller shares one tenant');
+  return { server, tasks, events, registry };
+}

@@ -1,0 +1,94 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+
+const intFrom = (def: number, min = 1) =>
+  z.coerce.number().int().min(min).default(def);
+
+/** The environment, validated once at boot. Every key is documented in `.env.example`. */
+export const configSchema = z.object({
+  PORT: intFrom(8787, 0).pipe(z.number().max(65535)),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  DATABASE_PATH: z.string().min(1).default('./data/subagentd.db'),
+  WORKSPACES_DIR: z.string().min(1).default('./data/workspaces'),
+  AGENTS_DIR: z.string().min(1).default('./agents'),
+  OPENAI_API_KEY: z.string().min(1).optional(),
+  OPENAI_BASE_URL: z.url().optional(),
+  OPENAI_API: z.enum(['chat', 'responses']).default('chat'),
+  DEFAULT_MODEL: z.string().min(1).default('gpt-4.1-mini'),
+  SMALL_MODEL: z.string().min(1).optional(),
+  API_KEYS: z.string().optional(),
+  HEARTBEAT_MS: intFrom(15_000, 10),
+  MAX_CONCURRENT_TASKS: intFrom(8),
+  MAX_QUEUED_TASKS: intFrom(1000),
+  TASK_TIMEOUT_MS: intFrom(900_000, 100),
+  BASH_TIMEOUT_MS: intFrom(120_000, 100),
+  BASH_MAX_OUTPUT_BYTES: intFrom(30_000, 1000),
+  MODEL_MAX_RETRIES: intFrom(2, 0),
+  BODY_LIMIT_BYTES: intFrom(1_048_576, 1024),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type ConfigInput = z.input<typeof configSchema>;
+
+export type Config = ReturnType<typeof toConfig>;
+
+function toConfig(env: z.output<typeof configSchema>) {
+  return {
+    port: env.PORT,
+    host: env.HOST,
+    databasePath: env.DATABASE_PATH,
+    workspacesDir: path.resolve(env.WORKSPACES_DIR),
+    agentsDir: path.resolve(env.AGENTS_DIR),
+    openaiApiKey: env.OPENAI_API_KEY,
+    openaiBaseUrl: env.OPENAI_BASE_URL,
+    openaiApi: env.OPENAI_API,
+    defaultModel: env.DEFAULT_MODEL,
+    smallModel: env.SMALL_MODEL ?? env.DEFAULT_MODEL,
+    apiKeys: parseApiKeys(env.API_KEYS),
+    heartbeatMs: env.HEARTBEAT_MS,
+    maxConcurrentTasks: env.MAX_CONCURRENT_TASKS,
+    maxQueuedTasks: env.MAX_QUEUED_TASKS,
+    taskTimeoutMs: env.TASK_TIMEOUT_MS,
+    bashTimeoutMs: env.BASH_TIMEOUT_MS,
+    bashMaxOutputBytes: env.BASH_MAX_OUTPUT_BYTES,
+    modelMaxRetries: env.MODEL_MAX_RETRIES,
+    bodyLimitBytes: env.BODY_LIMIT_BYTES,
+    logLevel: env.LOG_LEVEL,
+  };
+}
+
+/** `key` or `key:tenant`, comma separated; a bare key is its own tenant. */
+export function parseApiKeys(raw: string | undefined): Map<string, string> | null {
+  if (!raw || !raw.trim()) return null;
+  const keys = new Map<string, string>();
+  for (const entry of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const i = entry.indexOf(':');
+    const key = i === -1 ? entry : entry.slice(0, i);
+    const tenant = i === -1 ? key : entry.slice(i + 1);
+    if (!key || !tenant) throw new ConfigError(`API_KEYS: empty key or tenant in entry "${i === -1 ? '' : '…'}"`);
+    keys.set(key, tenant);
+  }
+  return keys;
+}
+
+export class ConfigError extends Error {}
+
+/**
+ * Builds the config from an environment object. Throws a ConfigError naming every bad variable;
+ * empty strings count as unset so a blank line in `.env` falls back to the default.
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = configSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  return toConfig(parsed.data);
+}
+
+/** Reads `.env` into process.env when present (Node's own loader; variables already set win). */
+export function loadDotEnv(file = '.env'): void {
+  if (existsSync(file)) process.loadEnvFile(file);
+}

@@ -1,0 +1,19 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { agentSummarySchema } from '../agents/agent-definition';
+import type { AgentRegistry } from '../agents/agent-registry';
+
+export const agentsRoutes: FastifyPluginAsyncZod<{ registry: AgentRegistry }> = async (app, { registry }) => {
+  app.get(
+    '/agents',
+    {
+      schema: {
+        summary: 'Subagent definitions with their resolved model, step limit and tools',
+        response: { 200: z.object({ agents: z.array(agentSummarySchema) }) },
+      },
+    },
+    async () => ({
+      agents: registry.list().map(({ type, description, model, maxSteps, tools }) => ({ type, description, model, maxSteps, tools })),
+    }),
+  );
+};

@@ -1,0 +1,46 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { AppError, errorBody } from './app-error';
+
+/** Framework error codes that are the client's fault, mapped to the contract's codes. */
+const frameworkCodes: Record<string, string> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_request',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_json',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'invalid_request',
+};
+
+/**
+ * One error handler for every route: validation errors become `400 invalid_request` with one
+ * `details` entry per bad field, an AppError keeps its code, a client error keeps its message, and
+ * a 5xx is logged in full and answered generically.
+ */
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    if (hasZodFastifySchemaValidationErrors(err)) {
+      const where = err.validationContext ?? 'body';
+      const details = err.validation.map((v) => ({
+        field: [where, ...v.instancePath.split('/').filter(Boolean)].join('.'),
+        message: v.message ?? 'invalid',
+      }));
+      const fields = details.map((d) => d.field).join(', ');
+      return reply.status(400).send(errorBody('invalid_request', `invalid request: ${fields}`, details));
+    }
+    if (err instanceof AppError) {
+      if (err.headers) reply.headers(err.headers);
+      return reply.status(err.statusCode).send(errorBody(err.code, err.message, err.details));
+    }
+    const status = err.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      const code = frameworkCodes[err.code] ?? (status === 413 ? 'payload_too_large' : 'invalid_request');
+      return reply.status(status).send(errorBody(code, err.message));
+    }
+    request.log.error({ err }, 'unhandled error');
+    return reply.status(500).send(errorBody('internal_error', 'internal server error'));
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    reply.status(404).send(errorBody('not_found', `route ${request.method} ${request.url.split('?')[0]} not found`));
+  });
+}

@@ -1,0 +1,67 @@
+import { createReadStream } from 'node:fs';
+import { realpath, stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { contextIdSchema } from '../tasks/task-schemas';
+import { PathError, resolveWorkspacePath } from '../tools/path-guard';
+import { AppError, notFound } from './app-error';
+import { errorResponses } from './error-schema';
+
+const contentTypes: Record<string, string> = {
+  '.md': 'text/markdown; charset=utf-8',
+  '.txt': 'text/plain; charset=utf-8',
+  '.log': 'text/plain; charset=utf-8',
+  '.csv': 'text/csv; charset=utf-8',
+  '.json': 'application/json; charset=utf-8',
+  '.html': 'text/html; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.pdf': 'application/pdf',
+};
+
+export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: (tenant: string) => string }> = async (
+  app,
+  { workspacesDirOf },
+) => {
+  app.get(
+    '/workspaces/:parentTaskId/files/*',
+    {
+      schema: {
+        summary: 'Download a workspace file',
+        description: 'Serves a regular file of the parent task\'s workspace; nothing outside the workspace is ever served.',
+        params: z.object({ parentTaskId: contextIdSchema, '*': z.string().min(1, 'a file path is required') }),
+        response: { 200: z.any().describe('the file'), ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const { parentTaskId, '*': filePath } = request.params;
+      let root: string;
+      try {
+        root = await realpath(path.join(workspacesDirOf(request.tenant), parentTaskId));
+      } catch {
+        throw notFound(`workspace ${parentTaskId}`);
+      }
+      let real: string;
+      try {
+        real = (await resolveWorkspacePath(root, filePath, { mustExist: true })).real;
+      } catch (err) {
+        if (err instanceof PathError && err.reason === 'not_found') throw notFound(`file ${filePath}`);
+        if (err instanceof PathError) throw new AppError(400, err.reason, err.message);
+        throw err;
+      }
+      const info = await stat(real);
+      if (!info.isFile()) throw new AppError(400, 'not_a_file', `"${filePath}" is not a regular file`);
+      return reply
+        .header('content-type', contentTypes[path.extname(real).toLowerCase()] ?? 'application/octet-stream')
+        .header('content-length', info.size)
+        .header('last-modified', info.mtime.toUTCString())
+        .header('x-content-type-options', 'nosniff')
+        // Model-written HTML must not run scripts on the service's origin.
+        .header('content-security-policy', "sandbox; default-src 'none'")
+        .send(createReadStream(real));
+    },
+  );
+};

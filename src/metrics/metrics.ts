@@ -1,0 +1,52 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { TaskRow } from '../store/schema';
+import type { Usage } from '../tasks/task-schemas';
+
+/** Prometheus metrics of one app instance (its own registry: no global state between apps). */
+export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
+  const registry = new Registry();
+  if (opts.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'subagentd_' });
+  const tasks = new Counter({
+    name: 'subagentd_tasks_total',
+    help: 'Tasks that ended, by status and subagent type',
+    labelNames: ['status', 'subagent_type'],
+    registers: [registry],
+  });
+  const steps = new Counter({ name: 'subagentd_steps_total', help: 'Model steps finished', registers: [registry] });
+  const tokens = new Counter({
+    name: 'subagentd_tokens_total',
+    help: 'Tokens used, by kind',
+    labelNames: ['kind'],
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'subagentd_task_duration_seconds',
+    help: 'Task duration from start to end',
+    labelNames: ['subagent_type'],
+    buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900],
+    registers: [registry],
+  });
+  const queued = new Gauge({ name: 'subagentd_queue_depth', help: 'Tasks waiting to run', registers: [registry] });
+  const running = new Gauge({ name: 'subagentd_tasks_running', help: 'Tasks running now', registers: [registry] });
+
+  return {
+    registry,
+    taskFinished(row: TaskRow, durationMs: number) {
+      tasks.inc({ status: row.status, subagent_type: row.subagentType });
+      duration.observe({ subagent_type: row.subagentType }, durationMs / 1000);
+    },
+    stepFinished(u: Usage) {
+      steps.inc();
+      tokens.inc({ kind: 'input' }, u.inputTokens);
+      tokens.inc({ kind: 'output' }, u.outputTokens);
+      tokens.inc({ kind: 'cached_input' }, u.cachedInputTokens);
+      tokens.inc({ kind: 'reasoning' }, u.reasoningTokens);
+    },
+    setQueue(depth: number, active: number) {
+      queued.set(depth);
+      running.set(active);
+    },
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

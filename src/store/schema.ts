@@ -1,0 +1,89 @@
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+
+/** Token columns shared by tasks and records: integers, never null. */
+const tokenColumns = () => ({
+  inputTokens: integer('input_tokens').notNull().default(0),
+  outputTokens: integer('output_tokens').notNull().default(0),
+  totalTokens: integer('total_tokens').notNull().default(0),
+  cachedInputTokens: integer('cached_input_tokens').notNull().default(0),
+  reasoningTokens: integer('reasoning_tokens').notNull().default(0),
+});
+
+export const tasks = sqliteTable(
+  'tasks',
+  {
+    id: text('id').primaryKey(),
+    tenant: text('tenant').notNull(),
+    parentTaskId: text('parent_task_id').notNull(),
+    userId: text('user_id').notNull(),
+    toolCallId: text('tool_call_id'),
+    subagentType: text('subagent_type').notNull(),
+    description: text('description').notNull(),
+    /** The request body as received (prompt, context, options): the runner's whole input. */
+    request: text('request', { mode: 'json' }).notNull().$type<Record<string, unknown>>(),
+    model: text('model'),
+    status: text('status', { enum: ['queued', 'running', 'completed', 'aborted', 'error'] }).notNull(),
+    summary: text('summary'),
+    artifacts: text('artifacts', { mode: 'json' }).$type<unknown[]>(),
+    skipped: text('skipped', { mode: 'json' }).$type<unknown[]>(),
+    output: text('output', { mode: 'json' }),
+    steps: integer('steps').notNull().default(0),
+    stopReason: text('stop_reason'),
+    ...tokenColumns(),
+    errorCode: text('error_code'),
+    errorMessage: text('error_message'),
+    idempotencyKey: text('idempotency_key'),
+    requestHash: text('request_hash'),
+    createdAt: integer('created_at').notNull(),
+    startedAt: integer('started_at'),
+    completedAt: integer('completed_at'),
+  },
+  (t) => [
+    index('tasks_tenant_id').on(t.tenant, t.id),
+    index('tasks_parent').on(t.tenant, t.parentTaskId, t.id),
+    index('tasks_status').on(t.status),
+    uniqueIndex('tasks_idempotency').on(t.tenant, t.idempotencyKey),
+  ],
+);
+
+export const subagentRecords = sqliteTable(
+  'subagent_records',
+  {
+    id: text('id').primaryKey(),
+    taskId: text('task_id').notNull().unique(),
+    tenant: text('tenant').notNull(),
+    subagentType: text('subagent_type').notNull(),
+    parentTaskId: text('parent_task_id').notNull(),
+    userId: text('user_id').notNull(),
+    toolCallId: text('tool_call_id'),
+    description: text('description').notNull(),
+    model: text('model'),
+    steps: integer('steps').notNull().default(0),
+    ...tokenColumns(),
+    status: text('status').notNull(),
+    startedAt: integer('started_at').notNull(),
+    completedAt: integer('completed_at'),
+    durationMs: integer('duration_ms').notNull().default(0),
+  },
+  (t) => [
+    index('records_tenant_started').on(t.tenant, t.startedAt),
+    index('records_user').on(t.tenant, t.userId, t.startedAt),
+    index('records_parent').on(t.tenant, t.parentTaskId),
+  ],
+);
+
+export const taskEvents = sqliteTable(
+  'task_events',
+  {
+    taskId: text('task_id').notNull(),
+    seq: integer('seq').notNull(),
+    type: text('type').notNull(),
+    at: integer('at').notNull(),
+    data: text('data').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.taskId, t.seq] })],
+);
+
+export type TaskRow = typeof tasks.$inferSelect;
+export type NewTaskRow = typeof tasks.$inferInsert;
+export type RecordRow = typeof subagentRecords.$inferSelect;

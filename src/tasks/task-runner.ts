@@ -1,0 +1,233 @@
+import type { Logger } from 'pino';
+import type { AgentDefinition } from '../agents/agent-definition';
+import type { AgentRegistry } from '../agents/agent-registry';
+import { createCompleteTool } from '../agent/complete-tool';
+import { createDeltaCoalescer } from '../agent/delta-coalescer';
+import type { ModelProvider } from '../agent/model-provider';
+import { errorMessage, runAgent, type AgentObserver } from '../agent/run-agent';
+import { buildSystemPrompt } from '../agent/system-prompt';
+import { capPayload } from '../events/cap-payload';
+import type { EventLog } from '../events/event-log';
+import type { Metrics } from '../metrics/metrics';
+import type { TaskRow } from '../store/schema';
+import type { FinishFields, TaskStore } from '../store/task-store';
+import { runCommand } from '../tools/run-command';
+import type { ToolContext, Workspace } from '../tools/tool-types';
+import { childEnv, openWorkspace } from '../tools/workspace';
+import { workspaceTools } from '../tools/workspace-tools';
+import { abortCode } from './task-abort';
+import { toTaskOutput } from './task-output';
+import type { CreateTaskBody } from './task-schemas';
+
+export interface RunnerDeps {
+  store: TaskStore;
+  events: EventLog;
+  registry: AgentRegistry;
+  modelProvider: ModelProvider;
+  metrics: Metrics;
+  logger: Logger;
+  now: () => number;
+  /** Folder holding the workspaces of a tenant. */
+  workspacesDirOf: (tenant: string) => string;
+  limits: { bashTimeoutMs: number; bashMaxOutputBytes: number; modelMaxRetries: number };
+  /** Strings that must never reach a task's error message (provider keys). */
+  secrets: string[];
+}
+
+type Ending = Omit<FinishFields, 'completedAt'>;
+
+/**
+ * Runs one task from `queued` to its end: marks it started (opening its usage record), runs the
+ * shell command or the agent loop, and writes the end state, the record and `task.finished` together.
+ * It never throws: whatever happens becomes the task's status.
+ */
+export function createTaskRunner(deps: RunnerDeps) {
+  const { store, events, logger } = deps;
+
+  async function run(row: TaskRow, signal: AbortSignal): Promise<TaskRow> {
+    const body = row.request as unknown as CreateTaskBody;
+    const def = deps.registry.get(row.subagentType);
+    const model = def && def.kind === 'model' ? (body.options?.model ?? def.model) : null;
+    const startedAt = deps.now();
+    store.markStarted(row, model, startedAt);
+    const log = logger.child({ taskId: row.id });
+    log.info(
+      { subagentType: row.subagentType, parentTaskId: row.parentTaskId, userId: row.userId, model },
+      'task started',
+    );
+
+    let ending: Ending;
+    try {
+      if (!def) throw new Error(`subagent type "${row.subagentType}" is no longer defined`);
+      const workspace = await openWorkspace(deps.workspacesDirOf(row.tenant), row.parentTaskId);
+      events.append(row, 'task.started', { subagent_type: row.subagentType, model, workspace: workspace.root });
+      ending =
+        def.kind === 'shell'
+          ? await runShell(row, body, workspace, signal)
+          : await runModel(row, body, def, model!, workspace, signal);
+    } catch (err) {
+      log.error({ err }, 'task failed');
+      ending = failed('internal_error', scrub(errorMessage(err)));
+    }
+
+    const completedAt = deps.now();
+    let finished!: TaskRow;
+    events.append(
+      row,
+      'task.finished',
+      () => toTaskOutput(finished),
+      () => {
+        finished = store.finish(row.id, { ...ending, completedAt });
+      },
+    );
+    deps.metrics.taskFinished(finished, completedAt - startedAt);
+    log.info(
+      {
+        subagentType: finished.subagentType,
+        status: finished.status,
+        stopReason: finished.stopReason,
+        errorCode: finished.errorCode,
+        steps: finished.steps,
+        inputTokens: finished.inputTokens,
+        outputTokens: finished.outputTokens,
+        totalTokens: finished.totalTokens,
+        durationMs: completedAt - startedAt,
+      },
+      'task finished',
+    );
+    return finished;
+  }
+
+  async function runShell(row: TaskRow, body: CreateTaskBody, ws: Workspace, signal: AbortSignal): Promise<Ending> {
+    const r = await runCommand({
+      command: body.command!,
+      cwd: ws.root,
+      env: childEnv(ws.root),
+      // The task's own timeout aborts the signal; this only guards against a lost timer.
+      timeoutMs: 24 * 3600_000,
+      maxOutputBytes: deps.limits.bashMaxOutputBytes,
+      signal,
+    });
+    const output = { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr, truncated: r.truncated };
+    if (signal.aborted) {
+      const abort = abortCode(signal);
+      return { ...aborted(abort.code, abort.message), output };
+    }
+    return {
+      status: 'completed',
+      summary: `command exited with code ${r.exitCode}`,
+      artifacts: [],
+      skipped: [],
+      output,
+      stopReason: null,
+      errorCode: null,
+      errorMessage: null,
+    };
+  }
+
+  async function runModel(
+    row: TaskRow,
+    body: CreateTaskBody,
+    def: AgentDefinition,
+    model: string,
+    workspace: Workspace,
+    signal: AbortSignal,
+  ): Promise<Ending> {
+    const toolNames = def.tools;
+    const tools = toolNames
+      .map((name) => (name === 'complete' ? createCompleteTool(body.options?.outputSchema) : workspaceTools[name]))
+      .filter((t) => t !== undefined);
+    const toolContext: ToolContext = {
+      workspace,
+      signal,
+      limits: deps.limits,
+      childEnv: childEnv(workspace.root),
+    };
+    const observer = createObserver(row);
+    const result = await runAgent({
+      model: deps.modelProvider(model),
+      system: buildSystemPrompt(def, {
+        workspace: workspace.root,
+        now: new Date(deps.now()),
+        timezone: body.context.timezone,
+        tools: toolNames,
+      }),
+      prompt: body.prompt!,
+      tools,
+      toolContext,
+      maxSteps: Math.min(body.options?.maxSteps ?? def.maxSteps, def.maxSteps),
+      maxRetries: deps.limits.modelMaxRetries,
+      temperature: def.temperature,
+      signal,
+      observer,
+    });
+    observer.flush();
+
+    const delivered = {
+      summary: result.complete?.summary ?? (result.finalText || null),
+      artifacts: result.complete?.artifacts ?? [],
+      skipped: result.complete?.skipped ?? [],
+      output: result.complete?.output ?? null,
+    };
+    if (result.aborted) {
+      const abort = abortCode(signal);
+      return { ...aborted(abort.code, abort.message), ...delivered };
+    }
+    if (result.error) {
+      return { ...failed('provider_error', scrub(errorMessage(result.error))), ...delivered };
+    }
+    return { status: 'completed', ...delivered, stopReason: result.stopReason, errorCode: null, errorMessage: null };
+  }
+
+  function createObserver(row: TaskRow): AgentObserver & { flush(): void } {
+    const deltas = createDeltaCoalescer((step, text) => events.append(row, 'text.delta', { step, text }));
+    return {
+      flush: deltas.flush,
+      stepStarted(step) {
+        deltas.flush();
+        events.append(row, 'step.started', { step });
+      },
+      textDelta: deltas.push,
+      toolCall(step, call) {
+        deltas.flush();
+        events.append(row, 'tool.call', { step, ...call, input: capPayload(call.input) });
+      },
+      toolResult(step, result) {
+        deltas.flush();
+        events.append(row, 'tool.result', { step, ...result, output: capPayload(result.output) });
+      },
+      stepFinished(step, finishReason, usage) {
+        deltas.flush();
+        events.append(row, 'step.finished', { step, finishReason, usage }, () => store.addStepUsage(row.id, usage));
+        deps.metrics.stepFinished(usage);
+      },
+    };
+  }
+
+  function scrub(message: string): string {
+    let out = message;
+    for (const s of deps.secrets) if (s) out = out.split(s).join('[redacted]');
+    return out;
+  }
+
+  return { run };
+}
+
+export type TaskRunner = ReturnType<typeof createTaskRunner>;
+
+function failed(code: string, message: string): Ending {
+  return {
+    status: 'error',
+    summary: null,
+    artifacts: [],
+    skipped: [],
+    output: null,
+    stopReason: null,
+    errorCode: code,
+    errorMessage: message,
+  };
+}
+
+function aborted(code: string, message: string): Ending {
+  return { ...failed(code, message), status: 'aborted' };
+}

@@ -1,0 +1,156 @@
+import { z } from 'zod';
+
+/** Ids that reach paths and queries: `[A-Za-z0-9._:-]`, 1..128 chars, and never `.` or `..`. */
+export const contextIdSchema = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(/^[A-Za-z0-9._:-]+$/, 'must match [A-Za-z0-9._:-]')
+  .refine((s) => s !== '.' && s !== '..', 'must not be "." or ".."');
+
+const timezoneSchema = z.string().refine((tz) => {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}, 'must be an IANA time zone such as Europe/Berlin');
+
+export const taskContextSchema = z.object({
+  parentTaskId: contextIdSchema,
+  userId: contextIdSchema,
+  toolCallId: z.string().min(1).max(256).optional(),
+  timezone: timezoneSchema.optional(),
+});
+export type TaskContext = z.infer<typeof taskContextSchema>;
+
+export const taskOptionsSchema = z.object({
+  model: z.string().min(1).max(200).optional(),
+  maxSteps: z.number().int().min(1).max(1000).optional(),
+  timeoutMs: z.number().int().min(100).optional(),
+  outputSchema: z.record(z.string(), z.unknown()).optional(),
+});
+export type TaskOptions = z.infer<typeof taskOptionsSchema>;
+
+/**
+ * The task tool's own input plus the inherited context. Unknown top-level fields are ignored
+ * (the task tool may grow fields); unknown fields inside `context` and `options` are ignored too.
+ */
+export const createTaskBodySchema = z
+  .object({
+    subagent_type: z.string().min(1).max(64),
+    description: z.string().min(1).max(80),
+    prompt: z.string().min(1).optional(),
+    command: z.string().min(1).max(100_000).optional(),
+    context: taskContextSchema,
+    options: taskOptionsSchema.optional(),
+  })
+  .superRefine((body, ctx) => {
+    if (body.subagent_type === 'shell') {
+      if (!body.command) ctx.addIssue({ code: 'custom', path: ['command'], message: 'required when subagent_type is "shell"' });
+    } else if (!body.prompt) {
+      ctx.addIssue({ code: 'custom', path: ['prompt'], message: 'required (non-empty)' });
+    }
+  });
+export type CreateTaskBody = z.infer<typeof createTaskBodySchema>;
+
+export const taskStatusSchema = z.enum(['queued', 'running', 'completed', 'aborted', 'error']);
+export type TaskStatus = z.infer<typeof taskStatusSchema>;
+
+export const usageSchema = z.object({
+  inputTokens: z.number().int(),
+  outputTokens: z.number().int(),
+  totalTokens: z.number().int(),
+  cachedInputTokens: z.number().int(),
+  reasoningTokens: z.number().int(),
+});
+export type Usage = z.infer<typeof usageSchema>;
+
+export const artifactSchema = z.object({
+  path: z.string(),
+  size: z.number().int(),
+  fsType: z.enum(['file', 'directory', 'symlink']),
+  modifiedAt: z.string(),
+  url: z.string(),
+});
+export type Artifact = z.infer<typeof artifactSchema>;
+
+export const skippedPathSchema = z.object({
+  path: z.string(),
+  reason: z.enum(['not_found', 'outside_workspace', 'invalid_path', 'unreadable']),
+});
+export type SkippedPath = z.infer<typeof skippedPathSchema>;
+
+export const stopReasonSchema = z.enum(['complete', 'text', 'max_steps']);
+export type StopReason = z.infer<typeof stopReasonSchema>;
+
+export const taskErrorSchema = z.object({ code: z.string(), message: z.string() });
+export type TaskError = z.infer<typeof taskErrorSchema>;
+
+export const taskOutputSchema = z.object({
+  id: z.string(),
+  status: taskStatusSchema,
+  subagent_type: z.string(),
+  description: z.string(),
+  model: z.string().nullable(),
+  context: taskContextSchema,
+  summary: z.string().nullable(),
+  artifacts: z.array(artifactSchema),
+  skipped: z.array(skippedPathSchema),
+  output: z.unknown(),
+  steps: z.number().int(),
+  stopReason: stopReasonSchema.nullable(),
+  usage: usageSchema,
+  error: taskErrorSchema.nullable(),
+  createdAt: z.string(),
+  startedAt: z.string().nullable(),
+  completedAt: z.string().nullable(),
+});
+export type TaskOutput = z.infer<typeof taskOutputSchema>;
+
+export const taskAcceptedSchema = z.object({
+  id: z.string(),
+  status: taskStatusSchema,
+  streamUrl: z.string(),
+});
+
+export const taskIdParamsSchema = z.object({
+  id: z.string().regex(/^tsk_[0-9A-HJKMNP-TV-Z]{26}$/, 'must be a task id (tsk_<ulid>)'),
+});
+
+export const createTaskQuerySchema = z.object({
+  wait: z.enum(['true', 'false']).optional(),
+});
+
+export const listTasksQuerySchema = z.object({
+  parentTaskId: contextIdSchema.optional(),
+  userId: contextIdSchema.optional(),
+  status: taskStatusSchema.optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: z.string().max(64).optional(),
+});
+
+export const taskListSchema = z.object({
+  tasks: z.array(taskOutputSchema),
+  nextCursor: z.string().nullable(),
+});
+
+export const zeroUsage = (): Usage => ({
+  inputTokens: 0,
+  outputTokens: 0,
+  totalTokens: 0,
+  cachedInputTokens: 0,
+  reasoningTokens: 0,
+});
+
+/** Adds two usages field by field. */
+export function addUsage(a: Usage, b: Usage): Usage {
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    totalTokens: a.totalTokens + b.totalTokens,
+    cachedInputTokens: a.cachedInputTokens + b.cachedInputTokens,
+    reasoningTokens: a.reasoningTokens + b.reasoningTokens,
+  };
+}

@@ -1,0 +1,302 @@
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import { monotonicFactory } from 'ulid';
+import type { AgentRegistry } from '../agents/agent-registry';
+import { compileOutputSchema } from '../agent/complete-tool';
+import type { EventLog } from '../events/event-log';
+import { AppError, notFound } from '../http/app-error';
+import type { Metrics } from '../metrics/metrics';
+import type { TaskRow } from '../store/schema';
+import type { TaskFilter, TaskStore } from '../store/task-store';
+import { createFairQueue } from './fair-queue';
+import { TaskAbort } from './task-abort';
+import { toTaskOutput } from './task-output';
+import type { TaskRunner } from './task-runner';
+import type { CreateTaskBody } from './task-schemas';
+
+const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
+
+export interface TaskServiceDeps {
+  store: TaskStore;
+  events: EventLog;
+  registry: AgentRegistry;
+  runner: TaskRunner;
+  metrics: Metrics;
+  logger: Logger;
+  now: () => number;
+  maxConcurrent: number;
+  maxQueued: number;
+  taskTimeoutMs: number;
+}
+
+interface Active {
+  controller: AbortController;
+  timer: NodeJS.Timeout;
+}
+
+/**
+ * The task lifecycle: admission (validation against the definition, idempotency, the queue bound),
+ * a fair queue under a concurrency cap, timeouts, cancellation, waiting for an end, and recovery
+ * of what a previous process left unfinished.
+ */
+export function createTaskService(deps: TaskServiceDeps) {
+  const { store, registry } = deps;
+  const newId = monotonicFactory();
+  const queue = createFairQueue<TaskRow>((t) => `${t.tenant}\u0000${t.userId}`);
+  const active = new Map<string, Active>();
+  const waiters = new Map<string, Array<(row: TaskRow) => void>>();
+  let closing = false;
+
+  function updateGauges() {
+    deps.metrics.setQueue(queue.size, active.size);
+  }
+
+  function settle(row: TaskRow) {
+    const list = waiters.get(row.id);
+    waiters.delete(row.id);
+    for (const resolve of list ?? []) resolve(row);
+  }
+
+  function pump() {
+    while (!closing && active.size < deps.maxConcurrent && queue.size > 0) start(queue.shift()!);
+    updateGauges();
+  }
+
+  function start(row: TaskRow) {
+    const body = row.request as unknown as CreateTaskBody;
+    const timeoutMs = Math.min(body.options?.timeoutMs ?? deps.taskTimeoutMs, deps.taskTimeoutMs);
+    const controller = new AbortController();
+    const timer = setTimeout(
+      () => controller.abort(new TaskAbort('timeout', `the task ran longer than its timeout of ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    active.set(row.id, { controller, timer });
+    void deps.runner
+      .run(row, controller.signal)
+      .then(settle, (err) => deps.logger.error({ err, taskId: row.id }, 'runner failed'))
+      .finally(() => {
+        clearTimeout(timer);
+        active.delete(row.id);
+        pump();
+      });
+  }
+
+  /** Ends a task that never started (cancelled while queued, or left queued at shutdown). */
+  function endQueued(row: TaskRow, code: 'cancelled' | 'interrupted', message: string): TaskRow {
+    let finished!: TaskRow;
+    deps.events.append(
+      row,
+      'task.finished',
+      () => toTaskOutput(finished),
+      () => {
+        finished = store.finish(row.id, {
+          status: code === 'cancelled' ? 'aborted' : 'error',
+          summary: null,
+          artifacts: [],
+          skipped: [],
+          output: null,
+          stopReason: null,
+          errorCode: code,
+          errorMessage: message,
+          completedAt: deps.now(),
+        });
+      },
+    );
+    settle(finished);
+    return finished;
+  }
+
+  return {
+    /**
+     * Admits a task. Returns the stored row and whether it was created now (false: an earlier
+     * request with the same Idempotency-Key and body).
+     */
+    submit(tenant: string, body: CreateTaskBody, idempotencyKey?: string): { row: TaskRow; created: boolean } {
+      if (closing) throw new AppError(503, 'shutting_down', 'the service is shutting down; retry shortly');
+      const def = registry.get(body.subagent_type);
+      if (!def) {
+        throw new AppError(
+          400,
+          'unknown_subagent_type',
+          `unknown subagent_type "${body.subagent_type}"; available types: ${registry.types().join(', ')}`,
+          { available: registry.types() },
+        );
+      }
+      const invalid: Array<{ field: string; message: string }> = [];
+      if (body.options?.maxSteps !== undefined && body.options.maxSteps > def.maxSteps) {
+        invalid.push({
+          field: 'body.options.maxSteps',
+          message: `may only lower the limit of "${def.type}" (${def.maxSteps})`,
+        });
+      }
+      if (body.options?.outputSchema !== undefined) {
+        const compiled = compileOutputSchema(body.options.outputSchema);
+        if ('error' in compiled) invalid.push({ field: 'body.options.outputSchema', message: `not a valid JSON Schema: ${compiled.error}` });
+      }
+      if (invalid.length > 0) {
+        throw new AppError(400, 'invalid_request', `invalid request: ${invalid.map((i) => i.field).join(', ')}`, invalid);
+      }
+
+      const now = deps.now();
+      const requestHash = idempotencyKey ? hashBody(body) : null;
+      if (idempotencyKey) {
+        const earlier = store.findByIdempotencyKey(tenant, idempotencyKey);
+        if (earlier && now - earlier.createdAt < IDEMPOTENCY_WINDOW_MS) {
+          if (earlier.requestHash !== requestHash) {
+            throw new AppError(409, 'idempotency_conflict', 'this Idempotency-Key was used with a different body');
+          }
+          return { row: earlier, created: false };
+        }
+        if (earlier) store.clearIdempotencyKey(earlier.id);
+      }
+      if (queue.size >= deps.maxQueued) {
+        throw new AppError(429, 'queue_full', `too many queued tasks (${queue.size}); retry later`, undefined, {
+          'retry-after': '5',
+        });
+      }
+
+      const row: TaskRow = {
+        id: `tsk_${newId(now)}`,
+        tenant,
+        parentTaskId: body.context.parentTaskId,
+        userId: body.context.userId,
+        toolCallId: body.context.toolCallId ?? null,
+        subagentType: body.subagent_type,
+        description: body.description,
+        request: body as unknown as Record<string, unknown>,
+        model: null,
+        status: 'queued',
+        summary: null,
+        artifacts: null,
+        skipped: null,
+        output: null,
+        steps: 0,
+        stopReason: null,
+        inputTokens: 0,
+        outputTokens: 0,
+        totalTokens: 0,
+        cachedInputTokens: 0,
+        reasoningTokens: 0,
+        errorCode: null,
+        errorMessage: null,
+        idempotencyKey: idempotencyKey ?? null,
+        requestHash,
+        createdAt: now,
+        startedAt: null,
+        completedAt: null,
+      };
+      store.insert(row);
+      queue.push(row);
+      pump();
+      return { row: store.getById(row.id)!, created: true };
+    },
+
+    get(tenant: string, id: string): TaskRow {
+      const row = store.get(tenant, id);
+      if (!row) throw notFound(`task ${id}`);
+      return row;
+    },
+
+    list(tenant: string, filter: TaskFilter, limit: number, cursor?: string) {
+      const rows = store.list(tenant, filter, limit + 1, cursor);
+      const page = rows.slice(0, limit);
+      return { rows: page, nextCursor: rows.length > limit ? page[page.length - 1].id : null };
+    },
+
+    /** Cancels a queued or running task; a finished task is returned as it is. */
+    cancel(tenant: string, id: string): TaskRow {
+      const row = this.get(tenant, id);
+      if (row.status === 'queued' && queue.remove((t) => t.id === id)) {
+        updateGauges();
+        return endQueued(row, 'cancelled', 'the task was cancelled before it started');
+      }
+      active.get(id)?.controller.abort(new TaskAbort('cancelled', 'the task was cancelled'));
+      return store.getById(id)!;
+    },
+
+    /** Resolves with the task's final row once it has ended. */
+    waitForEnd(id: string): Promise<TaskRow> {
+      const row = store.getById(id);
+      if (!row || !['queued', 'running'].includes(row.status)) return Promise.resolve(row!);
+      return new Promise((resolve) => {
+        const list = waiters.get(id) ?? [];
+        list.push(resolve);
+        waiters.set(id, list);
+      });
+    },
+
+    /**
+     * Ends what a previous process left behind: a `running` task becomes `error` / `interrupted`
+     * (its record keeps the tokens of every finished step); a `queued` one never ran and is queued again.
+     */
+    recover(): { interrupted: number; requeued: number } {
+      let interrupted = 0;
+      let requeued = 0;
+      for (const row of store.unfinished()) {
+        if (row.status === 'running') {
+          let finished!: TaskRow;
+          deps.events.append(
+            row,
+            'task.finished',
+            () => toTaskOutput(finished),
+            () => {
+              finished = store.finish(row.id, {
+                status: 'error',
+                summary: row.summary,
+                artifacts: row.artifacts ?? [],
+                skipped: row.skipped ?? [],
+                output: row.output,
+                stopReason: null,
+                errorCode: 'interrupted',
+                errorMessage: 'the service stopped while the task was running',
+                completedAt: deps.now(),
+              });
+            },
+          );
+          interrupted++;
+        } else {
+          queue.push(row);
+          requeued++;
+        }
+      }
+      pump();
+      return { interrupted, requeued };
+    },
+
+    stats() {
+      return { queued: queue.size, running: active.size };
+    },
+
+    /**
+     * Stops admitting, gives running tasks `graceMs` to end, then aborts them as `interrupted`
+     * and waits for their end states to be written. Queued tasks stay queued for the next start.
+     */
+    async close(graceMs = 0): Promise<void> {
+      closing = true;
+      const pending = [...active.keys()].map((id) => this.waitForEnd(id));
+      if (pending.length === 0) return;
+      const grace = new Promise((r) => setTimeout(r, graceMs).unref());
+      await Promise.race([Promise.all(pending), grace]);
+      for (const a of active.values()) {
+        a.controller.abort(new TaskAbort('interrupted', 'the service stopped while the task was running'));
+      }
+      await Promise.all(pending);
+    },
+  };
+}
+
+export type TaskService = ReturnType<typeof createTaskService>;
+
+/** Canonical hash of a request body: key order does not matter. */
+export function hashBody(body: unknown): string {
+  return createHash('sha256').update(canonicalJson(body)).digest('hex');
+}
+
+function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  if (v && typeof v === 'object') {
+    const keys = Object.keys(v).filter((k) => (v as Record<string, unknown>)[k] !== undefined).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((v as Record<string, unknown>)[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(v);
+}

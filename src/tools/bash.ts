@@ -1,0 +1,34 @@
+import { z } from 'zod';
+import { runCommand } from './run-command';
+import { defineTool } from './tool-types';
+
+export const bashTool = defineTool({
+  name: 'bash',
+  readOnly: false,
+  description:
+    'Run a bash command with the workspace as the working folder. Returns exitCode, stdout and stderr ' +
+    '(long output keeps its head and tail). The command is killed after timeoutMs.',
+  inputSchema: z.object({
+    command: z.string().min(1).describe('The bash command'),
+    timeoutMs: z.number().int().min(100).optional().describe('Timeout in milliseconds'),
+  }),
+  async execute({ command, timeoutMs }, ctx) {
+    const limit = Math.min(timeoutMs ?? ctx.limits.bashTimeoutMs, ctx.limits.bashTimeoutMs);
+    const r = await runCommand({
+      command,
+      cwd: ctx.workspace.root,
+      env: ctx.childEnv,
+      timeoutMs: limit,
+      maxOutputBytes: ctx.limits.bashMaxOutputBytes,
+      signal: ctx.signal,
+    });
+    if (r.aborted) throw new Error('command cancelled');
+    return {
+      exitCode: r.exitCode,
+      stdout: r.stdout,
+      stderr: r.timedOut ? `${r.stderr}\n[timed out after ${limit} ms; the process group was killed]` : r.stderr,
+      truncated: r.truncated,
+      ...(r.timedOut ? { timedOut: true } : {}),
+    };
+  },
+});

@@ -1,0 +1,108 @@
+import { lstat, realpath } from 'node:fs/promises';
+import path from 'node:path';
+
+export type PathRefusal = 'outside_workspace' | 'invalid_path' | 'not_found';
+
+/** A path the model asked for that the guard refused; its message is written for the model. */
+export class PathError extends Error {
+  constructor(
+    readonly reason: PathRefusal,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'PathError';
+  }
+}
+
+export interface ResolvedPath {
+  /** Absolute path inside the workspace, as the model named it (links not followed). */
+  absolute: string;
+  /** Path relative to the workspace root, `.` for the root itself. */
+  relative: string;
+  /** The real path (links followed), or for a missing target its real parent joined with the rest. */
+  real: string;
+  exists: boolean;
+}
+
+const MAX_PATH_LENGTH = 4096;
+
+/** True when `child` is `root` or lies below it (both absolute and normalised). */
+export function isInside(root: string, child: string): boolean {
+  const rel = path.relative(root, child);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+/**
+ * Resolves a model-supplied path against a workspace root whose real path is `realRoot`.
+ * Lexically the path must stay inside; then the real path of the target (or, for a target that
+ * does not exist yet, of its nearest existing ancestor) must stay inside too, so a symbolic link
+ * can never lead out. A dangling link is refused: writing through it would create a file outside.
+ */
+export async function resolveWorkspacePath(
+  realRoot: string,
+  input: string,
+  opts: { mustExist: boolean },
+): Promise<ResolvedPath> {
+  if (typeof input !== 'string') throw new PathError('invalid_path', 'path must be a string');
+  if (input.includes('\0')) throw new PathError('invalid_path', 'path contains a NUL byte');
+  if (input.length > MAX_PATH_LENGTH) throw new PathError('invalid_path', `path longer than ${MAX_PATH_LENGTH} characters`);
+  if (input.includes('\\')) throw new PathError('invalid_path', `path "${input}" contains a backslash; use "/" separators`);
+  if (input.startsWith('~')) throw new PathError('invalid_path', `path "${input}" starts with "~"; home folders are not available, use a workspace-relative path`);
+
+  const absolute = path.resolve(realRoot, input === '' ? '.' : input);
+  if (!isInside(realRoot, absolute)) {
+    throw new PathError('outside_workspace', `path "${input}" is outside the workspace (${realRoot})`);
+  }
+
+  let real: string;
+  let exists = true;
+  try {
+    real = await realpath(absolute);
+  } catch (err) {
+    if (!isMissing(err)) throw new PathError('invalid_path', `path "${input}" cannot be resolved: ${(err as Error).message}`);
+    if (await isDanglingLink(absolute)) {
+      throw new PathError('outside_workspace', `path "${input}" is a symbolic link whose target does not exist; refused`);
+    }
+    exists = false;
+    real = await realMissing(realRoot, absolute);
+  }
+  if (!isInside(realRoot, real)) {
+    throw new PathError('outside_workspace', `path "${input}" leads outside the workspace through a symbolic link`);
+  }
+  if (!exists && opts.mustExist) throw new PathError('not_found', `path "${input}" does not exist`);
+  return { absolute, relative: path.relative(realRoot, absolute) || '.', real, exists };
+}
+
+/** Real path of the nearest existing ancestor, joined with the missing remainder. */
+async function realMissing(realRoot: string, absolute: string): Promise<string> {
+  const rest: string[] = [];
+  let current = absolute;
+  for (;;) {
+    const parent = path.dirname(current);
+    rest.unshift(path.basename(current));
+    if (parent === current) return absolute;
+    try {
+      const realParent = await realpath(parent);
+      return path.join(realParent, ...rest);
+    } catch (err) {
+      if (!isMissing(err)) throw new PathError('invalid_path', `cannot resolve "${path.relative(realRoot, parent)}"`);
+      if (await isDanglingLink(parent)) {
+        throw new PathError('outside_workspace', `"${path.relative(realRoot, parent)}" is a dangling symbolic link; refused`);
+      }
+      current = parent;
+    }
+  }
+}
+
+async function isDanglingLink(p: string): Promise<boolean> {
+  try {
+    return (await lstat(p)).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
+function isMissing(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+}

@@ -1,0 +1,97 @@
+import { spawn } from 'node:child_process';
+import { createOutputCapture } from './output-capture';
+
+export interface CommandResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  truncated: { stdout: boolean; stderr: boolean };
+  timedOut: boolean;
+  aborted: boolean;
+  durationMs: number;
+}
+
+export interface RunCommandOptions {
+  command: string;
+  cwd: string;
+  env: Record<string, string>;
+  timeoutMs: number;
+  maxOutputBytes: number;
+  signal?: AbortSignal;
+  /** Wraps the bash invocation, e.g. in a sandbox; receives and returns argv. */
+  wrap?: (argv: string[]) => string[];
+}
+
+/** Exit code reported for a command killed by its timeout, as coreutils' `timeout` does. */
+export const TIMEOUT_EXIT_CODE = 124;
+
+/**
+ * Runs `bash -c command` in its own process group. On timeout or abort the whole group gets
+ * SIGKILL, so children that outlive bash die with it. stdout/stderr are captured within a fixed budget.
+ */
+export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
+  const started = Date.now();
+  const argv = opts.wrap ? opts.wrap(['bash', '-c', opts.command]) : ['bash', '-c', opts.command];
+  return new Promise((resolve) => {
+    const stdout = createOutputCapture(opts.maxOutputBytes);
+    const stderr = createOutputCapture(opts.maxOutputBytes);
+    let timedOut = false;
+    let aborted = false;
+    const child = spawn(argv[0], argv.slice(1), {
+      cwd: opts.cwd,
+      env: opts.env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const killGroup = () => {
+      if (child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup();
+    }, opts.timeoutMs);
+    const onAbort = () => {
+      aborted = true;
+      killGroup();
+    };
+    if (opts.signal?.aborted) onAbort();
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+
+    child.stdout.on('data', (b: Buffer) => stdout.write(b));
+    child.stderr.on('data', (b: Buffer) => stderr.write(b));
+    let done = false;
+    const finish = (code: number) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
+      const out = stdout.result();
+      const err = stderr.result();
+      resolve({
+        exitCode: timedOut ? TIMEOUT_EXIT_CODE : code,
+        stdout: out.text,
+        stderr: err.text,
+        truncated: { stdout: out.truncated, stderr: err.truncated },
+        timedOut,
+        aborted,
+        durationMs: Date.now() - started,
+      });
+    };
+    child.on('error', (e) => {
+      stderr.write(Buffer.from(`failed to start: ${e.message}`));
+      finish(127);
+    });
+    // A background child may still hold the pipes after bash exits: the group dies with bash.
+    child.on('exit', killGroup);
+    child.on('close', (code, sig) => finish(code ?? (sig ? 128 + signalNumber(sig) : 1)));
+  });
+}
+
+function signalNumber(sig: NodeJS.Signals): number {
+  return ({ SIGKILL: 9, SIGTERM: 15, SIGINT: 2, SIGHUP: 1 } as Record<string, number>)[sig] ?? 1;
+}

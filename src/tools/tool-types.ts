@@ -1,0 +1,39 @@
+import type { z } from 'zod';
+import type { ResolvedPath } from './path-guard';
+
+/** The parent task's workspace folder, shared by all its subagents. */
+export interface Workspace {
+  parentTaskId: string;
+  /** Real path of the workspace folder. */
+  root: string;
+  resolve(input: string, opts: { mustExist: boolean }): Promise<ResolvedPath>;
+}
+
+export interface ToolLimits {
+  bashTimeoutMs: number;
+  bashMaxOutputBytes: number;
+}
+
+export interface ToolContext {
+  workspace: Workspace;
+  signal: AbortSignal;
+  limits: ToolLimits;
+  /** Environment for child processes: never the service's secrets. */
+  childEnv: Record<string, string>;
+}
+
+/**
+ * A workspace tool: schema, description and an `execute` that either returns what the model reads
+ * or throws an Error whose message the model reads (the run goes on).
+ */
+export interface WorkspaceTool<I = any> {
+  name: string;
+  description: string;
+  inputSchema: z.ZodType<I>;
+  readOnly: boolean;
+  execute(input: I, ctx: ToolContext): Promise<unknown>;
+}
+
+export function defineTool<I>(tool: WorkspaceTool<I>): WorkspaceTool<I> {
+  return tool;
+}

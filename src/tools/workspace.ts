@@ -1,0 +1,34 @@
+import { mkdir, realpath } from 'node:fs/promises';
+import path from 'node:path';
+import { resolveWorkspacePath } from './path-guard';
+import type { Workspace } from './tool-types';
+
+/** Path of a parent task's workspace folder (the id is validated before it gets here). */
+export function workspacePath(workspacesDir: string, parentTaskId: string): string {
+  return path.join(workspacesDir, parentTaskId);
+}
+
+/** Creates (if needed) and opens the workspace shared by every subagent of `parentTaskId`. */
+export async function openWorkspace(workspacesDir: string, parentTaskId: string): Promise<Workspace> {
+  const dir = workspacePath(workspacesDir, parentTaskId);
+  await mkdir(dir, { recursive: true, mode: 0o750 });
+  const root = await realpath(dir);
+  return {
+    parentTaskId,
+    root,
+    resolve: (input, opts) => resolveWorkspacePath(root, input, opts),
+  };
+}
+
+/**
+ * The only environment a workspace command sees: no provider key, no variable of the service.
+ * HOME points into the workspace so tools that write dotfiles stay confined.
+ */
+export function childEnv(workspaceRoot: string): Record<string, string> {
+  return {
+    PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+    HOME: workspaceRoot,
+    LANG: 'C.UTF-8',
+    TERM: 'dumb',
+  };
+}

@@ -1,0 +1,74 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { createApp, type App } from '../../src/app';
+import { loadConfig, type Config } from '../../src/config/config';
+import { openDatabase, type Db } from '../../src/store/database';
+import { startScriptedModel, type ScriptedModel } from './scripted-model';
+
+export const TEST_API_KEY = 'sk-test-provider-secret-0123456789';
+
+export interface TestService {
+  app: App;
+  config: Config;
+  db: Db;
+  model: ScriptedModel;
+  dir: string;
+  /** Base URL of the listening service, e.g. http://127.0.0.1:12345 */
+  url: string;
+  inject: App['server']['inject'];
+  /** Closes the app (and the model server unless it was passed in). */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the real app on a fresh SQLite file and workspace folder, talking over HTTP to a scripted
+ * model server. `env` overrides configuration variables as the process environment would.
+ */
+export async function startService(
+  opts: { env?: Record<string, string>; model?: ScriptedModel; dir?: string } = {},
+): Promise<TestService> {
+  const model = opts.model ?? (await startScriptedModel());
+  const dir = opts.dir ?? mkdtempSync(path.join(tmpdir(), 'subagentd-test-'));
+  const config = loadConfig({
+    DATABASE_PATH: path.join(dir, 'subagentd.db'),
+    WORKSPACES_DIR: path.join(dir, 'workspaces'),
+    AGENTS_DIR: path.join(dir, 'agents'),
+    OPENAI_BASE_URL: model.url,
+    OPENAI_API_KEY: TEST_API_KEY,
+    MODEL_MAX_RETRIES: '0',
+    LOG_LEVEL: 'silent',
+    ...opts.env,
+  });
+  const db = openDatabase(config.databasePath);
+  const app = await createApp({ config, db, logger: pino({ level: 'silent' }) });
+  await app.server.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.server.address() as { port: number };
+  return {
+    app,
+    config,
+    db,
+    model,
+    dir,
+    url: `http://127.0.0.1:${address.port}`,
+    inject: app.server.inject.bind(app.server),
+    async close() {
+      await app.server.close();
+      db.$client.close();
+      if (!opts.model) await model.close();
+      if (!opts.dir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A valid POST /tasks body; `over` replaces top-level fields. */
+export function taskBody(over: Record<string, unknown> = {}) {
+  return {
+    subagent_type: 'general',
+    description: 'Test task',
+    prompt: 'Do the thing',
+    context: { parentTaskId: 'T-1', userId: 'u-1', toolCallId: 'call_1' },
+    ...over,
+  };
+}

@@ -1,0 +1,196 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A scripted OpenAI-compatible model server: real HTTP and real SSE streaming of Chat Completions
+ * (text deltas, tool-call deltas, a usage chunk). The service under test talks to it exactly as it
+ * would to OpenAI, vLLM or Ollama; nothing inside the service is mocked.
+ *
+ * A script is chosen by a marker in the first user message (the task's prompt). The turn to answer
+ * is the number of assistant messages already in the conversation, so the server is stateless and
+ * any number of tasks may run against it at once.
+ */
+
+export interface ScriptedToolCall {
+  name: string;
+  args: unknown;
+  id?: string;
+}
+
+export interface ScriptedTurn {
+  text?: string;
+  toolCalls?: ScriptedToolCall[];
+  usage?: { input?: number; output?: number; cached?: number; reasoning?: number };
+  /** Wait before the first byte of the answer. */
+  delayMs?: number;
+  /** Wait between streamed chunks. */
+  chunkDelayMs?: number;
+  /** Answer with this HTTP error status instead of a stream. */
+  status?: number;
+  errorMessage?: string;
+  headers?: Record<string, string>;
+}
+
+export interface TurnContext {
+  turn: number;
+  model: string;
+  messages: ChatMessage[];
+  /** Tool results of the previous turn, in call order. */
+  toolResults: Array<{ toolCallId: string; content: string }>;
+  /** How many times this script has been asked for this turn (for retry tests). */
+  attempt: number;
+}
+
+export type Script = ScriptedTurn[] | ((ctx: TurnContext) => ScriptedTurn);
+
+interface ChatMessage {
+  role: string;
+  content?: unknown;
+  tool_call_id?: string;
+  tool_calls?: unknown[];
+}
+
+export interface RecordedRequest {
+  body: { model: string; messages: ChatMessage[]; tools?: Array<{ function: { name: string } }>; [k: string]: unknown };
+  authorization: string | undefined;
+}
+
+export interface ScriptedModel {
+  url: string;
+  /** Registers a script for prompts containing `marker`. Later registrations win. */
+  script(marker: string, script: Script): void;
+  requests: RecordedRequest[];
+  close(): Promise<void>;
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    if (!ms) return resolve();
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map((p) => (p as { text?: string }).text ?? '').join('');
+  return '';
+}
+
+/** Splits text into chunks of a few characters, as a model streams tokens. */
+function chunks(text: string, size = 8): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
+  return out;
+}
+
+export async function startScriptedModel(opts: { port?: number } = {}): Promise<ScriptedModel> {
+  const scripts: Array<{ marker: string; script: Script }> = [];
+  const attempts = new Map<string, number>();
+  const requests: RecordedRequest[] = [];
+  let counter = 0;
+
+  async function handle(req: IncomingMessage, res: ServerResponse) {
+    const abort = new AbortController();
+    res.on('close', () => abort.abort());
+    if (req.method !== 'POST' || !/\/chat\/completions$/.test(req.url ?? '')) {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: `no route ${req.method} ${req.url}` } }));
+      return;
+    }
+    let raw = '';
+    for await (const chunk of req) raw += chunk;
+    const body = JSON.parse(raw) as RecordedRequest['body'];
+    requests.push({ body, authorization: req.headers.authorization });
+    const prompt = textOf(body.messages.find((m) => m.role === 'user')?.content);
+    const found = [...scripts].reverse().find((s) => prompt.includes(s.marker));
+    if (!found) {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: `scripted model: no script matches prompt "${prompt.slice(0, 80)}"` } }));
+      return;
+    }
+    const turn = body.messages.filter((m) => m.role === 'assistant').length;
+    const attemptKey = `${found.marker}\u0000${prompt}\u0000${turn}`;
+    const attempt = (attempts.get(attemptKey) ?? 0) + 1;
+    attempts.set(attemptKey, attempt);
+    const lastAssistant = body.messages.map((m) => m.role).lastIndexOf('assistant');
+    const toolResults = body.messages
+      .slice(lastAssistant + 1)
+      .filter((m) => m.role === 'tool')
+      .map((m) => ({ toolCallId: m.tool_call_id ?? '', content: textOf(m.content) }));
+    const ctx: TurnContext = { turn, model: body.model, messages: body.messages, toolResults, attempt };
+    const step: ScriptedTurn | undefined =
+      typeof found.script === 'function' ? found.script(ctx) : found.script[Math.min(turn, found.script.length - 1)];
+
+    await sleep(step.delayMs ?? 0, abort.signal);
+    if (abort.signal.aborted) return;
+    if (step.status) {
+      res.writeHead(step.status, { 'content-type': 'application/json', ...step.headers });
+      res.end(JSON.stringify({ error: { message: step.errorMessage ?? `scripted error ${step.status}`, type: 'scripted' } }));
+      return;
+    }
+
+    const id = `chatcmpl-${++counter}`;
+    const created = Math.floor(Date.now() / 1000);
+    const send = (delta: unknown, finish: string | null = null) =>
+      res.write(
+        `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: body.model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`,
+      );
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    send({ role: 'assistant', content: '' });
+    for (const piece of chunks(step.text ?? '')) {
+      if (abort.signal.aborted) return;
+      send({ content: piece });
+      await sleep(step.chunkDelayMs ?? 0, abort.signal);
+    }
+    (step.toolCalls ?? []).forEach((call, index) => {
+      const args = JSON.stringify(call.args);
+      send({
+        tool_calls: [{ index, id: call.id ?? `call_${counter}_${index}`, type: 'function', function: { name: call.name, arguments: '' } }],
+      });
+      for (const piece of chunks(args, 24)) send({ tool_calls: [{ index, function: { arguments: piece } }] });
+    });
+    send({}, step.toolCalls?.length ? 'tool_calls' : 'stop');
+    const u = step.usage ?? {};
+    const input = u.input ?? 100;
+    const output = u.output ?? 20;
+    res.write(
+      `data: ${JSON.stringify({
+        id,
+        object: 'chat.completion.chunk',
+        created,
+        model: body.model,
+        choices: [],
+        usage: {
+          prompt_tokens: input,
+          completion_tokens: output,
+          total_tokens: input + output,
+          prompt_tokens_details: { cached_tokens: u.cached ?? 0 },
+          completion_tokens_details: { reasoning_tokens: u.reasoning ?? 0 },
+        },
+      })}\n\n`,
+    );
+    res.end('data: [DONE]\n\n');
+  }
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((err) => {
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: String(err) } }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(opts.port ?? 0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    script: (marker, script) => scripts.push({ marker, script }),
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
