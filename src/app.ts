@@ -1,6 +1,7 @@
 import path from 'node:path';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import websocket from '@fastify/websocket';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import {
   jsonSchemaTransform,
@@ -16,6 +17,7 @@ import { createEventLog, type EventLog } from './events/event-log';
 import { agentsRoutes } from './http/agents-routes';
 import { registerAuth } from './http/auth';
 import { registerErrorHandling } from './http/error-handler';
+import { streamRoutes } from './http/stream-routes';
 import { healthRoutes } from './http/health-routes';
 import { tasksRoutes } from './http/tasks-routes';
 import { usageRoutes } from './http/usage-routes';
@@ -127,12 +129,21 @@ export async function createApp(deps: AppDeps): Promise<App> {
     transform: jsonSchemaTransform,
   });
   await server.register(swaggerUi, { routePrefix: '/docs' });
+  await server.register(websocket, { options: { maxPayload: 64 * 1024 } });
 
   await server.register(healthRoutes, { metrics });
   await server.register(agentsRoutes, { registry });
   await server.register(tasksRoutes, { tasks });
   await server.register(usageRoutes, { usage });
   await server.register(workspacesRoutes, { workspacesDirOf });
+  await server.register(streamRoutes, {
+    tasks,
+    store,
+    events,
+    heartbeatMs: config.heartbeatMs,
+    pingMs: config.wsPingMs,
+    maxBufferedBytes: config.wsMaxBufferedBytes,
+  });
 
   server.addHook('onClose', async () => {
     await tasks.close();

@@ -1,8 +1,8 @@
 /**
  * Joins text deltas that arrive within `windowMs` into one, so a stream of single tokens becomes a
- * handful of stored events. `flush()` must be called before any other event to keep the order.
+ * handful of stored events (each at most about `maxChars`). `flush()` must be called before any other event to keep the order.
  */
-export function createDeltaCoalescer(emit: (step: number, text: string) => void, windowMs = 15) {
+export function createDeltaCoalescer(emit: (step: number, text: string) => void, windowMs = 15, maxChars = 8192) {
   let step = 0;
   let text = '';
   let timer: NodeJS.Timeout | null = null;
@@ -19,7 +19,8 @@ export function createDeltaCoalescer(emit: (step: number, text: string) => void,
       if (s !== step) flush();
       step = s;
       text += delta;
-      timer ??= setTimeout(flush, windowMs);
+      if (text.length >= maxChars) flush();
+      else timer ??= setTimeout(flush, windowMs);
     },
     flush,
   };

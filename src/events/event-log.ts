@@ -102,6 +102,11 @@ export function createEventLog(db: Db, opts: { now?: () => number } = {}) {
       return addListener(parentListeners, parentKey(key), listener);
     },
 
+    /** Live readers of a task (for metrics and tests). */
+    listenerCount(taskId: string): number {
+      return taskListeners.get(taskId)?.size ?? 0;
+    },
+
     count(): number {
       return (db.get(sql`SELECT count(*) AS n FROM task_events`) as { n: number }).n;
     },

@@ -140,6 +140,16 @@ export function createTaskStore(db: Db) {
       });
     },
 
+    /** Queued and running tasks of one parent, oldest first. */
+    unfinishedOfParent(tenant: string, parentTaskId: string): TaskRow[] {
+      return db
+        .select()
+        .from(tasks)
+        .where(and(eq(tasks.tenant, tenant), eq(tasks.parentTaskId, parentTaskId), inArray(tasks.status, ['queued', 'running'])))
+        .orderBy(tasks.id)
+        .all();
+    },
+
     /** Tasks a previous process left unfinished. */
     unfinished(): TaskRow[] {
       return db.select().from(tasks).where(inArray(tasks.status, ['queued', 'running'])).orderBy(tasks.id).all();

@@ -25,6 +25,8 @@ export interface ScriptedTurn {
   delayMs?: number;
   /** Wait between streamed chunks. */
   chunkDelayMs?: number;
+  /** Characters per streamed text chunk (default 8, about a token or two). */
+  chunkSize?: number;
   /** Answer with this HTTP error status instead of a stream. */
   status?: number;
   errorMessage?: string;
@@ -140,7 +142,7 @@ export async function startScriptedModel(opts: { port?: number } = {}): Promise<
       );
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
     send({ role: 'assistant', content: '' });
-    for (const piece of chunks(step.text ?? '')) {
+    for (const piece of chunks(step.text ?? '', step.chunkSize)) {
       if (abort.signal.aborted) return;
       send({ content: piece });
       await sleep(step.chunkDelayMs ?? 0, abort.signal);

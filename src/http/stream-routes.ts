@@ -1,0 +1,86 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { EventLog } from '../events/event-log';
+import type { StoredEvent } from '../events/event-types';
+import { createSocketFeed } from '../events/socket-feed';
+import type { TaskStore } from '../store/task-store';
+import { contextIdSchema, taskIdParamsSchema } from '../tasks/task-schemas';
+import type { TaskService } from '../tasks/task-service';
+import { errorResponses } from './error-schema';
+
+export interface StreamRoutesOptions {
+  tasks: TaskService;
+  store: TaskStore;
+  events: EventLog;
+  heartbeatMs: number;
+  pingMs: number;
+  maxBufferedBytes: number;
+}
+
+const REPLAY_PAGE = 500;
+
+/** A task's stored events after `after`, read page by page as the consumer advances. */
+function* storedEvents(events: EventLog, taskId: string, after: number): Generator<StoredEvent> {
+  for (let from = after; ; ) {
+    const page = events.read(taskId, from, REPLAY_PAGE);
+    yield* page;
+    if (page.length < REPLAY_PAGE) return;
+    from = page[page.length - 1].seq;
+  }
+}
+
+export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (app, opts) => {
+  const { tasks, store, events } = opts;
+  const feedOptions = { heartbeatMs: opts.heartbeatMs, pingMs: opts.pingMs, maxBufferedBytes: opts.maxBufferedBytes };
+
+  app.get(
+    '/tasks/:id/stream',
+    {
+      websocket: true,
+      schema: {
+        summary: 'Progress events of one task (WebSocket)',
+        description:
+          'Replays every stored event with seq > after, then live events; heartbeats while idle; closes with 1000 after task.finished.',
+        params: taskIdParamsSchema,
+        querystring: z.object({ after: z.coerce.number().int().min(0).default(0) }),
+        response: errorResponses,
+      },
+      // Refuse an unknown (or another tenant's) task with a 404 before the upgrade.
+      preHandler: async (request) => {
+        tasks.get(request.tenant, (request.params as { id: string }).id);
+      },
+    },
+    async (socket, request) => {
+      const { id } = request.params as { id: string };
+      const { after } = request.query as { after: number };
+      const feed = createSocketFeed({ socket, taskId: id, closeOnFinish: true, ...feedOptions });
+      feed.onStop(events.subscribe(id, (event) => feed.send(event)));
+      await feed.replay(storedEvents(events, id, after));
+    },
+  );
+
+  app.get(
+    '/stream',
+    {
+      websocket: true,
+      schema: {
+        summary: 'Progress events of every task of a parent task (WebSocket)',
+        description:
+          "Replays the stored events of the parent's unfinished tasks, then streams live events of all its tasks, " +
+          "each with its own task's seq. Stays open until the client closes it.",
+        querystring: z.object({ parentTaskId: contextIdSchema }),
+        response: errorResponses,
+      },
+    },
+    async (socket, request) => {
+      const { parentTaskId } = request.query as { parentTaskId: string };
+      const feed = createSocketFeed({ socket, ...feedOptions });
+      feed.onStop(events.subscribeParent({ tenant: request.tenant, parentTaskId }, (event) => feed.send(event)));
+      await feed.replay(
+        (function* () {
+          for (const task of store.unfinishedOfParent(request.tenant, parentTaskId)) yield* storedEvents(events, task.id, 0);
+        })(),
+      );
+    },
+  );
+};

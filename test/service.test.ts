@@ -1,0 +1,59 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startService, type TestService } from './support/harness';
+
+let svc: TestService;
+beforeAll(async () => {
+  svc = await startService();
+});
+afterAll(() => svc.close());
+
+describe('service routes', () => {
+  it('GET /healthz', async () => {
+    const res = await svc.inject({ url: '/healthz' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ status: 'ok' });
+  });
+
+  it('GET /agents lists the built-ins with resolved model, limit and tools', async () => {
+    const { agents } = (await svc.inject({ url: '/agents' })).json();
+    const byType = Object.fromEntries(agents.map((a: any) => [a.type, a]));
+    expect(Object.keys(byType)).toEqual(['general', 'explore', 'shell']);
+    expect(byType.general).toMatchObject({ model: 'gpt-4.1-mini', maxSteps: 50 });
+    expect(byType.general.tools.sort()).toEqual(['bash', 'complete', 'edit_file', 'glob', 'grep', 'list_files', 'read_file', 'write_file']);
+    expect(byType.explore.tools.sort()).toEqual(['complete', 'glob', 'grep', 'list_files', 'read_file']);
+    expect(byType.shell).toMatchObject({ model: null, tools: ['bash'] });
+    for (const a of agents) expect(a.tools).not.toEqual(expect.arrayContaining(['task']));
+  });
+
+  it('serves the OpenAPI document generated from the zod schemas, and its UI', async () => {
+    const doc = (await svc.inject({ url: '/docs/json' })).json();
+    expect(doc.openapi).toMatch(/^3\./);
+    for (const p of ['/tasks', '/tasks/{id}', '/tasks/{id}/cancel', '/usage', '/usage/records', '/agents', '/healthz']) {
+      expect(Object.keys(doc.paths)).toContain(p);
+    }
+    const body = doc.paths['/tasks'].post.requestBody.content['application/json'].schema;
+    expect(body.required).toEqual(expect.arrayContaining(['subagent_type', 'description', 'context']));
+    expect(body.properties.description.maxLength).toBe(80);
+    const ui = await svc.inject({ url: '/docs/' });
+    expect(ui.statusCode).toBe(200);
+    expect(ui.headers['content-type']).toContain('text/html');
+  });
+
+  it('GET /metrics exposes task, step, token, duration and queue metrics', async () => {
+    svc.model.script('METRICS-RUN', [{ toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }], usage: { input: 11, output: 7 } }]);
+    await svc.inject({
+      method: 'POST',
+      url: '/tasks?wait=true',
+      payload: { subagent_type: 'general', description: 'm', prompt: 'METRICS-RUN', context: { parentTaskId: 'T-m', userId: 'u' } },
+    });
+    const res = await svc.inject({ url: '/metrics' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toContain('text/plain');
+    expect(res.body).toContain('subagentd_tasks_total{status="completed",subagent_type="general"} 1');
+    expect(res.body).toContain('subagentd_steps_total 1');
+    expect(res.body).toContain('subagentd_tokens_total{kind="input"} 11');
+    expect(res.body).toContain('subagentd_tokens_total{kind="output"} 7');
+    expect(res.body).toContain('subagentd_task_duration_seconds_count{subagent_type="general"} 1');
+    expect(res.body).toContain('subagentd_queue_depth 0');
+  });
+});
