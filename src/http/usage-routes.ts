@@ -94,7 +94,7 @@ export const usageRoutes: FastifyPluginAsyncZod<{ usage: UsageStore }> = async (
           groupBy: z.enum(['user', 'parentTask', 'subagentType', 'model', 'day']).optional(),
         }),
         response: {
-          200: z.object({ totals: totalsSchema, groups: z.array(totalsSchema.extend({ key: z.string() })) }),
+          200: z.object({ totals: totalsSchema, groups: z.array(z.object({ key: z.string() }).extend(totalsSchema.shape)) }),
           ...errorResponses,
         },
       },

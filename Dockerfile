@@ -1,0 +1,38 @@
+# syntax=docker/dockerfile:1
+# Build stage: compile native modules (better-sqlite3) with the toolchain, then drop dev dependencies.
+FROM node:22-bookworm-slim AS build
+WORKDIR /app
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund && npm prune --omit=dev
+COPY tsconfig.json drizzle.config.ts ./
+COPY src ./src
+COPY migrations ./migrations
+
+# Runtime stage: no compiler, a non-root user, bubblewrap for the bash sandbox, data on a volume.
+FROM node:22-bookworm-slim
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=8787 \
+    DATABASE_PATH=/data/subagentd.db \
+    WORKSPACES_DIR=/data/workspaces \
+    AGENTS_DIR=/app/agents
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends bubblewrap ca-certificates tini \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --system subagentd && useradd --system --gid subagentd --home /data subagentd \
+ && mkdir -p /data /app/agents && chown subagentd:subagentd /data
+WORKDIR /app
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/package.json /app/tsconfig.json ./
+COPY --from=build /app/src ./src
+COPY --from=build /app/migrations ./migrations
+USER subagentd
+VOLUME ["/data"]
+EXPOSE 8787
+HEALTHCHECK --interval=30s --timeout=3s --start-period=10s --retries=3 \
+  CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8787)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+ENTRYPOINT ["/usr/bin/tini", "--"]
+CMD ["node", "--import", "tsx", "src/server.ts"]

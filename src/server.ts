@@ -1,0 +1,62 @@
+import pino from 'pino';
+import { createApp } from './app';
+import { ConfigError, loadConfig, loadDotEnv } from './config/config';
+import { openDatabase } from './store/database';
+
+/** How long running tasks get to finish on SIGTERM before they are aborted as `interrupted`. */
+const SHUTDOWN_GRACE_MS = 5_000;
+/** Past this the process exits whatever is still pending. */
+const SHUTDOWN_HARD_LIMIT_MS = 15_000;
+
+/** The process: config → store → app → listen → graceful close on SIGTERM/SIGINT. */
+async function main() {
+  loadDotEnv();
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`subagentd: ${err.message}`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const logger = pino({ level: config.logLevel, redact: ['req.headers.authorization'] });
+  const db = openDatabase(config.databasePath);
+  const app = await createApp({ config, db, logger });
+  await app.server.listen({ port: config.port, host: config.host });
+  logger.info(
+    {
+      database: config.databasePath,
+      workspaces: config.workspacesDir,
+      provider: config.openaiBaseUrl ?? 'https://api.openai.com/v1',
+      api: config.openaiApi,
+      defaultModel: config.defaultModel,
+      keyConfigured: Boolean(config.openaiApiKey),
+    },
+    'subagentd ready',
+  );
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    setTimeout(() => {
+      logger.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, SHUTDOWN_HARD_LIMIT_MS).unref();
+    await app.tasks.close(SHUTDOWN_GRACE_MS);
+    await app.server.close();
+    db.$client.close();
+    logger.info('bye');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((err) => {
+  console.error('subagentd failed to start:', err);
+  process.exit(1);
+});
