@@ -11,6 +11,7 @@ import {
 } from 'fastify-type-provider-zod';
 import pino, { type Logger } from 'pino';
 import { builtinAgents, createAgentRegistry, type AgentRegistry } from './agents/agent-registry';
+import { loadAgentFiles } from './agents/load-agent-files';
 import { createModelProvider, type ModelProvider } from './agent/model-provider';
 import type { Config } from './config/config';
 import { createEventLog, type EventLog } from './events/event-log';
@@ -28,6 +29,7 @@ import { createTaskStore } from './store/task-store';
 import { createUsageStore } from './store/usage-store';
 import { createTaskRunner } from './tasks/task-runner';
 import { createTaskService, type TaskService } from './tasks/task-service';
+import { createSandbox, type Sandbox } from './tools/sandbox';
 
 export interface AppDeps {
   config: Config;
@@ -38,6 +40,8 @@ export interface AppDeps {
   agents?: AgentRegistry;
   logger?: Logger;
   now?: () => number;
+  /** Defaults to the sandbox BASH_SANDBOX asks for, hiding the service's own folders. */
+  sandbox?: Sandbox;
 }
 
 export interface App {
@@ -45,6 +49,17 @@ export interface App {
   tasks: TaskService;
   events: EventLog;
   registry: AgentRegistry;
+}
+
+/** The built-in definitions, overridden by type by the valid `AGENTS_DIR/*.md` files. */
+function loadRegistry(config: Config, logger: Logger): AgentRegistry {
+  const names = { defaultModel: config.defaultModel, smallModel: config.smallModel };
+  const loaded = loadAgentFiles(config.agentsDir, names);
+  for (const e of loaded.errors) logger.error(e, `skipped subagent definition ${e.file}: ${e.field}: ${e.message}`);
+  if (loaded.definitions.length > 0) {
+    logger.info({ types: loaded.definitions.map((d) => d.type), dir: config.agentsDir }, 'loaded subagent definitions');
+  }
+  return createAgentRegistry([...builtinAgents(names), ...loaded.definitions]);
 }
 
 /** Removes `access_token` from logged URLs: a key must never reach the logs. */
@@ -63,14 +78,27 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const logger =
     deps.logger ??
     pino({ level: config.logLevel, redact: ['req.headers.authorization', 'headers.authorization'] });
-  const registry =
-    deps.agents ?? createAgentRegistry(builtinAgents({ defaultModel: config.defaultModel, smallModel: config.smallModel }));
+  const registry = deps.agents ?? loadRegistry(config, logger);
   const modelProvider =
     deps.modelProvider ??
     createModelProvider({ apiKey: config.openaiApiKey, baseURL: config.openaiBaseUrl, api: config.openaiApi });
   const workspacesDirOf = (tenant: string) =>
     // With tenants, each gets its own folder; `@` cannot occur in a parentTaskId, so names never collide.
     config.apiKeys ? path.join(config.workspacesDir, `@${tenant}`) : config.workspacesDir;
+
+  const sandbox =
+    deps.sandbox ??
+    createSandbox({
+      mode: config.bashSandbox,
+      hide: [process.cwd(), path.dirname(path.resolve(config.databasePath)), config.workspacesDir, config.agentsDir],
+      maxProcesses: config.sandboxMaxProcesses,
+      maxFileBytes: config.sandboxMaxFileBytes,
+    });
+  if (sandbox.kind === 'unavailable' && config.bashSandbox === 'bwrap') {
+    throw new Error(`BASH_SANDBOX=bwrap but ${sandbox.reason}`);
+  }
+  if (sandbox.kind === 'unavailable') logger.error({ reason: sandbox.reason }, 'bash and shell tasks are refused');
+  if (sandbox.kind === 'none') logger.warn('BASH_SANDBOX=none: commands run without a sandbox, confined only by their working folder');
 
   const metrics = createMetrics({ defaultMetrics: true });
   const store = createTaskStore(db);
@@ -91,6 +119,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
       modelMaxRetries: config.modelMaxRetries,
     },
     secrets: config.openaiApiKey ? [config.openaiApiKey] : [],
+    sandbox,
   });
   const tasks = createTaskService({
     store,

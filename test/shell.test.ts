@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, taskBody, TEST_API_KEY, type TestService } from './support/harness';
 
@@ -55,8 +56,7 @@ describe('shell subtask (no model)', () => {
     const out = await shell('(sleep 30; echo late > late.txt) & sleep 30', { options: { timeoutMs: 300 } });
     expect(out).toMatchObject({ status: 'aborted', error: { code: 'timeout' } });
     await new Promise((r) => setTimeout(r, 200));
-    const ps = await shell('ps -eo args | grep -c "^sleep 30" || true');
-    expect(ps.output.stdout.trim()).toBe('0');
+    expect(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })).not.toMatch(/^sleep 30/m);
   });
 });
 

@@ -12,6 +12,7 @@ import type { Metrics } from '../metrics/metrics';
 import type { TaskRow } from '../store/schema';
 import type { FinishFields, TaskStore } from '../store/task-store';
 import { runCommand } from '../tools/run-command';
+import type { Sandbox } from '../tools/sandbox';
 import type { ToolContext, Workspace } from '../tools/tool-types';
 import { childEnv, openWorkspace } from '../tools/workspace';
 import { workspaceTools } from '../tools/workspace-tools';
@@ -30,6 +31,7 @@ export interface RunnerDeps {
   /** Folder holding the workspaces of a tenant. */
   workspacesDirOf: (tenant: string) => string;
   limits: { bashTimeoutMs: number; bashMaxOutputBytes: number; modelMaxRetries: number };
+  sandbox: Sandbox;
   /** Strings that must never reach a task's error message (provider keys). */
   secrets: string[];
 }
@@ -99,6 +101,7 @@ export function createTaskRunner(deps: RunnerDeps) {
   }
 
   async function runShell(row: TaskRow, body: CreateTaskBody, ws: Workspace, signal: AbortSignal): Promise<Ending> {
+    if (deps.sandbox.kind === 'unavailable') return failed('sandbox_unavailable', deps.sandbox.reason ?? 'no sandbox');
     const r = await runCommand({
       command: body.command!,
       cwd: ws.root,
@@ -107,6 +110,7 @@ export function createTaskRunner(deps: RunnerDeps) {
       timeoutMs: 24 * 3600_000,
       maxOutputBytes: deps.limits.bashMaxOutputBytes,
       signal,
+      wrap: (argv) => deps.sandbox.wrap(ws.root, argv),
     });
     const output = { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr, truncated: r.truncated };
     if (signal.aborted) {
@@ -142,6 +146,7 @@ export function createTaskRunner(deps: RunnerDeps) {
       signal,
       limits: deps.limits,
       childEnv: childEnv(workspace.root),
+      sandbox: deps.sandbox,
     };
     const observer = createObserver(row);
     const result = await runAgent({

@@ -13,6 +13,7 @@ export const bashTool = defineTool({
     timeoutMs: z.number().int().min(100).optional().describe('Timeout in milliseconds'),
   }),
   async execute({ command, timeoutMs }, ctx) {
+    if (ctx.sandbox.kind === 'unavailable') throw new Error(`bash is unavailable on this service: ${ctx.sandbox.reason}`);
     const limit = Math.min(timeoutMs ?? ctx.limits.bashTimeoutMs, ctx.limits.bashTimeoutMs);
     const r = await runCommand({
       command,
@@ -21,6 +22,7 @@ export const bashTool = defineTool({
       timeoutMs: limit,
       maxOutputBytes: ctx.limits.bashMaxOutputBytes,
       signal: ctx.signal,
+      wrap: (argv) => ctx.sandbox.wrap(ctx.workspace.root, argv),
     });
     if (r.aborted) throw new Error('command cancelled');
     return {

@@ -1,5 +1,5 @@
-import { readFile, writeFile } from 'node:fs/promises';
 import { z } from 'zod';
+import { openInside, overwrite } from './safe-open';
 import { defineTool } from './tool-types';
 
 export const editFileTool = defineTool({
@@ -16,14 +16,15 @@ export const editFileTool = defineTool({
   async execute({ path, oldString, newString, replaceAll }, ctx) {
     if (oldString === newString) throw new Error('oldString and newString are the same');
     const target = await ctx.workspace.resolve(path, { mustExist: true });
-    const text = await readFile(target.real, 'utf8');
+    const reader = await openInside(ctx.workspace.root, target.real, path, 'read');
+    const text = await reader.readFile('utf8').finally(() => reader.close());
     const count = text.split(oldString).length - 1;
     if (count === 0) throw new Error(`oldString not found in "${path}"`);
     if (count > 1 && !replaceAll) {
       throw new Error(`oldString occurs ${count} times in "${path}"; add context to make it unique or set replaceAll`);
     }
     const next = replaceAll ? text.split(oldString).join(newString) : text.replace(oldString, () => newString);
-    await writeFile(target.real, next, 'utf8');
+    await overwrite(await openInside(ctx.workspace.root, target.real, path, 'write'), next);
     return `replaced ${replaceAll ? count : 1} occurrence(s) in ${target.relative}`;
   },
 });

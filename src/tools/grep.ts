@@ -1,6 +1,7 @@
-import { open } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
+import { openInside } from './safe-open';
 import { defineTool } from './tool-types';
 import { walkFiles } from './walk-files';
 
@@ -31,13 +32,7 @@ export const grepTool = defineTool({
     const root = ctx.workspace.root;
     let files: string[];
     let capped = false;
-    const isDir = (await open(target.real, 'r').then(async (h) => {
-      try {
-        return (await h.stat()).isDirectory();
-      } finally {
-        await h.close();
-      }
-    }));
+    const isDir = (await stat(target.real)).isDirectory();
     if (isDir) {
       const walked = await walkFiles({ cwd: target.real, pattern: glob ?? '**/*', onlyFiles: true, max: MAX_FILES });
       files = walked.paths.map((f) => path.join(target.real, f));
@@ -48,7 +43,7 @@ export const grepTool = defineTool({
     const out: string[] = [];
     for (const file of files) {
       if (ctx.signal.aborted) break;
-      const text = await readSmallText(file);
+      const text = await readSmallText(root, file);
       if (text === null) continue;
       const rel = path.relative(root, file);
       const lines = text.split('\n');
@@ -67,8 +62,8 @@ export const grepTool = defineTool({
 });
 
 /** The file's text, or null when it is too large or looks binary. */
-async function readSmallText(file: string): Promise<string | null> {
-  const handle = await open(file, 'r').catch(() => null);
+async function readSmallText(root: string, file: string): Promise<string | null> {
+  const handle = await openInside(root, file, file, 'read').catch(() => null);
   if (!handle) return null;
   try {
     const stat = await handle.stat();

@@ -1,5 +1,5 @@
-import { open } from 'node:fs/promises';
 import { z } from 'zod';
+import { openInside } from './safe-open';
 import { defineTool } from './tool-types';
 
 const MAX_BYTES = 256 * 1024;
@@ -19,10 +19,11 @@ export const readFileTool = defineTool({
   }),
   async execute({ path, offset = 1, limit = DEFAULT_LIMIT }, ctx) {
     const target = await ctx.workspace.resolve(path, { mustExist: true });
-    const handle = await open(target.real, 'r');
+    const handle = await openInside(ctx.workspace.root, target.real, path, 'read');
     try {
       const stat = await handle.stat();
       if (stat.isDirectory()) throw new Error(`"${path}" is a directory; use list_files`);
+      if (!stat.isFile()) throw new Error(`"${path}" is not a regular file`);
       const buf = Buffer.alloc(Math.min(stat.size, MAX_BYTES * 8));
       const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
       const bytes = buf.subarray(0, bytesRead);

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { ResolvedPath } from './path-guard';
+import type { Sandbox } from './sandbox';
 
 /** The parent task's workspace folder, shared by all its subagents. */
 export interface Workspace {
@@ -20,6 +21,8 @@ export interface ToolContext {
   limits: ToolLimits;
   /** Environment for child processes: never the service's secrets. */
   childEnv: Record<string, string>;
+  /** How commands are confined. */
+  sandbox: Sandbox;
 }
 
 /**

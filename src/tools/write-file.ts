@@ -1,6 +1,7 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
+import { openInside, overwrite } from './safe-open';
 import { defineTool } from './tool-types';
 
 export const writeFileTool = defineTool({
@@ -14,9 +15,9 @@ export const writeFileTool = defineTool({
   async execute({ path: p, content }, ctx) {
     const target = await ctx.workspace.resolve(p, { mustExist: false });
     await mkdir(path.dirname(target.real), { recursive: true });
-    // Re-check after creating folders: a link swapped in meanwhile must not lead out.
+    // Re-check after creating folders, then open so that a link swapped in meanwhile cannot lead out.
     const again = await ctx.workspace.resolve(p, { mustExist: false });
-    await writeFile(again.real, content, { encoding: 'utf8' });
+    await overwrite(await openInside(ctx.workspace.root, again.real, p, 'write'), content);
     return `wrote ${Buffer.byteLength(content)} bytes to ${target.relative}`;
   },
 });

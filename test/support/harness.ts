@@ -5,6 +5,7 @@ import pino from 'pino';
 import { createApp, type App } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config/config';
 import { openDatabase, type Db } from '../../src/store/database';
+import type { Sandbox } from '../../src/tools/sandbox';
 import { startScriptedModel, type ScriptedModel } from './scripted-model';
 
 export const TEST_API_KEY = 'sk-test-provider-secret-0123456789';
@@ -27,7 +28,7 @@ export interface TestService {
  * model server. `env` overrides configuration variables as the process environment would.
  */
 export async function startService(
-  opts: { env?: Record<string, string>; model?: ScriptedModel; dir?: string } = {},
+  opts: { env?: Record<string, string>; model?: ScriptedModel; dir?: string; sandbox?: Sandbox; logger?: pino.Logger } = {},
 ): Promise<TestService> {
   const model = opts.model ?? (await startScriptedModel());
   const dir = opts.dir ?? mkdtempSync(path.join(tmpdir(), 'subagentd-test-'));
@@ -42,7 +43,7 @@ export async function startService(
     ...opts.env,
   });
   const db = openDatabase(config.databasePath);
-  const app = await createApp({ config, db, logger: pino({ level: 'silent' }) });
+  const app = await createApp({ config, db, logger: opts.logger ?? pino({ level: 'silent' }), sandbox: opts.sandbox });
   await app.server.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.server.address() as { port: number };
   return {

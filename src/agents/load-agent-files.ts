@@ -1,0 +1,86 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { VFile } from 'vfile';
+import { matter } from 'vfile-matter';
+import { z } from 'zod';
+import { workspaceToolNames } from '../tools/workspace-tools';
+import type { AgentDefinition } from './agent-definition';
+import { FORBIDDEN_TOOLS, resolveModelName, resolveTools, type ModelNames } from './agent-registry';
+
+/** Names a definition may mention: every workspace tool, `complete`, and the forbidden ones (removed). */
+const KNOWN_TOOLS = new Set<string>([...workspaceToolNames, 'complete', ...FORBIDDEN_TOOLS]);
+/** Types with a meaning of their own in the contract; a file cannot redefine them. */
+const RESERVED_TYPES = new Set(['shell']);
+
+/** A list of tool names, as YAML list or as "Read, Grep" style comma string. */
+const toolList = z
+  .union([z.array(z.string().min(1)), z.string()])
+  .transform((v) => (Array.isArray(v) ? v : v.split(',')).map((t) => t.trim()).filter(Boolean))
+  .superRefine((tools, ctx) => {
+    for (const t of tools) {
+      if (!KNOWN_TOOLS.has(t)) ctx.addIssue({ code: 'custom', message: `unknown tool "${t}"; known tools: ${[...KNOWN_TOOLS].join(', ')}` });
+    }
+  });
+
+/** The front matter of an `AGENTS_DIR/*.md` file. Unknown keys (e.g. `color`) are ignored. */
+export const agentFileSchema = z.object({
+  name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must be 1-64 chars of a-z, 0-9, "_" or "-", starting with a letter or digit'),
+  description: z.string().min(1, 'is required'),
+  model: z.string().min(1).optional(),
+  tools: toolList.optional(),
+  disallowedTools: toolList.optional(),
+  maxSteps: z.number().int().min(1).max(1000).optional(),
+  temperature: z.number().min(0).max(2).optional(),
+});
+
+export interface AgentFileError {
+  file: string;
+  field: string;
+  message: string;
+}
+
+/**
+ * Loads every `*.md` definition of `dir` (a missing folder is no error). A broken file is
+ * reported (file, field, why) and skipped; the others load.
+ */
+export function loadAgentFiles(dir: string, names: ModelNames): { definitions: AgentDefinition[]; errors: AgentFileError[] } {
+  const definitions: AgentDefinition[] = [];
+  const errors: AgentFileError[] = [];
+  let files: string[];
+  try {
+    files = readdirSync(dir).filter((f) => f.endsWith('.md')).sort();
+  } catch {
+    return { definitions, errors };
+  }
+  for (const name of files) {
+    const file = path.join(dir, name);
+    try {
+      if (!statSync(file).isFile()) continue;
+      const vfile = new VFile({ path: file, value: readFileSync(file, 'utf8') });
+      matter(vfile, { strip: true });
+      const parsed = agentFileSchema.safeParse(vfile.data.matter ?? {});
+      if (!parsed.success) {
+        for (const issue of parsed.error.issues) errors.push({ file, field: issue.path.join('.') || '(front matter)', message: issue.message });
+        continue;
+      }
+      const fm = parsed.data;
+      if (RESERVED_TYPES.has(fm.name)) {
+        errors.push({ file, field: 'name', message: `"${fm.name}" is reserved` });
+        continue;
+      }
+      definitions.push({
+        type: fm.name,
+        description: fm.description,
+        kind: 'model',
+        model: resolveModelName(fm.model, names),
+        maxSteps: fm.maxSteps ?? 50,
+        tools: resolveTools(fm.tools, fm.disallowedTools),
+        instructions: String(vfile.value).trim(),
+        temperature: fm.temperature,
+      });
+    } catch (err) {
+      errors.push({ file, field: '(front matter)', message: (err as Error).message.split('\n')[0] });
+    }
+  }
+  return { definitions, errors };
+}

@@ -1,0 +1,106 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+export type SandboxMode = 'auto' | 'bwrap' | 'none';
+
+/** How workspace commands are run: inside bubblewrap, bare, or not at all (bwrap wanted but missing). */
+export interface Sandbox {
+  kind: 'bwrap' | 'none' | 'unavailable';
+  /** Why commands cannot run, when `kind` is `unavailable`. */
+  reason?: string;
+  /** Wraps `argv` so it runs confined to `workspace`. */
+  wrap(workspace: string, argv: string[]): string[];
+}
+
+export interface SandboxOptions {
+  mode: SandboxMode;
+  /** Host folders hidden from commands (the service's own files: database, config, other workspaces). */
+  hide: string[];
+  maxProcesses: number;
+  maxFileBytes: number;
+}
+
+/** Host folders that commands never see, whatever the deployment. */
+const ALWAYS_HIDDEN = ['/root', '/home', '/run', '/var', '/mnt', '/media', '/srv'];
+
+function bwrapWorks(): string | null {
+  const probe = mkdtempSync(path.join(tmpdir(), 'subagentd-bwrap-'));
+  try {
+    const r = spawnSync('bwrap', bwrapArgs(probe, [], ['true']), { timeout: 5000, encoding: 'utf8' });
+    if (r.error) return `bwrap could not be run: ${r.error.message}`;
+    if (r.status !== 0) return `bwrap failed (exit ${r.status}): ${r.stderr.trim()}`;
+    return null;
+  } finally {
+    rmSync(probe, { recursive: true, force: true });
+  }
+}
+
+/**
+ * bubblewrap arguments: the host root read-only, the service's folders hidden, a private /tmp,
+ * the workspace the only writable place, every namespace unshared (no network, own PIDs, so
+ * background children die with the sandbox), a clean environment, a new session (no terminal
+ * injection), and death with the service.
+ */
+function bwrapArgs(workspace: string, hide: string[], argv: string[]): string[] {
+  // Only existing folders can be masked (the root is read-only), and never one holding the system.
+  const masks = [...new Set([...ALWAYS_HIDDEN, ...hide])].filter(
+    (p) => !isAncestorOrSame(p, '/usr') && !isAncestorOrSame(p, '/etc') && existsSync(p),
+  );
+  return [
+    '--ro-bind', '/', '/',
+    '--dev', '/dev',
+    '--proc', '/proc',
+    ...masks.flatMap((m) => ['--tmpfs', m]),
+    '--tmpfs', '/tmp',
+    '--bind', workspace, workspace,
+    '--unshare-all',
+    '--die-with-parent',
+    '--new-session',
+    '--hostname', 'sandbox',
+    '--chdir', workspace,
+    '--clearenv',
+    '--setenv', 'PATH', '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+    '--setenv', 'HOME', workspace,
+    '--setenv', 'LANG', 'C.UTF-8',
+    '--setenv', 'TERM', 'dumb',
+    '--',
+    ...argv,
+  ];
+}
+
+function isAncestorOrSame(a: string, b: string): boolean {
+  const rel = path.relative(a, b);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+/**
+ * Decides once, at start, how commands run. `auto` uses bubblewrap when it works here and
+ * otherwise refuses commands (with the reason); `none` runs them bare; `bwrap` is `auto` that
+ * the caller treats as fatal when unavailable.
+ */
+export function createSandbox(opts: SandboxOptions): Sandbox {
+  const limits = (argv: string[]) => [
+    'bash',
+    '-c',
+    // RLIMIT_NPROC binds a non-root service user (the Docker image); root is exempt by the kernel.
+    `ulimit -u ${opts.maxProcesses} 2>/dev/null; ulimit -f ${Math.ceil(opts.maxFileBytes / 512)}; exec "$@"`,
+    'sandbox',
+    ...argv,
+  ];
+  if (opts.mode === 'none') return { kind: 'none', wrap: (_ws, argv) => limits(argv) };
+  const problem = bwrapWorks();
+  if (problem) {
+    return {
+      kind: 'unavailable',
+      reason: `${problem}. Install bubblewrap (apt-get install bubblewrap) or set BASH_SANDBOX=none to run commands without a sandbox`,
+      wrap: () => {
+        throw new Error('sandbox unavailable');
+      },
+    };
+  }
+  // Hide every host folder the service uses, except a folder that holds the system itself.
+  const hide = opts.hide.map((p) => path.resolve(p)).filter((p) => p !== '/');
+  return { kind: 'bwrap', wrap: (workspace, argv) => ['bwrap', ...bwrapArgs(workspace, hide, limits(argv))] };
+}

@@ -1,0 +1,125 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startService, taskBody, TEST_API_KEY, type TestService } from './support/harness';
+
+/** Every command here runs through bubblewrap (BASH_SANDBOX=bwrap fails the start when it is missing). */
+let svc: TestService;
+beforeAll(async () => {
+  svc = await startService({ env: { BASH_SANDBOX: 'bwrap' } });
+  mkdirSync(path.join(svc.config.workspacesDir, 'T-other'), { recursive: true });
+  writeFileSync(path.join(svc.config.workspacesDir, 'T-other', 'private.txt'), 'OTHER PARENT DATA');
+  writeFileSync(path.join(svc.dir, 'host-secret.txt'), 'HOST SECRET');
+});
+afterAll(() => svc.close());
+
+const shell = async (command: string, over: Record<string, unknown> = {}) => {
+  const res = await svc.inject({
+    method: 'POST',
+    url: '/tasks?wait=true',
+    payload: taskBody({ subagent_type: 'shell', prompt: undefined, command, context: { parentTaskId: 'T-sbx', userId: 'u-1' }, ...over }),
+  });
+  return res.json();
+};
+
+const hostProcesses = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' });
+
+describe('the bash sandbox (bubblewrap)', () => {
+  it('leaves only the workspace writable: the root is read-only', async () => {
+    const out = await shell('echo ok > here.txt && cat here.txt; touch /usr/pwned 2>&1; touch /etc/pwned 2>&1; echo done');
+    expect(out.output.stdout).toContain('ok\n');
+    expect(out.output.stdout).toMatch(/\/usr\/pwned': Read-only file system/);
+    expect(out.output.stdout).toMatch(/\/etc\/pwned': Read-only file system/);
+  });
+
+  it('hides the service\'s own files and the other workspaces', async () => {
+    const out = await shell(
+      `cat ${path.join(svc.dir, 'host-secret.txt')} 2>&1; cat ${svc.config.databasePath} 2>&1 | head -c 20; echo; ` +
+        `ls ${svc.config.workspacesDir}; cat ${path.join(svc.config.workspacesDir, 'T-other', 'private.txt')} 2>&1; ls /root | wc -l`,
+    );
+    expect(out.output.stdout).not.toContain('HOST SECRET');
+    expect(out.output.stdout).not.toContain('SQLite format');
+    expect(out.output.stdout).not.toContain('OTHER PARENT DATA');
+    expect(out.output.stdout).toMatch(/^.*No such file or directory/m);
+    expect(out.output.stdout.split('\n')).toContain('T-sbx');
+    expect(out.output.stdout.split('\n')).not.toContain('T-other');
+  });
+
+  it('has no network, not even the service on loopback', async () => {
+    const port = new URL(svc.url).port;
+    const out = await shell(`(echo > /dev/tcp/127.0.0.1/${port}) 2>&1 && echo CONNECTED || echo REFUSED`);
+    expect(out.output.stdout).toContain('REFUSED');
+    expect(out.output.stdout).not.toContain('CONNECTED');
+  });
+
+  it('passes no variable of the service: only PATH, HOME (the workspace), LANG and TERM', async () => {
+    const out = await shell('env | cut -d= -f1 | sort | tr "\\n" " "; echo; echo "$HOME"');
+    const names = out.output.stdout.split('\n')[0].trim().split(' ');
+    expect(names.filter((v: string) => !['PWD', 'SHLVL', '_', 'OLDPWD'].includes(v)).sort()).toEqual(['HOME', 'LANG', 'PATH', 'TERM']);
+    expect(out.output.stdout).toContain(path.join(svc.config.workspacesDir, 'T-sbx'));
+    expect(JSON.stringify(out)).not.toContain(TEST_API_KEY);
+  });
+
+  it('gives each command a private /tmp', async () => {
+    await shell('echo leaked > /tmp/sbx-marker');
+    const out = await shell('cat /tmp/sbx-marker 2>&1 || echo absent');
+    expect(out.output.stdout).toContain('absent');
+  });
+
+  it('kills background and setsid children with the command at its timeout', async () => {
+    const out = await shell('setsid sleep 4242 & (sleep 4343 &) ; nohup sleep 4444 >/dev/null 2>&1 & sleep 60', { options: { timeoutMs: 500 } });
+    expect(out).toMatchObject({ status: 'aborted', error: { code: 'timeout' } });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(hostProcesses()).not.toMatch(/sleep (4242|4343|4444|60)/);
+  });
+
+  it('kills children that outlive a command that exited', async () => {
+    const out = await shell('setsid sleep 4545 & echo started');
+    expect(out.output.stdout).toBe('started\n');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(hostProcesses()).not.toContain('sleep 4545');
+  });
+
+  it('stops a hard link to a file outside (the path guard alone cannot see hard links)', async () => {
+    const out = await shell(`ln ${path.join(svc.dir, 'host-secret.txt')} stolen 2>&1 || echo FAILED; cat stolen 2>&1`);
+    expect(out.output.stdout).toContain('FAILED');
+    expect(out.output.stdout).not.toContain('HOST SECRET');
+  });
+
+  it('runs the bash tool of a model-backed subagent in the same sandbox', async () => {
+    let seen = '';
+    svc.model.script('SANDBOX-TOOL', (ctx) => {
+      if (ctx.turn === 0) return { toolCalls: [{ name: 'bash', args: { command: `cat ${path.join(svc.dir, 'host-secret.txt')}; hostname` } }] };
+      seen = ctx.toolResults[0]?.content ?? '';
+      return { toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] };
+    });
+    await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: 'SANDBOX-TOOL' }) });
+    const result = JSON.parse(seen);
+    expect(result.stdout).toBe('sandbox\n');
+    expect(result.stderr).toContain('No such file or directory');
+  });
+});
+
+describe('without a usable sandbox', () => {
+  let bare: TestService;
+  beforeAll(async () => {
+    bare = await startService({ sandbox: { kind: 'unavailable', reason: 'bwrap not found', wrap: () => { throw new Error('no'); } } });
+  });
+  afterAll(() => bare.close());
+
+  it('refuses shell tasks with sandbox_unavailable and bash calls with a readable tool error', async () => {
+    const out = (
+      await bare.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ subagent_type: 'shell', prompt: undefined, command: 'echo hi' }) })
+    ).json();
+    expect(out).toMatchObject({ status: 'error', error: { code: 'sandbox_unavailable', message: 'bwrap not found' } });
+    let seen = '';
+    bare.model.script('NO-SANDBOX', (ctx) => {
+      if (ctx.turn === 0) return { toolCalls: [{ name: 'bash', args: { command: 'echo hi' } }] };
+      seen = ctx.toolResults[0]?.content ?? '';
+      return { toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] };
+    });
+    await bare.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: 'NO-SANDBOX' }) });
+    expect(seen).toContain('bash is unavailable on this service: bwrap not found');
+  });
+});
