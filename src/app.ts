@@ -1,6 +1,8 @@
 import path from 'node:path';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import rateLimit from '@fastify/rate-limit';
+import underPressure from '@fastify/under-pressure';
 import websocket from '@fastify/websocket';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import {
@@ -16,6 +18,7 @@ import { createModelProvider, type ModelProvider } from './agent/model-provider'
 import type { Config } from './config/config';
 import { createEventLog, type EventLog } from './events/event-log';
 import { agentsRoutes } from './http/agents-routes';
+import { AppError } from './http/app-error';
 import { registerAuth } from './http/auth';
 import { registerErrorHandling } from './http/error-handler';
 import { streamRoutes } from './http/stream-routes';
@@ -81,7 +84,12 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const registry = deps.agents ?? loadRegistry(config, logger);
   const modelProvider =
     deps.modelProvider ??
-    createModelProvider({ apiKey: config.openaiApiKey, baseURL: config.openaiBaseUrl, api: config.openaiApi });
+    createModelProvider({
+      apiKey: config.openaiApiKey,
+      baseURL: config.openaiBaseUrl,
+      api: config.openaiApi,
+      stallTimeoutMs: config.modelStallTimeoutMs,
+    });
   const workspacesDirOf = (tenant: string) =>
     // With tenants, each gets its own folder; `@` cannot occur in a parentTaskId, so names never collide.
     config.apiKeys ? path.join(config.workspacesDir, `@${tenant}`) : config.workspacesDir;
@@ -148,6 +156,27 @@ export async function createApp(deps: AppDeps): Promise<App> {
   server.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(server);
   registerAuth(server, config.apiKeys);
+  server.addHook('onRequest', async () => {
+    if (tasks.isClosing()) throw new AppError(503, 'shutting_down', 'the service is shutting down; retry shortly', undefined, { 'retry-after': '5' });
+  });
+  // Per tenant (per client address while auth is off); runs after auth has named the tenant.
+  await server.register(rateLimit, {
+    max: config.rateLimitPerMinute,
+    timeWindow: 60_000,
+    keyGenerator: (request) => (config.apiKeys ? `tenant:${request.tenant}` : `ip:${request.ip}`),
+    allowList: (request) => request.url === '/healthz',
+    errorResponseBuilder: (_request, context) =>
+      new AppError(429, 'rate_limited', `rate limit of ${context.max} requests per minute exceeded; retry in ${context.after}`),
+  });
+  // Shed load with 503 while the event loop is saturated, instead of answering everything late.
+  await server.register(underPressure, {
+    maxEventLoopDelay: config.maxEventLoopDelayMs,
+    retryAfter: 5,
+    pressureHandler: (_request, reply, type, value) => {
+      reply.header('retry-after', '5');
+      throw new AppError(503, 'overloaded', `the service is overloaded (${type}: ${value}); retry shortly`);
+    },
+  });
 
   await server.register(swagger, {
     openapi: {

@@ -1,5 +1,6 @@
 import { createOpenAI } from '@ai-sdk/openai';
 import type { LanguageModel } from 'ai';
+import { stallGuardedFetch } from './stall-guard';
 
 /** Turns a model id into a language model of the configured provider. */
 export type ModelProvider = (modelId: string) => LanguageModel;
@@ -8,6 +9,8 @@ export interface ProviderSettings {
   apiKey?: string;
   baseURL?: string;
   api: 'chat' | 'responses';
+  /** Cut a model response that sends nothing for this long. */
+  stallTimeoutMs?: number;
 }
 
 /**
@@ -19,6 +22,7 @@ export function createModelProvider(settings: ProviderSettings): ModelProvider {
   const openai = createOpenAI({
     apiKey: settings.apiKey ?? (settings.baseURL ? 'no-key' : undefined),
     baseURL: settings.baseURL,
+    fetch: settings.stallTimeoutMs ? stallGuardedFetch(settings.stallTimeoutMs) : undefined,
   });
   return (modelId) => (settings.api === 'responses' ? openai.responses(modelId) : openai.chat(modelId));
 }

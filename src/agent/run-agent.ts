@@ -2,6 +2,7 @@ import { stepCountIs, streamText, tool, type LanguageModel, type StopCondition, 
 import { addUsage, zeroUsage, type StopReason, type Usage } from '../tasks/task-schemas';
 import type { ToolContext, WorkspaceTool } from '../tools/tool-types';
 import type { CompleteResult } from './complete-tool';
+import { isStall } from './stall-guard';
 import { toUsage } from './usage';
 
 /** What the loop reports as it runs; the runner turns these into stored events. */
@@ -36,7 +37,10 @@ export interface AgentRunResult {
   stopReason: StopReason;
   /** Set when the provider failed (after the SDK's retries). */
   error: unknown;
+  /** The caller's signal aborted the run. */
   aborted: boolean;
+  /** The provider error was a stall (see stall-guard). */
+  stalled: boolean;
 }
 
 /** Stops the loop once `complete` has succeeded (a failed `complete` goes back to the model). */
@@ -139,13 +143,14 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
     else error ??= err;
   }
   if (opts.signal.aborted) aborted = true;
+  const stalled = !aborted && isStall(error);
 
   const stopReason: StopReason = complete
     ? 'complete'
     : step >= opts.maxSteps && lastFinishReason === 'tool-calls'
       ? 'max_steps'
       : 'text';
-  return { steps: step, usage, finalText, complete, stopReason, error, aborted };
+  return { steps: step, usage, finalText, complete, stopReason, error, aborted, stalled };
 }
 
 export function errorMessage(err: unknown): string {

@@ -31,6 +31,9 @@ export const configSchema = z.object({
   BASH_MAX_OUTPUT_BYTES: intFrom(30_000, 1000),
   MODEL_MAX_RETRIES: intFrom(2, 0),
   BODY_LIMIT_BYTES: intFrom(1_048_576, 1024),
+  RATE_LIMIT_PER_MINUTE: intFrom(1200),
+  MAX_EVENT_LOOP_DELAY_MS: intFrom(1000, 10),
+  MODEL_STALL_TIMEOUT_MS: intFrom(120_000, 100),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -64,6 +67,9 @@ function toConfig(env: z.output<typeof configSchema>) {
     bashMaxOutputBytes: env.BASH_MAX_OUTPUT_BYTES,
     modelMaxRetries: env.MODEL_MAX_RETRIES,
     bodyLimitBytes: env.BODY_LIMIT_BYTES,
+    rateLimitPerMinute: env.RATE_LIMIT_PER_MINUTE,
+    maxEventLoopDelayMs: env.MAX_EVENT_LOOP_DELAY_MS,
+    modelStallTimeoutMs: env.MODEL_STALL_TIMEOUT_MS,
     logLevel: env.LOG_LEVEL,
   };
 }

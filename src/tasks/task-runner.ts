@@ -178,6 +178,7 @@ export function createTaskRunner(deps: RunnerDeps) {
       const abort = abortCode(signal);
       return { ...aborted(abort.code, abort.message), ...delivered };
     }
+    if (result.stalled) return { ...failed('provider_timeout', scrub(errorMessage(result.error))), ...delivered };
     if (result.error) {
       return { ...failed('provider_error', scrub(errorMessage(result.error))), ...delivered };
     }

@@ -263,6 +263,10 @@ export function createTaskService(deps: TaskServiceDeps) {
       return { interrupted, requeued };
     },
 
+    isClosing(): boolean {
+      return closing;
+    },
+
     stats() {
       return { queued: queue.size, running: active.size };
     },
