@@ -155,6 +155,9 @@ export async function createApp(deps: AppDeps): Promise<App> {
   server.setValidatorCompiler(validatorCompiler);
   server.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(server);
+  // Before any hook that can refuse a request: the plugin's own onRequest hook marks upgrade
+  // requests, so a refused upgrade's socket is destroyed once the error is answered.
+  await server.register(websocket, { options: { maxPayload: 64 * 1024 } });
   registerAuth(server, config.apiKeys);
   server.addHook('onRequest', async () => {
     if (tasks.isClosing()) throw new AppError(503, 'shutting_down', 'the service is shutting down; retry shortly', undefined, { 'retry-after': '5' });
@@ -187,7 +190,6 @@ export async function createApp(deps: AppDeps): Promise<App> {
     transform: jsonSchemaTransform,
   });
   await server.register(swaggerUi, { routePrefix: '/docs' });
-  await server.register(websocket, { options: { maxPayload: 64 * 1024 } });
 
   await server.register(healthRoutes, { metrics });
   await server.register(agentsRoutes, { registry });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ScriptedTurn } from './support/scripted-model';
 import { startService, taskBody, TEST_API_KEY, type TestService } from './support/harness';
 
 let svc: TestService;
@@ -13,7 +14,7 @@ const requestsFor = (marker: string) => svc.model.requests.filter((r) => JSON.st
 
 describe('provider faults', () => {
   it('retries a 429 (honouring Retry-After) and a 503, then succeeds, billing each step once', async () => {
-    svc.model.script('RETRY-OK', (ctx) => {
+    svc.model.script('RETRY-OK', (ctx): ScriptedTurn => {
       if (ctx.turn === 0 && ctx.attempt === 1) return { status: 429, headers: { 'retry-after': '0' }, errorMessage: 'slow down' };
       if (ctx.turn === 0) return { toolCalls: [{ name: 'list_files', args: {} }], usage: { input: 10, output: 1 } };
       if (ctx.attempt === 1) return { status: 503, headers: { 'retry-after-ms': '20' }, errorMessage: 'overloaded' };

@@ -12,6 +12,16 @@ describe('createFairQueue', () => {
     expect(q.size).toBe(0);
   });
 
+  it('prefers the key with the fewest running items', () => {
+    const q = createFairQueue<string>((s) => s[0]);
+    q.push('a1');
+    q.push('a2');
+    q.push('b1');
+    const running = new Map([['a', 2], ['b', 0]]);
+    expect(q.shift((k) => running.get(k) ?? 0)).toBe('b1');
+    expect(q.shift((k) => running.get(k) ?? 0)).toBe('a1');
+  });
+
   it('removes a queued item', () => {
     const q = createFairQueue<string>((s) => s[0]);
     q.push('a1');

@@ -44,6 +44,9 @@ export function createTaskService(deps: TaskServiceDeps) {
   const newId = monotonicFactory();
   const queue = createFairQueue<TaskRow>((t) => `${t.tenant}\u0000${t.userId}`);
   const active = new Map<string, Active>();
+  /** Running tasks per queue key (tenant + user), for fair scheduling. */
+  const runningByKey = new Map<string, number>();
+  const runningOf = (key: string) => runningByKey.get(key) ?? 0;
   const waiters = new Map<string, Array<(row: TaskRow) => void>>();
   let closing = false;
 
@@ -58,7 +61,7 @@ export function createTaskService(deps: TaskServiceDeps) {
   }
 
   function pump() {
-    while (!closing && active.size < deps.maxConcurrent && queue.size > 0) start(queue.shift()!);
+    while (!closing && active.size < deps.maxConcurrent && queue.size > 0) start(queue.shift(runningOf)!);
     updateGauges();
   }
 
@@ -71,12 +74,16 @@ export function createTaskService(deps: TaskServiceDeps) {
       timeoutMs,
     );
     active.set(row.id, { controller, timer });
+    const key = queue.keyOf(row);
+    runningByKey.set(key, runningOf(key) + 1);
     void deps.runner
       .run(row, controller.signal)
       .then(settle, (err) => deps.logger.error({ err, taskId: row.id }, 'runner failed'))
       .finally(() => {
         clearTimeout(timer);
         active.delete(row.id);
+        if (runningOf(key) <= 1) runningByKey.delete(key);
+        else runningByKey.set(key, runningOf(key) - 1);
         pump();
       });
   }

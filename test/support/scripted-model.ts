@@ -62,6 +62,8 @@ export interface ScriptedModel {
   /** Registers a script for prompts containing `marker`. Later registrations win. */
   script(marker: string, script: Script): void;
   requests: RecordedRequest[];
+  /** Most chat requests that were being answered at the same time. */
+  readonly maxInFlight: number;
   close(): Promise<void>;
 }
 
@@ -93,6 +95,8 @@ export async function startScriptedModel(opts: { port?: number } = {}): Promise<
   const attempts = new Map<string, number>();
   const requests: RecordedRequest[] = [];
   let counter = 0;
+  let inFlight = 0;
+  let maxInFlight = 0;
 
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const abort = new AbortController();
@@ -178,6 +182,9 @@ export async function startScriptedModel(opts: { port?: number } = {}): Promise<
   }
 
   const server: Server = createServer((req, res) => {
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    res.on('close', () => inFlight--);
     handle(req, res).catch((err) => {
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ error: { message: String(err) } }));
@@ -189,6 +196,9 @@ export async function startScriptedModel(opts: { port?: number } = {}): Promise<
     url: `http://127.0.0.1:${port}/v1`,
     script: (marker, script) => scripts.push({ marker, script }),
     requests,
+    get maxInFlight() {
+      return maxInFlight;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

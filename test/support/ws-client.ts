@@ -36,10 +36,13 @@ export function openStream(url: string, headers: Record<string, string> = {}): P
         }
       }
     });
-    socket.on('unexpected-response', (_req, res) => {
+    socket.on('unexpected-response', (req, res) => {
       let body = '';
       res.on('data', (c) => (body += c));
-      res.on('end', () => reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { statusCode: res.statusCode, body })));
+      res.on('end', () => {
+        req.destroy();
+        reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { statusCode: res.statusCode, body }));
+      });
     });
     socket.on('error', reject);
     socket.on('open', () =>
