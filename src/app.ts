@@ -172,7 +172,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
       new AppError(429, 'rate_limited', `rate limit of ${context.max} requests per minute exceeded; retry in ${context.after}`),
   });
   // Shed load with 503 while the event loop is saturated, instead of answering everything late.
-  await server.register(underPressure, {
+  // (A loop blocked for a whole sample interval counts as saturated.) 0 turns shedding off.
+  if (config.maxEventLoopDelayMs > 0) await server.register(underPressure, {
     maxEventLoopDelay: config.maxEventLoopDelayMs,
     retryAfter: 5,
     pressureHandler: (_request, reply, type, value) => {
@@ -207,6 +208,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
 
   server.addHook('onClose', async () => {
     await tasks.close();
+    events.flush();
   });
 
   const recovered = tasks.recover();

@@ -17,6 +17,12 @@ export function compileOutputSchema(schema: unknown): { validate: ValidateFuncti
   }
 }
 
+const completeInputSchema = z.object({
+  summary: z.string().min(1).describe('What you delivered, in a few sentences'),
+  paths: z.array(z.string()).describe('Workspace paths of the files you produced (may be empty)'),
+  output: z.unknown().optional().describe('Structured result, required when an output schema was given'),
+});
+
 export interface CompleteResult {
   summary: string;
   artifacts: Awaited<ReturnType<typeof checkArtifacts>>['artifacts'];
@@ -39,11 +45,7 @@ export function createCompleteTool(outputSchema: Record<string, unknown> | undef
       'what you did and the workspace paths of the files you produced' +
       (outputSchema ? ', and `output`: a value that matches this JSON Schema: ' + JSON.stringify(outputSchema) : '') +
       '.',
-    inputSchema: z.object({
-      summary: z.string().min(1).describe('What you delivered, in a few sentences'),
-      paths: z.array(z.string()).describe('Workspace paths of the files you produced (may be empty)'),
-      output: z.unknown().optional().describe('Structured result, required when an output schema was given'),
-    }),
+    inputSchema: completeInputSchema,
     async execute({ summary, paths, output }, ctx): Promise<CompleteResult> {
       if (validate) {
         if (output === undefined) throw new Error('`output` is required: it must match the output schema');

@@ -1,4 +1,5 @@
-import { stepCountIs, streamText, tool, type LanguageModel, type StopCondition, type ToolSet } from 'ai';
+import { stepCountIs, streamText, tool, zodSchema, type LanguageModel, type StopCondition, type ToolSet } from 'ai';
+import type { z } from 'zod';
 import { addUsage, zeroUsage, type StopReason, type Usage } from '../tasks/task-schemas';
 import type { ToolContext, WorkspaceTool } from '../tools/tool-types';
 import type { CompleteResult } from './complete-tool';
@@ -47,6 +48,17 @@ export interface AgentRunResult {
 const completeSucceeded: StopCondition<ToolSet> = ({ steps }) =>
   steps[steps.length - 1]?.toolResults.some((r) => r.toolName === 'complete') ?? false;
 
+/**
+ * The SDK converts a zod schema to JSON Schema on every step unless it is handed a converted
+ * schema; conversion costs milliseconds per tool, so each tool's is made once and kept.
+ */
+const converted = new WeakMap<z.ZodType, ReturnType<typeof zodSchema>>();
+function toolSchema(schema: z.ZodType) {
+  let s = converted.get(schema);
+  if (!s) converted.set(schema, (s = zodSchema(schema)));
+  return s;
+}
+
 /** Turns our workspace tools into the SDK's tool set, bound to one task's context. */
 function toToolSet(tools: WorkspaceTool[], ctx: ToolContext): ToolSet {
   return Object.fromEntries(
@@ -54,7 +66,7 @@ function toToolSet(tools: WorkspaceTool[], ctx: ToolContext): ToolSet {
       t.name,
       tool({
         description: t.description,
-        inputSchema: t.inputSchema,
+        inputSchema: toolSchema(t.inputSchema),
         execute: (input: unknown) => t.execute(input, ctx),
       }),
     ]),

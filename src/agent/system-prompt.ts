@@ -13,14 +13,18 @@ export interface PromptEnvironment {
   tools: string[];
 }
 
+/** Formatters by time zone: building one costs a fraction of a millisecond, every task needs one. */
+const formatters = new Map<string, Intl.DateTimeFormat>();
+function formatterFor(timeZone: string): Intl.DateTimeFormat {
+  let f = formatters.get(timeZone);
+  if (!f) formatters.set(timeZone, (f = new Intl.DateTimeFormat('en-GB', { timeZone, dateStyle: 'full', timeStyle: 'long' })));
+  return f;
+}
+
 /** The system prompt: task instructions, then the definition's own, then the environment. */
 export function buildSystemPrompt(def: AgentDefinition, env: PromptEnvironment): string {
   const tz = env.timezone ?? 'UTC';
-  const local = new Intl.DateTimeFormat('en-GB', {
-    timeZone: tz,
-    dateStyle: 'full',
-    timeStyle: 'long',
-  }).format(env.now);
+  const local = formatterFor(tz).format(env.now);
   const parts = [TASK_INSTRUCTIONS];
   if (def.instructions.trim()) parts.push(def.instructions.trim());
   parts.push(

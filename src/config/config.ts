@@ -32,7 +32,7 @@ export const configSchema = z.object({
   MODEL_MAX_RETRIES: intFrom(2, 0),
   BODY_LIMIT_BYTES: intFrom(1_048_576, 1024),
   RATE_LIMIT_PER_MINUTE: intFrom(1200),
-  MAX_EVENT_LOOP_DELAY_MS: intFrom(1000, 10),
+  MAX_EVENT_LOOP_DELAY_MS: intFrom(1000, 0),
   MODEL_STALL_TIMEOUT_MS: intFrom(120_000, 100),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });

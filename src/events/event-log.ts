@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, sql } from 'drizzle-orm';
+import { and, asc, eq, gt } from 'drizzle-orm';
 import type { Db } from '../store/database';
 import { taskEvents } from '../store/schema';
 import type { EventType, StoredEvent } from './event-types';
@@ -14,9 +14,13 @@ export interface ParentKey {
 const parentKey = (k: ParentKey) => `${k.tenant}\u0000${k.parentTaskId}`;
 
 /**
- * The per-task event log: every event is written to SQLite with the next `seq` of its task, then
- * handed to live listeners. Appends are synchronous, so a reader that replays from the store and
- * subscribes in the same tick sees every event exactly once, in order, with no gap.
+ * The per-task event log: every event gets the next `seq` of its task, is written to SQLite, and
+ * only then is handed to live listeners. Writes are group-committed: events appended in the same
+ * tick go into one transaction (at thousands of events a second one commit each would cost more
+ * than everything else), flushed on the next turn of the event loop or at once when an event must
+ * be written together with other state (`alsoInTransaction`). Because an event is published only
+ * after it is stored, a reader that replays from the store and subscribes in the same tick sees
+ * every event exactly once, in order, with no gap.
  */
 export function createEventLog(db: Db, opts: { now?: () => number } = {}) {
   const now = opts.now ?? Date.now;
@@ -25,6 +29,23 @@ export function createEventLog(db: Db, opts: { now?: () => number } = {}) {
   const parentListeners = new Map<string, Set<EventListener>>();
   const insert = db.$client.prepare('INSERT INTO task_events (task_id, seq, type, at, data) VALUES (?, ?, ?, ?, ?)');
   const maxSeq = db.$client.prepare('SELECT max(seq) AS seq FROM task_events WHERE task_id = ?').pluck();
+  interface Pending {
+    event: StoredEvent;
+    parent: string;
+    at: number;
+    dataJson: string;
+  }
+  let pending: Pending[] = [];
+  let scheduled = false;
+  const insertRow = (r: Pending) => insert.run(r.event.taskId, r.event.seq, r.event.type, r.at, r.dataJson);
+  const writeBatch = db.$client.transaction((rows: Pending[]) => rows.forEach(insertRow));
+  /** Pending rows, then the caller's state, then the event built from that state: one transaction. */
+  const writeWith = db.$client.transaction((rows: Pending[], row: Pending, also: () => void, fill: () => void) => {
+    rows.forEach(insertRow);
+    also();
+    fill();
+    insertRow(row);
+  });
 
   function nextSeq(taskId: string): number {
     let seq = lastSeq.get(taskId);
@@ -43,35 +64,63 @@ export function createEventLog(db: Db, opts: { now?: () => number } = {}) {
     }
   }
 
+  function publish(rows: Pending[]) {
+    for (const r of rows) {
+      notify(taskListeners.get(r.event.taskId), r.event);
+      notify(parentListeners.get(r.parent), r.event);
+    }
+  }
+
+  /** Writes what is pending in one transaction, then publishes it in order. */
+  function flush() {
+    const rows = pending;
+    pending = [];
+    if (rows.length === 0) return;
+    writeBatch(rows);
+    publish(rows);
+  }
+
   return {
     /**
-     * Stores one event and publishes it. `alsoInTransaction` runs first, in the same transaction, so
-     * a step's usage and its `step.finished` event are written together or not at all.
+     * Appends one event. `data` may be a function, evaluated after `alsoInTransaction` ran, so an
+     * event can carry the state that the same transaction wrote (a step's usage, the final task).
      */
     append(
       task: { id: string } & ParentKey,
       type: EventType,
       data: Record<string, unknown> | (() => Record<string, unknown>),
       alsoInTransaction?: () => void,
-    ): StoredEvent {
+    ): void {
       const seq = nextSeq(task.id);
-      const at = now();
-      let dataJson = '';
-      // The store write goes first, so `data` may be computed from what it wrote.
-      const write = () => {
-        alsoInTransaction?.();
-        dataJson = JSON.stringify(typeof data === 'function' ? data() : data);
-        insert.run(task.id, seq, type, at, dataJson);
-      };
-      if (alsoInTransaction) db.$client.transaction(write)();
-      else write();
       lastSeq.set(task.id, seq);
-      const event: StoredEvent = { taskId: task.id, seq, type, json: envelope(seq, type, task.id, at, dataJson) };
       if (type === 'task.finished') lastSeq.delete(task.id);
-      notify(taskListeners.get(task.id), event);
-      notify(parentListeners.get(parentKey(task)), event);
-      return event;
+      const at = now();
+      const row: Pending = { event: { taskId: task.id, seq, type, json: '' }, parent: parentKey(task), at, dataJson: '' };
+      const fill = () => {
+        row.dataJson = JSON.stringify(typeof data === 'function' ? data() : data);
+        row.event.json = envelope(seq, type, task.id, at, row.dataJson);
+      };
+      if (alsoInTransaction) {
+        const rows = pending;
+        pending = [];
+        writeWith(rows, row, alsoInTransaction, fill);
+        publish(rows);
+        publish([row]);
+        return;
+      }
+      fill();
+      pending.push(row);
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(() => {
+          scheduled = false;
+          flush();
+        });
+      }
     },
+
+    /** Writes and publishes everything appended so far (at shutdown). */
+    flush: () => flush(),
 
     /** Stored events of a task with `seq > after`, in order. */
     read(taskId: string, after = 0, limit = 10_000): StoredEvent[] {
@@ -105,10 +154,6 @@ export function createEventLog(db: Db, opts: { now?: () => number } = {}) {
     /** Live readers of a task (for metrics and tests). */
     listenerCount(taskId: string): number {
       return taskListeners.get(taskId)?.size ?? 0;
-    },
-
-    count(): number {
-      return (db.get(sql`SELECT count(*) AS n FROM task_events`) as { n: number }).n;
     },
   };
 }

@@ -2,7 +2,7 @@ import { and, desc, eq, inArray, lt, sql, type SQL } from 'drizzle-orm';
 import { ulid } from 'ulid';
 import type { Usage } from '../tasks/task-schemas';
 import type { Db } from './database';
-import { subagentRecords, tasks, type NewTaskRow, type TaskRow } from './schema';
+import { tasks, type NewTaskRow, type TaskRow } from './schema';
 
 export interface TaskFilter {
   parentTaskId?: string;
@@ -22,40 +22,104 @@ export interface FinishFields {
   completedAt: number;
 }
 
-const usageSet = (u: Usage) => ({
-  inputTokens: sql`${tasks.inputTokens} + ${u.inputTokens}`,
-  outputTokens: sql`${tasks.outputTokens} + ${u.outputTokens}`,
-  totalTokens: sql`${tasks.totalTokens} + ${u.totalTokens}`,
-  cachedInputTokens: sql`${tasks.cachedInputTokens} + ${u.cachedInputTokens}`,
-  reasoningTokens: sql`${tasks.reasoningTokens} + ${u.reasoningTokens}`,
-  steps: sql`${tasks.steps} + 1`,
-});
-
-const recordUsageSet = (u: Usage) => ({
-  inputTokens: sql`${subagentRecords.inputTokens} + ${u.inputTokens}`,
-  outputTokens: sql`${subagentRecords.outputTokens} + ${u.outputTokens}`,
-  totalTokens: sql`${subagentRecords.totalTokens} + ${u.totalTokens}`,
-  cachedInputTokens: sql`${subagentRecords.cachedInputTokens} + ${u.cachedInputTokens}`,
-  reasoningTokens: sql`${subagentRecords.reasoningTokens} + ${u.reasoningTokens}`,
-  steps: sql`${subagentRecords.steps} + 1`,
-});
-
 /**
  * Tasks and their usage records. Token counts are added step by step in SQL, so what is stored is
  * always the sum of the steps that finished, whatever happens to the process afterwards.
+ *
+ * The per-task writes (insert, start, each step, finish) run for every task and step, so they are
+ * prepared once as plain SQLite statements: building and preparing them through the query builder
+ * on each call cost about 2 ms of CPU per task (BENCHMARKS.md). Dynamic reads stay with drizzle.
  */
 export function createTaskStore(db: Db) {
+  const sqlite = db.$client;
+  const byId = db.select().from(tasks).where(eq(tasks.id, sql.placeholder('id'))).prepare();
+  const insertTask = sqlite.prepare(
+    `INSERT INTO tasks (id, tenant, parent_task_id, user_id, tool_call_id, subagent_type, description, request, status,
+       idempotency_key, request_hash, created_at)
+     VALUES (@id, @tenant, @parentTaskId, @userId, @toolCallId, @subagentType, @description, @request, @status,
+       @idempotencyKey, @requestHash, @createdAt)`,
+  );
+  const startTask = sqlite.prepare(`UPDATE tasks SET status = 'running', model = ?, started_at = ? WHERE id = ?`);
+  const insertRecord = sqlite.prepare(
+    `INSERT INTO subagent_records (id, task_id, tenant, subagent_type, parent_task_id, user_id, tool_call_id, description, model,
+       status, started_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)`,
+  );
+  const usageSql = (table: string) =>
+    sqlite.prepare(
+      `UPDATE ${table} SET input_tokens = input_tokens + @inputTokens, output_tokens = output_tokens + @outputTokens,
+         total_tokens = total_tokens + @totalTokens, cached_input_tokens = cached_input_tokens + @cachedInputTokens,
+         reasoning_tokens = reasoning_tokens + @reasoningTokens, steps = steps + 1
+       WHERE ${table === 'tasks' ? 'id' : 'task_id'} = @taskId`,
+    );
+  const taskUsage = usageSql('tasks');
+  const recordUsage = usageSql('subagent_records');
+  const finishTask = sqlite.prepare(
+    `UPDATE tasks SET status = @status, summary = @summary, artifacts = @artifacts, skipped = @skipped, output = @output,
+       stop_reason = @stopReason, error_code = @errorCode, error_message = @errorMessage, completed_at = @completedAt
+     WHERE id = @id`,
+  );
+  const finishRecord = sqlite.prepare(
+    `UPDATE subagent_records SET status = @status, completed_at = @completedAt,
+       duration_ms = max(0, @completedAt - started_at) WHERE task_id = @id`,
+  );
+  const markStarted = sqlite.transaction((task: TaskRow, model: string | null, startedAt: number) => {
+    startTask.run(model, startedAt, task.id);
+    insertRecord.run(
+      `rec_${ulid(startedAt)}`,
+      task.id,
+      task.tenant,
+      task.subagentType,
+      task.parentTaskId,
+      task.userId,
+      task.toolCallId,
+      task.description,
+      model,
+      startedAt,
+    );
+  });
+  const finish = sqlite.transaction((taskId: string, f: FinishFields) => {
+    const params = {
+      id: taskId,
+      status: f.status,
+      summary: f.summary,
+      artifacts: JSON.stringify(f.artifacts),
+      skipped: JSON.stringify(f.skipped),
+      output: f.output === undefined || f.output === null ? null : JSON.stringify(f.output),
+      stopReason: f.stopReason,
+      errorCode: f.errorCode,
+      errorMessage: f.errorMessage,
+      completedAt: f.completedAt,
+    };
+    finishTask.run(params);
+    finishRecord.run(params);
+  });
+
   return {
     insert(row: NewTaskRow): void {
-      db.insert(tasks).values(row).run();
+      insertTask.run({
+        id: row.id,
+        tenant: row.tenant,
+        parentTaskId: row.parentTaskId,
+        userId: row.userId,
+        toolCallId: row.toolCallId ?? null,
+        subagentType: row.subagentType,
+        description: row.description,
+        request: JSON.stringify(row.request),
+        status: row.status,
+        idempotencyKey: row.idempotencyKey ?? null,
+        requestHash: row.requestHash ?? null,
+        createdAt: row.createdAt,
+      });
     },
 
     get(tenant: string, id: string): TaskRow | undefined {
-      return db.select().from(tasks).where(and(eq(tasks.tenant, tenant), eq(tasks.id, id))).get();
+      const row = byId.get({ id });
+      return row && row.tenant === tenant ? row : undefined;
     },
 
     getById(id: string): TaskRow | undefined {
-      return db.select().from(tasks).where(eq(tasks.id, id)).get();
+      return byId.get({ id });
     },
 
     findByIdempotencyKey(tenant: string, key: string): TaskRow | undefined {
@@ -83,61 +147,20 @@ export function createTaskStore(db: Db) {
 
     /** `queued → running`, and the task's one usage record, in one transaction. */
     markStarted(task: TaskRow, model: string | null, startedAt: number): void {
-      db.transaction((tx) => {
-        tx.update(tasks).set({ status: 'running', model, startedAt }).where(eq(tasks.id, task.id)).run();
-        tx.insert(subagentRecords)
-          .values({
-            id: `rec_${ulid()}`,
-            taskId: task.id,
-            tenant: task.tenant,
-            subagentType: task.subagentType,
-            parentTaskId: task.parentTaskId,
-            userId: task.userId,
-            toolCallId: task.toolCallId,
-            description: task.description,
-            model,
-            status: 'running',
-            startedAt,
-          })
-          .run();
-      });
+      markStarted(task, model, startedAt);
     },
 
     /** Adds one finished step's usage to the task and its record (call inside the event's transaction). */
     addStepUsage(taskId: string, usage: Usage): void {
-      db.update(tasks).set(usageSet(usage)).where(eq(tasks.id, taskId)).run();
-      db.update(subagentRecords).set(recordUsageSet(usage)).where(eq(subagentRecords.taskId, taskId)).run();
+      const params = { taskId, ...usage };
+      taskUsage.run(params);
+      recordUsage.run(params);
     },
 
     /** Writes the end state of a task and closes its record (if it started). Returns the new row. */
     finish(taskId: string, f: FinishFields): TaskRow {
-      return db.transaction((tx) => {
-        const row = tx
-          .update(tasks)
-          .set({
-            status: f.status,
-            summary: f.summary,
-            artifacts: f.artifacts,
-            skipped: f.skipped,
-            output: f.output ?? null,
-            stopReason: f.stopReason,
-            errorCode: f.errorCode,
-            errorMessage: f.errorMessage,
-            completedAt: f.completedAt,
-          })
-          .where(eq(tasks.id, taskId))
-          .returning()
-          .get();
-        tx.update(subagentRecords)
-          .set({
-            status: f.status,
-            completedAt: f.completedAt,
-            durationMs: sql`max(0, ${f.completedAt} - ${subagentRecords.startedAt})`,
-          })
-          .where(eq(subagentRecords.taskId, taskId))
-          .run();
-        return row;
-      });
+      finish(taskId, f);
+      return byId.get({ id: taskId })!;
     },
 
     /** Queued and running tasks of one parent, oldest first. */

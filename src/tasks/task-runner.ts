@@ -166,7 +166,7 @@ export function createTaskRunner(deps: RunnerDeps) {
       signal,
       observer,
     });
-    observer.flush();
+    observer.close();
 
     const delivered = {
       summary: result.complete?.summary ?? (result.finalText || null),
@@ -185,10 +185,10 @@ export function createTaskRunner(deps: RunnerDeps) {
     return { status: 'completed', ...delivered, stopReason: result.stopReason, errorCode: null, errorMessage: null };
   }
 
-  function createObserver(row: TaskRow): AgentObserver & { flush(): void } {
+  function createObserver(row: TaskRow): AgentObserver & { close(): void } {
     const deltas = createDeltaCoalescer((step, text) => events.append(row, 'text.delta', { step, text }));
     return {
-      flush: deltas.flush,
+      close: deltas.close,
       stepStarted(step) {
         deltas.flush();
         events.append(row, 'step.started', { step });

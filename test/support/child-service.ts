@@ -23,9 +23,9 @@ async function freePort(): Promise<number> {
 }
 
 /** Runs `src/server.ts` as a real child process (what `npm start` runs) and waits until it is ready. */
-export async function startChildService(env: Record<string, string>): Promise<ChildService> {
+export async function startChildService(env: Record<string, string>, nodeArgs: string[] = []): Promise<ChildService> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'src/server.ts')], {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(root, 'src/server.ts')], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -36,11 +36,13 @@ export async function startChildService(env: Record<string, string>): Promise<Ch
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.on('exit', (code, signal) => resolve({ code, signal })),
   );
+  const url = `http://127.0.0.1:${port}`;
   const until = Date.now() + 20_000;
-  while (!out.includes('subagentd ready')) {
+  for (;;) {
     if (child.exitCode !== null) throw new Error(`service exited early:\n${out}`);
     if (Date.now() > until) throw new Error(`service not ready in time:\n${out}`);
+    if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) break;
     await new Promise((r) => setTimeout(r, 50));
   }
-  return { child, url: `http://127.0.0.1:${port}`, output: () => out, exited };
+  return { child, url, output: () => out, exited };
 }

@@ -27,6 +27,8 @@ export interface ScriptedTurn {
   chunkDelayMs?: number;
   /** Characters per streamed text chunk (default 8, about a token or two). */
   chunkSize?: number;
+  /** Text chunks made at the moment each is sent (for latency measurements); sent before `text`. */
+  liveChunks?: { count: number; make: (index: number) => string };
   /** Answer with this HTTP error status instead of a stream. */
   status?: number;
   errorMessage?: string;
@@ -69,12 +71,14 @@ export interface ScriptedModel {
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
-    if (!ms) return resolve();
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
+    if (!ms || signal?.aborted) return resolve();
+    const done = () => {
       clearTimeout(t);
+      signal?.removeEventListener('abort', done);
       resolve();
-    });
+    };
+    const t = setTimeout(done, ms);
+    signal?.addEventListener('abort', done);
   });
 
 function textOf(content: unknown): string {
@@ -146,6 +150,11 @@ export async function startScriptedModel(opts: { port?: number } = {}): Promise<
       );
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
     send({ role: 'assistant', content: '' });
+    for (let i = 0; i < (step.liveChunks?.count ?? 0); i++) {
+      if (abort.signal.aborted) return;
+      send({ content: step.liveChunks!.make(i) });
+      await sleep(step.chunkDelayMs ?? 0, abort.signal);
+    }
     for (const piece of chunks(step.text ?? '', step.chunkSize)) {
       if (abort.signal.aborted) return;
       send({ content: piece });

@@ -1,0 +1,280 @@
+/**
+ * `npm run bench [stream|load|usage]`: the benchmarks of BENCHMARKS.md. Everything runs on this
+ * machine over loopback: the service in-process, the scripted model server, and the clients.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { ulid } from 'ulid';
+import WebSocket from 'ws';
+import { openDatabase } from '../src/store/database';
+import { startChildService } from '../test/support/child-service';
+import { startScriptedModel } from '../test/support/scripted-model';
+
+const now = () => performance.timeOrigin + performance.now();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function pct(values: number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+const f = (n: number, d = 1) => n.toFixed(d);
+
+/**
+ * The service as its own process (what `npm start` runs), so that the model server and the
+ * clients of the benchmark, which run here, do not share its event loop.
+ */
+async function startBenchService(env: Record<string, string>, opts: { dir?: string } = {}) {
+  const dir = opts.dir ?? mkdtempSync(path.join(tmpdir(), 'subagentd-bench-'));
+  const model = await startScriptedModel();
+  model.script('WARMUP', [
+    { text: 'warming up', toolCalls: [{ name: 'list_files', args: {} }] },
+    { toolCalls: [{ name: 'complete', args: { summary: 'warm', paths: [] } }] },
+  ]);
+  const svc = await startChildService({
+    DATABASE_PATH: path.join(dir, 'db.sqlite'),
+    WORKSPACES_DIR: path.join(dir, 'workspaces'),
+    AGENTS_DIR: path.join(dir, 'agents'),
+    OPENAI_BASE_URL: model.url,
+    OPENAI_API_KEY: 'bench',
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_MINUTE: '10000000',
+    // The load benchmark submits 1,000 tasks in one burst: measure, do not shed.
+    MAX_EVENT_LOOP_DELAY_MS: '0',
+    ...env,
+    // e.g. BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the service.
+  }, process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean));
+  return {
+    model,
+    url: svc.url,
+    pid: svc.child.pid!,
+    async close() {
+      svc.child.kill('SIGTERM');
+      await svc.exited;
+      await model.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Current and peak resident memory of a process, from /proc (MiB). */
+function memoryOf(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN);
+  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
+}
+
+/** The service's event-loop delay p99 since the previous scrape (prom-client resets it on each). */
+async function loopP99Ms(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  return Number(/^subagentd_nodejs_eventloop_lag_p99_seconds (\S+)$/m.exec(text)?.[1]) * 1000;
+}
+
+/**
+ * One full task before measuring: the first run of a process loads and compiles modules lazily
+ * (tens of ms with the event loop blocked), which is start-up cost, not steady state.
+ */
+async function warmUp(url: string) {
+  const res = await fetch(`${url}/tasks?wait=true`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body('WARMUP', 0)),
+  });
+  if (res.status !== 200) throw new Error(`warm-up answered ${res.status}`);
+}
+
+const body = (prompt: string, i: number) => ({
+  subagent_type: 'general',
+  description: 'bench',
+  prompt,
+  context: { parentTaskId: `P-${i % 50}`, userId: `u-${i % 20}` },
+});
+
+async function submit(url: string, prompt: string, i: number): Promise<{ id: string; streamUrl: string }> {
+  const res = await fetch(`${url}/tasks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body(prompt, i)) });
+  if (res.status !== 202) throw new Error(`POST /tasks answered ${res.status}: ${await res.text()}`);
+  return (await res.json()) as { id: string; streamUrl: string };
+}
+
+/** Model chunk emitted → text.delta received on a WebSocket, with N tasks streaming at once. */
+async function benchStream(tasks: number) {
+  const chunks = 20;
+  const svc = await startBenchService({ MAX_CONCURRENT_TASKS: String(tasks), MAX_QUEUED_TASKS: String(tasks), HEARTBEAT_MS: '60000' });
+  svc.model.script('LATENCY', (ctx) =>
+    ctx.turn === 0
+      ? // A random phase: independent tasks do not emit in lock-step.
+        { delayMs: 1500 + Math.random() * 50, chunkDelayMs: 50, liveChunks: { count: chunks, make: () => `|t=${now()}|` }, toolCalls: [{ name: 'list_files', args: {} }] }
+      : { toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] },
+  );
+  await warmUp(svc.url);
+  const latencies: number[] = [];
+  let deltas = 0;
+  const done: Promise<void>[] = [];
+  const started = now();
+  for (let i = 0; i < tasks; i++) {
+    const { streamUrl } = await submit(svc.url, `LATENCY ${i}`, i);
+    const socket = new WebSocket(`${svc.url.replace('http', 'ws')}${streamUrl}`);
+    done.push(
+      new Promise((resolve, reject) => {
+        socket.on('message', (raw) => {
+          const received = now();
+          const e = JSON.parse(raw.toString());
+          if (e.type !== 'text.delta') return;
+          deltas++;
+          for (const m of (e.data.text as string).matchAll(/\|t=([\d.]+)\|/g)) latencies.push(received - Number(m[1]));
+        });
+        socket.on('close', () => resolve());
+        socket.on('error', reject);
+      }),
+    );
+  }
+  await Promise.all(done);
+  const wall = now() - started;
+  await svc.close();
+  return { tasks, chunks: latencies.length, deltas, p50: pct(latencies, 50), p99: pct(latencies, 99), max: pct(latencies, 100), wallMs: wall };
+}
+
+/** 1,000 tasks at once, 2 s per model step, MAX_CONCURRENT_TASKS=1000. */
+async function benchLoad(tasks = 1000) {
+  const svc = await startBenchService({ MAX_CONCURRENT_TASKS: String(tasks), MAX_QUEUED_TASKS: String(tasks), HEARTBEAT_MS: '15000' });
+  svc.model.script('LOAD', (ctx) =>
+    ctx.turn === 0
+      ? { delayMs: 2000, text: 'Listing the workspace.', toolCalls: [{ name: 'list_files', args: {} }], usage: { input: 300, output: 20 } }
+      : { delayMs: 2000, toolCalls: [{ name: 'complete', args: { summary: 'done', paths: [] } }], usage: { input: 400, output: 30 } },
+  );
+  await warmUp(svc.url);
+  const before = memoryOf(svc.pid);
+  await loopP99Ms(svc.url);
+  let peakRss = 0;
+  const loopSamples: number[] = [];
+  const sampler = setInterval(() => (peakRss = Math.max(peakRss, memoryOf(svc.pid).rss)), 100);
+  const scraper = setInterval(() => void loopP99Ms(svc.url).then((v) => loopSamples.push(v)), 1000);
+  const started = now();
+  const accepted = await Promise.all(Array.from({ length: tasks }, (_, i) => submit(svc.url, `LOAD ${i}`, i)));
+  const submitMs = now() - started;
+  const ids = new Set(accepted.map((a) => a.id));
+  // Completed tasks, from the service's own counter (the warm-up task included).
+  const completedCount = async () =>
+    Number(/^subagentd_tasks_total\{status="completed",subagent_type="general"\} (\S+)$/m.exec(await (await fetch(`${svc.url}/metrics`)).text())?.[1] ?? 0) - 1;
+  while ((await completedCount()) < tasks && now() - started < 120_000) await sleep(100);
+  const wall = now() - started;
+  clearInterval(sampler);
+  clearInterval(scraper);
+  loopSamples.push(await loopP99Ms(svc.url));
+  const finished = await Promise.all(
+    [...ids].map(async (id) => ((await (await fetch(`${svc.url}/tasks/${id}`)).json()) as { status: string }).status),
+  );
+  const usage = (await (await fetch(`${svc.url}/usage`)).json()) as { totals: { tasks: number; inputTokens: number } };
+  const after = memoryOf(svc.pid);
+  await svc.close();
+  return {
+    tasks,
+    completed: finished.filter((st) => st === 'completed').length,
+    submitMs,
+    wallMs: wall,
+    rssBeforeMiB: before.rss,
+    peakRssMiB: Math.max(peakRss, after.peak),
+    loopP99Ms: Math.max(...loopSamples),
+    billedTasks: usage.totals.tasks - 1,
+    billedInput: usage.totals.inputTokens - 200,
+  };
+}
+
+/** GET /usage over 1,000,000 seeded records, per groupBy, over HTTP to the service process. */
+async function benchUsage(records = 1_000_000, runs = 30) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-bench-'));
+  const seedStart = now();
+  const db = openDatabase(path.join(dir, 'db.sqlite'));
+  const insert = db.$client.prepare(
+    `INSERT INTO subagent_records (id, task_id, tenant, subagent_type, parent_task_id, user_id, tool_call_id, description, model, steps,
+       input_tokens, output_tokens, total_tokens, cached_input_tokens, reasoning_tokens, status, started_at, completed_at, duration_ms)
+     VALUES (?, ?, 'default', ?, ?, ?, NULL, 'bench', ?, ?, ?, ?, ?, ?, ?, 'completed', ?, ?, ?)`,
+  );
+  const types = ['general', 'explore', 'shell', 'reviewer', 'writer'];
+  const models = ['gpt-4.1-mini', 'gpt-4.1', 'qwen2.5', 'llama3'];
+  const t0 = Date.parse('2026-09-01T00:00:00Z');
+  db.$client.transaction(() => {
+    for (let i = 0; i < records; i++) {
+      const input = 100 + (i % 5000);
+      const output = 10 + (i % 700);
+      const started = t0 + Math.floor((i / records) * 90 * 86_400_000);
+      insert.run(`rec_${ulid(started)}`, `tsk_${ulid(started)}`, types[i % 5], `P-${i % 10_000}`, `u-${i % 1000}`, models[i % 4], 1 + (i % 9), input, output, input + output, i % 3 ? 0 : 50, i % 11 ? 0 : 7, started, started + 5000, 5000);
+    }
+  })();
+  db.$client.exec('ANALYZE');
+  db.$client.close();
+  const seedMs = now() - seedStart;
+  const svc = await startBenchService({}, { dir });
+  const queries: Array<[string, string]> = [
+    ['totals', '/usage'],
+    ['by user', '/usage?groupBy=user'],
+    ['by parent task', '/usage?groupBy=parentTask'],
+    ['by subagent type', '/usage?groupBy=subagentType'],
+    ['by model', '/usage?groupBy=model'],
+    ['by day', '/usage?groupBy=day'],
+    ['one user', '/usage?userId=u-7'],
+    ['one user by day', '/usage?userId=u-7&groupBy=day'],
+    ['one parent task', '/usage?parentTaskId=P-42'],
+    ['one month by type', '/usage?from=2026-10-01&to=2026-11-01&groupBy=subagentType'],
+    ['raw records, first page', '/usage/records?limit=100'],
+  ];
+  const rows = [];
+  for (const [name, url] of queries) {
+    const times: number[] = [];
+    let groups = 0;
+    for (let r = 0; r < runs; r++) {
+      const t = now();
+      const res = await fetch(`${svc.url}${url}`);
+      const json = (await res.json()) as { groups?: unknown[]; records?: unknown[] };
+      times.push(now() - t);
+      if (res.status !== 200) throw new Error(`${url} answered ${res.status}`);
+      groups = (json.groups ?? json.records ?? []).length;
+    }
+    rows.push({ name, url, groups, p50: pct(times, 50), p99: pct(times, 99) });
+  }
+  await svc.close();
+  return { records, seedMs, rows };
+}
+
+async function main() {
+  const which = process.argv[2] ?? 'all';
+  console.log(`subagentd benchmarks — node ${process.version}, ${new Date().toISOString()}\n`);
+  if (which === 'all' || which === 'stream') {
+    console.log('Stream latency: model server emits a text chunk → WebSocket client receives the text.delta');
+    console.log('| subscribed tasks | chunks measured | text.delta events | p50 ms | p99 ms | max ms |');
+    console.log('|---:|---:|---:|---:|---:|---:|');
+    for (const n of (process.env.BENCH_STREAM_TASKS ?? '1,100,1000').split(',').map(Number)) {
+      const r = await benchStream(n);
+      console.log(`| ${r.tasks} | ${r.chunks} | ${r.deltas} | ${f(r.p50, 2)} | ${f(r.p99, 2)} | ${f(r.max, 2)} |`);
+    }
+    console.log();
+  }
+  if (which === 'all' || which === 'load') {
+    const r = await benchLoad();
+    console.log('1,000 tasks submitted at once, MAX_CONCURRENT_TASKS=1000, scripted model 2 s per step (2 steps)');
+    console.log('| tasks | completed | all accepted in | all finished in | service RSS before | peak RSS | event-loop delay p99 (worst 1 s window) | billed tasks | billed input tokens |');
+    console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+    console.log(
+      `| ${r.tasks} | ${r.completed} | ${f(r.submitMs, 0)} ms | ${f(r.wallMs, 0)} ms | ${f(r.rssBeforeMiB, 0)} MiB | ${f(r.peakRssMiB, 0)} MiB | ${f(r.loopP99Ms)} ms | ${r.billedTasks} | ${r.billedInput} |`,
+    );
+    console.log();
+  }
+  if (which === 'all' || which === 'usage') {
+    const r = await benchUsage();
+    console.log(`GET /usage over ${r.records.toLocaleString('en')} records (seeded in ${f(r.seedMs / 1000)} s), 30 requests each`);
+    console.log('| query | groups/rows | p50 ms | p99 ms |');
+    console.log('|---|---:|---:|---:|');
+    for (const row of r.rows) console.log(`| ${row.name} (\`${row.url}\`) | ${row.groups} | ${f(row.p50)} | ${f(row.p99)} |`);
+    console.log();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
