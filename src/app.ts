@@ -29,6 +29,7 @@ import { workspacesRoutes } from './http/workspaces-routes';
 import { createMetrics } from './metrics/metrics';
 import type { Db } from './store/database';
 import { createTaskStore } from './store/task-store';
+import { createSqlReader } from './store/read-worker';
 import { createUsageStore } from './store/usage-store';
 import { createTaskRunner } from './tasks/task-runner';
 import { createTaskService, type TaskService } from './tasks/task-service';
@@ -110,7 +111,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
 
   const metrics = createMetrics({ defaultMetrics: true });
   const store = createTaskStore(db);
-  const usage = createUsageStore(db);
+  const reader = createSqlReader(db, config.databasePath);
+  const usage = createUsageStore(db, reader);
   const events = createEventLog(db, { now });
   const runner = createTaskRunner({
     store,
@@ -125,6 +127,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
       bashTimeoutMs: config.bashTimeoutMs,
       bashMaxOutputBytes: config.bashMaxOutputBytes,
       modelMaxRetries: config.modelMaxRetries,
+      modelStallTimeoutMs: config.modelStallTimeoutMs,
     },
     secrets: config.openaiApiKey ? [config.openaiApiKey] : [],
     sandbox,
@@ -209,6 +212,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   server.addHook('onClose', async () => {
     await tasks.close();
     events.flush();
+    await reader.close();
   });
 
   const recovered = tasks.recover();

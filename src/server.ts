@@ -24,7 +24,9 @@ async function main() {
   const logger = pino({ level: config.logLevel, redact: ['req.headers.authorization'] });
   const db = openDatabase(config.databasePath);
   const app = await createApp({ config, db, logger });
-  await app.server.listen({ port: config.port, host: config.host });
+  // A deep accept queue: an orchestrator fanning out hundreds of subagents connects all at once,
+  // and Node's default backlog (511) drops SYNs past it, costing clients 1-7 s in retransmits.
+  await app.server.listen({ port: config.port, host: config.host, backlog: 4096 });
   logger.info(
     {
       database: config.databasePath,

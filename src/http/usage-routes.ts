@@ -101,10 +101,11 @@ export const usageRoutes: FastifyPluginAsyncZod<{ usage: UsageStore }> = async (
     },
     async (request) => {
       const filter = toFilter(request.query);
-      return {
-        totals: usage.totals(request.tenant, filter),
-        groups: request.query.groupBy ? usage.groups(request.tenant, filter, request.query.groupBy) : [],
-      };
+      const [totals, groups] = await Promise.all([
+        usage.totals(request.tenant, filter),
+        request.query.groupBy ? usage.groups(request.tenant, filter, request.query.groupBy) : [],
+      ]);
+      return { totals, groups };
     },
   );
 
@@ -122,7 +123,7 @@ export const usageRoutes: FastifyPluginAsyncZod<{ usage: UsageStore }> = async (
     },
     async (request) => {
       const { limit, cursor } = request.query;
-      const rows = usage.records(request.tenant, toFilter(request.query), limit + 1, cursor);
+      const rows = await usage.records(request.tenant, toFilter(request.query), limit + 1, cursor);
       const page = rows.slice(0, limit);
       return { records: page.map(toRecord), nextCursor: rows.length > limit ? page[page.length - 1].id : null };
     },

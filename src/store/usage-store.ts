@@ -1,5 +1,6 @@
 import { and, desc, eq, gte, lt, sql, type SQL } from 'drizzle-orm';
 import type { Db } from './database';
+import type { SqlReader } from './read-worker';
 import { subagentRecords as r, type RecordRow } from './schema';
 
 export interface UsageFilter {
@@ -36,8 +37,40 @@ const sums = {
 
 export type UsageTotals = { [K in keyof typeof sums]: number };
 
-/** Usage records: sums for billing and the raw rows. Always scoped to one tenant. */
-export function createUsageStore(db: Db) {
+const sumNames = Object.keys(sums) as Array<keyof typeof sums>;
+const toTotals = (values: unknown[]): UsageTotals =>
+  Object.fromEntries(sumNames.map((name, i) => [name, Number(values[i] ?? 0)])) as UsageTotals;
+
+/** The raw record columns, in the order the reader answers them. */
+const recordColumns = {
+  id: r.id,
+  taskId: r.taskId,
+  tenant: r.tenant,
+  subagentType: r.subagentType,
+  parentTaskId: r.parentTaskId,
+  userId: r.userId,
+  toolCallId: r.toolCallId,
+  description: r.description,
+  model: r.model,
+  steps: r.steps,
+  inputTokens: r.inputTokens,
+  outputTokens: r.outputTokens,
+  totalTokens: r.totalTokens,
+  cachedInputTokens: r.cachedInputTokens,
+  reasoningTokens: r.reasoningTokens,
+  status: r.status,
+  startedAt: r.startedAt,
+  completedAt: r.completedAt,
+  durationMs: r.durationMs,
+};
+const recordNames = Object.keys(recordColumns) as Array<keyof RecordRow>;
+
+/**
+ * Usage records: sums for billing and the raw rows, always scoped to one tenant. Queries are built
+ * here and run by `reader` (a worker thread): a sum over a million records takes most of a second,
+ * which must not stall the streams of running tasks.
+ */
+export function createUsageStore(db: Db, reader: SqlReader) {
   function where(tenant: string, f: UsageFilter): SQL {
     const c: SQL[] = [eq(r.tenant, tenant)];
     if (f.userId) c.push(eq(r.userId, f.userId));
@@ -50,31 +83,38 @@ export function createUsageStore(db: Db) {
   }
 
   return {
-    totals(tenant: string, f: UsageFilter): UsageTotals {
-      return db.select(sums).from(r).where(where(tenant, f)).get() as UsageTotals;
+    async totals(tenant: string, f: UsageFilter): Promise<UsageTotals> {
+      const [row] = await reader.all(db.select(sums).from(r).where(where(tenant, f)).toSQL());
+      return toTotals(row ?? []);
     },
 
-    groups(tenant: string, f: UsageFilter, groupBy: UsageGroupBy): Array<UsageTotals & { key: string }> {
+    async groups(tenant: string, f: UsageFilter, groupBy: UsageGroupBy): Promise<Array<UsageTotals & { key: string }>> {
       const key = groupColumns[groupBy];
-      return db
-        .select({ key: sql<string>`${key}`.mapWith(String), ...sums })
-        .from(r)
-        .where(where(tenant, f))
-        .groupBy(key)
-        .orderBy(key)
-        .all();
+      const rows = await reader.all(
+        db
+          .select({ key: sql<string>`${key}`, ...sums })
+          .from(r)
+          .where(where(tenant, f))
+          .groupBy(key)
+          .orderBy(key)
+          .toSQL(),
+      );
+      return rows.map(([k, ...values]) => ({ key: String(k), ...toTotals(values) }));
     },
 
     /** Newest first; `cursor` is the id of the last record of the previous page. */
-    records(tenant: string, f: UsageFilter, limit: number, cursor?: string): RecordRow[] {
+    async records(tenant: string, f: UsageFilter, limit: number, cursor?: string): Promise<RecordRow[]> {
       const c = where(tenant, f);
-      return db
-        .select()
-        .from(r)
-        .where(cursor ? and(c, lt(r.id, cursor)) : c)
-        .orderBy(desc(r.id))
-        .limit(limit)
-        .all();
+      const rows = await reader.all(
+        db
+          .select(recordColumns)
+          .from(r)
+          .where(cursor ? and(c, lt(r.id, cursor)) : c)
+          .orderBy(desc(r.id))
+          .limit(limit)
+          .toSQL(),
+      );
+      return rows.map((values) => Object.fromEntries(recordNames.map((n, i) => [n, values[i]])) as unknown as RecordRow);
     },
   };
 }

@@ -30,7 +30,7 @@ export interface RunnerDeps {
   now: () => number;
   /** Folder holding the workspaces of a tenant. */
   workspacesDirOf: (tenant: string) => string;
-  limits: { bashTimeoutMs: number; bashMaxOutputBytes: number; modelMaxRetries: number };
+  limits: { bashTimeoutMs: number; bashMaxOutputBytes: number; modelMaxRetries: number; modelStallTimeoutMs: number };
   sandbox: Sandbox;
   /** Strings that must never reach a task's error message (provider keys). */
   secrets: string[];
@@ -178,7 +178,9 @@ export function createTaskRunner(deps: RunnerDeps) {
       const abort = abortCode(signal);
       return { ...aborted(abort.code, abort.message), ...delivered };
     }
-    if (result.stalled) return { ...failed('provider_timeout', scrub(errorMessage(result.error))), ...delivered };
+    if (result.stalled) {
+      return { ...failed('provider_timeout', `the model sent nothing for ${deps.limits.modelStallTimeoutMs} ms; the request was cut`), ...delivered };
+    }
     if (result.error) {
       return { ...failed('provider_error', scrub(errorMessage(result.error))), ...delivered };
     }
