@@ -65,6 +65,12 @@ function memoryOf(pid: number): { rss: number; peak: number } {
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
 }
 
+/** CPU time (user + system) a process has used so far, in ms. */
+function cpuMsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // clock ticks at USER_HZ=100
+}
+
 /** The service's event-loop delay p99 since the previous scrape (prom-client resets it on each). */
 async function loopP99Ms(url: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
@@ -112,6 +118,8 @@ async function benchStream(tasks: number) {
   let deltas = 0;
   const done: Promise<void>[] = [];
   const started = now();
+  const serviceCpu0 = cpuMsOf(svc.pid);
+  const benchCpu0 = process.cpuUsage();
   for (let i = 0; i < tasks; i++) {
     const { streamUrl } = await submit(svc.url, `LATENCY ${i}`, i);
     const socket = new WebSocket(`${svc.url.replace('http', 'ws')}${streamUrl}`);
@@ -131,8 +139,20 @@ async function benchStream(tasks: number) {
   }
   await Promise.all(done);
   const wall = now() - started;
+  const serviceCpu = cpuMsOf(svc.pid) - serviceCpu0;
+  const b = process.cpuUsage(benchCpu0);
   await svc.close();
-  return { tasks, chunks: latencies.length, deltas, p50: pct(latencies, 50), p99: pct(latencies, 99), max: pct(latencies, 100), wallMs: wall };
+  return {
+    tasks,
+    chunks: latencies.length,
+    deltas,
+    p50: pct(latencies, 50),
+    p99: pct(latencies, 99),
+    max: pct(latencies, 100),
+    wallMs: wall,
+    serviceCpuPct: (serviceCpu / wall) * 100,
+    benchCpuPct: ((b.user + b.system) / 1000 / wall) * 100,
+  };
 }
 
 /** 1,000 tasks at once, 2 s per model step, MAX_CONCURRENT_TASKS=1000. */
@@ -254,11 +274,11 @@ async function main() {
   console.log(`subagentd benchmarks — node ${process.version}, ${new Date().toISOString()}\n`);
   if (which === 'all' || which === 'stream') {
     console.log('Stream latency: model server emits a text chunk → WebSocket client receives the text.delta');
-    console.log('| subscribed tasks | chunks measured | text.delta events | p50 ms | p99 ms | max ms |');
-    console.log('|---:|---:|---:|---:|---:|---:|');
+    console.log('| subscribed tasks | chunks measured | text.delta events | p50 ms | p99 ms | max ms | service CPU | bench process CPU |');
+    console.log('|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const n of (process.env.BENCH_STREAM_TASKS ?? '1,100,1000').split(',').map(Number)) {
       const r = await benchStream(n);
-      console.log(`| ${r.tasks} | ${r.chunks} | ${r.deltas} | ${f(r.p50, 2)} | ${f(r.p99, 2)} | ${f(r.max, 2)} |`);
+      console.log(`| ${r.tasks} | ${r.chunks} | ${r.deltas} | ${f(r.p50, 2)} | ${f(r.p99, 2)} | ${f(r.max, 2)} | ${f(r.serviceCpuPct, 0)}% | ${f(r.benchCpuPct, 0)}% |`);
     }
     console.log();
   }
