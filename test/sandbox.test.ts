@@ -1,8 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startChildService } from './support/child-service';
 import { startService, taskBody, TEST_API_KEY, type TestService } from './support/harness';
+import { startScriptedModel, type ScriptedModel } from './support/scripted-model';
 
 /** Every command here runs through bubblewrap (BASH_SANDBOX=bwrap fails the start when it is missing). */
 let svc: TestService;
@@ -121,5 +124,53 @@ describe('without a usable sandbox', () => {
     });
     await bare.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: 'NO-SANDBOX' }) });
     expect(seen).toContain('bash is unavailable on this service: bwrap not found');
+  });
+});
+
+describe('what only the sandbox stops (a real service process with its key in the environment)', () => {
+  let model: ScriptedModel;
+  let dir: string;
+  beforeAll(async () => {
+    model = await startScriptedModel();
+    dir = mkdtempSync(path.join(tmpdir(), 'subagentd-sbx-'));
+  });
+  afterAll(async () => {
+    await model.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const probe = `for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < "$f" 2>/dev/null; done | grep -c '^OPENAI_API_KEY=' || true; kill -0 "$PPID" 2>&1 && echo "can signal parent $PPID"`;
+
+  async function runProbe(sandbox: 'bwrap' | 'none') {
+    const svc = await startChildService({
+      DATABASE_PATH: path.join(dir, `${sandbox}.db`),
+      WORKSPACES_DIR: path.join(dir, 'ws'),
+      OPENAI_BASE_URL: model.url,
+      OPENAI_API_KEY: TEST_API_KEY,
+      BASH_SANDBOX: sandbox,
+    });
+    try {
+      const res = await fetch(`${svc.url}/tasks?wait=true`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(taskBody({ subagent_type: 'shell', prompt: undefined, command: probe })),
+      });
+      return ((await res.json()) as { output: { stdout: string } }).output.stdout;
+    } finally {
+      svc.child.kill('SIGKILL');
+      await svc.exited;
+    }
+  }
+
+  it('keeps the service\'s process, and the key in its environment, out of reach', async () => {
+    const out = await runProbe('bwrap');
+    expect(out.split('\n')[0]).toBe('0');
+    expect(out).not.toContain(TEST_API_KEY);
+  });
+
+  it('(BASH_SANDBOX=none cannot: a command reads the key from /proc of its parent, the service)', async () => {
+    const out = await runProbe('none');
+    expect(Number(out.split('\n')[0])).toBeGreaterThan(0);
+    expect(out).toContain('can signal parent');
   });
 });
