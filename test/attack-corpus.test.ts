@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, taskBody, type TestService } from './support/harness';
+import { startService, toolOnce, type TestService } from './support/harness';
 
 /**
  * The path guard's attack corpus: every case goes through the real service as a model tool call.
@@ -37,24 +37,8 @@ beforeAll(async () => {
 });
 afterAll(() => svc.close());
 
-let n = 0;
-async function callTool(name: string, args: Record<string, unknown>): Promise<string> {
-  const marker = `ATTACK-${++n}`;
-  let seen = '';
-  svc.model.script(marker, (ctx) => {
-    if (ctx.turn === 0) return { toolCalls: [{ name, args }] };
-    seen = ctx.toolResults[0]?.content ?? '';
-    return { toolCalls: [{ name: 'complete', args: { summary: 'done', paths: [] } }] };
-  });
-  const res = await svc.inject({
-    method: 'POST',
-    url: '/tasks?wait=true',
-    payload: taskBody({ prompt: marker, context: { parentTaskId: 'T-atk', userId: 'u-atk' } }),
-  });
-  expect(res.statusCode).toBe(200);
-  expect(res.json().status).toBe('completed');
-  return seen;
-}
+const callTool = (name: string, args: Record<string, unknown>) =>
+  toolOnce(svc, name, args, { parentTaskId: 'T-atk', userId: 'u-atk' });
 
 const refused = /outside the workspace|symbolic link|NUL byte|longer than|backslash|starts with "~"|may not contain "\.\."|does not exist/;
 const longPath = `${'a/'.repeat(2100)}x.txt`;

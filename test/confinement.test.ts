@@ -1,8 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TurnContext } from './support/scripted-model';
-import { startService, taskBody, type TestService } from './support/harness';
+import { startService, taskBody, toolOnce, type TestService } from './support/harness';
 
 let svc: TestService;
 let ws: string;
@@ -25,22 +24,8 @@ beforeAll(async () => {
 afterAll(() => svc.close());
 
 /** Runs one tool call in the T-conf workspace and returns what the model read back. */
-async function toolOnce(marker: string, name: string, args: Record<string, unknown>): Promise<string> {
-  let seen = '';
-  svc.model.script(marker, (ctx: TurnContext) => {
-    if (ctx.turn === 0) return { toolCalls: [{ name, args }] };
-    seen = ctx.toolResults[0]?.content ?? '';
-    return { toolCalls: [{ name: 'complete', args: { summary: 'done', paths: [] } }] };
-  });
-  const res = await svc.inject({
-    method: 'POST',
-    url: '/tasks?wait=true',
-    payload: taskBody({ prompt: marker, context: { parentTaskId: 'T-conf', userId: 'u-1' } }),
-  });
-  expect(res.statusCode).toBe(200);
-  expect(res.json().status).toBe('completed');
-  return seen;
-}
+const runTool = (name: string, args: Record<string, unknown>) =>
+  toolOnce(svc, name, args, { parentTaskId: 'T-conf', userId: 'u-1' });
 
 describe('workspace confinement of the file tools', () => {
   const readAttacks: Array<[string, string]> = [
@@ -54,7 +39,7 @@ describe('workspace confinement of the file tools', () => {
     ['windows separators', '..\\outside\\secret.txt'],
   ];
   it.each(readAttacks)('read_file refuses %s', async (name, p) => {
-    const seen = await toolOnce(`READ-ATTACK ${name}`, 'read_file', { path: p });
+    const seen = await runTool('read_file', { path: p });
     expect(seen).not.toContain('TOP SECRET');
     expect(seen).not.toContain('OTHER PARENT');
     expect(seen).not.toContain('root:');
@@ -62,7 +47,7 @@ describe('workspace confinement of the file tools', () => {
   });
 
   it('read_file reads inside, with line numbers, also by absolute path inside', async () => {
-    const seen = await toolOnce('READ-OK', 'read_file', { path: path.join(ws, 'inside.txt') });
+    const seen = await runTool('read_file', { path: path.join(ws, 'inside.txt') });
     expect(seen).toContain('     1\thello');
     expect(seen).toContain('     2\tworld');
   });
@@ -75,7 +60,7 @@ describe('workspace confinement of the file tools', () => {
     ['over a symlink to an outside file', 'link-to-secret'],
   ];
   it.each(writeAttacks)('write_file refuses %s and writes nothing outside', async (name, p) => {
-    const seen = await toolOnce(`WRITE-ATTACK ${name}`, 'write_file', { path: p, content: 'PWNED' });
+    const seen = await runTool('write_file', { path: p, content: 'PWNED' });
     expect(seen).toMatch(/outside the workspace|symbolic link/);
     expect(existsSync(path.join(outside, 'pwned.txt'))).toBe(false);
     expect(existsSync('/tmp/subagentd-pwned.txt')).toBe(false);
@@ -84,22 +69,22 @@ describe('workspace confinement of the file tools', () => {
   });
 
   it('edit_file refuses a link to outside; list_files refuses a folder outside', async () => {
-    const edit = await toolOnce('EDIT-ATTACK', 'edit_file', { path: 'link-to-secret', oldString: 'TOP', newString: 'NOT' });
+    const edit = await runTool('edit_file', { path: 'link-to-secret', oldString: 'TOP', newString: 'NOT' });
     expect(edit).toContain('outside the workspace');
     expect(readFileSync(path.join(outside, 'secret.txt'), 'utf8')).toBe('TOP SECRET');
-    const list = await toolOnce('LIST-ATTACK', 'list_files', { path: 'link-to-outside-dir' });
+    const list = await runTool('list_files', { path: 'link-to-outside-dir' });
     expect(list).toContain('outside the workspace');
     expect(list).not.toContain('secret.txt');
   });
 
   it('grep and glob never follow links out of the workspace', async () => {
-    const grep = await toolOnce('GREP-LINKS', 'grep', { pattern: 'SECRET|hello' });
+    const grep = await runTool('grep', { pattern: 'SECRET|hello' });
     expect(grep).toContain('inside.txt:1: hello');
     expect(grep).not.toContain('TOP SECRET');
-    const glob = await toolOnce('GLOB-LINKS', 'glob', { pattern: '**/*' });
+    const glob = await runTool('glob', { pattern: '**/*' });
     expect(glob).toContain('inside.txt');
     expect(glob).not.toContain('secret.txt');
-    const globUp = await toolOnce('GLOB-UP', 'glob', { pattern: '../**' });
+    const globUp = await runTool('glob', { pattern: '../**' });
     expect(globUp).toContain('may not contain ".."');
   });
 

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { RecordRow } from '../store/schema';
-import type { UsageStore } from '../store/usage-store';
+import type { UsageRecord, UsageStore } from '../store/usage-store';
 import { contextIdSchema } from '../tasks/task-schemas';
 import { errorResponses } from './error-schema';
 
@@ -60,28 +59,8 @@ const toFilter = (q: z.infer<typeof usageFilterSchema>) => ({
   to: q.to,
 });
 
-function toRecord(r: RecordRow): z.infer<typeof recordSchema> {
-  return {
-    id: r.id,
-    taskId: r.taskId,
-    subagent_type: r.subagentType,
-    parentTaskId: r.parentTaskId,
-    userId: r.userId,
-    toolCallId: r.toolCallId,
-    description: r.description,
-    model: r.model,
-    steps: r.steps,
-    inputTokens: r.inputTokens,
-    outputTokens: r.outputTokens,
-    totalTokens: r.totalTokens,
-    cachedInputTokens: r.cachedInputTokens,
-    reasoningTokens: r.reasoningTokens,
-    status: r.status,
-    startedAt: new Date(r.startedAt).toISOString(),
-    completedAt: r.completedAt === null ? null : new Date(r.completedAt).toISOString(),
-    durationMs: r.durationMs,
-  };
-}
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+const toRecord = (r: UsageRecord): z.infer<typeof recordSchema> => ({ ...r, startedAt: iso(r.startedAt)!, completedAt: iso(r.completedAt) });
 
 export const usageRoutes: FastifyPluginAsyncZod<{ usage: UsageStore }> = async (app, { usage }) => {
   app.get(

@@ -1,7 +1,7 @@
 import { and, desc, eq, gte, lt, sql, type SQL } from 'drizzle-orm';
 import type { Db } from './database';
 import type { SqlReader } from './read-worker';
-import { subagentRecords as r, type RecordRow } from './schema';
+import { subagentRecords as r } from './schema';
 
 export interface UsageFilter {
   userId?: string;
@@ -41,12 +41,11 @@ const sumNames = Object.keys(sums) as Array<keyof typeof sums>;
 const toTotals = (values: unknown[]): UsageTotals =>
   Object.fromEntries(sumNames.map((name, i) => [name, Number(values[i] ?? 0)])) as UsageTotals;
 
-/** The raw record columns, in the order the reader answers them. */
+/** The record fields of `GET /usage/records` (times as epoch ms), in the order the reader answers them. */
 const recordColumns = {
   id: r.id,
   taskId: r.taskId,
-  tenant: r.tenant,
-  subagentType: r.subagentType,
+  subagent_type: r.subagentType,
   parentTaskId: r.parentTaskId,
   userId: r.userId,
   toolCallId: r.toolCallId,
@@ -63,7 +62,8 @@ const recordColumns = {
   completedAt: r.completedAt,
   durationMs: r.durationMs,
 };
-const recordNames = Object.keys(recordColumns) as Array<keyof RecordRow>;
+export type UsageRecord = { [K in keyof typeof recordColumns]: (typeof recordColumns)[K]['_']['data'] | ((typeof recordColumns)[K]['_']['notNull'] extends true ? never : null) };
+const recordNames = Object.keys(recordColumns) as Array<keyof UsageRecord>;
 
 /**
  * Usage records: sums for billing and the raw rows, always scoped to one tenant. Queries are built
@@ -103,7 +103,7 @@ export function createUsageStore(db: Db, reader: SqlReader) {
     },
 
     /** Newest first; `cursor` is the id of the last record of the previous page. */
-    async records(tenant: string, f: UsageFilter, limit: number, cursor?: string): Promise<RecordRow[]> {
+    async records(tenant: string, f: UsageFilter, limit: number, cursor?: string): Promise<UsageRecord[]> {
       const c = where(tenant, f);
       const rows = await reader.all(
         db
@@ -114,7 +114,7 @@ export function createUsageStore(db: Db, reader: SqlReader) {
           .limit(limit)
           .toSQL(),
       );
-      return rows.map((values) => Object.fromEntries(recordNames.map((n, i) => [n, values[i]])) as unknown as RecordRow);
+      return rows.map((values) => Object.fromEntries(recordNames.map((n, i) => [n, values[i]])) as UsageRecord);
     },
   };
 }

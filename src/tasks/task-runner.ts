@@ -10,14 +10,14 @@ import { capPayload } from '../events/cap-payload';
 import type { EventLog } from '../events/event-log';
 import type { Metrics } from '../metrics/metrics';
 import type { TaskRow } from '../store/schema';
-import type { FinishFields, TaskStore } from '../store/task-store';
+import type { TaskStore } from '../store/task-store';
 import { runCommand } from '../tools/run-command';
 import type { Sandbox } from '../tools/sandbox';
 import type { ToolContext, Workspace } from '../tools/tool-types';
 import { childEnv, openWorkspace } from '../tools/workspace';
 import { workspaceTools } from '../tools/workspace-tools';
+import { aborted, failed, finishTask, type Ending } from './finish-task';
 import { abortCode } from './task-abort';
-import { toTaskOutput } from './task-output';
 import type { CreateTaskBody } from './task-schemas';
 
 export interface RunnerDeps {
@@ -35,8 +35,6 @@ export interface RunnerDeps {
   /** Strings that must never reach a task's error message (provider keys). */
   secrets: string[];
 }
-
-type Ending = Omit<FinishFields, 'completedAt'>;
 
 /**
  * Runs one task from `queued` to its end: marks it started (opening its usage record), runs the
@@ -73,15 +71,7 @@ export function createTaskRunner(deps: RunnerDeps) {
     }
 
     const completedAt = deps.now();
-    let finished!: TaskRow;
-    events.append(
-      row,
-      'task.finished',
-      () => toTaskOutput(finished),
-      () => {
-        finished = store.finish(row.id, { ...ending, completedAt });
-      },
-    );
+    const finished = finishTask(deps, row, ending, completedAt);
     deps.metrics.taskFinished(finished, completedAt - startedAt);
     log.info(
       {
@@ -222,20 +212,3 @@ export function createTaskRunner(deps: RunnerDeps) {
 }
 
 export type TaskRunner = ReturnType<typeof createTaskRunner>;
-
-function failed(code: string, message: string): Ending {
-  return {
-    status: 'error',
-    summary: null,
-    artifacts: [],
-    skipped: [],
-    output: null,
-    stopReason: null,
-    errorCode: code,
-    errorMessage: message,
-  };
-}
-
-function aborted(code: string, message: string): Ending {
-  return { ...failed(code, message), status: 'aborted' };
-}

@@ -9,8 +9,8 @@ import type { Metrics } from '../metrics/metrics';
 import type { TaskRow } from '../store/schema';
 import type { TaskFilter, TaskStore } from '../store/task-store';
 import { createFairQueue } from './fair-queue';
+import { aborted, failed, finishTask } from './finish-task';
 import { TaskAbort } from './task-abort';
-import { toTaskOutput } from './task-output';
 import type { TaskRunner } from './task-runner';
 import type { CreateTaskBody } from './task-schemas';
 
@@ -88,27 +88,9 @@ export function createTaskService(deps: TaskServiceDeps) {
       });
   }
 
-  /** Ends a task that never started (cancelled while queued, or left queued at shutdown). */
-  function endQueued(row: TaskRow, code: 'cancelled' | 'interrupted', message: string): TaskRow {
-    let finished!: TaskRow;
-    deps.events.append(
-      row,
-      'task.finished',
-      () => toTaskOutput(finished),
-      () => {
-        finished = store.finish(row.id, {
-          status: code === 'cancelled' ? 'aborted' : 'error',
-          summary: null,
-          artifacts: [],
-          skipped: [],
-          output: null,
-          stopReason: null,
-          errorCode: code,
-          errorMessage: message,
-          completedAt: deps.now(),
-        });
-      },
-    );
+  /** Ends a task that was cancelled before it started. */
+  function endQueued(row: TaskRow, message: string): TaskRow {
+    const finished = finishTask(deps, row, aborted('cancelled', message), deps.now());
     settle(finished);
     return finished;
   }
@@ -215,7 +197,7 @@ export function createTaskService(deps: TaskServiceDeps) {
       const row = this.get(tenant, id);
       if (row.status === 'queued' && queue.remove((t) => t.id === id)) {
         updateGauges();
-        return endQueued(row, 'cancelled', 'the task was cancelled before it started');
+        return endQueued(row, 'the task was cancelled before it started');
       }
       active.get(id)?.controller.abort(new TaskAbort('cancelled', 'the task was cancelled'));
       return store.getById(id)!;
@@ -241,24 +223,11 @@ export function createTaskService(deps: TaskServiceDeps) {
       let requeued = 0;
       for (const row of store.unfinished()) {
         if (row.status === 'running') {
-          let finished!: TaskRow;
-          deps.events.append(
+          finishTask(
+            deps,
             row,
-            'task.finished',
-            () => toTaskOutput(finished),
-            () => {
-              finished = store.finish(row.id, {
-                status: 'error',
-                summary: row.summary,
-                artifacts: row.artifacts ?? [],
-                skipped: row.skipped ?? [],
-                output: row.output,
-                stopReason: null,
-                errorCode: 'interrupted',
-                errorMessage: 'the service stopped while the task was running',
-                completedAt: deps.now(),
-              });
-            },
+            { ...failed('interrupted', 'the service stopped while the task was running'), summary: row.summary },
+            deps.now(),
           );
           interrupted++;
         } else {

@@ -73,3 +73,29 @@ export function taskBody(over: Record<string, unknown> = {}) {
     ...over,
   };
 }
+
+let toolRuns = 0;
+
+/**
+ * Runs a task whose model makes one tool call, then completes; returns what the model read back
+ * from the tool (its result or its error text). The task must complete: a tool failure is data.
+ */
+export async function toolOnce(
+  svc: TestService,
+  name: string,
+  args: Record<string, unknown>,
+  context: { parentTaskId: string; userId: string } = { parentTaskId: 'T-1', userId: 'u-1' },
+): Promise<string> {
+  const marker = `TOOL-ONCE-${++toolRuns}-${name}`;
+  let seen = '';
+  svc.model.script(marker, (ctx) => {
+    if (ctx.turn === 0) return { toolCalls: [{ name, args }] };
+    seen = ctx.toolResults[0]?.content ?? '';
+    return { toolCalls: [{ name: 'complete', args: { summary: 'done', paths: [] } }] };
+  });
+  const res = await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: marker, context }) });
+  if (res.statusCode !== 200 || res.json().status !== 'completed') {
+    throw new Error(`tool task did not complete: ${res.statusCode} ${res.body}`);
+  }
+  return seen;
+}

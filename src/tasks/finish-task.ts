@@ -1,0 +1,42 @@
+import type { EventLog } from '../events/event-log';
+import type { TaskRow } from '../store/schema';
+import type { FinishFields, TaskStore } from '../store/task-store';
+import { toTaskOutput } from './task-output';
+
+/** What a task ended with, before its end time is stamped. */
+export type Ending = Omit<FinishFields, 'completedAt'>;
+
+/** An ending with no deliverables: `error` with a code (or `aborted`, see `aborted`). */
+export function failed(code: string, message: string): Ending {
+  return {
+    status: 'error',
+    summary: null,
+    artifacts: [],
+    skipped: [],
+    output: null,
+    stopReason: null,
+    errorCode: code,
+    errorMessage: message,
+  };
+}
+
+export function aborted(code: string, message: string): Ending {
+  return { ...failed(code, message), status: 'aborted' };
+}
+
+/**
+ * Writes a task's end state, closes its usage record and appends `task.finished` (carrying the
+ * final TaskOutput) in one transaction: every path that ends a task goes through here.
+ */
+export function finishTask(deps: { store: TaskStore; events: EventLog }, row: TaskRow, ending: Ending, completedAt: number): TaskRow {
+  let finished!: TaskRow;
+  deps.events.append(
+    row,
+    'task.finished',
+    () => toTaskOutput(finished),
+    () => {
+      finished = deps.store.finish(row.id, { ...ending, completedAt });
+    },
+  );
+  return finished;
+}
