@@ -108,6 +108,9 @@ export async function createApp(deps: AppDeps): Promise<App> {
   }
   if (sandbox.kind === 'unavailable') logger.error({ reason: sandbox.reason }, 'bash and shell tasks are refused');
   if (sandbox.kind === 'none') logger.warn('BASH_SANDBOX=none: commands run without a sandbox, confined only by their working folder');
+  if (sandbox.limiter?.kind === 'none') {
+    logger.warn({ reason: sandbox.limiter.reason }, 'no pids cgroup: a command\'s process count is capped only by ulimit -u, which does not bind root');
+  }
 
   const metrics = createMetrics({ defaultMetrics: true });
   const store = createTaskStore(db);
@@ -213,6 +216,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     await tasks.close();
     events.flush();
     await reader.close();
+    sandbox.limiter?.close();
   });
 
   const recovered = tasks.recover();

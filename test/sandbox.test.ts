@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createProcessLimiter } from '../src/tools/process-limit';
 import { startChildService } from './support/child-service';
 import { startService, taskBody, TEST_API_KEY, type TestService } from './support/harness';
 import { startScriptedModel, type ScriptedModel } from './support/scripted-model';
@@ -172,5 +173,45 @@ describe('what only the sandbox stops (a real service process with its key in th
     const out = await runProbe('none');
     expect(Number(out.split('\n')[0])).toBeGreaterThan(0);
     expect(out).toContain('can signal parent');
+  });
+});
+
+describe('process cap', () => {
+  let capped: TestService;
+  beforeAll(async () => {
+    capped = await startService({ env: { BASH_SANDBOX: 'bwrap', SANDBOX_MAX_PROCESSES: '40' } });
+  });
+  afterAll(() => capped.close());
+
+  it('caps the processes of one command (pids cgroup), so a fork bomb stays contained', async ({ skip }) => {
+    const limiter = createProcessLimiter(40);
+    if (limiter.kind === 'none') skip(`no writable pids cgroup here: ${limiter.reason}`);
+    // A bounded bomb (100 children that each sleep 3 s): even without the cap it would end by itself.
+    const command = [
+      'python3 -c "',
+      'import os, time',
+      'n = 0',
+      'for i in range(100):',
+      '    try:',
+      '        if os.fork() == 0:',
+      '            time.sleep(3); os._exit(0)',
+      '        n += 1',
+      '    except OSError as e:',
+      '        print(\'fork refused:\', e.strerror); break',
+      'print(\'forked\', n)',
+      '"',
+    ].join('\n');
+    const out = (
+      await capped.inject({
+        method: 'POST',
+        url: '/tasks?wait=true',
+        payload: taskBody({ subagent_type: 'shell', prompt: undefined, command, options: { timeoutMs: 10_000 } }),
+      })
+    ).json();
+    expect(out.status).toBe('completed');
+    expect(out.output.stdout).toContain('fork refused: Resource temporarily unavailable');
+    const forked = Number(/forked (\d+)/.exec(out.output.stdout)?.[1]);
+    expect(forked).toBeGreaterThan(20);
+    expect(forked).toBeLessThan(40);
   });
 });

@@ -101,6 +101,7 @@ export function createTaskRunner(deps: RunnerDeps) {
       maxOutputBytes: deps.limits.bashMaxOutputBytes,
       signal,
       wrap: (argv) => deps.sandbox.wrap(ws.root, argv),
+      limiter: deps.sandbox.limiter,
     });
     const output = { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr, truncated: r.truncated };
     if (signal.aborted) {

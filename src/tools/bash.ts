@@ -23,6 +23,7 @@ export const bashTool = defineTool({
       maxOutputBytes: ctx.limits.bashMaxOutputBytes,
       signal: ctx.signal,
       wrap: (argv) => ctx.sandbox.wrap(ctx.workspace.root, argv),
+      limiter: ctx.sandbox.limiter,
     });
     if (r.aborted) throw new Error('command cancelled');
     return {

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createOutputCapture } from './output-capture';
+import type { ProcessLimiter } from './process-limit';
 
 export interface CommandResult {
   exitCode: number;
@@ -20,6 +21,8 @@ export interface RunCommandOptions {
   signal?: AbortSignal;
   /** Wraps the bash invocation, e.g. in a sandbox; receives and returns argv. */
   wrap?: (argv: string[]) => string[];
+  /** Caps the command's process count (see process-limit.ts). */
+  limiter?: ProcessLimiter;
 }
 
 /** Exit code reported for a command killed by its timeout, as coreutils' `timeout` does. */
@@ -31,7 +34,11 @@ export const TIMEOUT_EXIT_CODE = 124;
  */
 export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
   const started = Date.now();
-  const argv = opts.wrap ? opts.wrap(['bash', '-c', opts.command]) : ['bash', '-c', opts.command];
+  const wrapped = opts.wrap ? opts.wrap(['bash', '-c', opts.command]) : ['bash', '-c', opts.command];
+  const group = opts.limiter?.create();
+  // With a process group cap, the command waits at a gate until its first process is in the group,
+  // so nothing it starts can escape the cap.
+  const argv = group ? ['bash', '-c', 'read -r _; exec "$@"', 'gate', ...wrapped] : wrapped;
   return new Promise((resolve) => {
     const stdout = createOutputCapture(opts.maxOutputBytes);
     const stderr = createOutputCapture(opts.maxOutputBytes);
@@ -41,8 +48,17 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
       cwd: opts.cwd,
       env: opts.env,
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [group ? 'pipe' : 'ignore', 'pipe', 'pipe'],
     });
+    if (group && child.pid !== undefined) {
+      try {
+        group.add(child.pid);
+      } catch {
+        // The cgroup went away: the command still runs under ulimit and the timeout.
+      }
+      child.stdin!.on('error', () => {});
+      child.stdin!.end('\n');
+    }
     const killGroup = () => {
       if (child.pid === undefined) return;
       try {
@@ -62,12 +78,13 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
     if (opts.signal?.aborted) onAbort();
     opts.signal?.addEventListener('abort', onAbort, { once: true });
 
-    child.stdout.on('data', (b: Buffer) => stdout.write(b));
-    child.stderr.on('data', (b: Buffer) => stderr.write(b));
+    child.stdout!.on('data', (b: Buffer) => stdout.write(b));
+    child.stderr!.on('data', (b: Buffer) => stderr.write(b));
     let done = false;
     const finish = (code: number) => {
       if (done) return;
       done = true;
+      group?.dispose();
       clearTimeout(timer);
       opts.signal?.removeEventListener('abort', onAbort);
       const out = stdout.result();

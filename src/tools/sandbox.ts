@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { createProcessLimiter, type ProcessLimiter } from './process-limit';
 
 export type SandboxMode = 'auto' | 'bwrap' | 'none';
 
@@ -12,6 +13,8 @@ export interface Sandbox {
   reason?: string;
   /** Wraps `argv` so it runs confined to `workspace`. */
   wrap(workspace: string, argv: string[]): string[];
+  /** Caps each command's process count (a pids cgroup where the kernel offers one). */
+  limiter?: ProcessLimiter;
 }
 
 export interface SandboxOptions {
@@ -89,7 +92,9 @@ export function createSandbox(opts: SandboxOptions): Sandbox {
     'sandbox',
     ...argv,
   ];
-  if (opts.mode === 'none') return { kind: 'none', wrap: (_ws, argv) => limits(argv) };
+  if (opts.mode === 'none') {
+    return { kind: 'none', wrap: (_ws, argv) => limits(argv), limiter: createProcessLimiter(opts.maxProcesses) };
+  }
   const problem = bwrapWorks();
   if (problem) {
     return {
@@ -102,5 +107,9 @@ export function createSandbox(opts: SandboxOptions): Sandbox {
   }
   // Hide every host folder the service uses, except a folder that holds the system itself.
   const hide = opts.hide.map((p) => path.resolve(p)).filter((p) => p !== '/');
-  return { kind: 'bwrap', wrap: (workspace, argv) => ['bwrap', ...bwrapArgs(workspace, hide, limits(argv))] };
+  return {
+    kind: 'bwrap',
+    wrap: (workspace, argv) => ['bwrap', ...bwrapArgs(workspace, hide, limits(argv))],
+    limiter: createProcessLimiter(opts.maxProcesses),
+  };
 }
