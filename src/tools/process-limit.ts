@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 /** Caps how many processes one command may have at once, through a pids cgroup of its own. */
@@ -13,6 +13,21 @@ export interface ProcessLimiter {
 }
 
 const noop = { add() {}, dispose() {} };
+
+/** Removes the (empty) groups of service processes that are gone. */
+function removeStale(parent: string) {
+  for (const name of readdirSync(parent)) {
+    const pid = /^subagentd-(\d+)$/.exec(name)?.[1];
+    if (!pid || existsSync(`/proc/${pid}`)) continue;
+    const dir = path.join(parent, name);
+    try {
+      for (const sub of readdirSync(dir, { withFileTypes: true })) if (sub.isDirectory()) rmdirSync(path.join(dir, sub.name));
+      rmdirSync(dir);
+    } catch {
+      // still in use or not empty: left alone
+    }
+  }
+}
 
 /**
  * Finds a writable pids controller (cgroup v1 `/sys/fs/cgroup/pids`, or v2 with `pids` enabled)
@@ -35,6 +50,7 @@ export function createProcessLimiter(maxProcesses: number, root = '/sys/fs/cgrou
     } else {
       return { kind: 'none', reason: 'no pids cgroup controller', create: () => noop, close() {} };
     }
+    removeStale(path.dirname(base));
     // Prove it works before relying on it.
     const probe = path.join(base, 'probe');
     mkdirSync(probe);
