@@ -55,6 +55,9 @@ interface ChatMessage {
 }
 
 export interface RecordedRequest {
+  /** Which OpenAI API was called: Chat Completions or Responses. */
+  api: 'chat' | 'responses';
+  /** The request body; for the Responses API, `messages` is its `input` seen as chat messages. */
   body: { model: string; messages: ChatMessage[]; tools?: Array<{ function: { name: string } }>; [k: string]: unknown };
   authorization: string | undefined;
 }
@@ -94,6 +97,106 @@ function chunks(text: string, size = 8): string[] {
   return out;
 }
 
+interface ConversationView {
+  prompt: string;
+  turn: number;
+  toolResults: TurnContext['toolResults'];
+  messages: ChatMessage[];
+}
+
+/** Chat Completions: the turn is the number of assistant messages so far. */
+function chatView(body: { messages: ChatMessage[] }): ConversationView {
+  const lastAssistant = body.messages.map((m) => m.role).lastIndexOf('assistant');
+  return {
+    prompt: textOf(body.messages.find((m) => m.role === 'user')?.content),
+    turn: body.messages.filter((m) => m.role === 'assistant').length,
+    toolResults: body.messages
+      .slice(lastAssistant + 1)
+      .filter((m) => m.role === 'tool')
+      .map((m) => ({ toolCallId: m.tool_call_id ?? '', content: textOf(m.content) })),
+    messages: body.messages,
+  };
+}
+
+type ResponsesItem = { role?: string; type?: string; content?: unknown; call_id?: string; output?: unknown; name?: string; arguments?: string };
+
+/**
+ * Responses API: `input` holds messages and items; each run of assistant output (message,
+ * function_call, or an item_reference to one) is one earlier turn.
+ */
+function responsesView(body: { input: ResponsesItem[] }): ConversationView {
+  const isAssistant = (i: ResponsesItem) => i.role === 'assistant' || i.type === 'function_call' || i.type === 'item_reference';
+  let turn = 0;
+  let lastAssistant = -1;
+  body.input.forEach((item, i) => {
+    if (isAssistant(item)) {
+      if (i === 0 || !isAssistant(body.input[i - 1])) turn++;
+      lastAssistant = i;
+    }
+  });
+  const messages: ChatMessage[] = body.input.map((i) =>
+    i.type === 'function_call_output'
+      ? { role: 'tool', tool_call_id: i.call_id, content: textOf(i.output) }
+      : isAssistant(i)
+        ? { role: 'assistant', content: textOf(i.content) }
+        : { role: i.role ?? 'user', content: textOf(i.content) },
+  );
+  return {
+    prompt: textOf(body.input.find((i) => i.role === 'user')?.content),
+    turn,
+    toolResults: body.input
+      .slice(lastAssistant + 1)
+      .filter((i) => i.type === 'function_call_output')
+      .map((i) => ({ toolCallId: i.call_id ?? '', content: typeof i.output === 'string' ? i.output : JSON.stringify(i.output) })),
+    messages,
+  };
+}
+
+/** Streams one turn as Responses API events (text deltas, function-call argument deltas, usage). */
+async function streamResponses(res: ServerResponse, step: ScriptedTurn, model: string, n: number, signal: AbortSignal) {
+  const event = (data: Record<string, unknown>) => res.write(`event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`);
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  event({ type: 'response.created', response: { id: `resp_${n}`, created_at: Math.floor(Date.now() / 1000), model } });
+  let index = 0;
+  const text = [
+    ...Array.from({ length: step.liveChunks?.count ?? 0 }, (_, i) => () => step.liveChunks!.make(i)),
+    ...chunks(step.text ?? '', step.chunkSize).map((c) => () => c),
+  ];
+  if (text.length > 0) {
+    const item = { type: 'message', id: `msg_${n}` };
+    event({ type: 'response.output_item.added', output_index: index, item });
+    for (const piece of text) {
+      if (signal.aborted) return;
+      event({ type: 'response.output_text.delta', item_id: item.id, output_index: index, content_index: 0, delta: piece() });
+      await sleep(step.chunkDelayMs ?? 0, signal);
+    }
+    event({ type: 'response.output_item.done', output_index: index, item });
+    index++;
+  }
+  for (const [i, call] of (step.toolCalls ?? []).entries()) {
+    const args = JSON.stringify(call.args);
+    const item = { type: 'function_call', id: `fc_${n}_${i}`, call_id: call.id ?? `call_${n}_${i}`, name: call.name, arguments: '' };
+    event({ type: 'response.output_item.added', output_index: index, item });
+    for (const piece of chunks(args, 24)) event({ type: 'response.function_call_arguments.delta', item_id: item.id, output_index: index, delta: piece });
+    event({ type: 'response.output_item.done', output_index: index, item: { ...item, arguments: args, status: 'completed' } });
+    index++;
+  }
+  const u = step.usage ?? {};
+  event({
+    type: 'response.completed',
+    response: {
+      incomplete_details: null,
+      usage: {
+        input_tokens: u.input ?? 100,
+        input_tokens_details: { cached_tokens: u.cached ?? 0 },
+        output_tokens: u.output ?? 20,
+        output_tokens_details: { reasoning_tokens: u.reasoning ?? 0 },
+      },
+    },
+  });
+  res.end();
+}
+
 export async function startScriptedModel(opts: { port?: number } = {}): Promise<ScriptedModel> {
   const scripts: Array<{ marker: string; script: Script }> = [];
   const attempts = new Map<string, number>();
@@ -105,31 +208,29 @@ export async function startScriptedModel(opts: { port?: number } = {}): Promise<
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const abort = new AbortController();
     res.on('close', () => abort.abort());
-    if (req.method !== 'POST' || !/\/chat\/completions$/.test(req.url ?? '')) {
+    const api = /\/chat\/completions$/.test(req.url ?? '') ? 'chat' : /\/responses$/.test(req.url ?? '') ? 'responses' : null;
+    if (req.method !== 'POST' || !api) {
       res.writeHead(404, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ error: { message: `no route ${req.method} ${req.url}` } }));
       return;
     }
     let raw = '';
     for await (const chunk of req) raw += chunk;
-    const body = JSON.parse(raw) as RecordedRequest['body'];
-    requests.push({ body, authorization: req.headers.authorization });
-    const prompt = textOf(body.messages.find((m) => m.role === 'user')?.content);
+    const parsed = JSON.parse(raw);
+    const view = api === 'chat' ? chatView(parsed) : responsesView(parsed);
+    const body = { ...parsed, messages: view.messages } as RecordedRequest['body'];
+    requests.push({ body, authorization: req.headers.authorization, api });
+    const prompt = view.prompt;
     const found = [...scripts].reverse().find((s) => prompt.includes(s.marker));
     if (!found) {
       res.writeHead(400, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ error: { message: `scripted model: no script matches prompt "${prompt.slice(0, 80)}"` } }));
       return;
     }
-    const turn = body.messages.filter((m) => m.role === 'assistant').length;
+    const { turn, toolResults } = view;
     const attemptKey = `${found.marker}\u0000${prompt}\u0000${turn}`;
     const attempt = (attempts.get(attemptKey) ?? 0) + 1;
     attempts.set(attemptKey, attempt);
-    const lastAssistant = body.messages.map((m) => m.role).lastIndexOf('assistant');
-    const toolResults = body.messages
-      .slice(lastAssistant + 1)
-      .filter((m) => m.role === 'tool')
-      .map((m) => ({ toolCallId: m.tool_call_id ?? '', content: textOf(m.content) }));
     const ctx: TurnContext = { turn, model: body.model, messages: body.messages, toolResults, attempt };
     const step: ScriptedTurn | undefined =
       typeof found.script === 'function' ? found.script(ctx) : found.script[Math.min(turn, found.script.length - 1)];
@@ -141,6 +242,8 @@ export async function startScriptedModel(opts: { port?: number } = {}): Promise<
       res.end(JSON.stringify({ error: { message: step.errorMessage ?? `scripted error ${step.status}`, type: 'scripted' } }));
       return;
     }
+
+    if (api === 'responses') return streamResponses(res, step, body.model, ++counter, abort.signal);
 
     const id = `chatcmpl-${++counter}`;
     const created = Math.floor(Date.now() / 1000);
