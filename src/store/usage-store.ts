@@ -1,4 +1,5 @@
 import { and, desc, eq, gte, lt, sql, type SQL } from 'drizzle-orm';
+import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import type { Db } from './database';
 import type { SqlReader } from './read-worker';
 import { subagentRecords as r } from './schema';
@@ -42,7 +43,7 @@ const toTotals = (values: unknown[]): UsageTotals =>
   Object.fromEntries(sumNames.map((name, i) => [name, Number(values[i] ?? 0)])) as UsageTotals;
 
 /** The record fields of `GET /usage/records` (times as epoch ms), in the order the reader answers them. */
-const recordColumns = {
+const recordColumns: Record<keyof UsageRecord, SQLiteColumn> = {
   id: r.id,
   taskId: r.taskId,
   subagent_type: r.subagentType,
@@ -62,7 +63,27 @@ const recordColumns = {
   completedAt: r.completedAt,
   durationMs: r.durationMs,
 };
-export type UsageRecord = { [K in keyof typeof recordColumns]: (typeof recordColumns)[K]['_']['data'] | ((typeof recordColumns)[K]['_']['notNull'] extends true ? never : null) };
+/** One record as `GET /usage/records` lists it, times as epoch ms. */
+export interface UsageRecord {
+  id: string;
+  taskId: string;
+  subagent_type: string;
+  parentTaskId: string;
+  userId: string;
+  toolCallId: string | null;
+  description: string;
+  model: string | null;
+  steps: number;
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+  cachedInputTokens: number;
+  reasoningTokens: number;
+  status: string;
+  startedAt: number;
+  completedAt: number | null;
+  durationMs: number;
+}
 const recordNames = Object.keys(recordColumns) as Array<keyof UsageRecord>;
 
 /**
@@ -114,7 +135,7 @@ export function createUsageStore(db: Db, reader: SqlReader) {
           .limit(limit)
           .toSQL(),
       );
-      return rows.map((values) => Object.fromEntries(recordNames.map((n, i) => [n, values[i]])) as UsageRecord);
+      return rows.map((values) => Object.fromEntries(recordNames.map((n, i) => [n, values[i]])) as unknown as UsageRecord);
     },
   };
 }
