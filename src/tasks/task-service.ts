@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { monotonicFactory } from 'ulid';
 import type { AgentRegistry } from '../agents/agent-registry';
@@ -9,6 +8,7 @@ import type { Metrics } from '../metrics/metrics';
 import type { TaskRow } from '../store/schema';
 import type { TaskFilter, TaskStore } from '../store/task-store';
 import { createFairQueue } from './fair-queue';
+import { hashBody } from './hash-body';
 import { aborted, failed, finishTask } from './finish-task';
 import { TaskAbort } from './task-abort';
 import type { TaskRunner } from './task-runner';
@@ -266,17 +266,3 @@ export function createTaskService(deps: TaskServiceDeps) {
 }
 
 export type TaskService = ReturnType<typeof createTaskService>;
-
-/** Canonical hash of a request body: key order does not matter. */
-export function hashBody(body: unknown): string {
-  return createHash('sha256').update(canonicalJson(body)).digest('hex');
-}
-
-function canonicalJson(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
-  if (v && typeof v === 'object') {
-    const keys = Object.keys(v).filter((k) => (v as Record<string, unknown>)[k] !== undefined).sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((v as Record<string, unknown>)[k])}`).join(',')}}`;
-  }
-  return JSON.stringify(v);
-}

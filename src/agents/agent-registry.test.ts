@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { builtinAgents, createAgentRegistry, resolveModelName, resolveTools } from './agent-registry';
+
+const names = { defaultModel: 'big', smallModel: 'small-one' };
+
+describe('resolveTools', () => {
+  it('starts from every workspace tool, always adds complete', () => {
+    expect(resolveTools(undefined, undefined).sort()).toEqual(
+      ['bash', 'complete', 'edit_file', 'glob', 'grep', 'list_files', 'read_file', 'write_file'],
+    );
+  });
+
+  it('applies the allow-list, then the deny-list, then removes the forbidden tools', () => {
+    expect(resolveTools(['read_file', 'bash', 'task', 'confirm', 'ask_user_question'], ['bash'])).toEqual(['read_file', 'complete']);
+    expect(resolveTools(undefined, ['complete'])).toContain('complete');
+  });
+});
+
+describe('resolveModelName', () => {
+  it('maps inherit and small, and keeps ids', () => {
+    expect(resolveModelName(undefined, names)).toBe('big');
+    expect(resolveModelName('inherit', names)).toBe('big');
+    expect(resolveModelName('small', names)).toBe('small-one');
+    expect(resolveModelName('qwen2.5:7b', names)).toBe('qwen2.5:7b');
+  });
+});
+
+describe('createAgentRegistry', () => {
+  it('lets a later definition override an earlier one by type', () => {
+    const [general] = builtinAgents(names);
+    const registry = createAgentRegistry([...builtinAgents(names), { ...general, description: 'mine' }]);
+    expect(registry.types()).toEqual(['general', 'explore', 'shell']);
+    expect(registry.get('general')!.description).toBe('mine');
+    expect(registry.get('nope')).toBeUndefined();
+  });
+});
