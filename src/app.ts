@@ -18,7 +18,7 @@ import { createModelProvider, type ModelProvider } from './agent/model-provider'
 import type { Config } from './config/config';
 import { createEventLog, type EventLog } from './events/event-log';
 import { agentsRoutes } from './http/agents-routes';
-import { AppError } from './http/app-error';
+import { AppError } from './errors/app-error';
 import { registerAuth } from './http/auth';
 import { registerErrorHandling } from './http/error-handler';
 import { streamRoutes } from './http/stream-routes';

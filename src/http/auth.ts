@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { AppError } from './app-error';
+import { AppError } from '../errors/app-error';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { AppError, errorBody } from './app-error';
+import { AppError, errorBody } from '../errors/app-error';
 
 /** Framework error codes that are the client's fault, mapped to the contract's codes. */
 const frameworkCodes: Record<string, string> = {

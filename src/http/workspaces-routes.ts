@@ -5,7 +5,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { contextIdSchema } from '../tasks/task-schemas';
 import { PathError, resolveWorkspacePath } from '../tools/path-guard';
-import { AppError, notFound } from './app-error';
+import { AppError, notFound } from '../errors/app-error';
 import { errorResponses } from './error-schema';
 
 const contentTypes: Record<string, string> = {

@@ -3,7 +3,7 @@ import { monotonicFactory } from 'ulid';
 import type { AgentRegistry } from '../agents/agent-registry';
 import { compileOutputSchema } from '../agent/complete-tool';
 import type { EventLog } from '../events/event-log';
-import { AppError, notFound } from '../http/app-error';
+import { AppError, notFound } from '../errors/app-error';
 import type { Metrics } from '../metrics/metrics';
 import type { TaskRow } from '../store/schema';
 import type { TaskFilter, TaskStore } from '../store/task-store';
