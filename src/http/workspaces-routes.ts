@@ -1,10 +1,10 @@
-import { createReadStream } from 'node:fs';
-import { realpath, stat } from 'node:fs/promises';
+import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { contextIdSchema } from '../tasks/task-schemas';
 import { PathError, resolveWorkspacePath } from '../tools/path-guard';
+import { openInside, streamExactly, type Opened } from '../tools/safe-open';
 import { AppError, notFound } from '../errors/app-error';
 import { errorResponses } from './error-schema';
 
@@ -44,24 +44,26 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: (tenant:
       } catch {
         throw notFound(`workspace ${parentTaskId}`);
       }
-      let real: string;
+      // One descriptor, opened component by component without following links and checked with
+      // fstat, is the only thing read: a name swapped for a link, FIFO or device after the check
+      // is refused, and exactly the size fstat gave is sent.
+      let opened: Opened;
       try {
-        real = (await resolveWorkspacePath(root, filePath, { mustExist: true })).real;
+        const real = (await resolveWorkspacePath(root, filePath, { mustExist: true })).real;
+        opened = await openInside(root, real, filePath, 'read');
       } catch (err) {
         if (err instanceof PathError && err.reason === 'not_found') throw notFound(`file ${filePath}`);
         if (err instanceof PathError) throw new AppError(400, err.reason, err.message);
-        throw err;
+        throw new AppError(400, 'not_a_file', `"${filePath}" is not a regular file`);
       }
-      const info = await stat(real);
-      if (!info.isFile()) throw new AppError(400, 'not_a_file', `"${filePath}" is not a regular file`);
       return reply
-        .header('content-type', contentTypes[path.extname(real).toLowerCase()] ?? 'application/octet-stream')
-        .header('content-length', info.size)
-        .header('last-modified', info.mtime.toUTCString())
+        .header('content-type', contentTypes[path.extname(filePath).toLowerCase()] ?? 'application/octet-stream')
+        .header('content-length', opened.stat.size)
+        .header('last-modified', opened.stat.mtime.toUTCString())
         .header('x-content-type-options', 'nosniff')
         // Model-written HTML must not run scripts on the service's origin.
         .header('content-security-policy', "sandbox; default-src 'none'")
-        .send(createReadStream(real));
+        .send(streamExactly(opened));
     },
   );
 };

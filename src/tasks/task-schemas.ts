@@ -78,7 +78,7 @@ export type Artifact = z.infer<typeof artifactSchema>;
 
 export const skippedPathSchema = z.object({
   path: z.string(),
-  reason: z.enum(['not_found', 'outside_workspace', 'invalid_path', 'unreadable']),
+  reason: z.enum(['not_found', 'outside_workspace', 'invalid_path', 'not_a_regular_file', 'unreadable']),
 });
 export type SkippedPath = z.infer<typeof skippedPathSchema>;
 

@@ -1,6 +1,7 @@
 import { lstat } from 'node:fs/promises';
 import type { Artifact, SkippedPath } from '../tasks/task-schemas';
 import { PathError } from './path-guard';
+import { openInside } from './safe-open';
 import type { Workspace } from './tool-types';
 
 /** Public download URL of a workspace file. */
@@ -9,9 +10,11 @@ export function fileUrl(parentTaskId: string, relative: string): string {
 }
 
 /**
- * Checks the paths a subagent handed over: each must exist inside the workspace once links are
- * resolved. Passing ones become artifacts (absolute path, size, type, time, url), the rest are
- * skipped with a reason. Duplicates are reported once.
+ * Checks the paths a subagent handed over: each must be a regular file or a folder inside the
+ * workspace once links are resolved. Its size, type and time come from the opened descriptor.
+ * Passing ones become artifacts (absolute path, size, type, time, url); the rest are skipped with a
+ * reason (`not_found`, `outside_workspace`, `not_a_regular_file` for a FIFO, socket or device, ...).
+ * Duplicates are reported once.
  */
 export async function checkArtifacts(
   workspace: Workspace,
@@ -25,12 +28,17 @@ export async function checkArtifacts(
       const target = await workspace.resolve(p, { mustExist: true });
       if (seen.has(target.absolute)) continue;
       seen.add(target.absolute);
-      const stat = await lstat(target.absolute);
+      const opened = await openInside(workspace.root, target.real, p, 'any').catch((err: Error) => {
+        throw err instanceof PathError ? err : new PathError('not_a_regular_file', err.message);
+      });
+      await opened.handle.close();
+      // Named through a link inside the workspace: reported as the link it is (only the type).
+      const named = await lstat(target.absolute).catch(() => null);
       artifacts.push({
         path: target.absolute,
-        size: stat.size,
-        fsType: stat.isSymbolicLink() ? 'symlink' : stat.isDirectory() ? 'directory' : 'file',
-        modifiedAt: stat.mtime.toISOString(),
+        size: opened.stat.size,
+        fsType: named?.isSymbolicLink() ? 'symlink' : opened.stat.isDirectory() ? 'directory' : 'file',
+        modifiedAt: opened.stat.mtime.toISOString(),
         url: fileUrl(workspace.parentTaskId, target.relative),
       });
     } catch (err) {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { openInside, overwrite } from './safe-open';
-import { defineTool } from './tool-types';
+import { openInside, readHead, replaceContent } from './safe-open';
+import { defineTool, MAX_LOADED_BYTES } from './tool-types';
 
 export const editFileTool = defineTool({
   name: 'edit_file',
@@ -16,15 +16,31 @@ export const editFileTool = defineTool({
   async execute({ path, oldString, newString, replaceAll }, ctx) {
     if (oldString === newString) throw new Error('oldString and newString are the same');
     const target = await ctx.workspace.resolve(path, { mustExist: true });
-    const reader = await openInside(ctx.workspace.root, target.real, path, 'read');
-    const text = await reader.readFile('utf8').finally(() => reader.close());
-    const count = text.split(oldString).length - 1;
-    if (count === 0) throw new Error(`oldString not found in "${path}"`);
-    if (count > 1 && !replaceAll) {
-      throw new Error(`oldString occurs ${count} times in "${path}"; add context to make it unique or set replaceAll`);
+    // One descriptor for reading and replacing: what was read is what gets replaced.
+    const opened = await openInside(ctx.workspace.root, target.real, path, 'update');
+    try {
+      if (opened.stat.size > MAX_LOADED_BYTES) {
+        throw new Error(`"${path}" has ${opened.stat.size} bytes, over the edit limit of ${MAX_LOADED_BYTES}; use bash (sed) for large files`);
+      }
+      const text = (await readHead(opened, MAX_LOADED_BYTES)).toString('utf8');
+      const count = occurrences(text, oldString);
+      if (count === 0) throw new Error(`oldString not found in "${path}"`);
+      if (count > 1 && !replaceAll) {
+        throw new Error(`oldString occurs ${count} times in "${path}"; add context to make it unique or set replaceAll`);
+      }
+      const replaced = replaceAll ? count : 1;
+      const newLength = Buffer.byteLength(text) + replaced * (Buffer.byteLength(newString) - Buffer.byteLength(oldString));
+      if (newLength > MAX_LOADED_BYTES) throw new Error(`the edited file would have ${newLength} bytes, over the limit of ${MAX_LOADED_BYTES}`);
+      await replaceContent(opened, replaceAll ? text.replaceAll(oldString, () => newString) : text.replace(oldString, () => newString));
+      return `replaced ${replaced} occurrence(s) in ${target.relative}`;
+    } finally {
+      await opened.handle.close();
     }
-    const next = replaceAll ? text.split(oldString).join(newString) : text.replace(oldString, () => newString);
-    await overwrite(await openInside(ctx.workspace.root, target.real, path, 'write'), next);
-    return `replaced ${replaceAll ? count : 1} occurrence(s) in ${target.relative}`;
   },
 });
+
+function occurrences(text: string, needle: string): number {
+  let n = 0;
+  for (let i = text.indexOf(needle); i !== -1; i = text.indexOf(needle, i + needle.length)) n++;
+  return n;
+}

@@ -1,9 +1,10 @@
-import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { openInside } from './safe-open';
+import { compileGlob } from './glob-pattern';
+import { MAX_WALKED, SKIPPED_FOLDERS } from './glob';
+import { openEntry, openInside, readHead, walkTree, type Opened } from './safe-open';
 import { defineTool } from './tool-types';
-import { walkFiles } from './walk-files';
+import { compileSafeRegex } from './user-regex';
 
 const MAX_MATCHES = 500;
 const MAX_FILES = 5000;
@@ -14,64 +15,76 @@ export const grepTool = defineTool({
   name: 'grep',
   readOnly: true,
   description:
-    'Search workspace files for a regular expression (JavaScript syntax). Returns "file:line: text" for each match. ' +
-    'Optionally limit to a folder (path) or to files matching a glob.',
+    'Search workspace files for a regular expression (RE2 syntax: like JavaScript, without lookaround or backreferences). ' +
+    'Returns "file:line: text" for each match. Optionally limit to a folder (path) or to files matching a glob.',
   inputSchema: z.object({
     pattern: z.string().min(1).describe('Regular expression'),
     path: z.string().optional().describe('Folder or file relative to the workspace root'),
     glob: z.string().optional().describe('Only files matching this glob, e.g. "**/*.log"'),
   }),
   async execute({ pattern, path: p = '.', glob }, ctx) {
-    let re: RegExp;
-    try {
-      re = new RegExp(pattern);
-    } catch (err) {
-      throw new Error(`invalid regular expression: ${(err as Error).message}`);
-    }
-    const target = await ctx.workspace.resolve(p, { mustExist: true });
+    const re = compileSafeRegex(pattern);
+    const only = glob ? compileGlob(glob) : null;
     const root = ctx.workspace.root;
-    let files: string[];
-    let capped = false;
-    const isDir = (await stat(target.real)).isDirectory();
-    if (isDir) {
-      const walked = await walkFiles({ cwd: target.real, pattern: glob ?? '**/*', onlyFiles: true, max: MAX_FILES });
-      files = walked.paths.map((f) => path.join(target.real, f));
-      capped = walked.capped;
-    } else {
-      files = [target.real];
-    }
+    const target = await ctx.workspace.resolve(p, { mustExist: true });
+    const opened = await openInside(root, target.real, p, 'any');
     const out: string[] = [];
-    for (const file of files) {
-      if (ctx.signal.aborted) break;
-      const text = await readSmallText(root, file);
-      if (text === null) continue;
-      const rel = path.relative(root, file);
+    let note = '';
+    // Returns false once enough matches were found.
+    const search = (file: Opened, text: string | null, rel: string): boolean => {
+      if (text === null) return true;
       const lines = text.split('\n');
       for (let i = 0; i < lines.length; i++) {
         if (!re.test(lines[i])) continue;
         const line = lines[i].length > MAX_LINE ? `${lines[i].slice(0, MAX_LINE)} [line cut]` : lines[i];
         out.push(`${rel}:${i + 1}: ${line}`);
         if (out.length >= MAX_MATCHES) {
-          return `${out.join('\n')}\n[stopped at ${MAX_MATCHES} matches; narrow the pattern or path]`;
+          note = `[stopped at ${MAX_MATCHES} matches; narrow the pattern or path]`;
+          return false;
         }
       }
+      return true;
+    };
+    try {
+      if (opened.stat.isFile()) {
+        search(opened, await smallText(opened), path.relative(root, target.real));
+      } else {
+        const base = path.relative(root, target.real);
+        let files = 0;
+        let walked = 0;
+        for await (const entry of walkTree(opened.handle, { skip: SKIPPED_FOLDERS, signal: ctx.signal })) {
+          if (++walked > MAX_WALKED) {
+            note = `[stopped after looking at ${MAX_WALKED} entries]`;
+            break;
+          }
+          if (!entry.dirent.isFile() || (only && !only.test(entry.relative))) continue;
+          if (++files > MAX_FILES) {
+            note = `[searched only the first ${MAX_FILES} files]`;
+            break;
+          }
+          const file = await openEntry(entry);
+          if (!file) continue;
+          let more: boolean;
+          try {
+            more = search(file, await smallText(file), base ? `${base}/${entry.relative}` : entry.relative);
+          } finally {
+            await file.handle.close();
+          }
+          if (!more) break;
+        }
+      }
+    } finally {
+      await opened.handle.close();
     }
-    if (out.length === 0) return `no matches for /${pattern}/`;
-    return capped ? `${out.join('\n')}\n[searched only the first ${MAX_FILES} files]` : out.join('\n');
+    if (out.length === 0) return note ? `no matches for /${pattern}/\n${note}` : `no matches for /${pattern}/`;
+    return note ? `${out.join('\n')}\n${note}` : out.join('\n');
   },
 });
 
 /** The file's text, or null when it is too large or looks binary. */
-async function readSmallText(root: string, file: string): Promise<string | null> {
-  const handle = await openInside(root, file, file, 'read').catch(() => null);
-  if (!handle) return null;
-  try {
-    const stat = await handle.stat();
-    if (!stat.isFile() || stat.size > MAX_FILE_BYTES) return null;
-    const buf = await handle.readFile();
-    if (buf.subarray(0, 8192).includes(0)) return null;
-    return buf.toString('utf8');
-  } finally {
-    await handle.close();
-  }
+async function smallText(file: Opened): Promise<string | null> {
+  if (file.stat.size > MAX_FILE_BYTES) return null;
+  const buf = await readHead(file, MAX_FILE_BYTES);
+  if (buf.subarray(0, 8192).includes(0)) return null;
+  return buf.toString('utf8');
 }

@@ -1,8 +1,10 @@
-import { readdir } from 'node:fs/promises';
 import { z } from 'zod';
+import { entriesOf, openInside } from './safe-open';
 import { defineTool } from './tool-types';
 
 const MAX_ENTRIES = 1000;
+/** Entries counted (not kept) past the shown ones, so a folder of millions stays cheap. */
+const MAX_COUNTED = 100_000;
 
 export const listFilesTool = defineTool({
   name: 'list_files',
@@ -13,15 +15,22 @@ export const listFilesTool = defineTool({
   }),
   async execute({ path = '.' }, ctx) {
     const target = await ctx.workspace.resolve(path, { mustExist: true });
-    const entries = await readdir(target.real, { withFileTypes: true }).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOTDIR') throw new Error(`"${path}" is a file, not a folder`);
-      throw err;
+    const opened = await openInside(ctx.workspace.root, target.real, path, 'dir').catch((err: Error) => {
+      throw /not a folder/.test(err.message) ? new Error(`"${path}" is a file, not a folder`) : err;
     });
-    const names = entries
-      .map((e) => (e.isDirectory() ? `${e.name}/` : e.isSymbolicLink() ? `${e.name}@` : e.name))
-      .sort();
+    const names: string[] = [];
+    let total = 0;
+    try {
+      for await (const e of entriesOf(opened.handle)) {
+        if (++total > MAX_COUNTED || ctx.signal.aborted) break;
+        if (names.length < MAX_ENTRIES) names.push(e.isDirectory() ? `${e.name}/` : e.isSymbolicLink() ? `${e.name}@` : e.name);
+      }
+    } finally {
+      await opened.handle.close();
+    }
     if (names.length === 0) return '(empty folder)';
-    const shown = names.slice(0, MAX_ENTRIES).join('\n');
-    return names.length > MAX_ENTRIES ? `${shown}\n[${names.length - MAX_ENTRIES} more entries not shown]` : shown;
+    names.sort();
+    const more = total > MAX_COUNTED ? `more than ${MAX_COUNTED - MAX_ENTRIES}` : String(total - names.length);
+    return total > names.length ? `${names.join('\n')}\n[${more} more entries not shown]` : names.join('\n');
   },
 });

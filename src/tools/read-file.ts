@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { openInside } from './safe-open';
+import { openInside, readHead } from './safe-open';
 import { defineTool } from './tool-types';
 
 const MAX_BYTES = 256 * 1024;
@@ -19,14 +19,11 @@ export const readFileTool = defineTool({
   }),
   async execute({ path, offset = 1, limit = DEFAULT_LIMIT }, ctx) {
     const target = await ctx.workspace.resolve(path, { mustExist: true });
-    const handle = await openInside(ctx.workspace.root, target.real, path, 'read');
+    const opened = await openInside(ctx.workspace.root, target.real, path, 'read').catch((err: Error) => {
+      throw /is a directory/.test(err.message) ? new Error(`"${path}" is a directory; use list_files`) : err;
+    });
     try {
-      const stat = await handle.stat();
-      if (stat.isDirectory()) throw new Error(`"${path}" is a directory; use list_files`);
-      if (!stat.isFile()) throw new Error(`"${path}" is not a regular file`);
-      const buf = Buffer.alloc(Math.min(stat.size, MAX_BYTES * 8));
-      const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
-      const bytes = buf.subarray(0, bytesRead);
+      const bytes = await readHead(opened, MAX_BYTES * 8);
       if (bytes.subarray(0, 8192).includes(0)) throw new Error(`"${path}" looks like a binary file`);
       const lines = bytes.toString('utf8').split('\n');
       if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
@@ -41,11 +38,13 @@ export const readFileTool = defineTool({
         size += numbered.length + 1;
         last = i + 1;
       }
-      const more = last < lines.length || bytesRead < stat.size;
-      if (out.length === 0) return lines.length === 0 || stat.size === 0 ? '(empty file)' : `(no lines at offset ${offset}; the file has ${lines.length} lines)`;
+      const more = last < lines.length || bytes.length < opened.stat.size;
+      if (out.length === 0) {
+        return lines.length === 0 || opened.stat.size === 0 ? '(empty file)' : `(no lines at offset ${offset}; the file has ${lines.length} lines)`;
+      }
       return more ? `${out.join('\n')}\n[more lines follow: read with offset=${last + 1}]` : out.join('\n');
     } finally {
-      await handle.close();
+      await opened.handle.close();
     }
   },
 });

@@ -1,9 +1,10 @@
-import { mkdirSync, mkdtempSync, readFileSync, existsSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, existsSync, renameSync, rmSync, symlinkSync, writeFileSync, readdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resolveWorkspacePath } from './path-guard';
-import { openInside, overwrite } from './safe-open';
+import { openInside, openRoot, readHead, replaceContent, walkTree } from './safe-open';
 
 let base: string;
 let root: string;
@@ -25,11 +26,11 @@ function swapDirForLink() {
   symlinkSync(outside, path.join(root, 'dir'));
 }
 
-describe('openInside: a link swapped in between check and use', () => {
+describe('openInside: something swapped in between check and use', () => {
   it('refuses a read through a folder swapped for a link to outside', async () => {
     const checked = await resolveWorkspacePath(root, 'dir/f.txt', { mustExist: true });
     swapDirForLink();
-    await expect(openInside(root, checked.real, 'dir/f.txt', 'read')).rejects.toThrow(/outside the workspace/);
+    await expect(openInside(root, checked.real, 'dir/f.txt', 'read')).rejects.toThrow(/symbolic link.*outside the workspace/);
   });
 
   it('refuses a write through a swapped folder, leaving the outside file untouched', async () => {
@@ -39,14 +40,14 @@ describe('openInside: a link swapped in between check and use', () => {
     expect(readFileSync(path.join(outside, 'f.txt'), 'utf8')).toBe('OUTSIDE');
   });
 
-  it('removes a file it created outside through a swapped folder', async () => {
-    const checked = await resolveWorkspacePath(root, 'dir/new.txt', { mustExist: false });
+  it('creates no file and no folder outside through a folder swapped during folder creation', async () => {
+    const checked = await resolveWorkspacePath(root, 'dir/a/b/new.txt', { mustExist: false });
     swapDirForLink();
-    await expect(openInside(root, checked.real, 'dir/new.txt', 'write')).rejects.toThrow(/outside the workspace/);
-    expect(existsSync(path.join(outside, 'new.txt'))).toBe(false);
+    await expect(openInside(root, checked.real, 'dir/a/b/new.txt', 'write')).rejects.toThrow(/outside the workspace/);
+    expect(readdirSync(outside)).toEqual(['f.txt']);
   });
 
-  it('refuses when the file itself became a link', async () => {
+  it('refuses the file itself swapped for a link', async () => {
     const checked = await resolveWorkspacePath(root, 'dir/f.txt', { mustExist: true });
     rmSync(path.join(root, 'dir', 'f.txt'));
     symlinkSync(path.join(outside, 'f.txt'), path.join(root, 'dir', 'f.txt'));
@@ -55,12 +56,45 @@ describe('openInside: a link swapped in between check and use', () => {
     expect(readFileSync(path.join(outside, 'f.txt'), 'utf8')).toBe('OUTSIDE');
   });
 
-  it('reads and writes normally when nothing changed', async () => {
+  it('refuses a FIFO at once, for reading and writing, without blocking', async () => {
+    execFileSync('mkfifo', [path.join(root, 'dir', 'pipe')]);
+    const real = path.join(root, 'dir', 'pipe');
+    await expect(openInside(root, real, 'dir/pipe', 'read')).rejects.toThrow(/FIFO/);
+    await expect(openInside(root, real, 'dir/pipe', 'write')).rejects.toThrow(/not a regular file/);
+    await expect(openInside(root, real, 'dir/pipe', 'any')).rejects.toThrow(/FIFO/);
+  });
+
+  it('reads and replaces a file through its descriptor when nothing was swapped', async () => {
     const checked = await resolveWorkspacePath(root, 'dir/f.txt', { mustExist: true });
     const r = await openInside(root, checked.real, 'dir/f.txt', 'read');
-    expect(await r.readFile('utf8')).toBe('inside');
-    await r.close();
-    await overwrite(await openInside(root, checked.real, 'dir/f.txt', 'write'), 'new');
+    expect((await readHead(r, 100)).toString()).toBe('inside');
+    await r.handle.close();
+    const w = await openInside(root, checked.real, 'dir/f.txt', 'write');
+    await replaceContent(w, 'new');
+    await w.handle.close();
     expect(readFileSync(path.join(root, 'dir', 'f.txt'), 'utf8')).toBe('new');
+    expect(existsSync(path.join(root, 'dir', 'f.txt'))).toBe(true);
+  });
+});
+
+describe('walkTree', () => {
+  it('never descends through links, and skips a folder swapped for a link mid-walk', async () => {
+    mkdirSync(path.join(root, 'z'));
+    writeFileSync(path.join(root, 'z', 'in.txt'), 'x');
+    symlinkSync(outside, path.join(root, 'ln'));
+    const dir = await openRoot(root);
+    const seen: string[] = [];
+    for await (const e of walkTree(dir)) {
+      seen.push(e.relative);
+      // After the first entry, swap z for a link to outside: the walk must not list outside.
+      if (seen.length === 1) {
+        renameSync(path.join(root, 'z'), path.join(root, 'z-old'));
+        symlinkSync(outside, path.join(root, 'z'));
+      }
+    }
+    await dir.close();
+    expect(seen.some((s) => s.includes('f.txt') && !s.startsWith('dir'))).toBe(false);
+    expect(seen).not.toContain('ln/f.txt');
+    expect(seen).not.toContain('z/f.txt');
   });
 });

@@ -1,59 +1,256 @@
-import { constants } from 'node:fs';
-import { open, readlink, unlink, type FileHandle } from 'node:fs/promises';
+import { constants, type Dirent, type Stats } from 'node:fs';
+import { lstat, mkdir, open, opendir, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable } from 'node:stream';
 import { isInside, PathError } from './path-guard';
 
-// O_NONBLOCK: opening a FIFO the model made must not hang the tool (regular files ignore it).
-const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = constants;
+const { O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY } = constants;
 
-/** Where an open file really is, from the kernel (Linux); null where /proc is not available. */
-async function fdPath(handle: FileHandle): Promise<string | null> {
-  try {
-    return await readlink(`/proc/self/fd/${handle.fd}`);
-  } catch {
-    return null;
-  }
+/*
+ * Workspace files are opened one path component at a time, each relative to the descriptor of the
+ * folder before it (`/proc/self/fd/<fd>/<name>` is Linux's openat for a process that has no openat
+ * call), and no component is followed if it is a symbolic link. A command in the workspace that
+ * swaps a file or folder for a link, a FIFO or a device between the service's check and its use
+ * therefore gets a refusal, never a file outside: what is opened is verified on the descriptor, and
+ * only the descriptor is used afterwards. Every open is non-blocking, so a FIFO cannot pin a
+ * thread of libuv's pool.
+ */
+const at = (dir: FileHandle, name: string) => `/proc/self/fd/${dir.fd}/${name}`;
+
+export type OpenMode =
+  /** a regular file, for reading */
+  | 'read'
+  /** a regular file, for writing; missing folders and the file are created */
+  | 'write'
+  /** an existing regular file, for reading and then replacing */
+  | 'update'
+  /** a folder */
+  | 'dir'
+  /** a regular file or a folder; anything else is refused */
+  | 'any';
+
+export interface Opened {
+  handle: FileHandle;
+  /** `fstat` of the descriptor: what was really opened. */
+  stat: Stats;
 }
 
-async function verify(handle: FileHandle, root: string, shown: string, created: boolean): Promise<FileHandle> {
-  const actual = await fdPath(handle);
-  if (actual === null || isInside(root, actual)) return handle;
-  await handle.close();
-  if (created) await unlink(actual).catch(() => {});
-  throw new PathError('outside_workspace', `path "${shown}" changed while it was being opened and now leads outside the workspace; refused`);
+const finalFlags: Record<OpenMode, number> = {
+  read: O_RDONLY | O_NOFOLLOW | O_NONBLOCK,
+  write: O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK,
+  update: O_RDWR | O_NOFOLLOW | O_NONBLOCK,
+  dir: O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK,
+  any: O_RDONLY | O_NOFOLLOW | O_NONBLOCK,
+};
+const DIR_FLAGS = finalFlags.dir;
+
+function refusal(err: unknown, shown: string): Error {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ELOOP') {
+    return new PathError(
+      'outside_workspace',
+      `path "${shown}" changed while it was being opened: a symbolic link took the place of a file or folder on it, which could lead outside the workspace; refused`,
+    );
+  }
+  if (code === 'ENOENT') return new PathError('not_found', `path "${shown}" does not exist`);
+  if (code === 'ENOTDIR') return new PathError('not_found', `path "${shown}" does not exist (a part of it is not a folder)`);
+  if (code === 'EISDIR') return new Error(`"${shown}" is a directory`);
+  if (code === 'ENXIO') return new Error(`"${shown}" is not a regular file`);
+  return err as Error;
+}
+
+/** Opens the workspace root itself (a real path the service made). */
+export function openRoot(root: string): Promise<FileHandle> {
+  return open(root, DIR_FLAGS);
 }
 
 /**
- * Opens a path the guard resolved, closing the gap between check and use: the last component is
- * opened without following links, and the kernel's own record of what was opened must lie inside
- * the workspace. A link swapped in after the check is refused before one byte is read or written.
- * For writing, the file is never truncated through `open` (only after the check), and a file
- * this call created outside is removed again.
+ * Opens a folder below `dir` without following a link. Linux answers ENOTDIR rather than ELOOP
+ * for a link opened with O_DIRECTORY | O_NOFOLLOW; a link is reported as ELOOP either way.
  */
-export async function openInside(root: string, real: string, shown: string, mode: 'read' | 'write'): Promise<FileHandle> {
+async function openDirAt(dir: FileHandle, name: string): Promise<FileHandle> {
   try {
-    if (mode === 'read') return await verify(await open(real, O_RDONLY | O_NOFOLLOW | O_NONBLOCK), root, shown, false);
-    try {
-      return await verify(await open(real, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK, 0o644), root, shown, true);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      return await verify(await open(real, O_WRONLY | O_NOFOLLOW | O_NONBLOCK), root, shown, false);
-    }
+    return await open(at(dir, name), DIR_FLAGS);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP') throw new PathError('outside_workspace', `path "${shown}" became a symbolic link after it was checked; refused`);
-    if (code === 'ENOENT') throw new PathError('not_found', `path "${shown}" does not exist`);
-    if (code === 'EISDIR') throw new Error(`"${shown}" is a directory`);
-    if (code === 'ENXIO') throw new Error(`"${shown}" is not a regular file`);
+    if ((err as NodeJS.ErrnoException).code === 'ENOTDIR' && (await lstat(at(dir, name)).catch(() => null))?.isSymbolicLink()) {
+      throw Object.assign(new Error('symbolic link'), { code: 'ELOOP' });
+    }
     throw err;
   }
 }
 
-/** Replaces a file's content through a handle opened by `openInside(..., 'write')`. */
-export async function overwrite(handle: FileHandle, content: string): Promise<void> {
+/** Opens `name` inside the folder `dir`, creating it as a folder first when asked and missing. */
+async function openChildDir(dir: FileHandle, name: string, create: boolean): Promise<FileHandle> {
   try {
-    await handle.truncate(0);
-    await handle.write(content, 0, 'utf8');
-  } finally {
-    await handle.close();
+    return await openDirAt(dir, name);
+  } catch (err) {
+    if (!create || (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    // mkdir never follows a link in its last component: a link placed there makes it fail with EEXIST.
+    await mkdir(at(dir, name), 0o755).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EEXIST') throw e;
+    });
+    return await openDirAt(dir, name);
   }
+}
+
+function describe(stat: Stats): string {
+  if (stat.isDirectory()) return 'a directory';
+  if (stat.isFIFO()) return 'a FIFO';
+  if (stat.isSocket()) return 'a socket';
+  if (stat.isCharacterDevice() || stat.isBlockDevice()) return 'a device';
+  return 'not a regular file';
+}
+
+/**
+ * Opens `real` (a path the guard resolved, inside `root`) from the root's descriptor, component by
+ * component, following no link, and checks with `fstat` that it is what `mode` asks for. `shown` is
+ * the path as the caller named it, for messages. The caller owns the returned handle.
+ */
+export async function openInside(root: string, real: string, shown: string, mode: OpenMode): Promise<Opened> {
+  if (!isInside(root, real)) throw new PathError('outside_workspace', `path "${shown}" is outside the workspace`);
+  const parts = path.relative(root, real).split(path.sep).filter((p) => p !== '' && p !== '.');
+  let dir = await openRoot(root);
+  try {
+    const last = parts.pop();
+    for (const part of parts) {
+      const next = await openChildDir(dir, part, mode === 'write');
+      await dir.close();
+      dir = next;
+    }
+    let handle: FileHandle;
+    if (last === undefined) {
+      if (mode !== 'dir' && mode !== 'any') throw new Error(`"${shown}" is a directory`);
+      handle = dir;
+      dir = undefined as unknown as FileHandle;
+    } else {
+      handle =
+        mode === 'dir'
+          ? await openDirAt(dir, last).catch((err: NodeJS.ErrnoException) => {
+              throw err.code === 'ENOTDIR' ? new Error(`"${shown}" is not a folder`) : err;
+            })
+          : await open(at(dir, last), finalFlags[mode], 0o644);
+    }
+    const stat = await handle.stat();
+    const wanted = mode === 'dir' ? stat.isDirectory() : mode === 'any' ? stat.isFile() || stat.isDirectory() : stat.isFile();
+    if (!wanted) {
+      await handle.close();
+      if (mode === 'dir') throw new Error(`"${shown}" is not a folder`);
+      throw new Error(`"${shown}" is ${describe(stat)}${stat.isDirectory() ? '' : ', not a regular file'}`);
+    }
+    return { handle, stat };
+  } catch (err) {
+    throw refusal(err, shown);
+  } finally {
+    await dir?.close().catch(() => {});
+  }
+}
+
+/** Reads at most `max` bytes from the start of an opened regular file. */
+export async function readHead(opened: Opened, max: number): Promise<Buffer> {
+  const buf = Buffer.alloc(Math.min(opened.stat.size, max));
+  let filled = 0;
+  while (filled < buf.length) {
+    const { bytesRead } = await opened.handle.read(buf, filled, buf.length - filled, filled);
+    if (bytesRead === 0) break;
+    filled += bytesRead;
+  }
+  return buf.subarray(0, filled);
+}
+
+/** Replaces an opened file's content (the handle comes from `openInside(..., 'write')`). */
+export async function replaceContent(opened: Opened, content: string): Promise<void> {
+  await opened.handle.truncate(0);
+  await opened.handle.write(content, 0, 'utf8');
+}
+
+/** The entries of an opened folder, read through its descriptor (so a swapped name cannot redirect it). */
+export async function* entriesOf(dir: FileHandle): AsyncGenerator<Dirent> {
+  const d = await opendir(`/proc/self/fd/${dir.fd}`, { bufferSize: 64 });
+  // for-await closes the Dir when the loop ends or the consumer stops early.
+  for await (const entry of d) yield entry;
+}
+
+export interface TreeEntry {
+  /** Path relative to the folder the walk started from, `/`-separated. */
+  relative: string;
+  dirent: Dirent;
+  /** The open folder that holds the entry, valid until the walk goes on. */
+  parent: FileHandle;
+}
+
+export interface WalkOptions {
+  /** Folder names never descended into (their entries are not reported). */
+  skip?: ReadonlySet<string>;
+  maxDepth?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * Every entry below the opened folder `dir`, depth first. Sub-folders are opened through their
+ * parent's descriptor without following links, so a folder swapped for a link mid-walk is skipped
+ * and nothing outside is ever listed. The caller stops whenever it likes (`break`).
+ */
+export async function* walkTree(dir: FileHandle, opts: WalkOptions = {}, prefix = '', depth = 0): AsyncGenerator<TreeEntry> {
+  for await (const dirent of entriesOf(dir)) {
+    if (opts.signal?.aborted) return;
+    const relative = prefix ? `${prefix}/${dirent.name}` : dirent.name;
+    yield { relative, dirent, parent: dir };
+    if (!dirent.isDirectory() || opts.skip?.has(dirent.name) || depth >= (opts.maxDepth ?? 64)) continue;
+    let child: FileHandle;
+    try {
+      child = await open(at(dir, dirent.name), DIR_FLAGS);
+    } catch {
+      continue; // gone, or swapped for a link or a file since it was listed
+    }
+    try {
+      yield* walkTree(child, opts, relative, depth + 1);
+    } finally {
+      await child.close();
+    }
+  }
+}
+
+/** Opens an entry the walk reported, for reading, if it is (still) a regular file. */
+export async function openEntry(entry: TreeEntry): Promise<Opened | null> {
+  let handle: FileHandle;
+  try {
+    handle = await open(at(entry.parent, entry.dirent.name), finalFlags.read);
+  } catch {
+    return null;
+  }
+  const stat = await handle.stat();
+  if (stat.isFile()) return { handle, stat };
+  await handle.close();
+  return null;
+}
+
+/**
+ * A stream of exactly `stat.size` bytes of an opened regular file, from its descriptor. A file
+ * that grows meanwhile is cut at that size; one that shrinks ends the stream with an error, so an
+ * HTTP response never carries more or fewer bytes than its content-length says.
+ */
+export function streamExactly(opened: Opened, chunk = 64 * 1024): Readable {
+  const size = opened.stat.size;
+  let position = 0;
+  return new Readable({
+    highWaterMark: chunk,
+    read() {
+      if (position >= size) {
+        this.push(null);
+        return;
+      }
+      const buf = Buffer.allocUnsafe(Math.min(chunk, size - position));
+      opened.handle.read(buf, 0, buf.length, position).then(
+        ({ bytesRead }) => {
+          if (bytesRead === 0) return this.destroy(new Error('the file shrank while it was being sent'));
+          position += bytesRead;
+          this.push(buf.subarray(0, bytesRead));
+        },
+        (err) => this.destroy(err),
+      );
+    },
+    destroy(err, callback) {
+      opened.handle.close().then(() => callback(err), () => callback(err));
+    },
+  });
 }

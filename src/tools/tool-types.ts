@@ -40,3 +40,9 @@ export interface WorkspaceTool<I = any> {
 export function defineTool<I>(tool: WorkspaceTool<I>): WorkspaceTool<I> {
   return tool;
 }
+
+/**
+ * Most bytes of one workspace file a tool holds in memory (edit_file, write_file): beyond it a
+ * tool answers with an error instead of running the process out of heap.
+ */
+export const MAX_LOADED_BYTES = 10 * 1024 * 1024;

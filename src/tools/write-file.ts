@@ -1,8 +1,6 @@
-import { mkdir } from 'node:fs/promises';
-import path from 'node:path';
 import { z } from 'zod';
-import { openInside, overwrite } from './safe-open';
-import { defineTool } from './tool-types';
+import { openInside, replaceContent } from './safe-open';
+import { defineTool, MAX_LOADED_BYTES } from './tool-types';
 
 export const writeFileTool = defineTool({
   name: 'write_file',
@@ -12,12 +10,18 @@ export const writeFileTool = defineTool({
     path: z.string().describe('Path relative to the workspace root'),
     content: z.string().describe('The full new content of the file'),
   }),
-  async execute({ path: p, content }, ctx) {
-    const target = await ctx.workspace.resolve(p, { mustExist: false });
-    await mkdir(path.dirname(target.real), { recursive: true });
-    // Re-check after creating folders, then open so that a link swapped in meanwhile cannot lead out.
-    const again = await ctx.workspace.resolve(p, { mustExist: false });
-    await overwrite(await openInside(ctx.workspace.root, again.real, p, 'write'), content);
-    return `wrote ${Buffer.byteLength(content)} bytes to ${target.relative}`;
+  async execute({ path, content }, ctx) {
+    const bytes = Buffer.byteLength(content);
+    if (bytes > MAX_LOADED_BYTES) throw new Error(`content of ${bytes} bytes is over the limit of ${MAX_LOADED_BYTES} bytes per write`);
+    const target = await ctx.workspace.resolve(path, { mustExist: false });
+    // Folders are created and the file opened through descriptors, so a folder swapped for a link
+    // meanwhile makes the write fail instead of creating anything outside.
+    const opened = await openInside(ctx.workspace.root, target.real, path, 'write');
+    try {
+      await replaceContent(opened, content);
+    } finally {
+      await opened.handle.close();
+    }
+    return `wrote ${bytes} bytes to ${target.relative}`;
   },
 });
