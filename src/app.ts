@@ -102,14 +102,19 @@ export async function createApp(deps: AppDeps): Promise<App> {
       hide: [process.cwd(), path.dirname(path.resolve(config.databasePath)), config.workspacesDir, config.agentsDir],
       maxProcesses: config.sandboxMaxProcesses,
       maxFileBytes: config.sandboxMaxFileBytes,
+      maxMemoryBytes: config.sandboxMaxMemoryBytes,
+      tmpBytes: config.sandboxTmpBytes,
     });
   if (sandbox.kind === 'unavailable' && config.bashSandbox === 'bwrap') {
     throw new Error(`BASH_SANDBOX=bwrap but ${sandbox.reason}`);
   }
   if (sandbox.kind === 'unavailable') logger.error({ reason: sandbox.reason }, 'bash and shell tasks are refused');
   if (sandbox.kind === 'none') logger.warn('BASH_SANDBOX=none: commands run without a sandbox, confined only by their working folder');
-  if (sandbox.limiter?.kind === 'none') {
-    logger.warn({ reason: sandbox.limiter.reason }, 'no pids cgroup: a command\'s process count is capped only by ulimit -u, which does not bind root');
+  if (sandbox.limiter?.reason) {
+    logger.warn(
+      { reason: sandbox.limiter.reason, pids: sandbox.limiter.pids, memory: sandbox.limiter.memory },
+      'commands are capped by ulimit where a cgroup is missing: -u does not bind root, -v counts address space',
+    );
   }
 
   const metrics = createMetrics({ defaultMetrics: true });
@@ -145,6 +150,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
     now,
     maxConcurrent: config.maxConcurrentTasks,
     maxQueued: config.maxQueuedTasks,
+    maxConcurrentPerTenant: config.maxConcurrentPerTenant,
+    maxQueuedPerTenant: config.maxQueuedPerTenant,
     taskTimeoutMs: config.taskTimeoutMs,
   });
 

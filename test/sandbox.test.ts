@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createProcessLimiter } from '../src/tools/process-limit';
+import { createCommandLimiter } from '../src/tools/command-cgroup';
 import { startChildService } from './support/child-service';
 import { startService, taskBody, TEST_API_KEY, type TestService } from './support/harness';
 import { startScriptedModel, type ScriptedModel } from './support/scripted-model';
@@ -184,8 +184,8 @@ describe('process cap', () => {
   afterAll(() => capped.close());
 
   it('caps the processes of one command (pids cgroup), so a fork bomb stays contained', async ({ skip }) => {
-    const limiter = createProcessLimiter(40);
-    if (limiter.kind === 'none') skip(`no writable pids cgroup here: ${limiter.reason}`);
+    const limiter = createCommandLimiter({ maxProcesses: 40, maxMemoryBytes: 256 * 1024 * 1024 });
+    if (!limiter.pids) skip(`no writable pids cgroup here: ${limiter.reason}`);
     // A bounded bomb (100 children that each sleep 3 s): even without the cap it would end by itself.
     const command = [
       'python3 -c "',
@@ -213,5 +213,49 @@ describe('process cap', () => {
     const forked = Number(/forked (\d+)/.exec(out.output.stdout)?.[1]);
     expect(forked).toBeGreaterThan(20);
     expect(forked).toBeLessThan(40);
+  });
+});
+
+describe('resource limits of one command', () => {
+  let limited: TestService;
+  beforeAll(async () => {
+    limited = await startService({
+      env: {
+        BASH_SANDBOX: 'bwrap',
+        SANDBOX_MAX_MEMORY_BYTES: String(128 * 1024 * 1024),
+        SANDBOX_TMP_BYTES: String(4 * 1024 * 1024),
+        SANDBOX_MAX_FILE_BYTES: String(1024 * 1024),
+      },
+    });
+  });
+  afterAll(() => limited.close());
+  const run = async (command: string) =>
+    (
+      await limited.inject({
+        method: 'POST',
+        url: '/tasks?wait=true',
+        payload: taskBody({ subagent_type: 'shell', prompt: undefined, command, context: { parentTaskId: 'T-lim', userId: 'u-1' } }),
+      })
+    ).json();
+
+  it('stops a command that takes more memory than SANDBOX_MAX_MEMORY_BYTES', async () => {
+    // 512 MiB written for real (not just reserved), four times the limit.
+    const out = await run(`python3 -c "b = b'x' * (512 * 1024 * 1024); print('allocated', len(b))"; echo "exit $?"`);
+    expect(out.status).toBe('completed');
+    expect(out.output.stdout).not.toContain('allocated');
+    expect(out.output.stdout).toMatch(/exit (1|137)/);
+  });
+
+  it('gives the command a /tmp of SANDBOX_TMP_BYTES, not the host\'s RAM', async () => {
+    const out = await run('head -c 64M /dev/zero > /tmp/big 2>/dev/null; echo "exit $?"; stat -c %s /tmp/big');
+    expect(out.output.stdout).toMatch(/exit [1-9]/);
+    expect(Number(out.output.stdout.trim().split('\n').pop())).toBeLessThanOrEqual(4 * 1024 * 1024);
+  });
+
+  it('caps one file at exactly SANDBOX_MAX_FILE_BYTES', async () => {
+    const out = await run('head -c 1048576 /dev/zero > fits; echo "fits $?"; (head -c 1572864 /dev/zero > over) 2>/dev/null; echo "over $?"; stat -c %s over');
+    expect(out.output.stdout).toContain('fits 0');
+    expect(out.output.stdout).toMatch(/over [1-9]/);
+    expect(Number(out.output.stdout.trim().split('\n').pop())).toBe(1024 * 1024);
   });
 });

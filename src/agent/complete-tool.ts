@@ -2,16 +2,40 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import { z } from 'zod';
 import { checkArtifacts } from '../tools/artifacts';
 import { defineTool, type WorkspaceTool } from '../tools/tool-types';
+import { compileSafeRegex } from '../tools/user-regex';
 
-const ajv = new Ajv({ allErrors: true, strict: false });
+/** Largest `options.outputSchema`, as JSON. */
+export const MAX_OUTPUT_SCHEMA_BYTES = 64 * 1024;
+/** Deepest nesting of objects and arrays in an output schema. */
+const MAX_OUTPUT_SCHEMA_DEPTH = 32;
+
+// `pattern` and `patternProperties` run through RE2: a schema's regex cannot block the event loop.
+const re2Engine = Object.assign((pattern: string) => compileSafeRegex(pattern), { code: 're2' });
+
+function depthOf(value: unknown, limit: number, depth = 0): number {
+  if (depth > limit || value === null || typeof value !== 'object') return depth;
+  let max = depth;
+  for (const v of Object.values(value)) max = Math.max(max, depthOf(v, limit, depth + 1));
+  return max;
+}
 
 /**
- * Compiles a JSON Schema given as `options.outputSchema`; returns the error text when it is not a
- * valid schema, so the request can be refused with 400 before anything runs.
+ * Compiles a JSON Schema given as `options.outputSchema` in an Ajv instance of its own, so a
+ * task's schema (its `$id`, its `$ref`s) never meets another task's, and the compiled code is
+ * released with the task. Bounded in size and depth; regexes run through RE2. Returns the error
+ * text when it is not acceptable, so the request can be refused with 400 before anything runs.
  */
-export function compileOutputSchema(schema: unknown): { validate: ValidateFunction } | { error: string } {
+export function compileOutputSchema(schema: unknown): { validate: ValidateFunction; errorsText(): string } | { error: string } {
+  const size = Buffer.byteLength(JSON.stringify(schema) ?? '');
+  if (size > MAX_OUTPUT_SCHEMA_BYTES) return { error: `the schema has ${size} bytes as JSON, over the limit of ${MAX_OUTPUT_SCHEMA_BYTES}` };
+  if (depthOf(schema, MAX_OUTPUT_SCHEMA_DEPTH) > MAX_OUTPUT_SCHEMA_DEPTH) {
+    return { error: `the schema is nested deeper than ${MAX_OUTPUT_SCHEMA_DEPTH} levels` };
+  }
   try {
-    return { validate: ajv.compile(schema as object) };
+    // No remote $ref loading (no loadSchema), no format warnings on stdout.
+    const ajv = new Ajv({ allErrors: true, strict: false, logger: false, code: { regExp: re2Engine } });
+    const validate = ajv.compile(schema as object);
+    return { validate, errorsText: () => ajv.errorsText(validate.errors) };
   } catch (err) {
     return { error: (err as Error).message };
   }
@@ -36,7 +60,8 @@ export interface CompleteResult {
  */
 export function createCompleteTool(outputSchema: Record<string, unknown> | undefined): WorkspaceTool {
   const compiled = outputSchema ? compileOutputSchema(outputSchema) : undefined;
-  const validate = compiled && 'validate' in compiled ? compiled.validate : undefined;
+  const schema = compiled && 'validate' in compiled ? compiled : undefined;
+  const validate = schema?.validate;
   return defineTool({
     name: 'complete',
     readOnly: true,
@@ -50,7 +75,7 @@ export function createCompleteTool(outputSchema: Record<string, unknown> | undef
       if (validate) {
         if (output === undefined) throw new Error('`output` is required: it must match the output schema');
         if (!validate(output)) {
-          throw new Error(`\`output\` does not match the output schema: ${ajv.errorsText(validate.errors)}`);
+          throw new Error(`\`output\` does not match the output schema: ${schema!.errorsText()}`);
         }
       }
       const checked = await checkArtifacts(ctx.workspace, paths);

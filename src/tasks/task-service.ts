@@ -26,6 +26,8 @@ export interface TaskServiceDeps {
   now: () => number;
   maxConcurrent: number;
   maxQueued: number;
+  maxConcurrentPerTenant: number;
+  maxQueuedPerTenant: number;
   taskTimeoutMs: number;
 }
 
@@ -42,11 +44,12 @@ interface Active {
 export function createTaskService(deps: TaskServiceDeps) {
   const { store, registry } = deps;
   const newId = monotonicFactory();
-  const queue = createFairQueue<TaskRow>((t) => `${t.tenant}\u0000${t.userId}`);
+  const queue = createFairQueue<TaskRow>({
+    groupOf: (t) => t.tenant,
+    keyOf: (t) => `${t.tenant}\u0000${t.userId}`,
+    maxRunningPerGroup: deps.maxConcurrentPerTenant,
+  });
   const active = new Map<string, Active>();
-  /** Running tasks per queue key (tenant + user), for fair scheduling. */
-  const runningByKey = new Map<string, number>();
-  const runningOf = (key: string) => runningByKey.get(key) ?? 0;
   const waiters = new Map<string, Array<(row: TaskRow) => void>>();
   let closing = false;
 
@@ -61,7 +64,11 @@ export function createTaskService(deps: TaskServiceDeps) {
   }
 
   function pump() {
-    while (!closing && active.size < deps.maxConcurrent && queue.size > 0) start(queue.shift(runningOf)!);
+    while (!closing && active.size < deps.maxConcurrent) {
+      const next = queue.shift();
+      if (!next) break;
+      start(next);
+    }
     updateGauges();
   }
 
@@ -74,16 +81,13 @@ export function createTaskService(deps: TaskServiceDeps) {
       timeoutMs,
     );
     active.set(row.id, { controller, timer });
-    const key = queue.keyOf(row);
-    runningByKey.set(key, runningOf(key) + 1);
     void deps.runner
       .run(row, controller.signal)
       .then(settle, (err) => deps.logger.error({ err, taskId: row.id }, 'runner failed'))
       .finally(() => {
         clearTimeout(timer);
         active.delete(row.id);
-        if (runningOf(key) <= 1) runningByKey.delete(key);
-        else runningByKey.set(key, runningOf(key) - 1);
+        queue.done(row);
         pump();
       });
   }
@@ -142,6 +146,16 @@ export function createTaskService(deps: TaskServiceDeps) {
         throw new AppError(429, 'queue_full', `too many queued tasks (${queue.size}); retry later`, undefined, {
           'retry-after': '5',
         });
+      }
+      // A tenant's own quota: one tenant filling the queue must not refuse every other tenant.
+      if (queue.queuedIn(tenant) >= deps.maxQueuedPerTenant) {
+        throw new AppError(
+          429,
+          'queue_full',
+          `this tenant has ${queue.queuedIn(tenant)} queued tasks, its limit (MAX_QUEUED_PER_TENANT); retry later`,
+          undefined,
+          { 'retry-after': '5' },
+        );
       }
 
       const row: TaskRow = {

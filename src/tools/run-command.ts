@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createOutputCapture } from './output-capture';
-import type { ProcessLimiter } from './process-limit';
+import type { CommandLimiter } from './command-cgroup';
 
 export interface CommandResult {
   exitCode: number;
@@ -21,8 +21,8 @@ export interface RunCommandOptions {
   signal?: AbortSignal;
   /** Wraps the bash invocation, e.g. in a sandbox; receives and returns argv. */
   wrap?: (argv: string[]) => string[];
-  /** Caps the command's process count (see process-limit.ts). */
-  limiter?: ProcessLimiter;
+  /** Caps the command's processes and memory (see command-cgroup.ts). */
+  limiter?: CommandLimiter;
 }
 
 /** Exit code reported for a command killed by its timeout, as coreutils' `timeout` does. */

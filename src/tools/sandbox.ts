@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createProcessLimiter, type ProcessLimiter } from './process-limit';
+import { createCommandLimiter, type CommandLimiter } from './command-cgroup';
 
 export type SandboxMode = 'auto' | 'bwrap' | 'none';
 
@@ -13,8 +13,8 @@ export interface Sandbox {
   reason?: string;
   /** Wraps `argv` so it runs confined to `workspace`. */
   wrap(workspace: string, argv: string[]): string[];
-  /** Caps each command's process count (a pids cgroup where the kernel offers one). */
-  limiter?: ProcessLimiter;
+  /** Caps each command's processes and memory (cgroups where the kernel offers them). */
+  limiter?: CommandLimiter;
 }
 
 export interface SandboxOptions {
@@ -23,7 +23,13 @@ export interface SandboxOptions {
   hide: string[];
   maxProcesses: number;
   maxFileBytes: number;
+  maxMemoryBytes: number;
+  /** Size of the command's private /tmp (a tmpfs, so it is RAM). */
+  tmpBytes: number;
 }
+
+/** Size of the empty tmpfs that masks each hidden host folder. */
+const MASK_BYTES = 1024 * 1024;
 
 /** Host folders that commands never see, whatever the deployment. */
 const ALWAYS_HIDDEN = ['/root', '/home', '/run', '/var', '/mnt', '/media', '/srv'];
@@ -31,7 +37,7 @@ const ALWAYS_HIDDEN = ['/root', '/home', '/run', '/var', '/mnt', '/media', '/srv
 function bwrapWorks(): string | null {
   const probe = mkdtempSync(path.join(tmpdir(), 'subagentd-bwrap-'));
   try {
-    const r = spawnSync('bwrap', bwrapArgs(probe, [], ['true']), { timeout: 5000, encoding: 'utf8' });
+    const r = spawnSync('bwrap', bwrapArgs(probe, [], MASK_BYTES, ['true']), { timeout: 5000, encoding: 'utf8' });
     if (r.error) return `bwrap could not be run: ${r.error.message}`;
     if (r.status !== 0) return `bwrap failed (exit ${r.status}): ${r.stderr.trim()}`;
     return null;
@@ -41,12 +47,13 @@ function bwrapWorks(): string | null {
 }
 
 /**
- * bubblewrap arguments: the host root read-only, the service's folders hidden, a private /tmp,
+ * bubblewrap arguments: the host root read-only, the service's folders hidden, a private /tmp of
+ * `tmpBytes`,
  * the workspace the only writable place, every namespace unshared (no network, own PIDs, so
  * background children die with the sandbox), a clean environment, a new session (no terminal
  * injection), and death with the service.
  */
-function bwrapArgs(workspace: string, hide: string[], argv: string[]): string[] {
+function bwrapArgs(workspace: string, hide: string[], tmpBytes: number, argv: string[]): string[] {
   // Only existing folders can be masked (the root is read-only), and never one holding the system.
   const masks = [...new Set([...ALWAYS_HIDDEN, ...hide])].filter(
     (p) => !isAncestorOrSame(p, '/usr') && !isAncestorOrSame(p, '/etc') && existsSync(p),
@@ -55,8 +62,8 @@ function bwrapArgs(workspace: string, hide: string[], argv: string[]): string[] 
     '--ro-bind', '/', '/',
     '--dev', '/dev',
     '--proc', '/proc',
-    ...masks.flatMap((m) => ['--tmpfs', m]),
-    '--tmpfs', '/tmp',
+    ...masks.flatMap((m) => ['--size', String(MASK_BYTES), '--tmpfs', m]),
+    '--size', String(tmpBytes), '--tmpfs', '/tmp',
     '--bind', workspace, workspace,
     '--unshare-all',
     '--die-with-parent',
@@ -84,16 +91,18 @@ function isAncestorOrSame(a: string, b: string): boolean {
  * the caller treats as fatal when unavailable.
  */
 export function createSandbox(opts: SandboxOptions): Sandbox {
-  const limits = (argv: string[]) => [
-    'bash',
-    '-c',
+  const limiter = createCommandLimiter({ maxProcesses: opts.maxProcesses, maxMemoryBytes: opts.maxMemoryBytes });
+  const ulimits = [
     // RLIMIT_NPROC binds a non-root service user (the Docker image); root is exempt by the kernel.
-    `ulimit -u ${opts.maxProcesses} 2>/dev/null; ulimit -f ${Math.ceil(opts.maxFileBytes / 512)}; exec "$@"`,
-    'sandbox',
-    ...argv,
+    `ulimit -u ${opts.maxProcesses} 2>/dev/null`,
+    // bash counts -f in 1024-byte blocks.
+    `ulimit -f ${Math.floor(opts.maxFileBytes / 1024)}`,
+    // Without a memory cgroup, the address space is the only cap left.
+    ...(limiter.memory ? [] : [`ulimit -v ${Math.floor(opts.maxMemoryBytes / 1024)}`]),
   ];
+  const limits = (argv: string[]) => ['bash', '-c', `${ulimits.join('; ')}; exec "$@"`, 'sandbox', ...argv];
   if (opts.mode === 'none') {
-    return { kind: 'none', wrap: (_ws, argv) => limits(argv), limiter: createProcessLimiter(opts.maxProcesses) };
+    return { kind: 'none', wrap: (_ws, argv) => limits(argv), limiter };
   }
   const problem = bwrapWorks();
   if (problem) {
@@ -109,7 +118,7 @@ export function createSandbox(opts: SandboxOptions): Sandbox {
   const hide = opts.hide.map((p) => path.resolve(p)).filter((p) => p !== '/');
   return {
     kind: 'bwrap',
-    wrap: (workspace, argv) => ['bwrap', ...bwrapArgs(workspace, hide, limits(argv))],
-    limiter: createProcessLimiter(opts.maxProcesses),
+    wrap: (workspace, argv) => ['bwrap', ...bwrapArgs(workspace, hide, opts.tmpBytes, limits(argv))],
+    limiter,
   };
 }
