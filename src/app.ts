@@ -19,8 +19,8 @@ import type { Config } from './config/config';
 import { createEventLog, type EventLog } from './events/event-log';
 import { agentsRoutes } from './http/agents-routes';
 import { AppError } from './errors/app-error';
-import { registerAuth } from './http/auth';
-import { registerErrorHandling } from './http/error-handler';
+import { redactUrl, registerAuth } from './http/auth';
+import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/error-handler';
 import { streamRoutes } from './http/stream-routes';
 import { healthRoutes } from './http/health-routes';
 import { tasksRoutes } from './http/tasks-routes';
@@ -64,11 +64,6 @@ function loadRegistry(config: Config, logger: Logger): AgentRegistry {
     logger.info({ types: loaded.definitions.map((d) => d.type), dir: config.agentsDir }, 'loaded subagent definitions');
   }
   return createAgentRegistry([...builtinAgents(names), ...loaded.definitions]);
-}
-
-/** Removes `access_token` from logged URLs: a key must never reach the logs. */
-export function redactUrl(url: string): string {
-  return url.replace(/([?&]access_token=)[^&]*/g, '$1[redacted]');
 }
 
 /**
@@ -162,16 +157,23 @@ export async function createApp(deps: AppDeps): Promise<App> {
       },
     }) as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
+    // A client gets REQUEST_TIMEOUT_MS to send its whole request (headers: HEADERS_TIMEOUT_MS), so
+    // half-sent requests cannot pile up; a long ?wait=true answer is not limited by either.
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: 72_000,
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
     // Per-request lines only at debug: a task's own start/end lines are what operators read.
     logController: new LogController({ disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
   }).withTypeProvider<ZodTypeProvider>();
+  server.server.headersTimeout = Math.min(config.headersTimeoutMs, config.requestTimeoutMs);
   server.setValidatorCompiler(validatorCompiler);
   server.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(server);
   // Before any hook that can refuse a request: the plugin's own onRequest hook marks upgrade
   // requests, so a refused upgrade's socket is destroyed once the error is answered.
   await server.register(websocket, { options: { maxPayload: 64 * 1024 } });
-  registerAuth(server, config.apiKeys);
+  registerAuth(server, { apiKeys: config.apiKeys, maxFailuresPerMinute: config.authFailuresPerMinute });
   server.addHook('onRequest', async () => {
     if (tasks.isClosing()) throw new AppError(503, 'shutting_down', 'the service is shutting down; retry shortly', undefined, { 'retry-after': '5' });
   });

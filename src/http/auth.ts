@@ -7,28 +7,57 @@ declare module 'fastify' {
     /** The tenant of the caller's key ("default" when auth is off). */
     tenant: string;
   }
+  interface FastifyContextConfig {
+    /** A WebSocket route, where `?access_token=` may stand in for the header (browsers cannot set it). */
+    acceptsQueryToken?: boolean;
+  }
 }
 
 export const DEFAULT_TENANT = 'default';
+const QUERY_TOKEN = 'access_token';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
+export interface AuthOptions {
+  /** key → tenant; null turns auth off. */
+  apiKeys: Map<string, string> | null;
+  /** Wrong or missing keys one client address may present per minute before it is refused for that minute. */
+  maxFailuresPerMinute: number;
+}
+
 /**
  * Bearer-key auth on every route but `/healthz`. Keys are compared in constant time (over their
- * SHA-256, so the length leaks nothing either). WebSocket upgrades may pass `?access_token=` instead (browsers cannot set headers there).
+ * SHA-256, so the length leaks nothing either). WebSocket routes, on an upgrade, may take
+ * `?access_token=` instead, spelled exactly so. An address that keeps presenting wrong keys is
+ * refused with 429 until its minute is over, whatever key it sends then, so keys cannot be guessed
+ * at the rate limit's pace.
  */
-export function registerAuth(app: FastifyInstance, apiKeys: Map<string, string> | null): void {
+export function registerAuth(app: FastifyInstance, opts: AuthOptions): void {
   app.decorateRequest('tenant', DEFAULT_TENANT);
+  const { apiKeys } = opts;
   if (!apiKeys) return;
   const keys = [...apiKeys].map(([key, tenant]) => ({ digest: digest(key), tenant }));
+  const failures = createFailureCounter(opts.maxFailuresPerMinute, 60_000);
   app.addHook('onRequest', async (request) => {
     if (request.url === '/healthz' || request.url.startsWith('/healthz?')) return;
+    const blocked = failures.blockedFor(request.ip);
+    if (blocked > 0) {
+      throw new AppError(429, 'too_many_auth_failures', 'too many requests with a wrong API key from this address; retry later', undefined, {
+        'retry-after': String(Math.ceil(blocked / 1000)),
+      });
+    }
     const presented = presentedKey(request);
-    if (!presented) throw new AppError(401, 'unauthorized', 'missing API key: send Authorization: Bearer <key>');
+    if (!presented) {
+      failures.add(request.ip);
+      throw new AppError(401, 'unauthorized', 'missing API key: send Authorization: Bearer <key>');
+    }
     const d = digest(presented);
     let tenant: string | undefined;
     for (const k of keys) if (timingSafeEqual(k.digest, d)) tenant = k.tenant;
-    if (!tenant) throw new AppError(401, 'unauthorized', 'invalid API key');
+    if (!tenant) {
+      failures.add(request.ip);
+      throw new AppError(401, 'unauthorized', 'invalid API key');
+    }
     request.tenant = tenant;
   });
 }
@@ -36,7 +65,76 @@ export function registerAuth(app: FastifyInstance, apiKeys: Map<string, string> 
 function presentedKey(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;
   if (header?.startsWith('Bearer ')) return header.slice(7).trim() || undefined;
-  if (request.headers.upgrade?.toLowerCase() !== 'websocket') return undefined;
-  const token = (request.query as Record<string, unknown> | undefined)?.access_token;
-  return typeof token === 'string' && token ? token : undefined;
+  if (!request.routeOptions.config?.acceptsQueryToken || request.headers.upgrade?.toLowerCase() !== 'websocket') return undefined;
+  // The raw query, not the parsed one: only the canonical spelling authenticates (it is the one
+  // the log redaction is sure to catch), never `access%5Ftoken` or other encodings of the name.
+  const q = request.url.indexOf('?');
+  if (q === -1) return undefined;
+  for (const pair of request.url.slice(q + 1).split('&')) {
+    const eq = pair.indexOf('=');
+    if (eq === -1 || pair.slice(0, eq) !== QUERY_TOKEN) continue;
+    try {
+      return decodeURIComponent(pair.slice(eq + 1).replace(/\+/g, ' ')) || undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Removes every query parameter whose decoded name is `access_token` (any case, any encoding)
+ * from a URL before it is logged: a key must never reach the logs.
+ */
+export function redactUrl(url: string): string {
+  const q = url.indexOf('?');
+  if (q === -1) return url;
+  const pairs = url.slice(q + 1).split('&').map((pair) => {
+    const eq = pair.indexOf('=');
+    const rawName = eq === -1 ? pair : pair.slice(0, eq);
+    let name = rawName;
+    try {
+      name = decodeURIComponent(rawName.replace(/\+/g, ' '));
+    } catch {
+      // undecodable: compared as it is
+    }
+    return name.trim().toLowerCase() === QUERY_TOKEN ? `${rawName}=[redacted]` : pair;
+  });
+  return `${url.slice(0, q)}?${pairs.join('&')}`;
+}
+
+/** Failed attempts per address in fixed windows; memory stays bounded however many addresses try. */
+function createFailureCounter(max: number, windowMs: number) {
+  const seen = new Map<string, { count: number; resetAt: number }>();
+  const MAX_ADDRESSES = 100_000;
+  return {
+    add(ip: string) {
+      const now = Date.now();
+      const entry = seen.get(ip);
+      if (entry && entry.resetAt > now) {
+        entry.count++;
+        return;
+      }
+      if (seen.size >= MAX_ADDRESSES) {
+        for (const [k, v] of seen) if (v.resetAt <= now) seen.delete(k);
+        // Still full: forget the oldest entries (Map order is insertion order).
+        for (const k of seen.keys()) {
+          if (seen.size < MAX_ADDRESSES) break;
+          seen.delete(k);
+        }
+      }
+      seen.set(ip, { count: 1, resetAt: now + windowMs });
+    },
+    /** Milliseconds until `ip` may try again; 0 when it may now. */
+    blockedFor(ip: string): number {
+      const entry = seen.get(ip);
+      if (!entry) return 0;
+      const left = entry.resetAt - Date.now();
+      if (left <= 0) {
+        seen.delete(ip);
+        return 0;
+      }
+      return entry.count >= max ? left : 0;
+    },
+  };
 }

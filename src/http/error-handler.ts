@@ -1,4 +1,5 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { Duplex } from 'node:stream';
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { AppError, errorBody } from '../errors/app-error';
 
@@ -43,4 +44,38 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) => {
     reply.status(404).send(errorBody('not_found', `route ${request.method} ${request.url.split('?')[0]} not found`));
   });
+}
+
+/**
+ * Errors the router raises before any route runs (a malformed percent-encoding, a path parameter
+ * over the length limit), answered in the contract's shape.
+ */
+export function frameworkErrorHandler(err: FastifyError, _request: unknown, reply: FastifyReply): void {
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    reply.status(414).send(errorBody('uri_too_long', 'a path segment of the URL is too long'));
+    return;
+  }
+  reply.status(400).send(errorBody('invalid_url', 'the URL is not valid (malformed percent-encoding?)'));
+}
+
+const clientErrors: Record<string, [number, string, string, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'headers_too_large', 'the request line and headers are too large'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'request_timeout', 'the request was not received in time'],
+  ERR_HTTP_HEADERS_TIMEOUT: [408, 'Request Timeout', 'request_timeout', 'the request headers were not received in time'],
+};
+
+/**
+ * Node's own parser errors (oversized headers or URL, timeouts, garbage), answered on the raw socket
+ * in the contract's shape before it is closed.
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, text, code, message] = clientErrors[err.code ?? ''] ?? [400, 'Bad Request', 'bad_request', 'the request could not be parsed'];
+  const body = JSON.stringify(errorBody(code, message));
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }

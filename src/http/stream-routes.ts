@@ -6,6 +6,7 @@ import { createSocketFeed } from '../events/socket-feed';
 import type { TaskStore } from '../store/task-store';
 import { contextIdSchema, taskIdParamsSchema } from '../tasks/task-schemas';
 import type { TaskService } from '../tasks/task-service';
+import { AppError } from '../errors/app-error';
 import { errorResponses } from './error-schema';
 
 export interface StreamRoutesOptions {
@@ -18,6 +19,13 @@ export interface StreamRoutesOptions {
 }
 
 const REPLAY_PAGE = 500;
+
+/** A plain HTTP request on a WebSocket route gets a contract error, not an empty 404. */
+async function upgradeRequired(): Promise<never> {
+  throw new AppError(426, 'upgrade_required', 'this route is a WebSocket: connect with an Upgrade: websocket request', undefined, {
+    upgrade: 'websocket',
+  });
+}
 
 /** A task's stored events after `after`, read page by page as the consumer advances. */
 function* storedEvents(events: EventLog, taskId: string, after: number): Generator<StoredEvent> {
@@ -33,46 +41,46 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
   const { tasks, store, events } = opts;
   const feedOptions = { heartbeatMs: opts.heartbeatMs, pingMs: opts.pingMs, maxBufferedBytes: opts.maxBufferedBytes };
 
-  app.get(
-    '/tasks/:id/stream',
-    {
-      websocket: true,
-      schema: {
-        summary: 'Progress events of one task (WebSocket)',
-        description:
-          'Replays every stored event with seq > after, then live events; heartbeats while idle; closes with 1000 after task.finished.',
-        params: taskIdParamsSchema,
-        querystring: z.object({ after: z.coerce.number().int().min(0).default(0) }),
-        response: errorResponses,
-      },
-      // Refuse an unknown (or another tenant's) task with a 404 before the upgrade.
-      preHandler: async (request) => {
-        tasks.get(request.tenant, (request.params as { id: string }).id);
-      },
+  app.route({
+    method: 'GET',
+    url: '/tasks/:id/stream',
+    config: { acceptsQueryToken: true },
+    handler: upgradeRequired,
+    schema: {
+      summary: 'Progress events of one task (WebSocket)',
+      description:
+        'Replays every stored event with seq > after, then live events; heartbeats while idle; closes with 1000 after task.finished.',
+      params: taskIdParamsSchema,
+      querystring: z.object({ after: z.coerce.number().int().min(0).default(0) }),
+      response: errorResponses,
     },
-    async (socket, request) => {
+    // Refuse an unknown (or another tenant's) task with a 404 before the upgrade.
+    preHandler: async (request) => {
+      tasks.get(request.tenant, (request.params as { id: string }).id);
+    },
+    wsHandler: async (socket, request) => {
       const { id } = request.params as { id: string };
       const { after } = request.query as { after: number };
       const feed = createSocketFeed({ socket, taskId: id, closeOnFinish: true, ...feedOptions });
       feed.onStop(events.subscribe(id, (event) => feed.send(event)));
       await feed.replay(storedEvents(events, id, after));
     },
-  );
+  });
 
-  app.get(
-    '/stream',
-    {
-      websocket: true,
-      schema: {
-        summary: 'Progress events of every task of a parent task (WebSocket)',
-        description:
-          "Replays the stored events of the parent's unfinished tasks, then streams live events of all its tasks, " +
-          "each with its own task's seq. Stays open until the client closes it.",
-        querystring: z.object({ parentTaskId: contextIdSchema }),
-        response: errorResponses,
-      },
+  app.route({
+    method: 'GET',
+    url: '/stream',
+    config: { acceptsQueryToken: true },
+    handler: upgradeRequired,
+    schema: {
+      summary: 'Progress events of every task of a parent task (WebSocket)',
+      description:
+        "Replays the stored events of the parent's unfinished tasks, then streams live events of all its tasks, " +
+        "each with its own task's seq. Stays open until the client closes it.",
+      querystring: z.object({ parentTaskId: contextIdSchema }),
+      response: errorResponses,
     },
-    async (socket, request) => {
+    wsHandler: async (socket, request) => {
       const { parentTaskId } = request.query as { parentTaskId: string };
       const feed = createSocketFeed({ socket, ...feedOptions });
       feed.onStop(events.subscribeParent({ tenant: request.tenant, parentTaskId }, (event) => feed.send(event)));
@@ -82,5 +90,5 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
         })(),
       );
     },
-  );
+  });
 };
