@@ -161,6 +161,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
     // half-sent requests cannot pile up; a long ?wait=true answer is not limited by either.
     requestTimeout: config.requestTimeoutMs,
     keepAliveTimeout: 72_000,
+    // How often Node checks those timeouts (its default, 30 s, would let them overrun by as much).
+    http: { connectionsCheckingInterval: 2_000 },
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
     // Per-request lines only at debug: a task's own start/end lines are what operators read.

@@ -79,11 +79,43 @@ const cases: Array<[string, string, Args]> = [
   ['glob with ..', 'glob', { pattern: '../../outside/*' }],
   ['glob with an absolute pattern', 'glob', { pattern: '/etc/*' }],
   ['list a folder link', 'list_files', { path: 'ln-dir' }],
+  // Brace alternatives are checked after expansion: none may name a place outside.
+  ['glob: absolute path inside braces', 'glob', { pattern: '{/etc/*,x}' }],
+  ['glob: outside folder inside braces', 'glob', () => ({ pattern: `{x,${outside}/*}` })],
+  ['glob: .. inside braces', 'glob', { pattern: '{x,../../outside/*}' }],
+  ['glob: .. as a middle alternative', 'glob', { pattern: 'sub/{a,..,b}/../*' }],
+  ['glob: double slash absolute', 'glob', { pattern: '//etc/*' }],
+  ['grep: glob with an absolute alternative', 'grep', { pattern: 'SECRET', glob: '{/etc/*,x}' }],
+  ['grep: glob with .. inside braces', 'grep', { pattern: 'SECRET', glob: '{x,../../outside/**}' }],
+  ['grep: an absolute folder outside', 'grep', { pattern: 'root', path: '/etc' }],
+  ['grep: through a link to /', 'grep', { pattern: 'root', path: 'ln-root/etc' }],
+  ['grep: in the sibling workspace through a link', 'grep', { pattern: 'SECRET', path: 'ln-sibling' }],
+  // /proc and the service's own files.
+  ['the service environment by absolute path', 'read_file', { path: '/proc/self/environ' }],
+  ['the service environment through a link to /', 'read_file', { path: 'ln-root/proc/self/environ' }],
+  ['the service cwd through /proc', 'list_files', { path: '/proc/self/cwd' }],
+  // Lexical tricks.
+  ['.. after a file name', 'read_file', { path: 'ok.txt/../../../outside/secret.txt' }],
+  ['doubled slashes with ..', 'read_file', { path: './/..//..//outside/secret.txt' }],
+  ['percent-encoded .. (a literal, missing name)', 'read_file', { path: '%2e%2e/%2e%2e/outside/secret.txt' }],
+  ['full-width dots (a literal, missing name)', 'read_file', { path: '\uff0e\uff0e/secret.txt' }],
+  // Every tool through every kind of link.
+  ['edit a file in a linked folder', 'edit_file', { path: 'ln-dir/secret.txt', oldString: 'TOP', newString: 'PWNED' }],
+  ['edit with .. outside', 'edit_file', { path: '../../outside/secret.txt', oldString: 'TOP', newString: 'PWNED' }],
+  ['edit an absolute path outside', 'edit_file', () => ({ path: path.join(outside, 'secret.txt'), oldString: 'TOP', newString: 'PWNED' })],
+  ['write through a chain of links', 'write_file', { path: 'ln-chain-1', content: 'PWNED' }],
+  ['write below a link to /', 'write_file', { path: 'ln-root/tmp/subagentd-attack.txt', content: 'PWNED' }],
+  ['write deep below a dangling folder link', 'write_file', { path: 'ln-dangling-dir/a/b/new.txt', content: 'PWNED' }],
+  ['write into the sibling workspace through a link', 'write_file', { path: 'ln-sibling/theirs.txt', content: 'PWNED' }],
+  ['list a link to /', 'list_files', { path: 'ln-root' }],
+  ['list the sibling workspace through a link', 'list_files', { path: 'ln-sibling' }],
+  ['list an absolute folder outside', 'list_files', { path: '/etc' }],
+  ['list a dangling folder link', 'list_files', { path: 'ln-dangling-dir' }],
 ];
 
 describe('path guard attack corpus', () => {
-  it(`has at least 25 cases (${cases.length})`, () => {
-    expect(cases.length).toBeGreaterThanOrEqual(25);
+  it(`has at least 60 cases (${cases.length})`, () => {
+    expect(cases.length).toBeGreaterThanOrEqual(60);
   });
 
   it.each(cases)('refuses %s', async (_name, tool, args) => {
