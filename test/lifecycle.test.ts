@@ -99,9 +99,11 @@ describe('cancel', () => {
     const ended = await svc.app.tasks.waitForEnd(id);
     expect(ended).toMatchObject({ status: 'aborted', errorCode: 'cancelled' });
     expect(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })).not.toMatch(/sleep (5151|5252)/);
-    // The tool's step never finished, so nothing of it is billed; the run recorded once.
+    // The step never finished, but the provider reported its tokens before the tool ran: billed once.
     const out = (await svc.inject({ url: `/tasks/${id}` })).json();
-    expect(out).toMatchObject({ steps: 0, usage: { inputTokens: 0 } });
+    expect(out).toMatchObject({ steps: 0, usage: { inputTokens: 30, outputTokens: 3, totalTokens: 33 } });
+    const records = (await svc.inject({ url: `/usage/records?parentTaskId=${out.context.parentTaskId}&limit=100` })).json().records;
+    expect(records.filter((r: { taskId: string }) => r.taskId === id)).toMatchObject([{ inputTokens: 30, outputTokens: 3, status: 'aborted' }]);
   });
 
   it('cancels while waiting for the model', async () => {

@@ -60,4 +60,62 @@ describe('provider faults', () => {
     const out = await run('SLOW-TOOL');
     expect(out).toMatchObject({ status: 'completed', stopReason: 'complete' });
   });
+
+  it('bills usage that arrived before the connection was cut (usage chunk, no [DONE])', async () => {
+    svc.model.script('CUT-AFTER-USAGE', (ctx) =>
+      ctx.turn === 0
+        ? { toolCalls: [{ name: 'list_files', args: {} }], usage: { input: 40, output: 4 } }
+        : { text: 'half an answer', usage: { input: 50, output: 5 }, fault: 'cut-after-usage' },
+    );
+    const out = await run('CUT-AFTER-USAGE');
+    expect(out).toMatchObject({ status: 'error', error: { code: 'provider_error' }, steps: 1, usage: { inputTokens: 90, outputTokens: 9 } });
+  });
+
+  it('bills usage received before a cancel, while the model still held the connection', async () => {
+    svc.model.script('HOLD-AFTER-USAGE', [{ text: 'held', usage: { input: 70, output: 7 }, fault: 'hold-after-usage' }]);
+    const id = (await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ prompt: 'HOLD-AFTER-USAGE' }) })).json().id;
+    // The usage chunk is billed the moment the cut or cancel ends the call; wait until it was sent.
+    await new Promise((r) => setTimeout(r, 200));
+    await svc.inject({ method: 'POST', url: `/tasks/${id}/cancel` });
+    const out = (await svc.inject({ url: `/tasks/${id}?wait=true` })).json();
+    await svc.app.tasks.waitForEnd(id);
+    const ended = (await svc.inject({ url: `/tasks/${id}` })).json();
+    expect(out.id).toBe(id);
+    expect(ended).toMatchObject({ status: 'aborted', error: { code: 'cancelled' }, usage: { inputTokens: 70, outputTokens: 7 } });
+  });
+
+  it('never completes on a stream that ends without a finish reason, mid-text or mid-tool-call', async () => {
+    svc.model.script('NO-FINISH-TEXT', [{ text: 'truncated answ', fault: 'no-finish' }]);
+    expect(await run('NO-FINISH-TEXT')).toMatchObject({ status: 'error', error: { code: 'provider_error' } });
+    svc.model.script('NO-FINISH-TOOL', [{ toolCalls: [{ name: 'complete', args: { summary: 'x', paths: [] } }], fault: 'no-finish' }]);
+    const out = await run('NO-FINISH-TOOL');
+    expect(out.status).not.toBe('completed');
+    expect(out.error.message).toMatch(/without a finish reason/);
+  });
+
+  it('retries a 200 with an HTML or empty body, then completes; gives up with provider_error', async () => {
+    svc.model.script('HTML-THEN-OK', (ctx): ScriptedTurn =>
+      ctx.attempt === 1 ? { fault: 'html' } : ctx.attempt === 2 ? { fault: 'empty' } : { toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] },
+    );
+    expect(await run('HTML-THEN-OK')).toMatchObject({ status: 'completed', stopReason: 'complete', summary: 'ok' });
+    expect(requestsFor('HTML-THEN-OK')).toHaveLength(3);
+    svc.model.script('HTML-ALWAYS', () => ({ fault: 'html' }));
+    const out = await run('HTML-ALWAYS');
+    expect(out).toMatchObject({ status: 'error', error: { code: 'provider_error' }, summary: null });
+    expect(requestsFor('HTML-ALWAYS')).toHaveLength(3);
+  });
+
+  it('ends a provider that sends only keep-alive comments as provider_timeout', async () => {
+    svc.model.script('KEEPALIVE-ONLY', [{ fault: 'keepalive-only', chunkDelayMs: 50 }]);
+    expect(await run('KEEPALIVE-ONLY')).toMatchObject({ status: 'error', error: { code: 'provider_timeout' } });
+  });
+
+  it('ends silence before the first byte as provider_timeout after one stall timeout, without retrying it', async () => {
+    svc.model.script('SILENT-START', [{ text: 'too late', delayMs: 3000 }]);
+    const started = Date.now();
+    const out = await run('SILENT-START');
+    expect(out).toMatchObject({ status: 'error', error: { code: 'provider_timeout' } });
+    expect(requestsFor('SILENT-START')).toHaveLength(1);
+    expect(Date.now() - started).toBeLessThan(2500);
+  });
 });

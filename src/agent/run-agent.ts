@@ -12,7 +12,7 @@ export interface AgentObserver {
   textDelta(step: number, text: string): void;
   toolCall(step: number, call: { toolCallId: string; toolName: string; input: unknown }): void;
   toolResult(step: number, result: { toolCallId: string; toolName: string; output: unknown; isError: boolean }): void;
-  /** Called once per finished step with that step's usage; the runner persists it at once. */
+  /** Called once per finished step with the usage the SDK gives for it (billing is done by the model guard). */
   stepFinished(step: number, finishReason: string, usage: Usage): void;
 }
 
@@ -75,8 +75,8 @@ function toToolSet(tools: WorkspaceTool[], ctx: ToolContext): ToolSet {
 
 /**
  * Runs one subagent: a fresh conversation whose only user message is the prompt, until `complete`
- * succeeds, the model answers without a tool call, or the step limit is reached. Usage is taken from
- * each finished step, so an abort or a provider error loses nothing already spent.
+ * succeeds, the model answers without a tool call, or the step limit is reached. The model is
+ * expected to be wrapped by `guardModel`, which bills each call as it ends.
  */
 export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
   const { observer } = opts;

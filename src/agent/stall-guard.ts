@@ -1,23 +1,41 @@
 import { Agent, fetch as undiciFetch } from 'undici';
+import { ModelStallError } from './model-guard';
 
-const STALL_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+const STALL_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'MODEL_STALL']);
 
-/** True when `err` or one of its causes is undici's headers/body timeout: the model went silent. */
+/**
+ * True when `err`, one of its causes, or the last error of the SDK's retries is a stall: undici's
+ * headers/body timeout or the model guard's content timeout.
+ */
 export function isStall(err: unknown): boolean {
-  for (let e = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
-    if (STALL_CODES.has((e as { code?: string }).code ?? '')) return true;
+  const seen = new Set<unknown>();
+  const stack = [err];
+  while (stack.length > 0 && seen.size < 16) {
+    const e = stack.pop() as { code?: string; cause?: unknown; lastError?: unknown; errors?: unknown[] } | undefined;
+    if (!e || typeof e !== 'object' || seen.has(e)) continue;
+    seen.add(e);
+    if (STALL_CODES.has(e.code ?? '')) return true;
+    stack.push(e.cause, e.lastError, ...(Array.isArray(e.errors) ? e.errors : []));
   }
   return false;
 }
 
 /**
  * A fetch that cuts a model request when no byte arrives for `ms`: waiting for the response
- * headers, or between two chunks of the body. undici's own socket timers do the watching (no
- * extra stream layer, no timer per chunk), and they only run while bytes are awaited, so time the
- * caller spends running tools is never counted.
+ * headers, or between two chunks of the body. undici's own socket timers do the watching, and they
+ * only run while bytes are awaited, so time the caller spends running tools is never counted.
+ * Silence before the first byte is not retried (it would multiply the wait by the retries): it
+ * ends the call as a stall at once. Content-level silence is the model guard's job.
  */
 export function stallGuardedFetch(ms: number): typeof fetch {
   const dispatcher = new Agent({ headersTimeout: ms, bodyTimeout: ms, keepAliveTimeout: 10_000 });
-  return ((input: Parameters<typeof undiciFetch>[0], init?: Parameters<typeof undiciFetch>[1]) =>
-    undiciFetch(input, { ...init, dispatcher })) as unknown as typeof fetch;
+  return (async (input: Parameters<typeof undiciFetch>[0], init?: Parameters<typeof undiciFetch>[1]) => {
+    try {
+      return await undiciFetch(input, { ...init, dispatcher });
+    } catch (err) {
+      // Not a TypeError and no network code in its chain: the SDK does not retry it.
+      if (isStall(err)) throw new ModelStallError(ms, 'first byte');
+      throw err;
+    }
+  }) as unknown as typeof fetch;
 }

@@ -72,6 +72,23 @@ export const subagentRecords = sqliteTable(
   ],
 );
 
+/**
+ * Every usage the provider reported, one row per model call, written the moment the call ended (or
+ * was cut): the task's and the record's token counts are the sums of these rows, kept in the same
+ * transaction. `step` is the step the call belonged to; a retried step has several rows.
+ */
+export const usageReports = sqliteTable(
+  'usage_reports',
+  {
+    taskId: text('task_id').notNull(),
+    n: integer('n').notNull(),
+    step: integer('step').notNull(),
+    ...tokenColumns(),
+    at: integer('at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.taskId, t.n] })],
+);
+
 export const taskEvents = sqliteTable(
   'task_events',
   {

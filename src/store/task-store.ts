@@ -49,11 +49,23 @@ export function createTaskStore(db: Db) {
     sqlite.prepare(
       `UPDATE ${table} SET input_tokens = input_tokens + @inputTokens, output_tokens = output_tokens + @outputTokens,
          total_tokens = total_tokens + @totalTokens, cached_input_tokens = cached_input_tokens + @cachedInputTokens,
-         reasoning_tokens = reasoning_tokens + @reasoningTokens, steps = steps + 1
+         reasoning_tokens = reasoning_tokens + @reasoningTokens
        WHERE ${table === 'tasks' ? 'id' : 'task_id'} = @taskId`,
     );
   const taskUsage = usageSql('tasks');
   const recordUsage = usageSql('subagent_records');
+  const insertReport = sqlite.prepare(
+    `INSERT INTO usage_reports (task_id, n, step, input_tokens, output_tokens, total_tokens, cached_input_tokens, reasoning_tokens, at)
+     VALUES (@taskId, (SELECT coalesce(max(n), 0) + 1 FROM usage_reports WHERE task_id = @taskId), @step,
+       @inputTokens, @outputTokens, @totalTokens, @cachedInputTokens, @reasoningTokens, @at)`,
+  );
+  const addUsage = sqlite.transaction((params: Usage & { taskId: string; step: number; at: number }) => {
+    insertReport.run(params);
+    taskUsage.run(params);
+    recordUsage.run(params);
+  });
+  const taskStep = sqlite.prepare('UPDATE tasks SET steps = steps + 1 WHERE id = ?');
+  const recordStep = sqlite.prepare('UPDATE subagent_records SET steps = steps + 1 WHERE task_id = ?');
   const finishTask = sqlite.prepare(
     `UPDATE tasks SET status = @status, summary = @summary, artifacts = @artifacts, skipped = @skipped, output = @output,
        stop_reason = @stopReason, error_code = @errorCode, error_message = @errorMessage, completed_at = @completedAt
@@ -151,10 +163,18 @@ export function createTaskStore(db: Db) {
     },
 
     /** Adds one finished step's usage to the task and its record (call inside the event's transaction). */
-    addStepUsage(taskId: string, usage: Usage): void {
-      const params = { taskId, ...usage };
-      taskUsage.run(params);
-      recordUsage.run(params);
+    /**
+     * Bills one model call's usage, as the provider reported it: a report row and the task's and
+     * record's token counts, in one transaction, the moment the call ended.
+     */
+    addUsage(taskId: string, step: number, usage: Usage, at: number): void {
+      addUsage({ taskId, step, at, ...usage });
+    },
+
+    /** Counts a finished step on the task and its record (run inside the step's event transaction). */
+    countStep(taskId: string): void {
+      taskStep.run(taskId);
+      recordStep.run(taskId);
     },
 
     /** Writes the end state of a task and closes its record (if it started). Returns the new row. */

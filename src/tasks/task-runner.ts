@@ -4,6 +4,7 @@ import type { AgentRegistry } from '../agents/agent-registry';
 import { createCompleteTool } from '../agent/complete-tool';
 import { createDeltaCoalescer } from '../agent/delta-coalescer';
 import type { ModelProvider } from '../agent/model-provider';
+import { guardModel } from '../agent/model-guard';
 import { errorMessage, runAgent, type AgentObserver } from '../agent/run-agent';
 import { buildSystemPrompt } from '../agent/system-prompt';
 import { capPayload } from '../events/cap-payload';
@@ -18,7 +19,7 @@ import { childEnv, openWorkspace } from '../tools/workspace';
 import { workspaceTools } from '../tools/workspace-tools';
 import { aborted, failed, finishTask, type Ending } from './finish-task';
 import { abortCode } from './task-abort';
-import type { CreateTaskBody } from './task-schemas';
+import type { CreateTaskBody, Usage } from './task-schemas';
 
 export interface RunnerDeps {
   store: TaskStore;
@@ -141,7 +142,12 @@ export function createTaskRunner(deps: RunnerDeps) {
     };
     const observer = createObserver(row);
     const result = await runAgent({
-      model: deps.modelProvider(model),
+      // Every call is billed the moment it ends, before the SDK runs its tools.
+      model: guardModel(deps.modelProvider(model), {
+        onUsage: observer.modelUsage,
+        stallTimeoutMs: deps.limits.modelStallTimeoutMs,
+        maxRetries: deps.limits.modelMaxRetries,
+      }),
       system: buildSystemPrompt(def, {
         workspace: workspace.root,
         now: new Date(deps.now()),
@@ -178,13 +184,21 @@ export function createTaskRunner(deps: RunnerDeps) {
     return { status: 'completed', ...delivered, stopReason: result.stopReason, errorCode: null, errorMessage: null };
   }
 
-  function createObserver(row: TaskRow): AgentObserver & { close(): void } {
+  function createObserver(row: TaskRow): AgentObserver & { close(): void; modelUsage(usage: Usage): void } {
     const deltas = createDeltaCoalescer((step, text) => events.append(row, 'text.delta', { step, text }));
+    let current = 0;
     return {
       close: deltas.close,
       stepStarted(step) {
+        current = step;
         deltas.flush();
         events.append(row, 'step.started', { step });
+      },
+      modelUsage(usage) {
+        // Events appended before stay before it in the store.
+        events.flush();
+        store.addUsage(row.id, Math.max(current, 1), usage, deps.now());
+        deps.metrics.stepFinished(usage);
       },
       textDelta: deltas.push,
       toolCall(step, call) {
@@ -197,8 +211,7 @@ export function createTaskRunner(deps: RunnerDeps) {
       },
       stepFinished(step, finishReason, usage) {
         deltas.flush();
-        events.append(row, 'step.finished', { step, finishReason, usage }, () => store.addStepUsage(row.id, usage));
-        deps.metrics.stepFinished(usage);
+        events.append(row, 'step.finished', { step, finishReason, usage }, () => store.countStep(row.id));
       },
     };
   }

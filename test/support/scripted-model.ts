@@ -29,6 +29,14 @@ export interface ScriptedTurn {
   chunkSize?: number;
   /** Text chunks made at the moment each is sent (for latency measurements); sent before `text`. */
   liveChunks?: { count: number; make: (index: number) => string };
+  /**
+   * A broken answer (Chat Completions): `cut-after-usage` drops the connection right after the
+   * usage chunk (no [DONE]); `hold-after-usage` sends the usage chunk and then nothing, keeping the
+   * connection open; `no-finish` ends cleanly with [DONE] but without a finish reason or usage;
+   * `html` and `empty` answer 200 with an HTML page or an empty event stream; `keepalive-only`
+   * sends SSE comments every `chunkDelayMs` and never any content.
+   */
+  fault?: 'cut-after-usage' | 'hold-after-usage' | 'no-finish' | 'html' | 'empty' | 'keepalive-only';
   /** Answer with this HTTP error status instead of a stream. */
   status?: number;
   errorMessage?: string;
@@ -244,6 +252,16 @@ export async function startScriptedModel(opts: { port?: number } = {}): Promise<
     }
 
     if (api === 'responses') return streamResponses(res, step, body.model, ++counter, abort.signal);
+    if (step.fault === 'html') {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end('<html><body><h1>502 Bad Gateway</h1></body></html>');
+      return;
+    }
+    if (step.fault === 'empty') {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end();
+      return;
+    }
 
     const id = `chatcmpl-${++counter}`;
     const created = Math.floor(Date.now() / 1000);
@@ -253,6 +271,13 @@ export async function startScriptedModel(opts: { port?: number } = {}): Promise<
       );
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
     send({ role: 'assistant', content: '' });
+    if (step.fault === 'keepalive-only') {
+      while (!abort.signal.aborted) {
+        res.write(': keep-alive\n\n');
+        await sleep(step.chunkDelayMs || 50, abort.signal);
+      }
+      return;
+    }
     for (let i = 0; i < (step.liveChunks?.count ?? 0); i++) {
       if (abort.signal.aborted) return;
       send({ content: step.liveChunks!.make(i) });
@@ -270,6 +295,10 @@ export async function startScriptedModel(opts: { port?: number } = {}): Promise<
       });
       for (const piece of chunks(args, 24)) send({ tool_calls: [{ index, function: { arguments: piece } }] });
     });
+    if (step.fault === 'no-finish') {
+      res.end('data: [DONE]\n\n');
+      return;
+    }
     send({}, step.toolCalls?.length ? 'tool_calls' : 'stop');
     const u = step.usage ?? {};
     const input = u.input ?? 100;
@@ -290,6 +319,16 @@ export async function startScriptedModel(opts: { port?: number } = {}): Promise<
         },
       })}\n\n`,
     );
+    if (step.fault === 'cut-after-usage') {
+      // Let the usage chunk leave, then drop the connection as a failing proxy would.
+      await sleep(20);
+      res.socket?.destroy();
+      return;
+    }
+    if (step.fault === 'hold-after-usage') {
+      await sleep(3_600_000, abort.signal);
+      return;
+    }
     res.end('data: [DONE]\n\n');
   }
 

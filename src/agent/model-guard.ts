@@ -1,0 +1,257 @@
+import type { LanguageModel } from 'ai';
+import type { Usage } from '../tasks/task-schemas';
+
+type StreamPart = { type: string; [k: string]: unknown };
+
+/** The model sent no content (text, tool call, usage, end) for the stall timeout. */
+export class ModelStallError extends Error {
+  readonly code = 'MODEL_STALL';
+  constructor(ms: number, phase: 'first byte' | 'content') {
+    super(`the model sent no ${phase} for ${ms} ms; the request was cut`);
+    this.name = 'ModelStallError';
+  }
+}
+
+/** The model's answer was not a whole answer (no finish reason), so it cannot count as one. */
+export class IncompleteStreamError extends Error {
+  readonly code = 'MODEL_INCOMPLETE';
+  constructor(detail: string) {
+    super(`the model's answer ended without a finish reason (${detail}); treated as a provider error`);
+    this.name = 'IncompleteStreamError';
+  }
+}
+
+const CONTENT_PARTS = new Set(['text-delta', 'tool-input-start', 'tool-input-delta', 'tool-call', 'reasoning-delta', 'finish']);
+
+const int = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.round(v) : 0);
+
+/**
+ * Usage as the provider reported it in one raw chunk: a Chat Completions chunk's `usage`, or a
+ * Responses API `response.completed` / `response.incomplete` event. Null when the chunk has none.
+ */
+export function usageOfRawChunk(raw: unknown): Usage | null {
+  if (!raw || typeof raw !== 'object') return null;
+  const chunk = raw as { type?: unknown; usage?: unknown; response?: { usage?: unknown } };
+  const responses = typeof chunk.type === 'string' && chunk.type.startsWith('response.');
+  const u = (responses ? chunk.response?.usage : chunk.usage) as Record<string, any> | null | undefined;
+  if (!u || typeof u !== 'object') return null;
+  const input = int(responses ? u.input_tokens : u.prompt_tokens);
+  const output = int(responses ? u.output_tokens : u.completion_tokens);
+  return {
+    inputTokens: input,
+    outputTokens: output,
+    totalTokens: int(u.total_tokens) || input + output,
+    cachedInputTokens: int((responses ? u.input_tokens_details : u.prompt_tokens_details)?.cached_tokens),
+    reasoningTokens: int((responses ? u.output_tokens_details : u.completion_tokens_details)?.reasoning_tokens),
+  };
+}
+
+/** True when a raw chunk says the answer is complete (a finish reason, or the Responses API's end event). */
+function isFinishChunk(raw: unknown): boolean {
+  if (!raw || typeof raw !== 'object') return false;
+  const chunk = raw as { type?: unknown; choices?: Array<{ finish_reason?: unknown }> };
+  if (chunk.type === 'response.completed' || chunk.type === 'response.incomplete') return true;
+  return Array.isArray(chunk.choices) && chunk.choices.some((c) => c?.finish_reason != null);
+}
+
+export interface ModelGuardOptions {
+  /**
+   * Called once per model call with the usage the provider reported, as soon as the call ends: at
+   * its end part, or when it is cut, aborted or fails after a usage chunk arrived. Never called for
+   * a call that reported none.
+   */
+  onUsage(usage: Usage): void;
+  /** Cut a call that sends no content for this long (keep-alive comments and lone bytes do not count). */
+  stallTimeoutMs: number;
+  /** Extra attempts for an answer that delivered nothing usable (an HTML or empty 200). */
+  maxRetries: number;
+}
+
+/**
+ * Wraps a language model so that what the provider reported is never lost and a broken answer is
+ * never taken for a complete one. It reads the provider's raw chunks (so usage that arrived before a
+ * connection was cut still counts), reports usage the moment a call ends (before the SDK runs its
+ * tools, so a cancel or crash during a tool loses no tokens), turns a stream that ends without a
+ * finish reason into an error (retried while nothing had been passed on), and cuts a call that sends
+ * no content for `stallTimeoutMs`.
+ */
+export function guardModel(model: LanguageModel, opts: ModelGuardOptions): LanguageModel {
+  const inner = model as Exclude<LanguageModel, string> & {
+    doStream(options: Record<string, unknown>): Promise<{ stream: ReadableStream<StreamPart> }>;
+  };
+  const guarded = {
+    specificationVersion: inner.specificationVersion,
+    provider: inner.provider,
+    modelId: inner.modelId,
+    get supportedUrls() {
+      return (inner as { supportedUrls?: unknown }).supportedUrls;
+    },
+    doGenerate: (options: Record<string, unknown>) => (inner as unknown as { doGenerate(o: unknown): unknown }).doGenerate(options),
+    async doStream(options: { abortSignal?: AbortSignal; includeRawChunks?: boolean }) {
+      for (let attempt = 0; ; attempt++) {
+        // Our own signal, so that a call with no content for the stall timeout can be cut even
+        // while the provider is still waiting for its first output chunk.
+        const cut = new AbortController();
+        const abortSignal = options.abortSignal ? AbortSignal.any([options.abortSignal, cut.signal]) : cut.signal;
+        const timer = setTimeout(() => cut.abort(new ModelStallError(opts.stallTimeoutMs, 'content')), opts.stallTimeoutMs);
+        let result: { stream: ReadableStream<StreamPart> };
+        try {
+          result = await inner.doStream({ ...options, includeRawChunks: true, abortSignal });
+        } catch (err) {
+          throw cut.signal.aborted ? cut.signal.reason : err;
+        } finally {
+          clearTimeout(timer);
+        }
+        const stream = guardStream(result.stream, opts, Boolean(options.includeRawChunks), cut);
+        // Peek until the first content part: an answer with none is retried as a whole.
+        const first = await stream.peek();
+        if (first.kind === 'empty' && attempt < opts.maxRetries) continue;
+        return { ...result, stream: stream.stream };
+      }
+    },
+  };
+  return guarded as unknown as LanguageModel;
+}
+
+function guardStream(source: ReadableStream<StreamPart>, opts: ModelGuardOptions, passRaw: boolean, cut: AbortController) {
+  const reader = source.getReader();
+  let usage: Usage | null = null;
+  let reported = false;
+  let finished = false;
+  let content = false;
+  let stallTimer: NodeJS.Timeout | undefined;
+  let stalled: ModelStallError | null = null;
+  const buffered: StreamPart[] = [];
+  let sourceDone = false;
+  let sourceError: unknown = null;
+
+  const report = () => {
+    if (reported || !usage) return;
+    reported = true;
+    try {
+      opts.onUsage(usage);
+    } catch {
+      // Reporting never breaks the model call; the store logs its own failures.
+    }
+  };
+  const armStall = () => {
+    clearTimeout(stallTimer);
+    stallTimer = setTimeout(() => {
+      stalled = new ModelStallError(opts.stallTimeoutMs, 'content');
+      cut.abort(stalled);
+      void reader.cancel(stalled).catch(() => {});
+    }, opts.stallTimeoutMs);
+    stallTimer.unref?.();
+  };
+
+  /** Reads the next part from the provider, noting usage, finish and content on the way. */
+  async function next(): Promise<StreamPart | null> {
+    for (;;) {
+      let r: Awaited<ReturnType<typeof reader.read>>;
+      try {
+        r = await reader.read();
+      } catch (err) {
+        clearTimeout(stallTimer);
+        report();
+        throw stalled ?? err;
+      }
+      if (stalled) {
+        report();
+        throw stalled;
+      }
+      if (r.done) {
+        clearTimeout(stallTimer);
+        report();
+        return null;
+      }
+      const part = r.value;
+      if (part.type === 'raw') {
+        const u = usageOfRawChunk(part.rawValue);
+        if (u) {
+          usage = u;
+          armStall();
+        }
+        if (isFinishChunk(part.rawValue)) finished = true;
+        if (!passRaw) continue;
+        return part;
+      }
+      if (CONTENT_PARTS.has(part.type)) {
+        armStall();
+        if (part.type !== 'finish') content = true;
+      }
+      if (part.type === 'finish') {
+        clearTimeout(stallTimer);
+        report();
+        if (!finished) {
+          // The stream ended cleanly but the provider never said it was complete.
+          const detail = content ? 'cut mid-answer' : 'no content at all';
+          buffered.push(part);
+          return { type: 'error', error: new IncompleteStreamError(detail) };
+        }
+      }
+      if (part.type === 'error') report();
+      return part;
+    }
+  }
+
+  armStall();
+  const pull = async (): Promise<StreamPart | null> => {
+    if (buffered.length > 0) return buffered.shift()!;
+    if (sourceDone) return null;
+    try {
+      const part = await next();
+      if (part === null) sourceDone = true;
+      return part;
+    } catch (err) {
+      sourceDone = true;
+      sourceError = err;
+      throw err;
+    }
+  };
+
+  return {
+    /** Reads ahead to the first content part (kept for the consumer): `empty` when the answer had none. */
+    async peek(): Promise<{ kind: 'content' | 'empty' | 'error' }> {
+      const ahead: StreamPart[] = [];
+      try {
+        for (;;) {
+          const part = await pull();
+          if (part === null) break;
+          ahead.push(part);
+          if (CONTENT_PARTS.has(part.type) && part.type !== 'finish') break;
+          if (part.type === 'error') {
+            buffered.unshift(...ahead);
+            return { kind: content ? 'content' : 'empty' };
+          }
+        }
+      } catch {
+        buffered.unshift(...ahead);
+        return { kind: 'error' };
+      }
+      buffered.unshift(...ahead);
+      return { kind: content ? 'content' : 'empty' };
+    },
+    stream: new ReadableStream<StreamPart>({
+      async pull(controller) {
+        try {
+          const part = await pull();
+          if (part === null) {
+            if (sourceError) controller.error(sourceError);
+            else controller.close();
+            return;
+          }
+          controller.enqueue(part);
+        } catch (err) {
+          controller.error(err);
+        }
+      },
+      async cancel(reason) {
+        // Aborted by the caller (cancel, timeout, shutdown): what was reported so far still counts.
+        clearTimeout(stallTimer);
+        report();
+        await reader.cancel(reason).catch(() => {});
+      },
+      // No read-ahead: nothing may be pulled before `peek` has finished looking.
+    }, { highWaterMark: 0 }),
+  };
+}
