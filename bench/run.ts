@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
-import { openDatabase } from '../src/store/database';
+import { closeDatabase, openDatabase } from '../src/store/database';
 import { startChildService } from '../test/support/child-service';
 import { startScriptedModel } from '../test/support/scripted-model';
 
@@ -224,7 +224,7 @@ async function benchUsage(records = 1_000_000, runs = 30) {
     }
   })();
   db.$client.exec('ANALYZE');
-  db.$client.close();
+  closeDatabase(db);
   const seedMs = now() - seedStart;
   const svc = await startBenchService({}, { dir });
   const queries: Array<[string, string]> = [

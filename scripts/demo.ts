@@ -10,7 +10,7 @@ import pino from 'pino';
 import WebSocket from 'ws';
 import { createApp } from '../src/app';
 import { loadConfig } from '../src/config/config';
-import { openDatabase } from '../src/store/database';
+import { closeDatabase, openDatabase } from '../src/store/database';
 import { startScriptedModel } from '../test/support/scripted-model';
 
 const dim = (s: string) => `\x1b[2m${s}\x1b[0m`;
@@ -149,7 +149,7 @@ async function main() {
   console.log(`${bold('GET /usage?userId=u-42&groupBy=subagentType')} ${dim('(all demo runs in ./data)')}\n${JSON.stringify(usage, null, 2)}`);
 
   await app.server.close();
-  db.$client.close();
+  closeDatabase(db);
   await model.close();
   if (output.status !== 'completed') process.exit(1);
 }

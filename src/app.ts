@@ -174,7 +174,17 @@ export async function createApp(deps: AppDeps): Promise<App> {
   registerErrorHandling(server);
   // Before any hook that can refuse a request: the plugin's own onRequest hook marks upgrade
   // requests, so a refused upgrade's socket is destroyed once the error is answered.
-  await server.register(websocket, { options: { maxPayload: 64 * 1024 } });
+  await server.register(websocket, {
+    options: { maxPayload: 64 * 1024 },
+    // Readers still open at shutdown (queued or paused tasks, parent streams) learn why, with a
+    // code, instead of a bare close (1005): 1001 "going away", resume with ?after=<last seq>.
+    preClose(done) {
+      for (const client of server.websocketServer.clients) {
+        client.close(1001, 'the service is shutting down; reconnect with ?after=<last seq>');
+      }
+      server.websocketServer.close(() => done());
+    },
+  });
   registerAuth(server, { apiKeys: config.apiKeys, maxFailuresPerMinute: config.authFailuresPerMinute });
   server.addHook('onRequest', async () => {
     if (tasks.isClosing()) throw new AppError(503, 'shutting_down', 'the service is shutting down; retry shortly', undefined, { 'retry-after': '5' });
@@ -211,7 +221,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
 
   await server.register(healthRoutes, { metrics });
   await server.register(agentsRoutes, { registry });
-  await server.register(tasksRoutes, { tasks });
+  await server.register(tasksRoutes, { tasks, keepAliveMs: config.heartbeatMs });
   await server.register(usageRoutes, { usage });
   await server.register(workspacesRoutes, { workspacesDirOf });
   await server.register(streamRoutes, {

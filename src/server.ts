@@ -1,7 +1,10 @@
 import pino from 'pino';
 import { createApp } from './app';
 import { ConfigError, loadConfig, loadDotEnv } from './config/config';
-import { openDatabase } from './store/database';
+import { closeDatabase, DatabaseInUseError, DatabaseNotWritableError, openDatabase } from './store/database';
+
+/** Exit code when another process already runs on the database. */
+const EXIT_DATABASE_IN_USE = 3;
 
 /** How long running tasks get to finish on SIGTERM before they are aborted as `interrupted`. */
 const SHUTDOWN_GRACE_MS = 5_000;
@@ -22,7 +25,16 @@ async function main() {
     throw err;
   }
   const logger = pino({ level: config.logLevel, redact: ['req.headers.authorization'] });
-  const db = openDatabase(config.databasePath);
+  let db;
+  try {
+    db = openDatabase(config.databasePath);
+  } catch (err) {
+    if (err instanceof DatabaseInUseError || err instanceof DatabaseNotWritableError) {
+      console.error(`subagentd: ${err.message}`);
+      process.exit(err instanceof DatabaseInUseError ? EXIT_DATABASE_IN_USE : 1);
+    }
+    throw err;
+  }
   const app = await createApp({ config, db, logger });
   // A deep accept queue: an orchestrator fanning out hundreds of subagents connects all at once,
   // and Node's default backlog (511) drops SYNs past it, costing clients 1-7 s in retransmits.
@@ -50,7 +62,7 @@ async function main() {
     }, SHUTDOWN_HARD_LIMIT_MS).unref();
     await app.tasks.close(SHUTDOWN_GRACE_MS);
     await app.server.close();
-    db.$client.close();
+    closeDatabase(db);
     logger.info('bye');
     process.exit(0);
   };

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -20,6 +21,8 @@ beforeAll(async () => {
     OPENAI_BASE_URL: model.url,
     OPENAI_API_KEY: TEST_API_KEY,
     MAX_CONCURRENT_TASKS: '1',
+    // Commands run bare here: this file is about the process, not the sandbox.
+    BASH_SANDBOX: 'none',
   };
 });
 afterAll(async () => {
@@ -42,21 +45,33 @@ async function until(check: () => Promise<boolean>, ms = 15_000) {
 }
 
 describe('a service killed with SIGKILL mid-task', () => {
-  it('ends the running task error/interrupted with the exact usage of its finished steps, and runs the queued one', async () => {
+  it('ends the running task error/interrupted, billing every token the provider reported, and runs the queued one', async () => {
     model.script('CRASH-RUNNING', [
       { toolCalls: [{ name: 'list_files', args: {} }], usage: { input: 111, output: 11, cached: 5 } },
-      { toolCalls: [{ name: 'list_files', args: {} }], usage: { input: 222, output: 22, reasoning: 3 } },
+      // Killed while this step's tool runs: its tokens were reported before, so they are billed.
+      { toolCalls: [{ name: 'bash', args: { command: 'sleep 7071' } }], usage: { input: 222, output: 22, reasoning: 3 } },
       { delayMs: 60_000, text: 'never arrives' },
     ]);
     model.script('CRASH-QUEUED', [{ toolCalls: [{ name: 'complete', args: { summary: 'ran after restart', paths: [] } }], usage: { input: 5, output: 1 } }]);
     const first = await startChildService(env);
     const running = (await post(first, taskBody({ prompt: 'CRASH-RUNNING', context: { parentTaskId: 'T-crash', userId: 'u-1' } }))).body.id;
     const queued = (await post(first, taskBody({ prompt: 'CRASH-QUEUED', context: { parentTaskId: 'T-crash', userId: 'u-1' } }))).body.id;
-    await until(async () => (await json(`${first.url}/tasks/${running}`)).body.steps === 2);
+    await until(async () => (await json(`${first.url}/tasks/${running}`)).body.usage.inputTokens === 333);
     expect((await json(`${first.url}/tasks/${queued}`)).body.status).toBe('queued');
 
+    // A second instance on the same database is refused before it touches anything.
+    const rival = await startChildService(env, [], { waitReady: false });
+    expect((await rival.exited).code).toBe(3);
+    expect(rival.output()).toMatch(/in use by another subagentd process/);
+    expect((await json(`${first.url}/tasks/${running}`)).body.status).toBe('running');
+
+    const killedAt = Date.now();
     first.child.kill('SIGKILL');
     expect((await first.exited).signal).toBe('SIGKILL');
+    // Without the sandbox (BASH_SANDBOX=none) nothing ties the command to the dead service.
+    spawnSync('pkill', ['-f', 'sleep 7071']);
+    // An outage the record must not count.
+    await new Promise((r) => setTimeout(r, 1500));
 
     const second = await startChildService(env);
     try {
@@ -65,13 +80,15 @@ describe('a service killed with SIGKILL mid-task', () => {
       expect(task).toMatchObject({
         status: 'error',
         error: { code: 'interrupted' },
-        steps: 2,
+        steps: 1,
         usage: { inputTokens: 333, outputTokens: 33, totalTokens: 366, cachedInputTokens: 5, reasoningTokens: 3 },
       });
       const records = (await json(`${second.url}/usage/records?parentTaskId=T-crash`)).body.records;
       const rec = records.find((r: { taskId: string }) => r.taskId === running);
-      expect(rec).toMatchObject({ status: 'error', steps: 2, inputTokens: 333, outputTokens: 33, totalTokens: 366 });
-      expect(rec.completedAt).not.toBeNull();
+      expect(rec).toMatchObject({ status: 'error', steps: 1, inputTokens: 333, outputTokens: 33, totalTokens: 366 });
+      // It ended at its last stored event, before the kill, not when the service came back.
+      expect(Date.parse(rec.completedAt)).toBeLessThanOrEqual(killedAt);
+      expect(rec.durationMs).toBe(Date.parse(rec.completedAt) - Date.parse(rec.startedAt));
       // The stream of the interrupted task replays and ends with task.finished.
       const stream = await openStream(`${second.url.replace('http', 'ws')}/tasks/${running}/stream`);
       expect((await stream.closed).code).toBe(1000);
@@ -81,7 +98,7 @@ describe('a service killed with SIGKILL mid-task', () => {
       await until(async () => (await json(`${second.url}/tasks/${queued}`)).body.status === 'completed');
       expect((await json(`${second.url}/tasks/${queued}`)).body).toMatchObject({ summary: 'ran after restart', usage: { inputTokens: 5 } });
       const usage = (await json(`${second.url}/usage?parentTaskId=T-crash`)).body.totals;
-      expect(usage).toMatchObject({ tasks: 2, steps: 3, inputTokens: 338, outputTokens: 34 });
+      expect(usage).toMatchObject({ tasks: 2, steps: 2, inputTokens: 338, outputTokens: 34 });
     } finally {
       second.child.kill('SIGKILL');
       await second.exited;
@@ -92,15 +109,27 @@ describe('a service killed with SIGKILL mid-task', () => {
 describe('SIGTERM', () => {
   it('refuses new work with 503, aborts what is still running as interrupted after the grace, and exits 0 within 15 s', async () => {
     model.script('TERM-LONG', [{ delayMs: 60_000, text: 'never arrives' }]);
+    model.script('TERM-QUEUED', [{ text: 'ran after the restart' }]);
     const svc = await startChildService(env);
     const id = (await post(svc, taskBody({ prompt: 'TERM-LONG', context: { parentTaskId: 'T-term', userId: 'u-1' } }))).body.id;
     await until(async () => model.requests.some((r) => JSON.stringify(r.body).includes('TERM-LONG')));
+    // A caller waiting on a task that is still queued (one slot, taken) is answered at shutdown.
+    const waiting = fetch(`${svc.url}/tasks?wait=true`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(taskBody({ prompt: 'TERM-QUEUED', context: { parentTaskId: 'T-term', userId: 'u-1' } })),
+    });
+    const waitingResponse = await waiting;
+    expect(waitingResponse.status).toBe(200);
+    const queuedId = waitingResponse.headers.get('x-task-id');
+    expect(waitingResponse.headers.get('location')).toBe(`/tasks/${queuedId}`);
     const sentAt = Date.now();
     svc.child.kill('SIGTERM');
     await until(async () => svc.output().includes('shutting down'));
     const refused = await post(svc, taskBody({ prompt: 'TERM-LATE' }));
     expect(refused.status).toBe(503);
     expect(refused.body.error.code).toBe('shutting_down');
+    expect(((await waitingResponse.json()) as { id: string; status: string })).toMatchObject({ id: queuedId, status: 'queued' });
     const { code } = await svc.exited;
     expect(code).toBe(0);
     expect(Date.now() - sentAt).toBeLessThan(15_000);
@@ -108,10 +137,13 @@ describe('SIGTERM', () => {
     const again = await startChildService(env);
     try {
       const task = (await json(`${again.url}/tasks/${id}`)).body;
-      expect(task).toMatchObject({ status: 'aborted', error: { code: 'interrupted' } });
+      // The same ending as after a crash: error / interrupted.
+      expect(task).toMatchObject({ status: 'error', error: { code: 'interrupted' } });
       const records = (await json(`${again.url}/usage/records?parentTaskId=T-term`)).body.records;
-      expect(records).toMatchObject([{ taskId: id, status: 'aborted' }]);
-      expect(again.output()).not.toContain('recovered unfinished tasks');
+      expect(records.filter((r: { taskId: string }) => r.taskId === id)).toMatchObject([{ taskId: id, status: 'error' }]);
+      // Nothing was left running; the task that was queued is queued again and runs now.
+      expect(again.output()).toMatch(/"interrupted":0,"requeued":1.*recovered unfinished tasks/);
+      await until(async () => (await json(`${again.url}/tasks/${queuedId}`)).body.status === 'completed');
     } finally {
       again.child.kill('SIGKILL');
       await again.exited;

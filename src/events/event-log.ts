@@ -29,6 +29,7 @@ export function createEventLog(db: Db, opts: { now?: () => number } = {}) {
   const parentListeners = new Map<string, Set<EventListener>>();
   const insert = db.$client.prepare('INSERT INTO task_events (task_id, seq, type, at, data) VALUES (?, ?, ?, ?, ?)');
   const maxSeq = db.$client.prepare('SELECT max(seq) AS seq FROM task_events WHERE task_id = ?').pluck();
+  const maxAt = db.$client.prepare('SELECT max(at) FROM task_events WHERE task_id = ?').pluck();
   interface Pending {
     event: StoredEvent;
     parent: string;
@@ -137,6 +138,11 @@ export function createEventLog(db: Db, opts: { now?: () => number } = {}) {
           type: r.type as EventType,
           json: envelope(r.seq, r.type, r.taskId, r.at, r.data),
         }));
+    },
+
+    /** When the task's last stored event was written (null without events). */
+    lastAt(taskId: string): number | null {
+      return (maxAt.get(taskId) as number | null) ?? null;
     },
 
     lastSeq(taskId: string): number {

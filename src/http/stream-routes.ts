@@ -20,6 +20,13 @@ export interface StreamRoutesOptions {
 
 const REPLAY_PAGE = 500;
 
+/** `?after=`: a plain decimal seq (no sign, no spaces, no hex, no empty value); 0 when absent. */
+const afterSchema = z
+  .string()
+  .regex(/^(0|[1-9][0-9]{0,14})$/, 'must be a whole number of 0 or more, in plain decimal')
+  .optional()
+  .transform((v) => (v === undefined ? 0 : Number(v)));
+
 /** A plain HTTP request on a WebSocket route gets a contract error, not an empty 404. */
 async function upgradeRequired(): Promise<never> {
   throw new AppError(426, 'upgrade_required', 'this route is a WebSocket: connect with an Upgrade: websocket request', undefined, {
@@ -51,7 +58,7 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
       description:
         'Replays every stored event with seq > after, then live events; heartbeats while idle; closes with 1000 after task.finished.',
       params: taskIdParamsSchema,
-      querystring: z.object({ after: z.coerce.number().int().min(0).default(0) }),
+      querystring: z.object({ after: afterSchema }),
       response: errorResponses,
     },
     // Refuse an unknown (or another tenant's) task with a 404 before the upgrade.

@@ -1,3 +1,4 @@
+import { PassThrough } from 'node:stream';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { toTaskOutput } from '../tasks/task-output';
@@ -17,15 +18,23 @@ const idempotencyHeaders = z.object({
   'idempotency-key': z.string().min(1).max(255).optional(),
 });
 
-export const tasksRoutes: FastifyPluginAsyncZod<{ tasks: TaskService }> = async (app, { tasks }) => {
+export interface TasksRoutesOptions {
+  tasks: TaskService;
+  /** How often a `?wait=true` answer sends a space while the task runs. */
+  keepAliveMs: number;
+}
+
+export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app, { tasks, keepAliveMs }) => {
   app.post(
     '/tasks',
     {
       schema: {
         summary: 'Run a subagent task',
         description:
-          'Answers 202 with the task id and its stream URL; with ?wait=true holds the response until the task ends ' +
-          'and answers 200 with the TaskOutput. A repeated Idempotency-Key with the same body answers 200 with the first task.',
+          'Answers 202 with the task id and its stream URL; with ?wait=true answers 200 with the TaskOutput once the task ends: ' +
+          'the status line and headers (Location, X-Task-Id) go out at once and a space every few seconds keeps the ' +
+          'connection alive (JSON allows leading whitespace), so any client can wait however long the task runs. ' +
+          'A repeated Idempotency-Key with the same body answers 200 with the first task.',
         body: createTaskBodySchema,
         querystring: createTaskQuerySchema,
         headers: idempotencyHeaders,
@@ -35,8 +44,19 @@ export const tasksRoutes: FastifyPluginAsyncZod<{ tasks: TaskService }> = async 
     async (request, reply) => {
       const { row, created } = tasks.submit(request.tenant, request.body, request.headers['idempotency-key']);
       if (request.query.wait === 'true') {
-        const ended = await tasks.waitForEnd(row.id);
-        return reply.status(200).send(toTaskOutput(ended));
+        if (row.status !== 'queued' && row.status !== 'running') return reply.status(200).send(toTaskOutput(row));
+        const body = new PassThrough();
+        // Headers now: the caller learns the task id even if it gives up waiting.
+        reply.status(200).header('content-type', 'application/json; charset=utf-8').header('location', `/tasks/${row.id}`).header('x-task-id', row.id);
+        body.write(' ');
+        const keepAlive = setInterval(() => body.write(' '), keepAliveMs);
+        reply.raw.once('close', () => clearInterval(keepAlive));
+        void tasks.waitForEnd(row.id).then((ended) => {
+          clearInterval(keepAlive);
+          body.end(JSON.stringify(toTaskOutput(ended)));
+        });
+        // A stream is sent as it is (the 200 schema describes what it ends with).
+        return reply.send(body as never);
       }
       if (!created) return reply.status(200).send(toTaskOutput(row));
       return reply

@@ -25,6 +25,15 @@ export function aborted(code: string, message: string): Ending {
 }
 
 /**
+ * The ending of a task whose signal was aborted: `aborted` for a cancel or a timeout, and
+ * `error`/`interrupted` when the service stopped under it, whether by SIGTERM or by a crash found
+ * at the next start (one status for one cause, as the contract has it).
+ */
+export function endingOfAbort(abort: { code: string; message: string }): Ending {
+  return abort.code === 'interrupted' ? failed(abort.code, abort.message) : aborted(abort.code, abort.message);
+}
+
+/**
  * Writes a task's end state, closes its usage record and appends `task.finished` (carrying the
  * final TaskOutput) in one transaction: every path that ends a task goes through here.
  */

@@ -17,7 +17,7 @@ import type { Sandbox } from '../tools/sandbox';
 import type { ToolContext, Workspace } from '../tools/tool-types';
 import { childEnv, openWorkspace } from '../tools/workspace';
 import { workspaceTools } from '../tools/workspace-tools';
-import { aborted, failed, finishTask, type Ending } from './finish-task';
+import { endingOfAbort, failed, finishTask, type Ending } from './finish-task';
 import { abortCode } from './task-abort';
 import type { CreateTaskBody, Usage } from './task-schemas';
 
@@ -50,15 +50,14 @@ export function createTaskRunner(deps: RunnerDeps) {
     const def = deps.registry.get(row.subagentType);
     const model = def && def.kind === 'model' ? (body.options?.model ?? def.model) : null;
     const startedAt = deps.now();
-    store.markStarted(row, model, startedAt);
     const log = logger.child({ taskId: row.id });
-    log.info(
-      { subagentType: row.subagentType, parentTaskId: row.parentTaskId, userId: row.userId, model },
-      'task started',
-    );
-
     let ending: Ending;
     try {
+      store.markStarted(row, model, startedAt);
+      log.info(
+        { subagentType: row.subagentType, parentTaskId: row.parentTaskId, userId: row.userId, model },
+        'task started',
+      );
       if (!def) throw new Error(`subagent type "${row.subagentType}" is no longer defined`);
       const workspace = await openWorkspace(deps.workspacesDirOf(row.tenant), row.parentTaskId);
       events.append(row, 'task.started', { subagent_type: row.subagentType, model, workspace: workspace.root });
@@ -105,10 +104,7 @@ export function createTaskRunner(deps: RunnerDeps) {
       limiter: deps.sandbox.limiter,
     });
     const output = { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr, truncated: r.truncated };
-    if (signal.aborted) {
-      const abort = abortCode(signal);
-      return { ...aborted(abort.code, abort.message), output };
-    }
+    if (signal.aborted) return { ...endingOfAbort(abortCode(signal)), output };
     return {
       status: 'completed',
       summary: `command exited with code ${r.exitCode}`,
@@ -171,10 +167,7 @@ export function createTaskRunner(deps: RunnerDeps) {
       skipped: result.complete?.skipped ?? [],
       output: result.complete?.output ?? null,
     };
-    if (result.aborted) {
-      const abort = abortCode(signal);
-      return { ...aborted(abort.code, abort.message), ...delivered };
-    }
+    if (result.aborted) return { ...endingOfAbort(abortCode(signal)), ...delivered };
     if (result.stalled) {
       return { ...failed('provider_timeout', `the model sent nothing for ${deps.limits.modelStallTimeoutMs} ms; the request was cut`), ...delivered };
     }

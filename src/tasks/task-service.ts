@@ -83,7 +83,18 @@ export function createTaskService(deps: TaskServiceDeps) {
     active.set(row.id, { controller, timer });
     void deps.runner
       .run(row, controller.signal)
-      .then(settle, (err) => deps.logger.error({ err, taskId: row.id }, 'runner failed'))
+      .then(settle, (err) => {
+        // The runner never throws by design; if it did (its store writes failed), the task still
+        // ends error/internal_error where that can be written, and its waiters are answered.
+        deps.logger.error({ err, taskId: row.id }, 'runner failed');
+        const current = store.getById(row.id) ?? row;
+        try {
+          settle(finishTask(deps, current, failed('internal_error', 'the task failed inside the service'), deps.now()));
+        } catch (finishErr) {
+          deps.logger.error({ err: finishErr, taskId: row.id }, 'could not record the end of the task');
+          settle(current);
+        }
+      })
       .finally(() => {
         clearTimeout(timer);
         active.delete(row.id);
@@ -237,11 +248,13 @@ export function createTaskService(deps: TaskServiceDeps) {
       let requeued = 0;
       for (const row of store.unfinished()) {
         if (row.status === 'running') {
+          // It ended when its last event was stored, not when the service came back.
+          const endedAt = Math.max(row.startedAt ?? row.createdAt, deps.events.lastAt(row.id) ?? 0);
           finishTask(
             deps,
             row,
             { ...failed('interrupted', 'the service stopped while the task was running'), summary: row.summary },
-            deps.now(),
+            endedAt,
           );
           interrupted++;
         } else {
@@ -263,18 +276,24 @@ export function createTaskService(deps: TaskServiceDeps) {
 
     /**
      * Stops admitting, gives running tasks `graceMs` to end, then aborts them as `interrupted`
-     * and waits for their end states to be written. Queued tasks stay queued for the next start.
+     * and waits for their end states to be written. Queued tasks stay queued for the next start;
+     * whoever waits for one is answered with it as it is (`queued`), so no wait outlives the process.
      */
     async close(graceMs = 0): Promise<void> {
       closing = true;
       const pending = [...active.keys()].map((id) => this.waitForEnd(id));
-      if (pending.length === 0) return;
-      const grace = new Promise((r) => setTimeout(r, graceMs).unref());
-      await Promise.race([Promise.all(pending), grace]);
-      for (const a of active.values()) {
-        a.controller.abort(new TaskAbort('interrupted', 'the service stopped while the task was running'));
+      if (pending.length > 0) {
+        const grace = new Promise((r) => setTimeout(r, graceMs).unref());
+        await Promise.race([Promise.all(pending), grace]);
+        for (const a of active.values()) {
+          a.controller.abort(new TaskAbort('interrupted', 'the service stopped while the task was running'));
+        }
+        await Promise.all(pending);
       }
-      await Promise.all(pending);
+      for (const id of [...waiters.keys()]) {
+        const row = store.getById(id);
+        if (row) settle(row);
+      }
     },
   };
 }

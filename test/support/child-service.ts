@@ -23,7 +23,11 @@ async function freePort(): Promise<number> {
 }
 
 /** Runs `src/server.ts` as a real child process (what `npm start` runs) and waits until it is ready. */
-export async function startChildService(env: Record<string, string>, nodeArgs: string[] = []): Promise<ChildService> {
+export async function startChildService(
+  env: Record<string, string>,
+  nodeArgs: string[] = [],
+  opts: { waitReady?: boolean } = {},
+): Promise<ChildService> {
   const port = await freePort();
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(root, 'src/server.ts')], {
     cwd: root,
@@ -37,6 +41,7 @@ export async function startChildService(env: Record<string, string>, nodeArgs: s
     child.on('exit', (code, signal) => resolve({ code, signal })),
   );
   const url = `http://127.0.0.1:${port}`;
+  if (opts.waitReady === false) return { child, url, output: () => out, exited };
   const until = Date.now() + 20_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`service exited early:\n${out}`);

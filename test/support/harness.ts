@@ -4,7 +4,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { createApp, type App } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config/config';
-import { openDatabase, type Db } from '../../src/store/database';
+import { closeDatabase, openDatabase, type Db } from '../../src/store/database';
 import type { Sandbox } from '../../src/tools/sandbox';
 import { startScriptedModel, type ScriptedModel } from './scripted-model';
 
@@ -56,7 +56,7 @@ export async function startService(
     inject: app.server.inject.bind(app.server),
     async close() {
       await app.server.close();
-      db.$client.close();
+      closeDatabase(db);
       if (!opts.model) await model.close();
       if (!opts.dir) rmSync(dir, { recursive: true, force: true });
     },
