@@ -75,6 +75,11 @@ export interface ScriptedModel {
   /** Registers a script for prompts containing `marker`. Later registrations win. */
   script(marker: string, script: Script): void;
   requests: RecordedRequest[];
+  /**
+   * Chat answers whose usage chunk and [DONE] were handed to the socket in full, with when: what
+   * the provider "served" and expects to be billed for (crash benchmarks compare it with the records).
+   */
+  served: Array<{ prompt: string; turn: number; inputTokens: number; at: number }>;
   /** Most chat requests that were being answered at the same time. */
   readonly maxInFlight: number;
   close(): Promise<void>;
@@ -209,6 +214,7 @@ export async function startScriptedModel(opts: { port?: number } = {}): Promise<
   const scripts: Array<{ marker: string; script: Script }> = [];
   const attempts = new Map<string, number>();
   const requests: RecordedRequest[] = [];
+  const served: ScriptedModel['served'] = [];
   let counter = 0;
   let inFlight = 0;
   let maxInFlight = 0;
@@ -329,7 +335,7 @@ export async function startScriptedModel(opts: { port?: number } = {}): Promise<
       await sleep(3_600_000, abort.signal);
       return;
     }
-    res.end('data: [DONE]\n\n');
+    res.end('data: [DONE]\n\n', () => served.push({ prompt, turn, inputTokens: input, at: Date.now() }));
   }
 
   const server: Server = createServer((req, res) => {
@@ -347,6 +353,7 @@ export async function startScriptedModel(opts: { port?: number } = {}): Promise<
     url: `http://127.0.0.1:${port}/v1`,
     script: (marker, script) => scripts.push({ marker, script }),
     requests,
+    served,
     get maxInFlight() {
       return maxInFlight;
     },
