@@ -150,3 +150,41 @@ describe('SIGTERM', () => {
     }
   });
 });
+
+describe('the parent stream across a crash', () => {
+  it('gives a reconnecting reader every event it missed with ?after=<parentSeq>, task.finished of recovered tasks included', async () => {
+    model.script('PARENT-CURSOR-A', [
+      { toolCalls: [{ name: 'list_files', args: {} }], usage: { input: 10, output: 1 } },
+      { delayMs: 60_000, text: 'never arrives' },
+    ]);
+    model.script('PARENT-CURSOR-B', [{ toolCalls: [{ name: 'complete', args: { summary: 'b done', paths: [] } }] }]);
+    const first = await startChildService(env);
+    const ws = (svc: ChildService, query: string) => openStream(`${svc.url.replace('http', 'ws')}/stream?parentTaskId=T-cursor${query}`);
+    const reader = await ws(first, '&after=0');
+    const a = (await post(first, taskBody({ prompt: 'PARENT-CURSOR-A', context: { parentTaskId: 'T-cursor', userId: 'u-1' } }))).body.id;
+    await reader.waitFor((m) => m.taskId === a && m.type === 'step.finished');
+    const seen = reader.messages.filter((m) => m.type !== 'heartbeat');
+    const cursor = seen.at(-1)!.parentSeq as number;
+    expect(seen.map((m) => m.parentSeq)).toEqual(seen.map((_, i) => i + 1));
+
+    first.child.kill('SIGKILL');
+    await first.exited;
+    await reader.closed;
+    const second = await startChildService(env);
+    try {
+      // A second task of the same parent finishes while nobody listens.
+      const b = (await post(second, taskBody({ prompt: 'PARENT-CURSOR-B', context: { parentTaskId: 'T-cursor', userId: 'u-1' } }))).body.id;
+      await until(async () => (await json(`${second.url}/tasks/${b}`)).body.status === 'completed');
+      const again = await ws(second, `&after=${cursor}`);
+      await again.waitFor((m) => m.taskId === b && m.type === 'task.finished');
+      const missed = again.messages.filter((m) => m.type !== 'heartbeat');
+      expect(missed.map((m) => m.parentSeq)).toEqual(missed.map((_, i) => cursor + i + 1));
+      expect(missed.find((m) => m.taskId === a && m.type === 'task.finished')).toMatchObject({ data: { status: 'error', error: { code: 'interrupted' } } });
+      expect(missed.filter((m) => m.taskId === b).map((m) => m.type)).toEqual(['task.started', 'step.started', 'tool.call', 'tool.result', 'step.finished', 'task.finished']);
+      again.socket.close();
+    } finally {
+      second.child.kill('SIGKILL');
+      await second.exited;
+    }
+  });
+});

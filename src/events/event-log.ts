@@ -11,7 +11,11 @@ export interface ParentKey {
   parentTaskId: string;
 }
 
-const parentKey = (k: ParentKey) => `${k.tenant}\u0000${k.parentTaskId}`;
+/** `<parentTaskId>@<tenant>`: a parentTaskId never holds `@`, so the first one ends it. */
+const parentKey = (k: ParentKey) => `${k.parentTaskId}@${k.tenant}`;
+
+/** Parents whose last parent seq is cached; past it the cache is emptied once all is written. */
+const MAX_CACHED_PARENTS = 50_000;
 
 /**
  * The per-task event log: every event gets the next `seq` of its task, is written to SQLite, and
@@ -27,8 +31,16 @@ export function createEventLog(db: Db, opts: { now?: () => number } = {}) {
   const lastSeq = new Map<string, number>();
   const taskListeners = new Map<string, Set<EventListener>>();
   const parentListeners = new Map<string, Set<EventListener>>();
-  const insert = db.$client.prepare('INSERT INTO task_events (task_id, seq, type, at, data) VALUES (?, ?, ?, ?, ?)');
+  const lastParentSeq = new Map<string, number>();
+  const insert = db.$client.prepare(
+    'INSERT INTO task_events (task_id, seq, type, at, data, parent_key, parent_seq) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  );
   const maxSeq = db.$client.prepare('SELECT max(seq) AS seq FROM task_events WHERE task_id = ?').pluck();
+  const maxParentSeq = db.$client.prepare('SELECT max(parent_seq) FROM task_events WHERE parent_key = ?').pluck();
+  const readParent = db.$client.prepare(
+    `SELECT task_id AS taskId, seq, type, at, data, parent_seq AS parentSeq FROM task_events
+     WHERE parent_key = ? AND parent_seq > ? ORDER BY parent_seq LIMIT ?`,
+  );
   const maxAt = db.$client.prepare('SELECT max(at) FROM task_events WHERE task_id = ?').pluck();
   interface Pending {
     event: StoredEvent;
@@ -38,7 +50,8 @@ export function createEventLog(db: Db, opts: { now?: () => number } = {}) {
   }
   let pending: Pending[] = [];
   let scheduled = false;
-  const insertRow = (r: Pending) => insert.run(r.event.taskId, r.event.seq, r.event.type, r.at, r.dataJson);
+  const insertRow = (r: Pending) =>
+    insert.run(r.event.taskId, r.event.seq, r.event.type, r.at, r.dataJson, r.parent, r.event.parentSeq);
   const writeBatch = db.$client.transaction((rows: Pending[]) => rows.forEach(insertRow));
   /** Pending rows, then the caller's state, then the event built from that state: one transaction. */
   const writeWith = db.$client.transaction((rows: Pending[], row: Pending, also: () => void, fill: () => void) => {
@@ -47,6 +60,12 @@ export function createEventLog(db: Db, opts: { now?: () => number } = {}) {
     fill();
     insertRow(row);
   });
+
+  function nextParentSeq(key: string): number {
+    const seq = (lastParentSeq.get(key) ?? (maxParentSeq.get(key) as number | null) ?? 0) + 1;
+    lastParentSeq.set(key, seq);
+    return seq;
+  }
 
   function nextSeq(taskId: string): number {
     let seq = lastSeq.get(taskId);
@@ -78,6 +97,8 @@ export function createEventLog(db: Db, opts: { now?: () => number } = {}) {
     pending = [];
     if (rows.length === 0) return;
     writeBatch(rows);
+    // Everything is stored now, so the cache can be rebuilt from the table when needed.
+    if (lastParentSeq.size > MAX_CACHED_PARENTS) lastParentSeq.clear();
     publish(rows);
   }
 
@@ -96,10 +117,12 @@ export function createEventLog(db: Db, opts: { now?: () => number } = {}) {
       lastSeq.set(task.id, seq);
       if (type === 'task.finished') lastSeq.delete(task.id);
       const at = now();
-      const row: Pending = { event: { taskId: task.id, seq, type, json: '' }, parent: parentKey(task), at, dataJson: '' };
+      const parent = parentKey(task);
+      const parentSeq = nextParentSeq(parent);
+      const row: Pending = { event: { taskId: task.id, seq, type, json: '', parentSeq }, parent, at, dataJson: '' };
       const fill = () => {
         row.dataJson = JSON.stringify(typeof data === 'function' ? data() : data);
-        row.event.json = envelope(seq, type, task.id, at, row.dataJson);
+        row.event.json = envelope(seq, type, task.id, at, row.dataJson, parentSeq);
       };
       if (alsoInTransaction) {
         const rows = pending;
@@ -136,8 +159,28 @@ export function createEventLog(db: Db, opts: { now?: () => number } = {}) {
           taskId: r.taskId,
           seq: r.seq,
           type: r.type as EventType,
-          json: envelope(r.seq, r.type, r.taskId, r.at, r.data),
+          parentSeq: r.parentSeq ?? undefined,
+          json: envelope(r.seq, r.type, r.taskId, r.at, r.data, r.parentSeq),
         }));
+    },
+
+    /** Stored events of every task of a parent with `parentSeq > after`, in the order they were written. */
+    readParent(key: ParentKey, after = 0, limit = 10_000): StoredEvent[] {
+      const rows = readParent.all(parentKey(key), after, limit) as Array<{
+        taskId: string;
+        seq: number;
+        type: string;
+        at: number;
+        data: string;
+        parentSeq: number;
+      }>;
+      return rows.map((r) => ({
+        taskId: r.taskId,
+        seq: r.seq,
+        type: r.type as EventType,
+        parentSeq: r.parentSeq,
+        json: envelope(r.seq, r.type, r.taskId, r.at, r.data, r.parentSeq),
+      }));
     },
 
     /** When the task's last stored event was written (null without events). */
@@ -176,6 +219,7 @@ function addListener(map: Map<string, Set<EventListener>>, key: string, listener
   };
 }
 
-function envelope(seq: number, type: string, taskId: string, at: number, dataJson: string): string {
-  return `{"seq":${seq},"type":${JSON.stringify(type)},"taskId":${JSON.stringify(taskId)},"at":"${new Date(at).toISOString()}","data":${dataJson}}`;
+function envelope(seq: number, type: string, taskId: string, at: number, dataJson: string, parentSeq?: number | null): string {
+  const cursor = parentSeq ? `,"parentSeq":${parentSeq}` : '';
+  return `{"seq":${seq},"type":${JSON.stringify(type)},"taskId":${JSON.stringify(taskId)}${cursor},"at":"${new Date(at).toISOString()}","data":${dataJson}}`;
 }

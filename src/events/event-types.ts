@@ -16,6 +16,7 @@ export const taskEventSchema = z.object({
   seq: z.number().int().min(1),
   type: z.enum(eventTypes),
   taskId: z.string(),
+  parentSeq: z.number().int().min(1).optional(),
   at: z.string(),
   data: z.record(z.string(), z.unknown()),
 });
@@ -25,6 +26,8 @@ export type TaskEvent = z.infer<typeof taskEventSchema>;
 export interface StoredEvent {
   taskId: string;
   seq: number;
+  /** Place among all events of the task's parent (the parent stream's `after` cursor). */
+  parentSeq?: number;
   type: EventType;
   json: string;
 }

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { EventLog } from '../events/event-log';
+import type { EventLog, ParentKey } from '../events/event-log';
 import type { StoredEvent } from '../events/event-types';
 import { createSocketFeed } from '../events/socket-feed';
 import type { TaskStore } from '../store/task-store';
@@ -20,18 +20,30 @@ export interface StreamRoutesOptions {
 
 const REPLAY_PAGE = 500;
 
-/** `?after=`: a plain decimal seq (no sign, no spaces, no hex, no empty value); 0 when absent. */
-const afterSchema = z
+/** `?after=`: a plain decimal number (no sign, no spaces, no hex, no empty value), or absent. */
+const cursorSchema = z
   .string()
   .regex(/^(0|[1-9][0-9]{0,14})$/, 'must be a whole number of 0 or more, in plain decimal')
   .optional()
-  .transform((v) => (v === undefined ? 0 : Number(v)));
+  .transform((v) => (v === undefined ? undefined : Number(v)));
+/** A task stream's `?after=`: 0 when absent. */
+const afterSchema = cursorSchema.transform((v) => v ?? 0);
 
 /** A plain HTTP request on a WebSocket route gets a contract error, not an empty 404. */
 async function upgradeRequired(): Promise<never> {
   throw new AppError(426, 'upgrade_required', 'this route is a WebSocket: connect with an Upgrade: websocket request', undefined, {
     upgrade: 'websocket',
   });
+}
+
+/** A parent's stored events after the cursor `after`, page by page. */
+function* storedParentEvents(events: EventLog, key: ParentKey, after: number): Generator<StoredEvent> {
+  for (let from = after; ; ) {
+    const page = events.readParent(key, from, REPLAY_PAGE);
+    yield* page;
+    if (page.length < REPLAY_PAGE) return;
+    from = page[page.length - 1].parentSeq!;
+  }
 }
 
 /** A task's stored events after `after`, read page by page as the consumer advances. */
@@ -82,19 +94,24 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
     schema: {
       summary: 'Progress events of every task of a parent task (WebSocket)',
       description:
-        "Replays the stored events of the parent's unfinished tasks, then streams live events of all its tasks, " +
-        "each with its own task's seq. Stays open until the client closes it.",
-      querystring: z.object({ parentTaskId: contextIdSchema }),
+        "Events of every task of the parent, each with its own task's seq and with parentSeq, its place among the " +
+        'parent\'s events. With ?after=<parentSeq> it replays every stored event after that cursor (finished tasks ' +
+        "included), so a reader that reconnects misses nothing; without it, the stored events of the parent's " +
+        'unfinished tasks. Then live events. Stays open until the client closes it.',
+      querystring: z.object({ parentTaskId: contextIdSchema, after: cursorSchema }),
       response: errorResponses,
     },
     wsHandler: async (socket, request) => {
-      const { parentTaskId } = request.query as { parentTaskId: string };
+      const { parentTaskId, after } = request.query as { parentTaskId: string; after?: number };
+      const key = { tenant: request.tenant, parentTaskId };
       const feed = createSocketFeed({ socket, ...feedOptions });
-      feed.onStop(events.subscribeParent({ tenant: request.tenant, parentTaskId }, (event) => feed.send(event)));
+      feed.onStop(events.subscribeParent(key, (event) => feed.send(event)));
       await feed.replay(
-        (function* () {
-          for (const task of store.unfinishedOfParent(request.tenant, parentTaskId)) yield* storedEvents(events, task.id, 0);
-        })(),
+        after !== undefined
+          ? storedParentEvents(events, key, after)
+          : (function* () {
+              for (const task of store.unfinishedOfParent(request.tenant, parentTaskId)) yield* storedEvents(events, task.id, 0);
+            })(),
       );
     },
   });

@@ -97,8 +97,11 @@ export const taskEvents = sqliteTable(
     type: text('type').notNull(),
     at: integer('at').notNull(),
     data: text('data').notNull(),
+    /** `<parentTaskId>@<tenant>` and the event's place among all events of that parent (the parent stream's cursor). */
+    parentKey: text('parent_key'),
+    parentSeq: integer('parent_seq'),
   },
-  (t) => [primaryKey({ columns: [t.taskId, t.seq] })],
+  (t) => [primaryKey({ columns: [t.taskId, t.seq] }), index('task_events_parent').on(t.parentKey, t.parentSeq)],
 );
 
 export type TaskRow = typeof tasks.$inferSelect;

@@ -2,6 +2,7 @@ import WebSocket from 'ws';
 
 export interface StreamMessage {
   seq?: number;
+  parentSeq?: number;
   type: string;
   taskId?: string;
   at: string;
