@@ -30,6 +30,7 @@ import { createMetrics } from './metrics/metrics';
 import type { Db } from './store/database';
 import { createTaskStore } from './store/task-store';
 import { createSqlReader } from './store/read-worker';
+import { createStorageGuard } from './store/storage-guard';
 import { createUsageStore } from './store/usage-store';
 import { createTaskRunner } from './tasks/task-runner';
 import { createTaskService, type TaskService } from './tasks/task-service';
@@ -113,10 +114,22 @@ export async function createApp(deps: AppDeps): Promise<App> {
   }
 
   const metrics = createMetrics({ defaultMetrics: true });
+  const storage = createStorageGuard({
+    probe: () => db.$client.pragma(`user_version = ${db.$client.pragma('user_version', { simple: true }) as number}`),
+    onFault: (fault, err) => {
+      logger.error({ fault, err }, 'the database cannot be written: new tasks are refused, running ones stopped; retrying every second');
+      tasks.storageFailed(fault);
+    },
+    onRecover: () => {
+      logger.warn('the database can be written again: admitting tasks');
+      tasks.storageRecovered();
+    },
+  });
+  metrics.watchStorage(() => ({ writable: storage.fault === null, waiting: storage.waiting }));
   const store = createTaskStore(db);
   const reader = createSqlReader(db, config.databasePath);
   const usage = createUsageStore(db, reader);
-  const events = createEventLog(db, { now });
+  const events = createEventLog(db, { now, storage });
   const runner = createTaskRunner({
     store,
     events,
@@ -134,6 +147,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     },
     secrets: config.openaiApiKey ? [config.openaiApiKey] : [],
     sandbox,
+    storage,
   });
   const tasks = createTaskService({
     store,
@@ -148,6 +162,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     maxConcurrentPerTenant: config.maxConcurrentPerTenant,
     maxQueuedPerTenant: config.maxQueuedPerTenant,
     taskTimeoutMs: config.taskTimeoutMs,
+    storage,
   });
 
   const server = Fastify({
@@ -219,7 +234,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   });
   await server.register(swaggerUi, { routePrefix: '/docs' });
 
-  await server.register(healthRoutes, { metrics });
+  await server.register(healthRoutes, { metrics, storage });
   await server.register(agentsRoutes, { registry });
   await server.register(tasksRoutes, { tasks, keepAliveMs: config.heartbeatMs });
   await server.register(usageRoutes, { usage });
@@ -237,6 +252,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     await tasks.close();
     events.flush();
     await reader.close();
+    storage.close();
     sandbox.limiter?.close();
   });
 

@@ -1,5 +1,6 @@
 import { and, asc, eq, gt } from 'drizzle-orm';
 import type { Db } from '../store/database';
+import type { StorageGuard } from '../store/storage-guard';
 import { taskEvents } from '../store/schema';
 import type { EventType, StoredEvent } from './event-types';
 
@@ -26,7 +27,7 @@ const MAX_CACHED_PARENTS = 50_000;
  * after it is stored, a reader that replays from the store and subscribes in the same tick sees
  * every event exactly once, in order, with no gap.
  */
-export function createEventLog(db: Db, opts: { now?: () => number } = {}) {
+export function createEventLog(db: Db, opts: { now?: () => number; storage?: StorageGuard } = {}) {
   const now = opts.now ?? Date.now;
   const lastSeq = new Map<string, number>();
   const taskListeners = new Map<string, Set<EventListener>>();
@@ -91,15 +92,35 @@ export function createEventLog(db: Db, opts: { now?: () => number } = {}) {
     }
   }
 
-  /** Writes what is pending in one transaction, then publishes it in order. */
-  function flush() {
+  /** Writes what is pending in one transaction, then publishes it in order; throws with nothing lost. */
+  function writePending() {
     const rows = pending;
-    pending = [];
     if (rows.length === 0) return;
     writeBatch(rows);
+    pending = [];
     // Everything is stored now, so the cache can be rebuilt from the table when needed.
     if (lastParentSeq.size > MAX_CACHED_PARENTS) lastParentSeq.clear();
     publish(rows);
+  }
+
+  let retrying = false;
+  /**
+   * The group commit. When the disk is full or the database unwritable, the rows stay pending (not
+   * published: readers never see an event that is not stored) and the storage guard writes them,
+   * in order with the other waiting writes, once it can.
+   */
+  function flush() {
+    if (retrying) return;
+    try {
+      writePending();
+    } catch (err) {
+      if (!opts.storage?.report(err)) throw err;
+      retrying = true;
+      void opts.storage.write(() => {
+        writePending();
+        retrying = false;
+      });
+    }
   }
 
   return {
@@ -126,8 +147,16 @@ export function createEventLog(db: Db, opts: { now?: () => number } = {}) {
       };
       if (alsoInTransaction) {
         const rows = pending;
+        try {
+          writeWith(rows, row, alsoInTransaction, fill);
+        } catch (err) {
+          // Nothing was written: give the numbers back so that a retry takes the same ones.
+          if (type === 'task.finished' || lastSeq.get(task.id) === seq) lastSeq.set(task.id, seq - 1);
+          if (lastParentSeq.get(parent) === parentSeq) lastParentSeq.set(parent, parentSeq - 1);
+          throw err;
+        }
         pending = [];
-        writeWith(rows, row, alsoInTransaction, fill);
+        if (lastParentSeq.size > MAX_CACHED_PARENTS) lastParentSeq.clear();
         publish(rows);
         publish([row]);
         return;

@@ -2,6 +2,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { AppError, errorBody } from '../errors/app-error';
+import { storageFaultOf } from '../store/storage-guard';
 
 /** Framework error codes that are the client's fault, mapped to the contract's codes. */
 const frameworkCodes: Record<string, string> = {
@@ -31,6 +32,14 @@ export function registerErrorHandling(app: FastifyInstance): void {
     if (err instanceof AppError) {
       if (err.headers) reply.headers(err.headers);
       return reply.status(err.statusCode).send(errorBody(err.code, err.message, err.details));
+    }
+    const fault = storageFaultOf(err);
+    if (fault) {
+      request.log.error({ err }, 'database write failed');
+      reply.header('retry-after', '30');
+      return reply
+        .status(fault === 'storage_full' ? 507 : 503)
+        .send(errorBody(fault, fault === 'storage_full' ? 'the service\'s disk is full; retry later' : 'the service cannot write its database; retry later'));
     }
     const status = err.statusCode ?? 500;
     if (status >= 400 && status < 500) {

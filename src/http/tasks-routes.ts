@@ -104,6 +104,6 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
         response: { 202: taskOutputSchema, ...errorResponses },
       },
     },
-    async (request, reply) => reply.status(202).send(toTaskOutput(tasks.cancel(request.tenant, request.params.id))),
+    async (request, reply) => reply.status(202).send(toTaskOutput(await tasks.cancel(request.tenant, request.params.id))),
   );
 };

@@ -29,8 +29,30 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
   const queued = new Gauge({ name: 'subagentd_queue_depth', help: 'Tasks waiting to run', registers: [registry] });
   const running = new Gauge({ name: 'subagentd_tasks_running', help: 'Tasks running now', registers: [registry] });
 
+  let storage = () => ({ writable: true, waiting: 0 });
+  new Gauge({
+    name: 'subagentd_storage_writable',
+    help: '1 while the database takes writes, 0 while the disk is full or the database unwritable',
+    registers: [registry],
+    collect() {
+      this.set(storage().writable ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'subagentd_storage_waiting_writes',
+    help: 'Writes held in memory until the database takes them again',
+    registers: [registry],
+    collect() {
+      this.set(storage().waiting);
+    },
+  });
+
   return {
     registry,
+    /** Where the storage gauges read their values. */
+    watchStorage(read: () => { writable: boolean; waiting: number }) {
+      storage = read;
+    },
     taskFinished(row: TaskRow, durationMs: number) {
       tasks.inc({ status: row.status, subagent_type: row.subagentType });
       duration.observe({ subagent_type: row.subagentType }, durationMs / 1000);

@@ -25,12 +25,13 @@ export function aborted(code: string, message: string): Ending {
 }
 
 /**
- * The ending of a task whose signal was aborted: `aborted` for a cancel or a timeout, and
- * `error`/`interrupted` when the service stopped under it, whether by SIGTERM or by a crash found
- * at the next start (one status for one cause, as the contract has it).
+ * The ending of a task whose signal was aborted: `aborted` for a cancel or a timeout (someone asked
+ * for it), `error` when the service could not go on: `interrupted` when it stopped under the task,
+ * whether by SIGTERM or by a crash found at the next start (one status for one cause, as the
+ * contract has it), `storage_full` / `storage_unavailable` when its database could not be written.
  */
 export function endingOfAbort(abort: { code: string; message: string }): Ending {
-  return abort.code === 'interrupted' ? failed(abort.code, abort.message) : aborted(abort.code, abort.message);
+  return abort.code === 'cancelled' || abort.code === 'timeout' ? aborted(abort.code, abort.message) : failed(abort.code, abort.message);
 }
 
 /**

@@ -1,7 +1,7 @@
 /** Why a task's signal was aborted; becomes the task's `error.code`. */
 export class TaskAbort extends Error {
   constructor(
-    readonly code: 'cancelled' | 'timeout' | 'interrupted',
+    readonly code: 'cancelled' | 'timeout' | 'interrupted' | 'storage_full' | 'storage_unavailable',
     message: string,
   ) {
     super(message);

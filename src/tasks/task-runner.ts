@@ -13,6 +13,7 @@ import type { Metrics } from '../metrics/metrics';
 import type { TaskRow } from '../store/schema';
 import type { TaskStore } from '../store/task-store';
 import { runCommand } from '../tools/run-command';
+import { storageFaultOf, type StorageGuard } from '../store/storage-guard';
 import type { Sandbox } from '../tools/sandbox';
 import type { ToolContext, Workspace } from '../tools/tool-types';
 import { childEnv, openWorkspace } from '../tools/workspace';
@@ -33,6 +34,8 @@ export interface RunnerDeps {
   workspacesDirOf: (tenant: string) => string;
   limits: { bashTimeoutMs: number; bashMaxOutputBytes: number; modelMaxRetries: number; modelStallTimeoutMs: number };
   sandbox: Sandbox;
+  /** Writes that must survive a full disk go through it (usage, step and end states). */
+  storage: StorageGuard;
   /** Strings that must never reach a task's error message (provider keys). */
   secrets: string[];
 }
@@ -66,12 +69,15 @@ export function createTaskRunner(deps: RunnerDeps) {
           ? await runShell(row, body, workspace, signal)
           : await runModel(row, body, def, model!, workspace, signal);
     } catch (err) {
+      const fault = storageFaultOf(err);
+      if (fault) deps.storage.report(err);
       log.error({ err }, 'task failed');
-      ending = failed('internal_error', scrub(errorMessage(err)));
+      ending = fault ? failed(fault, 'the database could not be written') : failed('internal_error', scrub(errorMessage(err)));
     }
 
     const completedAt = deps.now();
-    const finished = finishTask(deps, row, ending, completedAt);
+    // Waits (holding the task's slot) while the database cannot be written, then writes in order.
+    const finished = await deps.storage.write(() => finishTask(deps, row, ending, completedAt));
     deps.metrics.taskFinished(finished, completedAt - startedAt);
     log.info(
       {
@@ -190,7 +196,14 @@ export function createTaskRunner(deps: RunnerDeps) {
       modelUsage(usage) {
         // Events appended before stay before it in the store.
         events.flush();
-        store.addUsage(row.id, Math.max(current, 1), usage, deps.now());
+        const step = Math.max(current, 1);
+        const at = deps.now();
+        const billed = deps.storage.write(() => store.addUsage(row.id, step, usage, at));
+        if (deps.storage.waiting > 0) {
+          // The only copy is in memory until the database takes it: say so where operators look.
+          logger.warn({ taskId: row.id, step, usage }, 'usage kept in memory until the database can be written');
+        }
+        void billed.catch((err) => logger.error({ err, taskId: row.id, step, usage }, 'usage could not be stored'));
         deps.metrics.stepFinished(usage);
       },
       textDelta: deltas.push,
@@ -204,7 +217,7 @@ export function createTaskRunner(deps: RunnerDeps) {
       },
       stepFinished(step, finishReason, usage) {
         deltas.flush();
-        events.append(row, 'step.finished', { step, finishReason, usage }, () => store.countStep(row.id));
+        void deps.storage.write(() => events.append(row, 'step.finished', { step, finishReason, usage }, () => store.countStep(row.id)));
       },
     };
   }

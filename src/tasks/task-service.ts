@@ -6,6 +6,7 @@ import type { EventLog } from '../events/event-log';
 import { AppError, notFound } from '../errors/app-error';
 import type { Metrics } from '../metrics/metrics';
 import type { TaskRow } from '../store/schema';
+import { storageFaultOf, type StorageFault, type StorageGuard } from '../store/storage-guard';
 import type { TaskFilter, TaskStore } from '../store/task-store';
 import { createFairQueue } from './fair-queue';
 import { hashBody } from './hash-body';
@@ -29,6 +30,7 @@ export interface TaskServiceDeps {
   maxConcurrentPerTenant: number;
   maxQueuedPerTenant: number;
   taskTimeoutMs: number;
+  storage: StorageGuard;
 }
 
 interface Active {
@@ -64,7 +66,8 @@ export function createTaskService(deps: TaskServiceDeps) {
   }
 
   function pump() {
-    while (!closing && active.size < deps.maxConcurrent) {
+    // Nothing starts while the database cannot be written: its tokens could not be billed.
+    while (!closing && deps.storage.fault === null && active.size < deps.maxConcurrent) {
       const next = queue.shift();
       if (!next) break;
       start(next);
@@ -88,12 +91,12 @@ export function createTaskService(deps: TaskServiceDeps) {
         // ends error/internal_error where that can be written, and its waiters are answered.
         deps.logger.error({ err, taskId: row.id }, 'runner failed');
         const current = store.getById(row.id) ?? row;
-        try {
-          settle(finishTask(deps, current, failed('internal_error', 'the task failed inside the service'), deps.now()));
-        } catch (finishErr) {
+        const fault = storageFaultOf(err);
+        const ending = fault ? failed(fault, 'the database could not be written') : failed('internal_error', 'the task failed inside the service');
+        return deps.storage.write(() => finishTask(deps, current, ending, deps.now())).then(settle, (finishErr) => {
           deps.logger.error({ err: finishErr, taskId: row.id }, 'could not record the end of the task');
           settle(current);
-        }
+        });
       })
       .finally(() => {
         clearTimeout(timer);
@@ -104,8 +107,8 @@ export function createTaskService(deps: TaskServiceDeps) {
   }
 
   /** Ends a task that was cancelled before it started. */
-  function endQueued(row: TaskRow, message: string): TaskRow {
-    const finished = finishTask(deps, row, aborted('cancelled', message), deps.now());
+  async function endQueued(row: TaskRow, message: string): Promise<TaskRow> {
+    const finished = await deps.storage.write(() => finishTask(deps, row, aborted('cancelled', message), deps.now()));
     settle(finished);
     return finished;
   }
@@ -117,6 +120,7 @@ export function createTaskService(deps: TaskServiceDeps) {
      */
     submit(tenant: string, body: CreateTaskBody, idempotencyKey?: string): { row: TaskRow; created: boolean } {
       if (closing) throw new AppError(503, 'shutting_down', 'the service is shutting down; retry shortly');
+      if (deps.storage.fault) throw storageRefusal(deps.storage.fault);
       const def = registry.get(body.subagent_type);
       if (!def) {
         throw new AppError(
@@ -199,7 +203,12 @@ export function createTaskService(deps: TaskServiceDeps) {
         startedAt: null,
         completedAt: null,
       };
-      store.insert(row);
+      try {
+        store.insert(row);
+      } catch (err) {
+        if (deps.storage.report(err)) throw storageRefusal(storageFaultOf(err)!);
+        throw err;
+      }
       queue.push(row);
       pump();
       return { row: store.getById(row.id)!, created: true };
@@ -218,7 +227,7 @@ export function createTaskService(deps: TaskServiceDeps) {
     },
 
     /** Cancels a queued or running task; a finished task is returned as it is. */
-    cancel(tenant: string, id: string): TaskRow {
+    async cancel(tenant: string, id: string): Promise<TaskRow> {
       const row = this.get(tenant, id);
       if (row.status === 'queued' && queue.remove((t) => t.id === id)) {
         updateGauges();
@@ -226,6 +235,19 @@ export function createTaskService(deps: TaskServiceDeps) {
       }
       active.get(id)?.controller.abort(new TaskAbort('cancelled', 'the task was cancelled'));
       return store.getById(id)!;
+    },
+
+    /**
+     * The database cannot be written: running tasks are stopped (their tokens could not be billed
+     * any more) and end as soon as their end can be stored; queued ones wait.
+     */
+    storageFailed(fault: StorageFault) {
+      for (const a of active.values()) a.controller.abort(new TaskAbort(fault, 'the database could not be written; the task was stopped'));
+    },
+
+    /** The database takes writes again: queued tasks may start. */
+    storageRecovered() {
+      pump();
     },
 
     /** Resolves with the task's final row once it has ended. */
@@ -299,3 +321,9 @@ export function createTaskService(deps: TaskServiceDeps) {
 }
 
 export type TaskService = ReturnType<typeof createTaskService>;
+
+function storageRefusal(fault: StorageFault): AppError {
+  return fault === 'storage_full'
+    ? new AppError(507, 'storage_full', 'the service cannot store new tasks: its disk is full; retry later', undefined, { 'retry-after': '30' })
+    : new AppError(503, 'storage_unavailable', 'the service cannot write its database; retry later', undefined, { 'retry-after': '30' });
+}
