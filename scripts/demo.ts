@@ -90,6 +90,7 @@ async function main() {
   const db = openDatabase(config.databasePath);
   const app = await createApp({ config, db, logger: pino({ level: 'error' }) });
   await app.server.listen({ port: 0, host: '127.0.0.1' });
+  app.recover();
   const base = `http://127.0.0.1:${(app.server.server.address() as { port: number }).port}`;
   console.log(bold(`subagentd listening on ${base}`), dim(`(scripted model at ${model.url})`));
 

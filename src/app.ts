@@ -54,6 +54,8 @@ export interface App {
   tasks: TaskService;
   events: EventLog;
   registry: AgentRegistry;
+  /** Ends or re-queues what a previous process left unfinished. */
+  recover(): { interrupted: number; requeued: number };
 }
 
 /** The built-in definitions, overridden by type by the valid `AGENTS_DIR/*.md` files. */
@@ -70,7 +72,8 @@ function loadRegistry(config: Config, logger: Logger): AgentRegistry {
 /**
  * Builds the service from explicit dependencies: stores over `db`, the event log, the task
  * service and every route. No module-level state, so tests may build as many apps as they like.
- * Tasks a previous process left unfinished are recovered before the app is returned.
+ * Tasks a previous process left unfinished are recovered by `recover()`, which the process calls
+ * once it listens (so a start that fails, e.g. on a port in use, touches no task).
  */
 export async function createApp(deps: AppDeps): Promise<App> {
   const { config, db } = deps;
@@ -256,8 +259,16 @@ export async function createApp(deps: AppDeps): Promise<App> {
     sandbox.limiter?.close();
   });
 
-  const recovered = tasks.recover();
-  if (recovered.interrupted + recovered.requeued > 0) logger.warn(recovered, 'recovered unfinished tasks');
   if (!config.apiKeys) logger.warn('API_KEYS is not set: authentication is off and every caller shares one tenant');
-  return { server, tasks, events, registry };
+  return {
+    server,
+    tasks,
+    events,
+    registry,
+    recover() {
+      const recovered = tasks.recover();
+      if (recovered.interrupted + recovered.requeued > 0) logger.warn(recovered, 'recovered unfinished tasks');
+      return recovered;
+    },
+  };
 }

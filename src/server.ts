@@ -38,7 +38,21 @@ async function main() {
   const app = await createApp({ config, db, logger });
   // A deep accept queue: an orchestrator fanning out hundreds of subagents connects all at once,
   // and Node's default backlog (511) drops SYNs past it, costing clients 1-7 s in retransmits.
-  await app.server.listen({ port: config.port, host: config.host, backlog: 4096 });
+  try {
+    await app.server.listen({ port: config.port, host: config.host, backlog: 4096 });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    console.error(
+      code === 'EADDRINUSE'
+        ? `subagentd: ${config.host}:${config.port} is already in use; set PORT (or HOST) to a free one`
+        : `subagentd: cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`,
+    );
+    await app.server.close().catch(() => {});
+    closeDatabase(db);
+    process.exit(1);
+  }
+  // Only once the service is reachable: a failed start leaves every task as it was.
+  app.recover();
   logger.info(
     {
       database: config.databasePath,

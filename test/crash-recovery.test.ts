@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -185,6 +186,36 @@ describe('the parent stream across a crash', () => {
     } finally {
       second.child.kill('SIGKILL');
       await second.exited;
+    }
+  });
+});
+
+describe('start-up failures', () => {
+  it('a port in use: one clear line, exit 1, and no task touched', async () => {
+    model.script('PORT-CLASH', [{ delayMs: 60_000, text: 'never arrives' }]);
+    const owner = await startChildService(env);
+    const id = (await post(owner, taskBody({ prompt: 'PORT-CLASH', context: { parentTaskId: 'T-port', userId: 'u-1' } }))).body.id;
+    owner.child.kill('SIGKILL');
+    await owner.exited;
+    // The task is left running by the dead process; a start that cannot listen must not recover it.
+    const blocker = createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+    const port = (blocker.address() as AddressInfo).port;
+    try {
+      const clash = await startChildService({ ...env, PORT: String(port) }, [], { waitReady: false });
+      expect((await clash.exited).code).toBe(1);
+      expect(clash.output()).toContain(`127.0.0.1:${port} is already in use`);
+      expect(clash.output()).not.toMatch(/^\s+at /m);
+      expect(clash.output()).not.toContain('recovered unfinished tasks');
+    } finally {
+      blocker.close();
+    }
+    const next = await startChildService(env);
+    try {
+      expect((await json(`${next.url}/tasks/${id}`)).body).toMatchObject({ status: 'error', error: { code: 'interrupted' } });
+    } finally {
+      next.child.kill('SIGKILL');
+      await next.exited;
     }
   });
 });

@@ -34,7 +34,8 @@ describe('queue: concurrency cap, fairness, bound', () => {
   });
 
   it('serves users fairly: a burst does not starve another user\'s single task', async () => {
-    model.script('FAIR', completeAfter(30));
+    // Long enough that no burst task ends before the single one is submitted, however slow the machine.
+    model.script('FAIR', completeAfter(400));
     const burst = [];
     for (let i = 0; i < 6; i++) {
       burst.push((await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ prompt: `FAIR a${i}`, context: { parentTaskId: 'T-f', userId: 'u-burst' } }) })).json().id);

@@ -13,7 +13,8 @@ export const configSchema = z.object({
   WORKSPACES_DIR: z.string().min(1).default('./data/workspaces'),
   AGENTS_DIR: z.string().min(1).default('./agents'),
   OPENAI_API_KEY: z.string().min(1).optional(),
-  OPENAI_BASE_URL: z.url().optional(),
+  // `localhost:11434/v1` parses as a URL with the scheme "localhost:": only http(s) is a provider.
+  OPENAI_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as http://localhost:11434/v1' }).optional(),
   OPENAI_API: z.enum(['chat', 'responses']).default('chat'),
   DEFAULT_MODEL: z.string().min(1).default('gpt-4.1-mini'),
   SMALL_MODEL: z.string().min(1).optional(),

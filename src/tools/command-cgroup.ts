@@ -13,10 +13,19 @@ export interface CommandLimiter {
   memory: boolean;
   /** Why a limit is not enforced by a cgroup, when one is not. */
   reason?: string;
-  /** A fresh group for one command: `add` its first process, `dispose` once it has ended. */
-  create(): { add(pid: number): void; dispose(): void };
+  /**
+   * A fresh group for one command: `add` its first process, `killAll` kills every process in it
+   * (also those that left the process group with setsid), `dispose` once it has ended.
+   */
+  create(): CommandGroup;
   /** Removes the service's own folders when no command group is left in them. */
   close(): void;
+}
+
+export interface CommandGroup {
+  add(pid: number): void;
+  killAll(): void;
+  dispose(): void;
 }
 
 export interface CommandLimits {
@@ -159,6 +168,21 @@ export function createCommandLimiter(limits: CommandLimits, root = '/sys/fs/cgro
       return {
         add(pid: number) {
           for (const dir of dirs) writeFileSync(path.join(dir, 'cgroup.procs'), String(pid));
+        },
+        killAll() {
+          for (const dir of dirs) {
+            try {
+              for (const pid of readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean)) {
+                try {
+                  process.kill(Number(pid), 'SIGKILL');
+                } catch {
+                  // already gone
+                }
+              }
+            } catch {
+              // group gone
+            }
+          }
         },
         dispose() {
           for (const dir of dirs) removeLater(dir);

@@ -59,6 +59,7 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
       child.stdin!.on('error', () => {});
       child.stdin!.end('\n');
     }
+    let pipesTimer: NodeJS.Timeout | undefined;
     const killGroup = () => {
       if (child.pid === undefined) return;
       try {
@@ -66,6 +67,14 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
       } catch {
         // already gone
       }
+      // Processes that left the group (setsid) are still in the command's cgroup.
+      group?.killAll();
+      // One that escaped both (no cgroup, BASH_SANDBOX=none) may hold the pipes open: stop waiting for them.
+      pipesTimer ??= setTimeout(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+      }, 500);
+      pipesTimer.unref();
     };
     const timer = setTimeout(() => {
       timedOut = true;
@@ -86,6 +95,7 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
       done = true;
       group?.dispose();
       clearTimeout(timer);
+      clearTimeout(pipesTimer);
       opts.signal?.removeEventListener('abort', onAbort);
       const out = stdout.result();
       const err = stderr.result();

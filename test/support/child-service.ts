@@ -31,7 +31,7 @@ export async function startChildService(
   const port = await freePort();
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(root, 'src/server.ts')], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', ...env },
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env, PORT: env.PORT ?? String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -40,7 +40,7 @@ export async function startChildService(
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.on('exit', (code, signal) => resolve({ code, signal })),
   );
-  const url = `http://127.0.0.1:${port}`;
+  const url = `http://127.0.0.1:${env.PORT ?? port}`;
   if (opts.waitReady === false) return { child, url, output: () => out, exited };
   const until = Date.now() + 20_000;
   for (;;) {

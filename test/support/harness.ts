@@ -40,11 +40,15 @@ export async function startService(
     OPENAI_API_KEY: TEST_API_KEY,
     MODEL_MAX_RETRIES: '0',
     LOG_LEVEL: 'silent',
+    // Commands run bare unless a test is about the sandbox (test/sandbox.test.ts asks for bwrap),
+    // so the suite passes on a machine with only Node and npm.
+    BASH_SANDBOX: 'none',
     ...opts.env,
   });
   const db = openDatabase(config.databasePath);
   const app = await createApp({ config, db, logger: opts.logger ?? pino({ level: 'silent' }), sandbox: opts.sandbox });
   await app.server.listen({ port: 0, host: '127.0.0.1' });
+  app.recover();
   const address = app.server.server.address() as { port: number };
   return {
     app,
