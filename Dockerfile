@@ -1,18 +1,23 @@
 # syntax=docker/dockerfile:1
-# Build stage: compile native modules (better-sqlite3) with the toolchain, then drop dev dependencies.
-FROM node:22-bookworm-slim AS build
+# Node 24 LTS by default; BASE_IMAGE lets a build use a local base with Node 24 (see README).
+ARG BASE_IMAGE=node:24-bookworm-slim
+# Build stage: compile native modules (better-sqlite3) with the toolchain, compile TypeScript to
+# dist/, then drop dev dependencies.
+FROM ${BASE_IMAGE} AS build
 WORKDIR /app
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund && npm prune --omit=dev
-COPY tsconfig.json drizzle.config.ts ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY scripts/build.mjs ./scripts/build.mjs
 COPY src ./src
 COPY migrations ./migrations
+RUN npm run build && npm prune --omit=dev
 
-# Runtime stage: no compiler, a non-root user, bubblewrap for the bash sandbox, data on a volume.
-FROM node:22-bookworm-slim
+# Runtime stage: no compiler, no TypeScript, a non-root user, bubblewrap for the bash sandbox, data on a volume.
+FROM ${BASE_IMAGE}
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8787 \
@@ -26,8 +31,8 @@ RUN apt-get update \
  && mkdir -p /data /app/agents && chown subagentd:subagentd /data
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
-COPY --from=build /app/package.json /app/tsconfig.json ./
-COPY --from=build /app/src ./src
+COPY --from=build /app/package.json ./
+COPY --from=build /app/dist ./dist
 COPY --from=build /app/migrations ./migrations
 USER subagentd
 VOLUME ["/data"]
@@ -35,4 +40,4 @@ EXPOSE 8787
 HEALTHCHECK --interval=30s --timeout=3s --start-period=10s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8787)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 ENTRYPOINT ["/usr/bin/tini", "--"]
-CMD ["node", "--import", "tsx", "src/server.ts"]
+CMD ["node", "dist/server.js"]

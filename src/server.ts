@@ -1,7 +1,7 @@
 import pino from 'pino';
-import { createApp } from './app';
-import { ConfigError, loadConfig, loadDotEnv } from './config/config';
-import { closeDatabase, DatabaseInUseError, DatabaseNotWritableError, openDatabase } from './store/database';
+import { createApp } from './app.ts';
+import { ConfigError, loadConfig, loadDotEnv } from './config/config.ts';
+import { closeDatabase, DatabaseInUseError, DatabaseNotWritableError, openDatabase } from './store/database.ts';
 
 /** Exit code when another process already runs on the database. */
 const EXIT_DATABASE_IN_USE = 3;

@@ -1,8 +1,8 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import { z } from 'zod';
-import { checkArtifacts } from '../tools/artifacts';
-import { defineTool, type WorkspaceTool } from '../tools/tool-types';
-import { compileSafeRegex } from '../tools/user-regex';
+import { checkArtifacts } from '../tools/artifacts.ts';
+import { defineTool, type WorkspaceTool } from '../tools/tool-types.ts';
+import { compileSafeRegex } from '../tools/user-regex.ts';
 
 /** Largest `options.outputSchema`, as JSON. */
 export const MAX_OUTPUT_SCHEMA_BYTES = 64 * 1024;

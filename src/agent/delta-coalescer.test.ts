@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createDeltaCoalescer } from './delta-coalescer';
+import { createDeltaCoalescer } from './delta-coalescer.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

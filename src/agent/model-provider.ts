@@ -1,6 +1,6 @@
 import { createOpenAI } from '@ai-sdk/openai';
 import type { LanguageModel } from 'ai';
-import { stallGuardedFetch } from './stall-guard';
+import { stallGuardedFetch } from './stall-guard.ts';
 
 /** Turns a model id into a language model of the configured provider. */
 export type ModelProvider = (modelId: string) => LanguageModel;

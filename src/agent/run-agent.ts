@@ -1,10 +1,10 @@
 import { stepCountIs, streamText, tool, zodSchema, type LanguageModel, type StopCondition, type ToolSet } from 'ai';
 import type { z } from 'zod';
-import { addUsage, zeroUsage, type StopReason, type Usage } from '../tasks/task-schemas';
-import type { ToolContext, WorkspaceTool } from '../tools/tool-types';
-import type { CompleteResult } from './complete-tool';
-import { isStall } from './stall-guard';
-import { toUsage } from './usage';
+import { addUsage, zeroUsage, type StopReason, type Usage } from '../tasks/task-schemas.ts';
+import type { ToolContext, WorkspaceTool } from '../tools/tool-types.ts';
+import type { CompleteResult } from './complete-tool.ts';
+import { isStall } from './stall-guard.ts';
+import { toUsage } from './usage.ts';
 
 /** What the loop reports as it runs; the runner turns these into stored events. */
 export interface AgentObserver {

@@ -1,5 +1,5 @@
 import { Agent, fetch as undiciFetch } from 'undici';
-import { ModelStallError } from './model-guard';
+import { ModelStallError } from './model-guard.ts';
 
 const STALL_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'MODEL_STALL']);
 

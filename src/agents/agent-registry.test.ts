@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { builtinAgents, createAgentRegistry, resolveModelName, resolveTools } from './agent-registry';
+import { builtinAgents, createAgentRegistry, resolveModelName, resolveTools } from './agent-registry.ts';
 
 const names = { defaultModel: 'big', smallModel: 'small-one' };
 

@@ -1,5 +1,5 @@
-import { readOnlyToolNames, workspaceToolNames } from '../tools/workspace-tools';
-import type { AgentDefinition } from './agent-definition';
+import { readOnlyToolNames, workspaceToolNames } from '../tools/workspace-tools.ts';
+import type { AgentDefinition } from './agent-definition.ts';
 
 /** Tools no subagent may ever have: subagents cannot spawn subagents nor ask the user. */
 export const FORBIDDEN_TOOLS = ['task', 'ask_user_question', 'confirm'] as const;

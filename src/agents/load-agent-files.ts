@@ -3,9 +3,9 @@ import path from 'node:path';
 import { VFile } from 'vfile';
 import { matter } from 'vfile-matter';
 import { z } from 'zod';
-import { workspaceToolNames } from '../tools/workspace-tools';
-import type { AgentDefinition } from './agent-definition';
-import { FORBIDDEN_TOOLS, resolveModelName, resolveTools, type ModelNames } from './agent-registry';
+import { workspaceToolNames } from '../tools/workspace-tools.ts';
+import type { AgentDefinition } from './agent-definition.ts';
+import { FORBIDDEN_TOOLS, resolveModelName, resolveTools, type ModelNames } from './agent-registry.ts';
 
 /** Names a definition may mention: every workspace tool, `complete`, and the forbidden ones (removed). */
 const KNOWN_TOOLS = new Set<string>([...workspaceToolNames, 'complete', ...FORBIDDEN_TOOLS]);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from './config';
+import { ConfigError, loadConfig } from './config.ts';
 
 describe('loadConfig', () => {
   it('refuses an OPENAI_BASE_URL without an http(s) scheme, naming the variable', () => {

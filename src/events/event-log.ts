@@ -1,8 +1,8 @@
 import { and, asc, eq, gt } from 'drizzle-orm';
-import type { Db } from '../store/database';
-import type { StorageGuard } from '../store/storage-guard';
-import { taskEvents } from '../store/schema';
-import type { EventType, StoredEvent } from './event-types';
+import type { Db } from '../store/database.ts';
+import type { StorageGuard } from '../store/storage-guard.ts';
+import { taskEvents } from '../store/schema.ts';
+import type { EventType, StoredEvent } from './event-types.ts';
 
 export type EventListener = (event: StoredEvent) => void;
 

@@ -1,5 +1,5 @@
 import type { WebSocket } from 'ws';
-import type { StoredEvent } from './event-types';
+import type { StoredEvent } from './event-types.ts';
 
 export interface SocketFeedOptions {
   socket: WebSocket;

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { AppError } from '../errors/app-error';
+import { AppError } from '../errors/app-error.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -1,8 +1,8 @@
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { AppError, errorBody } from '../errors/app-error';
-import { storageFaultOf } from '../store/storage-guard';
+import { AppError, errorBody } from '../errors/app-error.ts';
+import { storageFaultOf } from '../store/storage-guard.ts';
 
 /** Framework error codes that are the client's fault, mapped to the contract's codes. */
 const frameworkCodes: Record<string, string> = {

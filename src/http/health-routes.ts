@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AppError } from '../errors/app-error';
-import type { Metrics } from '../metrics/metrics';
-import type { StorageGuard } from '../store/storage-guard';
-import { errorResponses } from './error-schema';
+import { AppError } from '../errors/app-error.ts';
+import type { Metrics } from '../metrics/metrics.ts';
+import type { StorageGuard } from '../store/storage-guard.ts';
+import { errorResponses } from './error-schema.ts';
 
 export const healthRoutes: FastifyPluginAsyncZod<{ metrics: Metrics; storage: StorageGuard }> = async (app, { metrics, storage }) => {
   app.get(

@@ -1,13 +1,13 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { EventLog, ParentKey } from '../events/event-log';
-import type { StoredEvent } from '../events/event-types';
-import { createSocketFeed } from '../events/socket-feed';
-import type { TaskStore } from '../store/task-store';
-import { contextIdSchema, taskIdParamsSchema } from '../tasks/task-schemas';
-import type { TaskService } from '../tasks/task-service';
-import { AppError } from '../errors/app-error';
-import { errorResponses } from './error-schema';
+import type { EventLog, ParentKey } from '../events/event-log.ts';
+import type { StoredEvent } from '../events/event-types.ts';
+import { createSocketFeed } from '../events/socket-feed.ts';
+import type { TaskStore } from '../store/task-store.ts';
+import { contextIdSchema, taskIdParamsSchema } from '../tasks/task-schemas.ts';
+import type { TaskService } from '../tasks/task-service.ts';
+import { AppError } from '../errors/app-error.ts';
+import { errorResponses } from './error-schema.ts';
 
 export interface StreamRoutesOptions {
   tasks: TaskService;

@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { toTaskOutput } from '../tasks/task-output';
+import { toTaskOutput } from '../tasks/task-output.ts';
 import {
   createTaskBodySchema,
   createTaskQuerySchema,
@@ -10,9 +10,9 @@ import {
   taskIdParamsSchema,
   taskListSchema,
   taskOutputSchema,
-} from '../tasks/task-schemas';
-import type { TaskService } from '../tasks/task-service';
-import { errorResponses } from './error-schema';
+} from '../tasks/task-schemas.ts';
+import type { TaskService } from '../tasks/task-service.ts';
+import { errorResponses } from './error-schema.ts';
 
 const idempotencyHeaders = z.object({
   'idempotency-key': z.string().min(1).max(255).optional(),

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { UsageRecord, UsageStore } from '../store/usage-store';
-import { contextIdSchema } from '../tasks/task-schemas';
-import { errorResponses } from './error-schema';
+import type { UsageRecord, UsageStore } from '../store/usage-store.ts';
+import { contextIdSchema } from '../tasks/task-schemas.ts';
+import { errorResponses } from './error-schema.ts';
 
 const isoTime = z
   .string()

@@ -2,11 +2,11 @@ import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { contextIdSchema } from '../tasks/task-schemas';
-import { PathError, resolveWorkspacePath } from '../tools/path-guard';
-import { openInside, streamExactly, type Opened } from '../tools/safe-open';
-import { AppError, notFound } from '../errors/app-error';
-import { errorResponses } from './error-schema';
+import { contextIdSchema } from '../tasks/task-schemas.ts';
+import { PathError, resolveWorkspacePath } from '../tools/path-guard.ts';
+import { openInside, streamExactly, type Opened } from '../tools/safe-open.ts';
+import { AppError, notFound } from '../errors/app-error.ts';
+import { errorResponses } from './error-schema.ts';
 
 const contentTypes: Record<string, string> = {
   '.md': 'text/markdown; charset=utf-8',

@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import type { Db } from './database';
+import type { Db } from './database.ts';
 
 /** Runs read-only SQL and answers rows as arrays of column values, in select order. */
 export interface SqlReader {

@@ -1,8 +1,8 @@
 import { and, desc, eq, inArray, lt, sql, type SQL } from 'drizzle-orm';
 import { ulid } from 'ulid';
-import type { Usage } from '../tasks/task-schemas';
-import type { Db } from './database';
-import { tasks, type NewTaskRow, type TaskRow } from './schema';
+import type { Usage } from '../tasks/task-schemas.ts';
+import type { Db } from './database.ts';
+import { tasks, type NewTaskRow, type TaskRow } from './schema.ts';
 
 export interface TaskFilter {
   parentTaskId?: string;

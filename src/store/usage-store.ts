@@ -1,8 +1,8 @@
 import { and, desc, eq, gte, lt, sql, type SQL } from 'drizzle-orm';
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
-import type { Db } from './database';
-import type { SqlReader } from './read-worker';
-import { subagentRecords as r } from './schema';
+import type { Db } from './database.ts';
+import type { SqlReader } from './read-worker.ts';
+import { subagentRecords as r } from './schema.ts';
 
 export interface UsageFilter {
   userId?: string;

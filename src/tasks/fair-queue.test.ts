@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createFairQueue } from './fair-queue';
+import { createFairQueue } from './fair-queue.ts';
 
 type Item = { tenant: string; user: string; n: number };
 const item = (s: string): Item => ({ tenant: s[0], user: s[1], n: Number(s.slice(2)) });

@@ -1,7 +1,7 @@
-import type { EventLog } from '../events/event-log';
-import type { TaskRow } from '../store/schema';
-import type { FinishFields, TaskStore } from '../store/task-store';
-import { toTaskOutput } from './task-output';
+import type { EventLog } from '../events/event-log.ts';
+import type { TaskRow } from '../store/schema.ts';
+import type { FinishFields, TaskStore } from '../store/task-store.ts';
+import { toTaskOutput } from './task-output.ts';
 
 /** What a task ended with, before its end time is stamped. */
 export type Ending = Omit<FinishFields, 'completedAt'>;

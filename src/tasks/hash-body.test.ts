@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hashBody } from './hash-body';
+import { hashBody } from './hash-body.ts';
 
 describe('hashBody', () => {
   it('ignores key order and undefined fields, not values', () => {

@@ -1,19 +1,19 @@
 import type { Logger } from 'pino';
 import { monotonicFactory } from 'ulid';
-import type { AgentRegistry } from '../agents/agent-registry';
-import { compileOutputSchema } from '../agent/complete-tool';
-import type { EventLog } from '../events/event-log';
-import { AppError, notFound } from '../errors/app-error';
-import type { Metrics } from '../metrics/metrics';
-import type { TaskRow } from '../store/schema';
-import { storageFaultOf, type StorageFault, type StorageGuard } from '../store/storage-guard';
-import type { TaskFilter, TaskStore } from '../store/task-store';
-import { createFairQueue } from './fair-queue';
-import { hashBody } from './hash-body';
-import { aborted, failed, finishTask } from './finish-task';
-import { TaskAbort } from './task-abort';
-import type { TaskRunner } from './task-runner';
-import type { CreateTaskBody } from './task-schemas';
+import type { AgentRegistry } from '../agents/agent-registry.ts';
+import { compileOutputSchema } from '../agent/complete-tool.ts';
+import type { EventLog } from '../events/event-log.ts';
+import { AppError, notFound } from '../errors/app-error.ts';
+import type { Metrics } from '../metrics/metrics.ts';
+import type { TaskRow } from '../store/schema.ts';
+import { storageFaultOf, type StorageFault, type StorageGuard } from '../store/storage-guard.ts';
+import type { TaskFilter, TaskStore } from '../store/task-store.ts';
+import { createFairQueue } from './fair-queue.ts';
+import { hashBody } from './hash-body.ts';
+import { aborted, failed, finishTask } from './finish-task.ts';
+import { TaskAbort } from './task-abort.ts';
+import type { TaskRunner } from './task-runner.ts';
+import type { CreateTaskBody } from './task-schemas.ts';
 
 const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
 

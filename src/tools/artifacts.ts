@@ -1,8 +1,8 @@
 import { lstat } from 'node:fs/promises';
-import type { Artifact, SkippedPath } from '../tasks/task-schemas';
-import { PathError } from './path-guard';
-import { openInside } from './safe-open';
-import type { Workspace } from './tool-types';
+import type { Artifact, SkippedPath } from '../tasks/task-schemas.ts';
+import { PathError } from './path-guard.ts';
+import { openInside } from './safe-open.ts';
+import type { Workspace } from './tool-types.ts';
 
 /** Public download URL of a workspace file. */
 export function fileUrl(parentTaskId: string, relative: string): string {

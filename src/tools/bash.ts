@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { runCommand } from './run-command';
-import { defineTool } from './tool-types';
+import { runCommand } from './run-command.ts';
+import { defineTool } from './tool-types.ts';
 
 export const bashTool = defineTool({
   name: 'bash',

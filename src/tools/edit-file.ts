@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { openInside, readHead, replaceContent } from './safe-open';
-import { defineTool, MAX_LOADED_BYTES } from './tool-types';
+import { openInside, readHead, replaceContent } from './safe-open.ts';
+import { defineTool, MAX_LOADED_BYTES } from './tool-types.ts';
 
 export const editFileTool = defineTool({
   name: 'edit_file',

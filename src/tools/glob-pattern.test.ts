@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compileGlob } from './glob-pattern';
+import { compileGlob } from './glob-pattern.ts';
 
 const matches = (pattern: string, paths: string[]) => {
   const m = compileGlob(pattern);

@@ -1,5 +1,5 @@
 import { RE2JS } from 're2js';
-import { compileRe2, type SafeRegex } from './user-regex';
+import { compileRe2, type SafeRegex } from './user-regex.ts';
 
 const MAX_GLOB_LENGTH = 1024;
 const MAX_BRACE_DEPTH = 8;

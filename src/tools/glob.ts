@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { compileGlob } from './glob-pattern';
-import { openRoot, walkTree } from './safe-open';
-import { defineTool } from './tool-types';
+import { compileGlob } from './glob-pattern.ts';
+import { openRoot, walkTree } from './safe-open.ts';
+import { defineTool } from './tool-types.ts';
 
 const MAX_MATCHES = 1000;
 /** Entries looked at before a walk gives up, whatever matched. */

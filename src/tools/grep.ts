@@ -1,10 +1,10 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { compileGlob } from './glob-pattern';
-import { MAX_WALKED, SKIPPED_FOLDERS } from './glob';
-import { openEntry, openInside, readHead, walkTree, type Opened } from './safe-open';
-import { defineTool } from './tool-types';
-import { compileSafeRegex } from './user-regex';
+import { compileGlob } from './glob-pattern.ts';
+import { MAX_WALKED, SKIPPED_FOLDERS } from './glob.ts';
+import { openEntry, openInside, readHead, walkTree, type Opened } from './safe-open.ts';
+import { defineTool } from './tool-types.ts';
+import { compileSafeRegex } from './user-regex.ts';
 
 const MAX_MATCHES = 500;
 const MAX_FILES = 5000;

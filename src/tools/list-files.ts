@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { entriesOf, openInside } from './safe-open';
-import { defineTool } from './tool-types';
+import { entriesOf, openInside } from './safe-open.ts';
+import { defineTool } from './tool-types.ts';
 
 const MAX_ENTRIES = 1000;
 /** Entries counted (not kept) past the shown ones, so a folder of millions stays cheap. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createOutputCapture } from './output-capture';
+import { createOutputCapture } from './output-capture.ts';
 
 describe('createOutputCapture', () => {
   it('keeps everything under the budget', () => {

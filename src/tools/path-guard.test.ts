@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isInside, resolveWorkspacePath } from './path-guard';
+import { isInside, resolveWorkspacePath } from './path-guard.ts';
 
 let base: string;
 let root: string;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { openInside, readHead } from './safe-open';
-import { defineTool } from './tool-types';
+import { openInside, readHead } from './safe-open.ts';
+import { defineTool } from './tool-types.ts';
 
 const MAX_BYTES = 256 * 1024;
 const MAX_LINE = 2000;

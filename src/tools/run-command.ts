@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
-import { createOutputCapture } from './output-capture';
-import type { CommandLimiter } from './command-cgroup';
+import { createOutputCapture } from './output-capture.ts';
+import type { CommandLimiter } from './command-cgroup.ts';
 
 export interface CommandResult {
   exitCode: number;

@@ -3,8 +3,8 @@ import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { resolveWorkspacePath } from './path-guard';
-import { openInside, openRoot, readHead, replaceContent, walkTree } from './safe-open';
+import { resolveWorkspacePath } from './path-guard.ts';
+import { openInside, openRoot, readHead, replaceContent, walkTree } from './safe-open.ts';
 
 let base: string;
 let root: string;

@@ -2,7 +2,7 @@ import { constants, type Dirent, type Stats } from 'node:fs';
 import { lstat, mkdir, open, opendir, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { isInside, PathError } from './path-guard';
+import { isInside, PathError } from './path-guard.ts';
 
 const { O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY } = constants;
 

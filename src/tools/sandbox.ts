@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createCommandLimiter, type CommandLimiter } from './command-cgroup';
+import { createCommandLimiter, type CommandLimiter } from './command-cgroup.ts';
 
 export type SandboxMode = 'auto' | 'bwrap' | 'none';
 

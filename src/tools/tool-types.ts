@@ -1,6 +1,6 @@
 import type { z } from 'zod';
-import type { ResolvedPath } from './path-guard';
-import type { Sandbox } from './sandbox';
+import type { ResolvedPath } from './path-guard.ts';
+import type { Sandbox } from './sandbox.ts';
 
 /** The parent task's workspace folder, shared by all its subagents. */
 export interface Workspace {

@@ -1,11 +1,11 @@
-import { bashTool } from './bash';
-import { editFileTool } from './edit-file';
-import { globTool } from './glob';
-import { grepTool } from './grep';
-import { listFilesTool } from './list-files';
-import { readFileTool } from './read-file';
-import type { WorkspaceTool } from './tool-types';
-import { writeFileTool } from './write-file';
+import { bashTool } from './bash.ts';
+import { editFileTool } from './edit-file.ts';
+import { globTool } from './glob.ts';
+import { grepTool } from './grep.ts';
+import { listFilesTool } from './list-files.ts';
+import { readFileTool } from './read-file.ts';
+import type { WorkspaceTool } from './tool-types.ts';
+import { writeFileTool } from './write-file.ts';
 
 /** Every workspace tool by its contract name (`complete` is built per task, see agent/complete-tool). */
 export const workspaceTools: Record<string, WorkspaceTool> = Object.fromEntries(

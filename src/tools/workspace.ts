@@ -1,7 +1,7 @@
 import { mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
-import { resolveWorkspacePath } from './path-guard';
-import type { Workspace } from './tool-types';
+import { resolveWorkspacePath } from './path-guard.ts';
+import type { Workspace } from './tool-types.ts';
 
 /** Path of a parent task's workspace folder (the id is validated before it gets here). */
 export function workspacePath(workspacesDir: string, parentTaskId: string): string {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { openInside, replaceContent } from './safe-open';
-import { defineTool, MAX_LOADED_BYTES } from './tool-types';
+import { openInside, replaceContent } from './safe-open.ts';
+import { defineTool, MAX_LOADED_BYTES } from './tool-types.ts';
 
 export const writeFileTool = defineTool({
   name: 'write_file',
