@@ -22,6 +22,21 @@ function pct(values: number[], p: number): number {
 }
 const f = (n: number, d = 1) => n.toFixed(d);
 
+/** The service's environment for a benchmark: its files in `dir`, the scripted model, no limits in the way. */
+function benchEnv(dir: string, modelUrl: string): Record<string, string> {
+  return {
+    DATABASE_PATH: path.join(dir, 'db.sqlite'),
+    WORKSPACES_DIR: path.join(dir, 'workspaces'),
+    AGENTS_DIR: path.join(dir, 'agents'),
+    OPENAI_BASE_URL: modelUrl,
+    OPENAI_API_KEY: 'bench',
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_MINUTE: '10000000',
+    // The load benchmark submits 1,000 tasks in one burst: measure, do not shed.
+    MAX_EVENT_LOOP_DELAY_MS: '0',
+  };
+}
+
 /**
  * The service as its own process (what `npm start` runs), so that the model server and the
  * clients of the benchmark, which run here, do not share its event loop.
@@ -33,19 +48,11 @@ async function startBenchService(env: Record<string, string>, opts: { dir?: stri
     { text: 'warming up', toolCalls: [{ name: 'list_files', args: {} }] },
     { toolCalls: [{ name: 'complete', args: { summary: 'warm', paths: [] } }] },
   ]);
-  const svc = await startChildService({
-    DATABASE_PATH: path.join(dir, 'db.sqlite'),
-    WORKSPACES_DIR: path.join(dir, 'workspaces'),
-    AGENTS_DIR: path.join(dir, 'agents'),
-    OPENAI_BASE_URL: model.url,
-    OPENAI_API_KEY: 'bench',
-    LOG_LEVEL: 'warn',
-    RATE_LIMIT_PER_MINUTE: '10000000',
-    // The load benchmark submits 1,000 tasks in one burst: measure, do not shed.
-    MAX_EVENT_LOOP_DELAY_MS: '0',
-    ...env,
+  const svc = await startChildService(
+    { ...benchEnv(dir, model.url), ...env },
     // e.g. BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the service.
-  }, process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean));
+    process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean),
+  );
   return {
     model,
     url: svc.url,
@@ -281,18 +288,7 @@ async function benchUsage(records = 1_000_000, runs = 30) {
 async function benchCrash(rounds = 20, tasksPerRound = 24, marginMs = 100) {
   const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-crash-bench-'));
   const model = await startScriptedModel();
-  const env = {
-    DATABASE_PATH: path.join(dir, 'db.sqlite'),
-    WORKSPACES_DIR: path.join(dir, 'workspaces'),
-    AGENTS_DIR: path.join(dir, 'agents'),
-    OPENAI_BASE_URL: model.url,
-    OPENAI_API_KEY: 'bench',
-    LOG_LEVEL: 'warn',
-    RATE_LIMIT_PER_MINUTE: '10000000',
-    MAX_EVENT_LOOP_DELAY_MS: '0',
-    MAX_CONCURRENT_TASKS: '16',
-    BASH_SANDBOX: 'none',
-  };
+  const env = { ...benchEnv(dir, model.url), MAX_CONCURRENT_TASKS: '16', BASH_SANDBOX: 'none' };
   // Four steps: two with a short command (a kill can land while it runs), one listing, then complete.
   const script = [
     { text: 'looking around', chunkSize: 4, chunkDelayMs: 10, toolCalls: [{ name: 'bash', args: { command: 'sleep 0.2' } }], usage: { input: 1000, output: 10 } },

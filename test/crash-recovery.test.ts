@@ -8,6 +8,7 @@ import { startChildService, type ChildService } from './support/child-service';
 import { startScriptedModel, type ScriptedModel } from './support/scripted-model';
 import { taskBody, TEST_API_KEY } from './support/harness';
 import { openStream } from './support/ws-client';
+import { until } from './support/until';
 
 let model: ScriptedModel;
 let dir: string;
@@ -37,14 +38,6 @@ const json = async (url: string, init?: RequestInit) => {
 };
 const post = (svc: ChildService, body: unknown) =>
   json(`${svc.url}/tasks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-async function until(check: () => Promise<boolean>, ms = 15_000) {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 describe('a service killed with SIGKILL mid-task', () => {
   it('ends the running task error/interrupted, billing every token the provider reported, and runs the queued one', async () => {
     model.script('CRASH-RUNNING', [

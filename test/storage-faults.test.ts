@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeDatabase, DatabaseNotWritableError, openDatabase } from '../src/store/database';
 import { startService, taskBody, type TestService } from './support/harness';
 import { openStream } from './support/ws-client';
+import { until } from './support/until';
 
 /**
  * A full disk, for real: the database and the workspaces live on a size-limited tmpfs, which a
@@ -39,14 +40,6 @@ function fill(file: string) {
     }
   } catch {
     return size;
-  }
-}
-
-async function until(check: () => Promise<boolean>, ms = 15_000) {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
   }
 }
 
