@@ -349,7 +349,7 @@ async function benchCrash(rounds = 20, tasksPerRound = 24, marginMs = 100) {
   await last.exited;
   spawnSync('pkill', ['-f', 'sleep 0\\.[12]']);
 
-  const db = openDatabase(env.DATABASE_PATH);
+  const db = openDatabase(path.join(dir, 'db.sqlite'));
   const billedRows = db.$client.prepare('SELECT task_id AS taskId, count(*) AS n, sum(input_tokens) AS input FROM usage_reports GROUP BY task_id').all() as Array<{ taskId: string; n: number; input: number }>;
   const records = db.$client.prepare('SELECT task_id AS taskId, input_tokens AS input, status FROM subagent_records').all() as Array<{ taskId: string; input: number; status: string }>;
   const unfinished = (db.$client.prepare("SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')").pluck().get() as number);
