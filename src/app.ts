@@ -89,6 +89,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
       baseURL: config.openaiBaseUrl,
       api: config.openaiApi,
       stallTimeoutMs: config.modelStallTimeoutMs,
+      onHttpError: (status) => metrics.providerHttpError(status),
     });
   const workspacesDirOf = (tenant: string) =>
     // With tenants, each gets its own folder; `@` cannot occur in a parentTaskId, so names never collide.
@@ -190,6 +191,10 @@ export async function createApp(deps: AppDeps): Promise<App> {
   server.setValidatorCompiler(validatorCompiler);
   server.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(server);
+  server.addHook('onResponse', async (request, reply) => {
+    // The route pattern keeps the label set small; unknown routes share one label.
+    metrics.httpRequest(request.routeOptions.url ?? 'unmatched', request.method, reply.statusCode, reply.elapsedTime / 1000);
+  });
   // Before any hook that can refuse a request: the plugin's own onRequest hook marks upgrade
   // requests, so a refused upgrade's socket is destroyed once the error is answered.
   await server.register(websocket, {
@@ -203,6 +208,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
       server.websocketServer.close(() => done());
     },
   });
+  metrics.watchSockets(() => server.websocketServer.clients.size);
   registerAuth(server, { apiKeys: config.apiKeys, maxFailuresPerMinute: config.authFailuresPerMinute });
   server.addHook('onRequest', async () => {
     if (tasks.isClosing()) throw new AppError(503, 'shutting_down', 'the service is shutting down; retry shortly', undefined, { 'retry-after': '5' });

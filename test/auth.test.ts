@@ -22,8 +22,11 @@ beforeAll(async () => {
 afterAll(() => svc.close());
 
 describe('API keys', () => {
-  it('requires a key on every route but /healthz', async () => {
+  it('requires a key on every route but /healthz and the API documentation', async () => {
     expect((await svc.inject({ url: '/healthz' })).statusCode).toBe(200);
+    // A browser can read the docs UI and the OpenAPI document without a key: no tenant data there.
+    expect((await svc.inject({ url: '/docs/json' })).json().openapi).toMatch(/^3\./);
+    expect((await svc.inject({ url: '/docs' })).statusCode).toBeLessThan(400);
     for (const [method, url] of [
       ['GET', '/tasks'],
       ['POST', '/tasks'],
@@ -33,7 +36,6 @@ describe('API keys', () => {
       ['GET', '/usage/records'],
       ['GET', '/agents'],
       ['GET', '/metrics'],
-      ['GET', '/docs/json'],
       ['GET', '/workspaces/T-shared/files/a.md'],
     ] as const) {
       const res = await svc.inject({ method, url, payload: method === 'POST' ? taskBody() : undefined });

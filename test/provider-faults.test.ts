@@ -105,6 +105,13 @@ describe('provider faults', () => {
     expect(requestsFor('HTML-ALWAYS')).toHaveLength(3);
   });
 
+  it('takes a complete answer with no text as an answer: not retried, billed once', async () => {
+    svc.model.script('EMPTY-BUT-FINISHED', [{ text: '', usage: { input: 12, output: 0 } }]);
+    const out = await run('EMPTY-BUT-FINISHED');
+    expect(out).toMatchObject({ status: 'completed', stopReason: 'text', usage: { inputTokens: 12 } });
+    expect(requestsFor('EMPTY-BUT-FINISHED')).toHaveLength(1);
+  });
+
   it('ends a provider that sends only keep-alive comments as provider_timeout', async () => {
     svc.model.script('KEEPALIVE-ONLY', [{ fault: 'keepalive-only', chunkDelayMs: 50 }]);
     expect(await run('KEEPALIVE-ONLY')).toMatchObject({ status: 'error', error: { code: 'provider_timeout' } });

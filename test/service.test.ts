@@ -55,5 +55,17 @@ describe('service routes', () => {
     expect(res.body).toContain('subagentd_tokens_total{kind="output"} 7');
     expect(res.body).toContain('subagentd_task_duration_seconds_count{subagent_type="general"} 1');
     expect(res.body).toContain('subagentd_queue_depth 0');
+    // HTTP durations by route pattern and status, open sockets, provider failures by kind.
+    expect(res.body).toMatch(/subagentd_http_request_duration_seconds_count\{route="\/tasks",method="POST",status="200"\} [1-9]/);
+    expect(res.body).toContain('subagentd_websocket_connections 0');
+  });
+
+  it('GET /metrics counts provider error answers and the failures that ended tasks', async () => {
+    svc.model.script('METRICS-FAIL', () => ({ status: 503, errorMessage: 'down' }));
+    const out = (await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: { subagent_type: 'general', description: 'm', prompt: 'METRICS-FAIL', context: { parentTaskId: 'T-m', userId: 'u' } } })).json();
+    expect(out.error.code).toBe('provider_error');
+    const res = await svc.inject({ url: '/metrics' });
+    expect(res.body).toMatch(/subagentd_provider_http_errors_total\{status="503"\} [1-9]/);
+    expect(res.body).toContain('subagentd_provider_errors_total{kind="provider_error"} 1');
   });
 });

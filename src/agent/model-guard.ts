@@ -211,25 +211,33 @@ function guardStream(source: ReadableStream<StreamPart>, opts: ModelGuardOptions
 
   return {
     /** Reads ahead to the first content part (kept for the consumer): `empty` when the answer had none. */
-    async peek(): Promise<{ kind: 'content' | 'empty' | 'error' }> {
+    /**
+     * Reads ahead to the first content part (kept for the consumer). `empty` only for an answer
+     * that ended with neither content nor a finish reason (an HTML or empty 200): worth asking
+     * again. A complete answer with no text is an answer.
+     */
+    async peek(): Promise<{ kind: 'content' | 'empty' | 'other' }> {
       const ahead: StreamPart[] = [];
+      let kind: 'content' | 'empty' | 'other' = 'other';
       try {
         for (;;) {
           const part = await pull();
           if (part === null) break;
           ahead.push(part);
-          if (CONTENT_PARTS.has(part.type) && part.type !== 'finish') break;
+          if (CONTENT_PARTS.has(part.type) && part.type !== 'finish') {
+            kind = 'content';
+            break;
+          }
           if (part.type === 'error') {
-            buffered.unshift(...ahead);
-            return { kind: content ? 'content' : 'empty' };
+            if (!content && part.error instanceof IncompleteStreamError) kind = 'empty';
+            break;
           }
         }
       } catch {
-        buffered.unshift(...ahead);
-        return { kind: 'error' };
+        // The source failed: the consumer gets the error after what was read.
       }
       buffered.unshift(...ahead);
-      return { kind: content ? 'content' : 'empty' };
+      return { kind };
     },
     stream: new ReadableStream<StreamPart>({
       async pull(controller) {

@@ -11,6 +11,8 @@ export interface ProviderSettings {
   api: 'chat' | 'responses';
   /** Cut a model response that sends nothing for this long. */
   stallTimeoutMs?: number;
+  /** Told of every error status the provider answers (for metrics). */
+  onHttpError?(status: number): void;
 }
 
 /**
@@ -22,7 +24,16 @@ export function createModelProvider(settings: ProviderSettings): ModelProvider {
   const openai = createOpenAI({
     apiKey: settings.apiKey ?? (settings.baseURL ? 'no-key' : undefined),
     baseURL: settings.baseURL,
-    fetch: settings.stallTimeoutMs ? stallGuardedFetch(settings.stallTimeoutMs) : undefined,
+    fetch: watchStatus(settings.stallTimeoutMs ? stallGuardedFetch(settings.stallTimeoutMs) : fetch, settings.onHttpError),
   });
   return (modelId) => (settings.api === 'responses' ? openai.responses(modelId) : openai.chat(modelId));
+}
+
+function watchStatus(inner: typeof fetch, onError?: (status: number) => void): typeof fetch {
+  if (!onError) return inner;
+  return (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
+    const res = await inner(input, init);
+    if (res.status >= 400) onError(res.status);
+    return res;
+  }) as typeof fetch;
 }

@@ -26,7 +26,7 @@ export interface AuthOptions {
 }
 
 /**
- * Bearer-key auth on every route but `/healthz`. Keys are compared in constant time (over their
+ * Bearer-key auth on every route but `/healthz` and the API documentation (`/docs`). Keys are compared in constant time (over their
  * SHA-256, so the length leaks nothing either). WebSocket routes, on an upgrade, may take
  * `?access_token=` instead, spelled exactly so. An address that keeps presenting wrong keys is
  * refused with 429 until its minute is over, whatever key it sends then, so keys cannot be guessed
@@ -39,7 +39,7 @@ export function registerAuth(app: FastifyInstance, opts: AuthOptions): void {
   const keys = [...apiKeys].map(([key, tenant]) => ({ digest: digest(key), tenant }));
   const failures = createFailureCounter(opts.maxFailuresPerMinute, 60_000);
   app.addHook('onRequest', async (request) => {
-    if (request.url === '/healthz' || request.url.startsWith('/healthz?')) return;
+    if (isPublic(request.url)) return;
     const blocked = failures.blockedFor(request.ip);
     if (blocked > 0) {
       throw new AppError(429, 'too_many_auth_failures', 'too many requests with a wrong API key from this address; retry later', undefined, {
@@ -60,6 +60,15 @@ export function registerAuth(app: FastifyInstance, opts: AuthOptions): void {
     }
     request.tenant = tenant;
   });
+}
+
+/**
+ * Routes open without a key: liveness, and the API documentation (the UI's page, assets and the
+ * OpenAPI document), so a browser can read it; it holds no tenant data.
+ */
+function isPublic(url: string): boolean {
+  const pathname = url.split('?')[0];
+  return pathname === '/healthz' || pathname === '/docs' || pathname.startsWith('/docs/');
 }
 
 function presentedKey(request: FastifyRequest): string | undefined {

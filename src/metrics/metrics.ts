@@ -29,6 +29,34 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
   const queued = new Gauge({ name: 'subagentd_queue_depth', help: 'Tasks waiting to run', registers: [registry] });
   const running = new Gauge({ name: 'subagentd_tasks_running', help: 'Tasks running now', registers: [registry] });
 
+  const http = new Histogram({
+    name: 'subagentd_http_request_duration_seconds',
+    help: 'HTTP requests by route (the pattern, not the URL), method and status',
+    labelNames: ['route', 'method', 'status'],
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 300],
+    registers: [registry],
+  });
+  const providerErrors = new Counter({
+    name: 'subagentd_provider_errors_total',
+    help: 'Model provider failures that ended a task, by kind (provider_error, provider_timeout)',
+    labelNames: ['kind'],
+    registers: [registry],
+  });
+  const providerHttp = new Counter({
+    name: 'subagentd_provider_http_errors_total',
+    help: 'Error answers of the model provider (each is retried within MODEL_MAX_RETRIES when retryable), by status',
+    labelNames: ['status'],
+    registers: [registry],
+  });
+  let sockets = () => 0;
+  new Gauge({
+    name: 'subagentd_websocket_connections',
+    help: 'Open progress-stream WebSocket connections',
+    registers: [registry],
+    collect() {
+      this.set(sockets());
+    },
+  });
   let storage = () => ({ writable: true, waiting: 0 });
   new Gauge({
     name: 'subagentd_storage_writable',
@@ -56,6 +84,17 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     taskFinished(row: TaskRow, durationMs: number) {
       tasks.inc({ status: row.status, subagent_type: row.subagentType });
       duration.observe({ subagent_type: row.subagentType }, durationMs / 1000);
+      if (row.errorCode === 'provider_error' || row.errorCode === 'provider_timeout') providerErrors.inc({ kind: row.errorCode });
+    },
+    httpRequest(route: string, method: string, status: number, seconds: number) {
+      http.observe({ route, method, status: String(status) }, seconds);
+    },
+    providerHttpError(status: number) {
+      providerHttp.inc({ status: String(status) });
+    },
+    /** Where the WebSocket gauge reads its value. */
+    watchSockets(count: () => number) {
+      sockets = count;
     },
     stepFinished(u: Usage) {
       steps.inc();

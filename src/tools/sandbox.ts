@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createCommandLimiter, type CommandLimiter } from './command-cgroup.ts';
+import { isInside } from './path-guard.ts';
 
 export type SandboxMode = 'auto' | 'bwrap' | 'none';
 
@@ -56,7 +57,7 @@ function bwrapWorks(): string | null {
 function bwrapArgs(workspace: string, hide: string[], tmpBytes: number, argv: string[]): string[] {
   // Only existing folders can be masked (the root is read-only), and never one holding the system.
   const masks = [...new Set([...ALWAYS_HIDDEN, ...hide])].filter(
-    (p) => !isAncestorOrSame(p, '/usr') && !isAncestorOrSame(p, '/etc') && existsSync(p),
+    (p) => !isInside(p, '/usr') && !isInside(p, '/etc') && existsSync(p),
   );
   return [
     '--ro-bind', '/', '/',
@@ -78,11 +79,6 @@ function bwrapArgs(workspace: string, hide: string[], tmpBytes: number, argv: st
     '--',
     ...argv,
   ];
-}
-
-function isAncestorOrSame(a: string, b: string): boolean {
-  const rel = path.relative(a, b);
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }
 
 /**
