@@ -1,5 +1,5 @@
 import type { LanguageModel } from 'ai';
-import type { Usage } from '../tasks/task-schemas.ts';
+import type { Usage } from '../shapes/usage.ts';
 
 type StreamPart = { type: string; [k: string]: unknown };
 

@@ -1,6 +1,7 @@
 import { stepCountIs, streamText, tool, zodSchema, type LanguageModel, type StopCondition, type ToolSet } from 'ai';
 import type { z } from 'zod';
-import { addUsage, zeroUsage, type StopReason, type Usage } from '../tasks/task-schemas.ts';
+import type { StopReason } from '../shapes/artifact.ts';
+import type { Usage } from '../shapes/usage.ts';
 import type { ToolContext, WorkspaceTool } from '../tools/tool-types.ts';
 import type { CompleteResult } from './complete-tool.ts';
 import { isStall } from './stall-guard.ts';
@@ -30,8 +31,6 @@ export interface RunAgentOptions {
 }
 
 export interface AgentRunResult {
-  steps: number;
-  usage: Usage;
   /** The last non-empty text the model wrote: the summary when `complete` was never called. */
   finalText: string;
   complete: CompleteResult | null;
@@ -81,7 +80,6 @@ function toToolSet(tools: WorkspaceTool[], ctx: ToolContext): ToolSet {
 export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
   const { observer } = opts;
   let step = 0;
-  let usage = zeroUsage();
   let finalText = '';
   let stepText = '';
   let complete: CompleteResult | null = null;
@@ -136,7 +134,6 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
           break;
         case 'finish-step': {
           const stepUsage = toUsage(part.usage);
-          usage = addUsage(usage, stepUsage);
           lastFinishReason = part.finishReason;
           if (stepText.trim()) finalText = stepText.trim();
           observer.stepFinished(step, part.finishReason, stepUsage);
@@ -162,7 +159,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
     : step >= opts.maxSteps && lastFinishReason === 'tool-calls'
       ? 'max_steps'
       : 'text';
-  return { steps: step, usage, finalText, complete, stopReason, error, aborted, stalled };
+  return { finalText, complete, stopReason, error, aborted, stalled };
 }
 
 export function errorMessage(err: unknown): string {

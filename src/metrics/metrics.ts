@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { TaskRow } from '../store/schema.ts';
-import type { Usage } from '../tasks/task-schemas.ts';
+import type { Usage } from '../shapes/usage.ts';
 
 /** Prometheus metrics of one app instance (its own registry: no global state between apps). */
 export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {

@@ -1,6 +1,6 @@
 import { and, desc, eq, inArray, lt, sql, type SQL } from 'drizzle-orm';
 import { ulid } from 'ulid';
-import type { Usage } from '../tasks/task-schemas.ts';
+import type { Usage } from '../shapes/usage.ts';
 import type { Db } from './database.ts';
 import { tasks, type NewTaskRow, type TaskRow } from './schema.ts';
 

@@ -1,4 +1,10 @@
 import { z } from 'zod';
+import { artifactSchema, skippedPathSchema, stopReasonSchema } from '../shapes/artifact.ts';
+import { usageSchema } from '../shapes/usage.ts';
+
+// The shared shapes live low in the tree (src/shapes/); the contract's schemas compose them.
+export * from '../shapes/artifact.ts';
+export * from '../shapes/usage.ts';
 
 /** Ids that reach paths and queries: `[A-Za-z0-9._:-]`, 1..128 chars, and never `.` or `..`. */
 export const contextIdSchema = z
@@ -58,33 +64,6 @@ export type CreateTaskBody = z.infer<typeof createTaskBodySchema>;
 export const taskStatusSchema = z.enum(['queued', 'running', 'completed', 'aborted', 'error']);
 export type TaskStatus = z.infer<typeof taskStatusSchema>;
 
-export const usageSchema = z.object({
-  inputTokens: z.number().int(),
-  outputTokens: z.number().int(),
-  totalTokens: z.number().int(),
-  cachedInputTokens: z.number().int(),
-  reasoningTokens: z.number().int(),
-});
-export type Usage = z.infer<typeof usageSchema>;
-
-export const artifactSchema = z.object({
-  path: z.string(),
-  size: z.number().int(),
-  fsType: z.enum(['file', 'directory', 'symlink']),
-  modifiedAt: z.string(),
-  url: z.string(),
-});
-export type Artifact = z.infer<typeof artifactSchema>;
-
-export const skippedPathSchema = z.object({
-  path: z.string(),
-  reason: z.enum(['not_found', 'outside_workspace', 'invalid_path', 'not_a_regular_file', 'unreadable']),
-});
-export type SkippedPath = z.infer<typeof skippedPathSchema>;
-
-export const stopReasonSchema = z.enum(['complete', 'text', 'max_steps']);
-export type StopReason = z.infer<typeof stopReasonSchema>;
-
 export const taskErrorSchema = z.object({ code: z.string(), message: z.string() });
 export type TaskError = z.infer<typeof taskErrorSchema>;
 
@@ -135,22 +114,3 @@ export const taskListSchema = z.object({
   tasks: z.array(taskOutputSchema),
   nextCursor: z.string().nullable(),
 });
-
-export const zeroUsage = (): Usage => ({
-  inputTokens: 0,
-  outputTokens: 0,
-  totalTokens: 0,
-  cachedInputTokens: 0,
-  reasoningTokens: 0,
-});
-
-/** Adds two usages field by field. */
-export function addUsage(a: Usage, b: Usage): Usage {
-  return {
-    inputTokens: a.inputTokens + b.inputTokens,
-    outputTokens: a.outputTokens + b.outputTokens,
-    totalTokens: a.totalTokens + b.totalTokens,
-    cachedInputTokens: a.cachedInputTokens + b.cachedInputTokens,
-    reasoningTokens: a.reasoningTokens + b.reasoningTokens,
-  };
-}

@@ -1,5 +1,5 @@
 import { lstat } from 'node:fs/promises';
-import type { Artifact, SkippedPath } from '../tasks/task-schemas.ts';
+import type { Artifact, SkippedPath } from '../shapes/artifact.ts';
 import { PathError } from './path-guard.ts';
 import { openInside } from './safe-open.ts';
 import type { Workspace } from './tool-types.ts';

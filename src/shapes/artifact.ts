@@ -1,0 +1,21 @@
+import { z } from 'zod';
+
+/** A file a subagent handed over with `complete`, as checked on disk. */
+export const artifactSchema = z.object({
+  path: z.string(),
+  size: z.number().int(),
+  fsType: z.enum(['file', 'directory', 'symlink']),
+  modifiedAt: z.string(),
+  url: z.string(),
+});
+export type Artifact = z.infer<typeof artifactSchema>;
+
+export const skippedPathSchema = z.object({
+  path: z.string(),
+  reason: z.enum(['not_found', 'outside_workspace', 'invalid_path', 'not_a_regular_file', 'unreadable']),
+});
+export type SkippedPath = z.infer<typeof skippedPathSchema>;
+
+/** Why a completed task stopped. */
+export const stopReasonSchema = z.enum(['complete', 'text', 'max_steps']);
+export type StopReason = z.infer<typeof stopReasonSchema>;
