@@ -5,6 +5,10 @@ ARG BASE_IMAGE=node:24-bookworm-slim
 # dist/, then drop dev dependencies.
 FROM ${BASE_IMAGE} AS build
 WORKDIR /app
+# Native modules compile against the headers that come with Node (no download of headers).
+ENV npm_config_nodedir=/usr/local
+# Behind a TLS-inspecting proxy, pass its CA for npm: --build-arg NODE_EXTRA_CA_CERTS=/path (mounted).
+ARG NODE_EXTRA_CA_CERTS
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
