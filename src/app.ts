@@ -12,9 +12,9 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import pino, { type Logger } from 'pino';
-import { builtinAgents, createAgentRegistry, type AgentRegistry } from './agents/agent-registry.ts';
-import { loadAgentFiles } from './agents/load-agent-files.ts';
-import { createModelProvider, type ModelProvider } from './agent/model-provider.ts';
+import { builtinAgents, createAgentRegistry, type AgentRegistry } from './definitions/agent-registry.ts';
+import { loadAgentFiles } from './definitions/load-agent-files.ts';
+import { createModelProvider, type ModelProvider } from './loop/model-provider.ts';
 import type { Config } from './config/config.ts';
 import { createEventLog, type EventLog } from './events/event-log.ts';
 import { agentsRoutes } from './http/agents-routes.ts';

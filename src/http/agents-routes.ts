@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { agentSummarySchema } from '../agents/agent-definition.ts';
-import type { AgentRegistry } from '../agents/agent-registry.ts';
+import { agentSummarySchema } from '../definitions/agent-definition.ts';
+import type { AgentRegistry } from '../definitions/agent-registry.ts';
 
 export const agentsRoutes: FastifyPluginAsyncZod<{ registry: AgentRegistry }> = async (app, { registry }) => {
   app.get(

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { monotonicFactory } from 'ulid';
-import type { AgentRegistry } from '../agents/agent-registry.ts';
-import { compileOutputSchema } from '../agent/complete-tool.ts';
+import type { AgentRegistry } from '../definitions/agent-registry.ts';
+import { compileOutputSchema } from '../loop/complete-tool.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { AppError, notFound } from '../errors/app-error.ts';
 import type { Metrics } from '../metrics/metrics.ts';

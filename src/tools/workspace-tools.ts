@@ -7,7 +7,7 @@ import { readFileTool } from './read-file.ts';
 import type { WorkspaceTool } from './tool-types.ts';
 import { writeFileTool } from './write-file.ts';
 
-/** Every workspace tool by its contract name (`complete` is built per task, see agent/complete-tool). */
+/** Every workspace tool by its contract name (`complete` is built per task, see loop/complete-tool). */
 export const workspaceTools: Record<string, WorkspaceTool> = Object.fromEntries(
   [readFileTool, writeFileTool, editFileTool, listFilesTool, globTool, grepTool, bashTool].map((t) => [t.name, t]),
 );

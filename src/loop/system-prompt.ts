@@ -1,4 +1,4 @@
-import type { AgentDefinition } from '../agents/agent-definition.ts';
+import type { AgentDefinition } from '../definitions/agent-definition.ts';
 
 const TASK_INSTRUCTIONS = `You are a subagent. An orchestrator agent delegated one task to you; the user's message is that task, and it is all the context you get: there is no earlier conversation, and you cannot ask anyone questions.
 
