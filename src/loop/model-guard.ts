@@ -46,6 +46,25 @@ export function usageOfRawChunk(raw: unknown): Usage | null {
   };
 }
 
+/**
+ * Usage from the provider's own end part (the SDK's provider-spec shape: `inputTokens` and
+ * `outputTokens` as `{ total, cacheRead, reasoning, ... }`); null when it carries no counts.
+ */
+export function usageOfFinishPart(u: unknown): Usage | null {
+  if (!u || typeof u !== 'object') return null;
+  const { inputTokens: i, outputTokens: o } = u as { inputTokens?: Record<string, unknown>; outputTokens?: Record<string, unknown> };
+  const input = int(i?.total);
+  const output = int(o?.total);
+  if (input === 0 && output === 0) return null;
+  return {
+    inputTokens: input,
+    outputTokens: output,
+    totalTokens: input + output,
+    cachedInputTokens: int(i?.cacheRead),
+    reasoningTokens: int(o?.reasoning),
+  };
+}
+
 /** True when a raw chunk says the answer is complete (a finish reason, or the Responses API's end event). */
 function isFinishChunk(raw: unknown): boolean {
   if (!raw || typeof raw !== 'object') return false;
@@ -181,6 +200,8 @@ function guardStream(source: ReadableStream<StreamPart>, opts: ModelGuardOptions
       }
       if (part.type === 'finish') {
         clearTimeout(stallTimer);
+        // A provider whose raw chunks carry no usage we can read still reports it here.
+        usage ??= usageOfFinishPart(part.usage);
         report();
         if (!finished) {
           // The stream ended cleanly but the provider never said it was complete.
