@@ -2,7 +2,7 @@ import { and, asc, eq, gt } from 'drizzle-orm';
 import type { Db } from '../store/database.ts';
 import type { StorageGuard } from '../store/storage-guard.ts';
 import { taskEvents } from '../store/schema.ts';
-import type { EventType, StoredEvent } from './event-types.ts';
+import { TERMINAL_EVENT, type EventData, type EventType, type StoredEvent } from './event-types.ts';
 
 export type EventListener = (event: StoredEvent) => void;
 
@@ -11,6 +11,9 @@ export interface ParentKey {
   tenant: string;
   parentTaskId: string;
 }
+
+/** What the log needs of a task to number its events. */
+export type EventTask = { id: string } & ParentKey;
 
 /** `<parentTaskId>@<tenant>`: a parentTaskId never holds `@`, so the first one ends it. */
 const parentKey = (k: ParentKey) => `${k.parentTaskId}@${k.tenant}`;
@@ -23,7 +26,7 @@ const MAX_CACHED_PARENTS = 50_000;
  * only then is handed to live listeners. Writes are group-committed: events appended in the same
  * tick go into one transaction (at thousands of events a second one commit each would cost more
  * than everything else), flushed on the next turn of the event loop or at once when an event must
- * be written together with other state (`alsoInTransaction`). Because an event is published only
+ * be written together with other state (`transaction`). Because an event is published only
  * after it is stored, a reader that replays from the store and subscribes in the same tick sees
  * every event exactly once, in order, with no gap.
  */
@@ -54,14 +57,6 @@ export function createEventLog(db: Db, opts: { now?: () => number; storage?: Sto
   const insertRow = (r: Pending) =>
     insert.run(r.event.taskId, r.event.seq, r.event.type, r.at, r.dataJson, r.parent, r.event.parentSeq);
   const writeBatch = db.$client.transaction((rows: Pending[]) => rows.forEach(insertRow));
-  /** Pending rows, then the caller's state, then the event built from that state: one transaction. */
-  const writeWith = db.$client.transaction((rows: Pending[], row: Pending, also: () => void, fill: () => void) => {
-    rows.forEach(insertRow);
-    also();
-    fill();
-    insertRow(row);
-  });
-
   function nextParentSeq(key: string): number {
     const seq = (lastParentSeq.get(key) ?? (maxParentSeq.get(key) as number | null) ?? 0) + 1;
     lastParentSeq.set(key, seq);
@@ -123,46 +118,23 @@ export function createEventLog(db: Db, opts: { now?: () => number; storage?: Sto
     }
   }
 
+  /** Numbers an event (its task's next seq, its parent's next seq) and serialises it once. */
+  function prepare<T extends EventType>(task: EventTask, type: T, data: EventData[T]): Pending {
+    const seq = nextSeq(task.id);
+    // A finished task takes no more events: its number need not stay cached.
+    if (type === TERMINAL_EVENT) lastSeq.delete(task.id);
+    else lastSeq.set(task.id, seq);
+    const at = now();
+    const parent = parentKey(task);
+    const parentSeq = nextParentSeq(parent);
+    const dataJson = JSON.stringify(data);
+    return { event: { taskId: task.id, seq, type, json: envelope(seq, type, task.id, at, dataJson, parentSeq), parentSeq }, parent, at, dataJson };
+  }
+
   return {
-    /**
-     * Appends one event. `data` may be a function, evaluated after `alsoInTransaction` ran, so an
-     * event can carry the state that the same transaction wrote (a step's usage, the final task).
-     */
-    append(
-      task: { id: string } & ParentKey,
-      type: EventType,
-      data: Record<string, unknown> | (() => Record<string, unknown>),
-      alsoInTransaction?: () => void,
-    ): void {
-      const seq = nextSeq(task.id);
-      lastSeq.set(task.id, seq);
-      if (type === 'task.finished') lastSeq.delete(task.id);
-      const at = now();
-      const parent = parentKey(task);
-      const parentSeq = nextParentSeq(parent);
-      const row: Pending = { event: { taskId: task.id, seq, type, json: '', parentSeq }, parent, at, dataJson: '' };
-      const fill = () => {
-        row.dataJson = JSON.stringify(typeof data === 'function' ? data() : data);
-        row.event.json = envelope(seq, type, task.id, at, row.dataJson, parentSeq);
-      };
-      if (alsoInTransaction) {
-        const rows = pending;
-        try {
-          writeWith(rows, row, alsoInTransaction, fill);
-        } catch (err) {
-          // Nothing was written: give the numbers back so that a retry takes the same ones.
-          if (type === 'task.finished' || lastSeq.get(task.id) === seq) lastSeq.set(task.id, seq - 1);
-          if (lastParentSeq.get(parent) === parentSeq) lastParentSeq.set(parent, parentSeq - 1);
-          throw err;
-        }
-        pending = [];
-        if (lastParentSeq.size > MAX_CACHED_PARENTS) lastParentSeq.clear();
-        publish(rows);
-        publish([row]);
-        return;
-      }
-      fill();
-      pending.push(row);
+    /** Appends one event; it is written with the next group commit, then handed to listeners. */
+    append<T extends EventType>(task: EventTask, type: T, data: EventData[T]): void {
+      pending.push(prepare(task, type, data));
       if (!scheduled) {
         scheduled = true;
         setImmediate(() => {
@@ -170,6 +142,42 @@ export function createEventLog(db: Db, opts: { now?: () => number; storage?: Sto
           flush();
         });
       }
+    },
+
+    /**
+     * Runs `body` in one transaction with the events pending before it and the events it appends
+     * (written at once, in order), so that an event and the state it reports commit together or not
+     * at all. Listeners hear of them after the commit. If it throws, nothing was written and the
+     * numbers the events took are given back, so a retry takes the same ones.
+     */
+    transaction<R>(body: (append: <T extends EventType>(task: EventTask, type: T, data: EventData[T]) => void) => R): R {
+      const before = pending;
+      const written: Pending[] = [];
+      const seqs = new Map<string, number | undefined>();
+      const parentSeqs = new Map<string, number | undefined>();
+      let result: R;
+      try {
+        result = db.$client.transaction(() => {
+          before.forEach(insertRow);
+          return body((task, type, data) => {
+            if (!seqs.has(task.id)) seqs.set(task.id, lastSeq.get(task.id));
+            const parent = parentKey(task);
+            if (!parentSeqs.has(parent)) parentSeqs.set(parent, lastParentSeq.get(parent));
+            const row = prepare(task, type, data);
+            insertRow(row);
+            written.push(row);
+          });
+        })();
+      } catch (err) {
+        for (const [id, seq] of seqs) seq === undefined ? lastSeq.delete(id) : lastSeq.set(id, seq);
+        for (const [key, seq] of parentSeqs) seq === undefined ? lastParentSeq.delete(key) : lastParentSeq.set(key, seq);
+        throw err;
+      }
+      pending = [];
+      if (lastParentSeq.size > MAX_CACHED_PARENTS) lastParentSeq.clear();
+      publish(before);
+      publish(written);
+      return result;
     },
 
     /** Writes and publishes everything appended so far (at shutdown). */

@@ -1,26 +1,61 @@
 import { z } from 'zod';
+import { taskOutputSchema, usageSchema } from '../shapes/task.ts';
 
-export const eventTypes = [
-  'task.started',
-  'step.started',
-  'text.delta',
-  'tool.call',
-  'tool.result',
-  'step.finished',
-  'task.finished',
-] as const;
-export type EventType = (typeof eventTypes)[number];
+const step = z.number().int().min(1);
 
-/** One progress event as sent on a stream (heartbeats are built separately: they have no seq). */
-export const taskEventSchema = z.object({
-  seq: z.number().int().min(1),
-  type: z.enum(eventTypes),
-  taskId: z.string(),
-  parentSeq: z.number().int().min(1).optional(),
+/** What each event carries in `data`: one schema per event name, the only source of its type. */
+export const eventDataSchemas = {
+  'task.started': z.object({ subagent_type: z.string(), model: z.string().nullable(), workspace: z.string() }),
+  'step.started': z.object({ step }),
+  'text.delta': z.object({ step, text: z.string() }),
+  'tool.call': z.object({ step, toolCallId: z.string(), toolName: z.string(), input: z.unknown() }),
+  'tool.result': z.object({
+    step,
+    toolCallId: z.string(),
+    toolName: z.string(),
+    output: z.unknown().describe('the tool output; a long one is cut and says so'),
+    isError: z.boolean(),
+  }),
+  'step.finished': z.object({ step, finishReason: z.string(), usage: usageSchema }),
+  'task.finished': taskOutputSchema,
+} as const;
+
+export type EventType = keyof typeof eventDataSchemas;
+export type EventData = { [T in EventType]: z.infer<(typeof eventDataSchemas)[T]> };
+export const eventTypes = Object.keys(eventDataSchemas) as EventType[];
+
+const envelope = <T extends EventType>(type: T) =>
+  z.object({
+    seq: z.number().int().min(1).describe("the event's place in its task, from 1 with no gap"),
+    type: z.literal(type),
+    taskId: z.string(),
+    parentSeq: z.number().int().min(1).optional().describe("the event's place among all events of the task's parent (the parent stream's cursor)"),
+    at: z.string().describe('ISO 8601 time'),
+    data: eventDataSchemas[type],
+  });
+
+/** Sent on a quiet stream every HEARTBEAT_MS; it has no seq of its own. */
+export const heartbeatSchema = z.object({
+  type: z.literal('heartbeat'),
+  taskId: z.string().optional().describe('set on a task stream'),
   at: z.string(),
-  data: z.record(z.string(), z.unknown()),
+  data: z.object({ lastSeq: z.number().int().min(0).describe('the last seq sent on this socket (0 before any)') }),
 });
-export type TaskEvent = z.infer<typeof taskEventSchema>;
+
+/** One message of a progress stream (`/tasks/:id/stream`, `/stream`), as the wire carries it. */
+export type Heartbeat = z.infer<typeof heartbeatSchema>;
+
+export const streamMessageSchema = z.discriminatedUnion('type', [
+  envelope('task.started'),
+  envelope('step.started'),
+  envelope('text.delta'),
+  envelope('tool.call'),
+  envelope('tool.result'),
+  envelope('step.finished'),
+  envelope('task.finished'),
+  heartbeatSchema,
+]);
+export type StreamMessage = z.infer<typeof streamMessageSchema>;
 
 /** A stored event together with its wire form, serialised once for every reader. */
 export interface StoredEvent {

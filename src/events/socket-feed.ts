@@ -1,5 +1,5 @@
 import type { WebSocket } from 'ws';
-import type { StoredEvent } from './event-types.ts';
+import type { Heartbeat, StoredEvent } from './event-types.ts';
 
 export interface SocketFeedOptions {
   socket: WebSocket;
@@ -53,10 +53,7 @@ export function createSocketFeed(opts: SocketFeedOptions) {
   function sendHeartbeat() {
     heartbeat = null;
     if (closed) return;
-    const beat: Record<string, unknown> = { type: 'heartbeat' };
-    if (opts.taskId) beat.taskId = opts.taskId;
-    beat.at = new Date(now()).toISOString();
-    beat.data = { lastSeq };
+    const beat: Heartbeat = { type: 'heartbeat', taskId: opts.taskId, at: new Date(now()).toISOString(), data: { lastSeq } };
     write(JSON.stringify(beat));
   }
 

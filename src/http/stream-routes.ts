@@ -4,7 +4,7 @@ import type { EventLog, ParentKey } from '../events/event-log.ts';
 import type { StoredEvent } from '../events/event-types.ts';
 import { createSocketFeed } from '../events/socket-feed.ts';
 import type { TaskStore } from '../store/task-store.ts';
-import { contextIdSchema, taskIdParamsSchema } from '../tasks/task-schemas.ts';
+import { contextIdSchema, taskIdParamsSchema } from '../shapes/task.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { AppError } from '../errors/app-error.ts';
 import { errorResponses } from './error-schema.ts';

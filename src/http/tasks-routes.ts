@@ -10,7 +10,7 @@ import {
   taskIdParamsSchema,
   taskListSchema,
   taskOutputSchema,
-} from '../tasks/task-schemas.ts';
+} from '../shapes/task.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { errorResponses } from './error-schema.ts';
 

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { UsageRecord, UsageStore } from '../store/usage-store.ts';
-import { contextIdSchema } from '../tasks/task-schemas.ts';
+import { contextIdSchema } from '../shapes/task.ts';
 import { errorResponses } from './error-schema.ts';
 
 const isoTime = z

@@ -2,7 +2,7 @@ import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { contextIdSchema } from '../tasks/task-schemas.ts';
+import { contextIdSchema } from '../shapes/task.ts';
 import { PathError, resolveWorkspacePath } from '../tools/path-guard.ts';
 import { openInside, streamExactly, type Opened } from '../tools/safe-open.ts';
 import { AppError, notFound } from '../errors/app-error.ts';

@@ -35,18 +35,14 @@ export function endingOfAbort(abort: { code: string; message: string }): Ending 
 }
 
 /**
- * Writes a task's end state, closes its usage record and appends `task.finished` (carrying the
- * final TaskOutput) in one transaction: every path that ends a task goes through here.
+ * Every path that ends a task goes through here, and writes in one transaction, in this order:
+ * the events still pending, the task's end state with its usage record closed, then
+ * `task.finished` carrying the final TaskOutput.
  */
 export function finishTask(deps: { store: TaskStore; events: EventLog }, row: TaskRow, ending: Ending, completedAt: number): TaskRow {
-  let finished!: TaskRow;
-  deps.events.append(
-    row,
-    'task.finished',
-    () => toTaskOutput(finished),
-    () => {
-      finished = deps.store.finish(row.id, { ...ending, completedAt });
-    },
-  );
-  return finished;
+  return deps.events.transaction((append) => {
+    const finished = deps.store.finish(row.id, { ...ending, completedAt });
+    append(row, 'task.finished', toTaskOutput(finished));
+    return finished;
+  });
 }

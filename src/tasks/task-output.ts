@@ -1,5 +1,5 @@
 import type { TaskRow } from '../store/schema.ts';
-import type { Artifact, SkippedPath, StopReason, TaskContext, TaskOutput } from './task-schemas.ts';
+import type { Artifact, SkippedPath, StopReason, TaskContext, TaskOutput } from '../shapes/task.ts';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 

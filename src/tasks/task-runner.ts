@@ -20,7 +20,7 @@ import { childEnv, openWorkspace } from '../tools/workspace.ts';
 import { workspaceTools } from '../tools/workspace-tools.ts';
 import { endingOfAbort, failed, finishTask, type Ending } from './finish-task.ts';
 import { abortCode } from './task-abort.ts';
-import type { CreateTaskBody, Usage } from './task-schemas.ts';
+import type { CreateTaskBody, Usage } from '../shapes/task.ts';
 
 export interface RunnerDeps {
   store: TaskStore;
@@ -217,7 +217,13 @@ export function createTaskRunner(deps: RunnerDeps) {
       },
       stepFinished(step, finishReason, usage) {
         deltas.flush();
-        void deps.storage.write(() => events.append(row, 'step.finished', { step, finishReason, usage }, () => store.countStep(row.id)));
+        // The step count and the event that reports the step commit together.
+        void deps.storage.write(() =>
+          events.transaction((append) => {
+            store.countStep(row.id);
+            append(row, 'step.finished', { step, finishReason, usage });
+          }),
+        );
       },
     };
   }

@@ -13,7 +13,7 @@ import { hashBody } from './hash-body.ts';
 import { aborted, failed, finishTask } from './finish-task.ts';
 import { TaskAbort } from './task-abort.ts';
 import type { TaskRunner } from './task-runner.ts';
-import type { CreateTaskBody } from './task-schemas.ts';
+import type { CreateTaskBody } from '../shapes/task.ts';
 
 const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
 

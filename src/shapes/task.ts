@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { artifactSchema, skippedPathSchema, stopReasonSchema } from '../shapes/artifact.ts';
-import { usageSchema } from '../shapes/usage.ts';
+import { artifactSchema, skippedPathSchema, stopReasonSchema } from './artifact.ts';
+import { usageSchema } from './usage.ts';
 
-// The shared shapes live low in the tree (src/shapes/); the contract's schemas compose them.
-export * from '../shapes/artifact.ts';
-export * from '../shapes/usage.ts';
+// The contract's request and task shapes, composing the shared ones beside them.
+export * from './artifact.ts';
+export * from './usage.ts';
 
 /** Ids that reach paths and queries: `[A-Za-z0-9._:-]`, 1..128 chars, and never `.` or `..`. */
 export const contextIdSchema = z
