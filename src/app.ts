@@ -1,12 +1,9 @@
 import path from 'node:path';
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import rateLimit from '@fastify/rate-limit';
 import underPressure from '@fastify/under-pressure';
 import websocket from '@fastify/websocket';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import {
-  jsonSchemaTransform,
   serializerCompiler,
   validatorCompiler,
   type ZodTypeProvider,
@@ -19,7 +16,8 @@ import type { Config } from './config/config.ts';
 import { createEventLog, type EventLog } from './events/event-log.ts';
 import { agentsRoutes } from './http/agents-routes.ts';
 import { AppError } from './errors/app-error.ts';
-import { redactUrl, registerAuth } from './http/auth.ts';
+import { isPublic, redactUrl, registerAuth } from './http/auth.ts';
+import { registerOpenApi } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
 import { streamRoutes } from './http/stream-routes.ts';
 import { healthRoutes } from './http/health-routes.ts';
@@ -233,15 +231,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     },
   });
 
-  await server.register(swagger, {
-    openapi: {
-      info: { title: 'subagentd', description: 'Runs LLM subagents for orchestrator backends', version: '1.0.0' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
-      security: config.apiKeys ? [{ bearer: [] }] : [],
-    },
-    transform: jsonSchemaTransform,
-  });
-  await server.register(swaggerUi, { routePrefix: '/docs' });
+  await registerOpenApi(server, { isPublic });
 
   await server.register(healthRoutes, { metrics, storage });
   await server.register(agentsRoutes, { registry });

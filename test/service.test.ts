@@ -31,7 +31,7 @@ describe('service routes', () => {
     for (const p of ['/tasks', '/tasks/{id}', '/tasks/{id}/cancel', '/usage', '/usage/records', '/agents', '/healthz']) {
       expect(Object.keys(doc.paths)).toContain(p);
     }
-    const body = doc.paths['/tasks'].post.requestBody.content['application/json'].schema;
+    const body = doc.components.schemas.CreateTaskBody;
     expect(body.required).toEqual(expect.arrayContaining(['subagent_type', 'description', 'context']));
     expect(body.properties.description.maxLength).toBe(80);
     const ui = await svc.inject({ url: '/docs/' });

@@ -1,4 +1,5 @@
 import { and, asc, eq, gt } from 'drizzle-orm';
+import { iso } from '../shapes/time.ts';
 import type { Db } from '../store/database.ts';
 import type { StorageGuard } from '../store/storage-guard.ts';
 import { taskEvents } from '../store/schema.ts';
@@ -258,5 +259,5 @@ function addListener(map: Map<string, Set<EventListener>>, key: string, listener
 
 function envelope(seq: number, type: string, taskId: string, at: number, dataJson: string, parentSeq?: number | null): string {
   const cursor = parentSeq ? `,"parentSeq":${parentSeq}` : '';
-  return `{"seq":${seq},"type":${JSON.stringify(type)},"taskId":${JSON.stringify(taskId)}${cursor},"at":"${new Date(at).toISOString()}","data":${dataJson}}`;
+  return `{"seq":${seq},"type":${JSON.stringify(type)},"taskId":${JSON.stringify(taskId)}${cursor},"at":"${iso(at)}","data":${dataJson}}`;
 }

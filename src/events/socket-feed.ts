@@ -1,5 +1,6 @@
 import type { WebSocket } from 'ws';
 import type { Heartbeat, StoredEvent } from './event-types.ts';
+import { iso } from '../shapes/time.ts';
 
 export interface SocketFeedOptions {
   socket: WebSocket;
@@ -53,7 +54,7 @@ export function createSocketFeed(opts: SocketFeedOptions) {
   function sendHeartbeat() {
     heartbeat = null;
     if (closed) return;
-    const beat: Heartbeat = { type: 'heartbeat', taskId: opts.taskId, at: new Date(now()).toISOString(), data: { lastSeq } };
+    const beat: Heartbeat = { type: 'heartbeat', taskId: opts.taskId, at: iso(now()), data: { lastSeq } };
     write(JSON.stringify(beat));
   }
 

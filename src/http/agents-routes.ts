@@ -2,14 +2,16 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { agentSummarySchema } from '../definitions/agent-definition.ts';
 import type { AgentRegistry } from '../definitions/agent-registry.ts';
+import { json } from './openapi.ts';
 
 export const agentsRoutes: FastifyPluginAsyncZod<{ registry: AgentRegistry }> = async (app, { registry }) => {
   app.get(
     '/agents',
     {
       schema: {
+        operationId: 'listAgents',
         summary: 'Subagent definitions with their resolved model, step limit and tools',
-        response: { 200: z.object({ agents: z.array(agentSummarySchema) }) },
+        response: { 200: json('Every subagent type this service runs', z.object({ agents: z.array(agentSummarySchema) })) },
       },
     },
     async () => ({

@@ -66,7 +66,7 @@ export function registerAuth(app: FastifyInstance, opts: AuthOptions): void {
  * Routes open without a key: liveness, and the API documentation (the UI's page, assets and the
  * OpenAPI document), so a browser can read it; it holds no tenant data.
  */
-function isPublic(url: string): boolean {
+export function isPublic(url: string): boolean {
   const pathname = url.split('?')[0];
   return pathname === '/healthz' || pathname === '/docs' || pathname.startsWith('/docs/');
 }

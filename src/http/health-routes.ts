@@ -3,16 +3,17 @@ import { z } from 'zod';
 import { AppError } from '../errors/app-error.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { StorageGuard } from '../store/storage-guard.ts';
-import { errorResponses } from './error-schema.ts';
+import { errors, json } from './openapi.ts';
 
 export const healthRoutes: FastifyPluginAsyncZod<{ metrics: Metrics; storage: StorageGuard }> = async (app, { metrics, storage }) => {
   app.get(
     '/healthz',
     {
       schema: {
-        summary: 'Health',
+        operationId: 'getHealth',
+        summary: 'Health (no key needed)',
         description: '200 while the service can take tasks; 503 storage_full / storage_unavailable while its database cannot be written.',
-        response: { 200: z.object({ status: z.literal('ok') }), ...errorResponses },
+        response: { 200: json('The service can take tasks', z.object({ status: z.literal('ok') })), ...errors(503) },
       },
     },
     async () => {
@@ -23,8 +24,18 @@ export const healthRoutes: FastifyPluginAsyncZod<{ metrics: Metrics; storage: St
     },
   );
 
-  app.get('/metrics', { schema: { summary: 'Prometheus metrics (text format)' } }, async (_request, reply) => {
-    reply.header('content-type', metrics.registry.contentType);
-    return metrics.registry.metrics();
-  });
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        operationId: 'getMetrics',
+        summary: 'Prometheus metrics (text format)',
+        response: { 200: { description: 'The metrics in the Prometheus text format', content: { 'text/plain': { schema: z.string() } } } },
+      },
+    },
+    async (_request, reply) => {
+      reply.header('content-type', metrics.registry.contentType);
+      return metrics.registry.metrics();
+    },
+  );
 };

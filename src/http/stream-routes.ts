@@ -7,7 +7,7 @@ import type { TaskStore } from '../store/task-store.ts';
 import { contextIdSchema, taskIdParamsSchema } from '../shapes/task.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { AppError } from '../errors/app-error.ts';
-import { errorResponses } from './error-schema.ts';
+import { errors, websocketExtension } from './openapi.ts';
 
 export interface StreamRoutesOptions {
   tasks: TaskService;
@@ -66,12 +66,14 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
     config: { acceptsQueryToken: true },
     handler: upgradeRequired,
     schema: {
+      operationId: 'streamTask',
       summary: 'Progress events of one task (WebSocket)',
       description:
         'Replays every stored event with seq > after, then live events; heartbeats while idle; closes with 1000 after task.finished.',
       params: taskIdParamsSchema,
       querystring: z.object({ after: afterSchema }),
-      response: errorResponses,
+      response: errors(400, 404, 426),
+      ...websocketExtension,
     },
     // Refuse an unknown (or another tenant's) task with a 404 before the upgrade.
     preHandler: async (request) => {
@@ -92,6 +94,7 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
     config: { acceptsQueryToken: true },
     handler: upgradeRequired,
     schema: {
+      operationId: 'streamParent',
       summary: 'Progress events of every task of a parent task (WebSocket)',
       description:
         "Events of every task of the parent, each with its own task's seq and with parentSeq, its place among the " +
@@ -99,7 +102,8 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
         "included), so a reader that reconnects misses nothing; without it, the stored events of the parent's " +
         'unfinished tasks. Then live events. Stays open until the client closes it.',
       querystring: z.object({ parentTaskId: contextIdSchema, after: cursorSchema }),
-      response: errorResponses,
+      response: errors(400, 426),
+      ...websocketExtension,
     },
     wsHandler: async (socket, request) => {
       const { parentTaskId, after } = request.query as { parentTaskId: string; after?: number };

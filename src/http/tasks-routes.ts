@@ -12,7 +12,7 @@ import {
   taskOutputSchema,
 } from '../shapes/task.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import { errorResponses } from './error-schema.ts';
+import { errors, json } from './openapi.ts';
 
 const idempotencyHeaders = z.object({
   'idempotency-key': z.string().min(1).max(255).optional(),
@@ -29,6 +29,7 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
     '/tasks',
     {
       schema: {
+        operationId: 'createTask',
         summary: 'Run a subagent task',
         description:
           'Answers 202 with the task id and its stream URL; with ?wait=true answers 200 with the TaskOutput once the task ends: ' +
@@ -38,7 +39,11 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
         body: createTaskBodySchema,
         querystring: createTaskQuerySchema,
         headers: idempotencyHeaders,
-        response: { 200: taskOutputSchema, 202: taskAcceptedSchema, ...errorResponses },
+        response: {
+          200: json('With ?wait=true: the task once it ended. Without: the task an earlier request with this Idempotency-Key created', taskOutputSchema),
+          202: json('Accepted: queued or running; follow it on streamUrl or with GET /tasks/{id}', taskAcceptedSchema),
+          ...errors(400, 409, 413, 415, 507),
+        },
       },
     },
     async (request, reply) => {
@@ -70,9 +75,10 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
     '/tasks',
     {
       schema: {
+        operationId: 'listTasks',
         summary: 'List tasks, newest first',
         querystring: listTasksQuerySchema,
-        response: { 200: taskListSchema, ...errorResponses },
+        response: { 200: json('One page of tasks; pass nextCursor as cursor for the next', taskListSchema), ...errors(400) },
       },
     },
     async (request) => {
@@ -86,9 +92,10 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
     '/tasks/:id',
     {
       schema: {
+        operationId: 'getTask',
         summary: 'Get a task',
         params: taskIdParamsSchema,
-        response: { 200: taskOutputSchema, ...errorResponses },
+        response: { 200: json('The task', taskOutputSchema), ...errors(400, 404) },
       },
     },
     async (request) => toTaskOutput(tasks.get(request.tenant, request.params.id)),
@@ -98,10 +105,11 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
     '/tasks/:id/cancel',
     {
       schema: {
+        operationId: 'cancelTask',
         summary: 'Cancel a task (idempotent)',
         description: 'A queued or running task ends `aborted` with code `cancelled`; a finished one is returned as it is.',
         params: taskIdParamsSchema,
-        response: { 202: taskOutputSchema, ...errorResponses },
+        response: { 202: json('The task: ended `aborted` if it was queued or running, else as it was', taskOutputSchema), ...errors(400, 404, 507) },
       },
     },
     async (request, reply) => reply.status(202).send(toTaskOutput(await tasks.cancel(request.tenant, request.params.id))),

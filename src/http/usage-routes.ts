@@ -2,7 +2,10 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { UsageRecord, UsageStore } from '../store/usage-store.ts';
 import { contextIdSchema } from '../shapes/task.ts';
-import { errorResponses } from './error-schema.ts';
+import { usageRecordListSchema, usageReportSchema, type usageRecordSchema } from '../shapes/usage-report.ts';
+import { iso } from '../shapes/time.ts';
+import { errors, json } from './openapi.ts';
+import { nextPage } from '../store/paging.ts';
 
 const isoTime = z
   .string()
@@ -18,38 +21,6 @@ const usageFilterSchema = z.object({
   to: isoTime.optional().describe('exclusive, by start time'),
 });
 
-const totalsSchema = z.object({
-  tasks: z.number(),
-  steps: z.number(),
-  inputTokens: z.number(),
-  outputTokens: z.number(),
-  totalTokens: z.number(),
-  cachedInputTokens: z.number(),
-  reasoningTokens: z.number(),
-  durationMs: z.number(),
-});
-
-const recordSchema = z.object({
-  id: z.string(),
-  taskId: z.string(),
-  subagent_type: z.string(),
-  parentTaskId: z.string(),
-  userId: z.string(),
-  toolCallId: z.string().nullable(),
-  description: z.string(),
-  model: z.string().nullable(),
-  steps: z.number(),
-  inputTokens: z.number(),
-  outputTokens: z.number(),
-  totalTokens: z.number(),
-  cachedInputTokens: z.number(),
-  reasoningTokens: z.number(),
-  status: z.string(),
-  startedAt: z.string(),
-  completedAt: z.string().nullable(),
-  durationMs: z.number(),
-});
-
 const toFilter = (q: z.infer<typeof usageFilterSchema>) => ({
   userId: q.userId,
   parentTaskId: q.parentTaskId,
@@ -59,23 +30,20 @@ const toFilter = (q: z.infer<typeof usageFilterSchema>) => ({
   to: q.to,
 });
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-const toRecord = (r: UsageRecord): z.infer<typeof recordSchema> => ({ ...r, startedAt: iso(r.startedAt)!, completedAt: iso(r.completedAt) });
+const toRecord = (r: UsageRecord): z.infer<typeof usageRecordSchema> => ({ ...r, startedAt: iso(r.startedAt), completedAt: iso(r.completedAt) });
 
 export const usageRoutes: FastifyPluginAsyncZod<{ usage: UsageStore }> = async (app, { usage }) => {
   app.get(
     '/usage',
     {
       schema: {
+        operationId: 'getUsage',
         summary: 'Usage totals, optionally grouped',
         description: 'Sums the usage records (one per task that started) matching the filters; `from`/`to` apply to start time.',
         querystring: usageFilterSchema.extend({
           groupBy: z.enum(['user', 'parentTask', 'subagentType', 'model', 'day']).optional(),
         }),
-        response: {
-          200: z.object({ totals: totalsSchema, groups: z.array(z.object({ key: z.string() }).extend(totalsSchema.shape)) }),
-          ...errorResponses,
-        },
+        response: { 200: json('The sums over the matching records', usageReportSchema), ...errors(400) },
       },
     },
     async (request) => {
@@ -92,19 +60,19 @@ export const usageRoutes: FastifyPluginAsyncZod<{ usage: UsageStore }> = async (
     '/usage/records',
     {
       schema: {
+        operationId: 'listUsageRecords',
         summary: 'Raw usage records, newest first',
         querystring: usageFilterSchema.extend({
           limit: z.coerce.number().int().min(1).max(1000).default(100),
           cursor: z.string().max(64).optional(),
         }),
-        response: { 200: z.object({ records: z.array(recordSchema), nextCursor: z.string().nullable() }), ...errorResponses },
+        response: { 200: json('One page of records; pass nextCursor as cursor for the next', usageRecordListSchema), ...errors(400) },
       },
     },
     async (request) => {
       const { limit, cursor } = request.query;
-      const rows = await usage.records(request.tenant, toFilter(request.query), limit + 1, cursor);
-      const page = rows.slice(0, limit);
-      return { records: page.map(toRecord), nextCursor: rows.length > limit ? page[page.length - 1].id : null };
+      const page = nextPage(await usage.records(request.tenant, toFilter(request.query), limit + 1, cursor), limit);
+      return { records: page.rows.map(toRecord), nextCursor: page.nextCursor };
     },
   );
 };

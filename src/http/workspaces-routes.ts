@@ -6,7 +6,7 @@ import { contextIdSchema } from '../shapes/task.ts';
 import { PathError, resolveWorkspacePath } from '../tools/path-guard.ts';
 import { openInside, streamExactly, type Opened } from '../tools/safe-open.ts';
 import { AppError, notFound } from '../errors/app-error.ts';
-import { errorResponses } from './error-schema.ts';
+import { errors } from './openapi.ts';
 
 const contentTypes: Record<string, string> = {
   '.md': 'text/markdown; charset=utf-8',
@@ -30,10 +30,17 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: (tenant:
     '/workspaces/:parentTaskId/files/*',
     {
       schema: {
+        operationId: 'getWorkspaceFile',
         summary: 'Download a workspace file',
         description: 'Serves a regular file of the parent task\'s workspace; nothing outside the workspace is ever served.',
         params: z.object({ parentTaskId: contextIdSchema, '*': z.string().min(1, 'a file path is required') }),
-        response: { 200: z.any().describe('the file'), ...errorResponses },
+        response: {
+          200: {
+            description: 'The file, with a Content-Type from its extension (application/octet-stream otherwise)',
+            content: { 'application/octet-stream': { schema: z.string().meta({ format: 'binary' }) } },
+          },
+          ...errors(400, 404),
+        },
       },
     },
     async (request, reply) => {
@@ -63,7 +70,8 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: (tenant:
         .header('x-content-type-options', 'nosniff')
         // Model-written HTML must not run scripts on the service's origin.
         .header('content-security-policy', "sandbox; default-src 'none'")
-        .send(streamExactly(opened));
+        // A stream is sent as it is: the type provider only knows the schema's string.
+        .send(streamExactly(opened) as never);
     },
   );
 };

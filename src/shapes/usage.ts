@@ -10,21 +10,12 @@ export const usageSchema = z.object({
 });
 export type Usage = z.infer<typeof usageSchema>;
 
-export const zeroUsage = (): Usage => ({
-  inputTokens: 0,
-  outputTokens: 0,
-  totalTokens: 0,
-  cachedInputTokens: 0,
-  reasoningTokens: 0,
-});
+/** The token fields of a usage, in the order the contract lists them: the one list every sum uses. */
+export const tokenFields = Object.keys(usageSchema.shape) as Array<keyof Usage>;
+
+export const zeroUsage = (): Usage => Object.fromEntries(tokenFields.map((f) => [f, 0])) as Usage;
 
 /** Adds two usages field by field. */
 export function addUsage(a: Usage, b: Usage): Usage {
-  return {
-    inputTokens: a.inputTokens + b.inputTokens,
-    outputTokens: a.outputTokens + b.outputTokens,
-    totalTokens: a.totalTokens + b.totalTokens,
-    cachedInputTokens: a.cachedInputTokens + b.cachedInputTokens,
-    reasoningTokens: a.reasoningTokens + b.reasoningTokens,
-  };
+  return Object.fromEntries(tokenFields.map((f) => [f, a[f] + b[f]])) as Usage;
 }

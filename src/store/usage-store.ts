@@ -3,6 +3,10 @@ import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import type { Db } from './database.ts';
 import type { SqlReader } from './read-worker.ts';
 import { subagentRecords as r } from './schema.ts';
+import { tokenFields, type Usage } from '../shapes/usage.ts';
+import type { StoredUsageRecord, UsageTotals } from '../shapes/usage-report.ts';
+
+type TokenField = keyof Usage;
 
 export interface UsageFilter {
   userId?: string;
@@ -25,20 +29,15 @@ const groupColumns: Record<UsageGroupBy, SQL> = {
   day: sql`strftime('%Y-%m-%d', ${r.startedAt} / 1000, 'unixepoch')`,
 };
 
+const sumOf = (column: SQLiteColumn) => sql<number>`coalesce(sum(${column}), 0)`.mapWith(Number);
 const sums = {
   tasks: sql<number>`count(*)`.mapWith(Number),
-  steps: sql<number>`coalesce(sum(${r.steps}), 0)`.mapWith(Number),
-  inputTokens: sql<number>`coalesce(sum(${r.inputTokens}), 0)`.mapWith(Number),
-  outputTokens: sql<number>`coalesce(sum(${r.outputTokens}), 0)`.mapWith(Number),
-  totalTokens: sql<number>`coalesce(sum(${r.totalTokens}), 0)`.mapWith(Number),
-  cachedInputTokens: sql<number>`coalesce(sum(${r.cachedInputTokens}), 0)`.mapWith(Number),
-  reasoningTokens: sql<number>`coalesce(sum(${r.reasoningTokens}), 0)`.mapWith(Number),
-  durationMs: sql<number>`coalesce(sum(${r.durationMs}), 0)`.mapWith(Number),
-};
+  steps: sumOf(r.steps),
+  ...(Object.fromEntries(tokenFields.map((f) => [f, sumOf(r[f])])) as Record<TokenField, ReturnType<typeof sumOf>>),
+  durationMs: sumOf(r.durationMs),
+} satisfies Record<keyof UsageTotals, unknown>;
 
-export type UsageTotals = { [K in keyof typeof sums]: number };
-
-const sumNames = Object.keys(sums) as Array<keyof typeof sums>;
+const sumNames = Object.keys(sums) as Array<keyof UsageTotals>;
 const toTotals = (values: unknown[]): UsageTotals =>
   Object.fromEntries(sumNames.map((name, i) => [name, Number(values[i] ?? 0)])) as UsageTotals;
 
@@ -53,37 +52,14 @@ const recordColumns: Record<keyof UsageRecord, SQLiteColumn> = {
   description: r.description,
   model: r.model,
   steps: r.steps,
-  inputTokens: r.inputTokens,
-  outputTokens: r.outputTokens,
-  totalTokens: r.totalTokens,
-  cachedInputTokens: r.cachedInputTokens,
-  reasoningTokens: r.reasoningTokens,
+  ...(Object.fromEntries(tokenFields.map((f): [TokenField, SQLiteColumn] => [f, r[f]])) as Record<TokenField, SQLiteColumn>),
   status: r.status,
   startedAt: r.startedAt,
   completedAt: r.completedAt,
   durationMs: r.durationMs,
 };
-/** One record as `GET /usage/records` lists it, times as epoch ms. */
-export interface UsageRecord {
-  id: string;
-  taskId: string;
-  subagent_type: string;
-  parentTaskId: string;
-  userId: string;
-  toolCallId: string | null;
-  description: string;
-  model: string | null;
-  steps: number;
-  inputTokens: number;
-  outputTokens: number;
-  totalTokens: number;
-  cachedInputTokens: number;
-  reasoningTokens: number;
-  status: string;
-  startedAt: number;
-  completedAt: number | null;
-  durationMs: number;
-}
+export type UsageRecord = StoredUsageRecord;
+export type { UsageTotals };
 const recordNames = Object.keys(recordColumns) as Array<keyof UsageRecord>;
 
 /**
@@ -135,7 +111,7 @@ export function createUsageStore(db: Db, reader: SqlReader) {
           .limit(limit)
           .toSQL(),
       );
-      return rows.map((values) => Object.fromEntries(recordNames.map((n, i) => [n, values[i]])) as unknown as UsageRecord);
+      return rows.map((values) => Object.fromEntries(recordNames.map((n, i) => [n, values[i]])) as UsageRecord);
     },
   };
 }

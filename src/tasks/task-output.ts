@@ -1,7 +1,7 @@
+import { iso } from '../shapes/time.ts';
 import type { TaskRow } from '../store/schema.ts';
 import type { Artifact, SkippedPath, StopReason, TaskContext, TaskOutput } from '../shapes/task.ts';
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /** The contract's TaskOutput for a stored task. */
 export function toTaskOutput(row: TaskRow): TaskOutput {
@@ -27,7 +27,7 @@ export function toTaskOutput(row: TaskRow): TaskOutput {
       reasoningTokens: row.reasoningTokens,
     },
     error: row.errorCode ? { code: row.errorCode, message: row.errorMessage ?? '' } : null,
-    createdAt: iso(row.createdAt)!,
+    createdAt: iso(row.createdAt),
     startedAt: iso(row.startedAt),
     completedAt: iso(row.completedAt),
   };

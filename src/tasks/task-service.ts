@@ -1,3 +1,4 @@
+import { nextPage } from '../store/paging.ts';
 import type { Logger } from 'pino';
 import { monotonicFactory } from 'ulid';
 import type { AgentRegistry } from '../definitions/agent-registry.ts';
@@ -221,9 +222,7 @@ export function createTaskService(deps: TaskServiceDeps) {
     },
 
     list(tenant: string, filter: TaskFilter, limit: number, cursor?: string) {
-      const rows = store.list(tenant, filter, limit + 1, cursor);
-      const page = rows.slice(0, limit);
-      return { rows: page, nextCursor: rows.length > limit ? page[page.length - 1].id : null };
+      return nextPage(store.list(tenant, filter, limit + 1, cursor), limit);
     },
 
     /** Cancels a queued or running task; a finished task is returned as it is. */

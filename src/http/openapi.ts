@@ -1,0 +1,181 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+import { createJsonSchemaTransform, createJsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { agentSummarySchema } from '../definitions/agent-definition.ts';
+import { eventDataSchemas, heartbeatSchema, streamMessageSchema } from '../events/event-types.ts';
+import {
+  artifactSchema,
+  createTaskBodySchema,
+  skippedPathSchema,
+  taskAcceptedSchema,
+  taskContextSchema,
+  taskErrorSchema,
+  taskListSchema,
+  taskOptionsSchema,
+  taskOutputSchema,
+  usageSchema,
+} from '../shapes/task.ts';
+import { usageRecordListSchema, usageRecordSchema, usageReportSchema, usageTotalsSchema } from '../shapes/usage-report.ts';
+import { errorBodySchema } from './error-schema.ts';
+
+/**
+ * The schemas the document names (`#/components/schemas/<name>`), so that a generated client gets
+ * a type for each instead of an anonymous inline shape. The event schemas are named too: the
+ * WebSocket routes point at `StreamMessage` through the `x-websocket` extension.
+ */
+const apiSchemas = z.registry<{ id: string }>();
+const named: Record<string, z.ZodType> = {
+  Error: errorBodySchema,
+  CreateTaskBody: createTaskBodySchema,
+  TaskContext: taskContextSchema,
+  TaskOptions: taskOptionsSchema,
+  Task: taskOutputSchema,
+  TaskAccepted: taskAcceptedSchema,
+  TaskList: taskListSchema,
+  TaskError: taskErrorSchema,
+  Artifact: artifactSchema,
+  SkippedPath: skippedPathSchema,
+  Usage: usageSchema,
+  UsageTotals: usageTotalsSchema,
+  UsageReport: usageReportSchema,
+  UsageRecord: usageRecordSchema,
+  UsageRecordList: usageRecordListSchema,
+  AgentSummary: agentSummarySchema,
+  StreamMessage: streamMessageSchema,
+  Heartbeat: heartbeatSchema,
+  TaskStartedData: eventDataSchemas['task.started'],
+  StepStartedData: eventDataSchemas['step.started'],
+  TextDeltaData: eventDataSchemas['text.delta'],
+  ToolCallData: eventDataSchemas['tool.call'],
+  ToolResultData: eventDataSchemas['tool.result'],
+  StepFinishedData: eventDataSchemas['step.finished'],
+};
+for (const [id, schema] of Object.entries(named)) apiSchemas.add(schema, { id });
+
+const errorText = {
+  400: 'Invalid request: `error.details` names each field and what is wrong with it',
+  401: 'Missing or wrong API key (only while API_KEYS is set)',
+  404: 'No such task, workspace, file or route for this tenant',
+  409: 'This Idempotency-Key was already used with a different body',
+  413: 'The body is larger than BODY_LIMIT_BYTES',
+  415: 'The body is not application/json',
+  426: 'A WebSocket route called without `Upgrade: websocket`',
+  429: 'A rate limit, queue limit or auth-failure limit was reached; retry after Retry-After seconds',
+  500: 'An unexpected failure of the service',
+  503: 'Shutting down, overloaded, or the database cannot be written; retry after Retry-After seconds',
+  507: 'The disk that holds the database is full',
+} as const;
+type ErrorStatus = keyof typeof errorText;
+
+/** A JSON response with a description, as a route's `schema.response` entry. */
+export function json<T extends z.ZodType>(description: string, schema: T) {
+  return { description, content: { 'application/json': { schema } } };
+}
+
+/** The contract's error body for each of `statuses`, with what each means. */
+export function errors<S extends ErrorStatus>(...statuses: S[]): Record<S, ReturnType<typeof json<typeof errorBodySchema>>> {
+  return Object.fromEntries(statuses.map((s) => [s, json(errorText[s], errorBodySchema)])) as Record<S, ReturnType<typeof json<typeof errorBodySchema>>>;
+}
+
+/** Marks a route as a WebSocket upgrade: the document describes it with `x-websocket`. */
+export const websocketExtension = { 'x-websocket': true };
+
+/** What `x-websocket` says of an upgrade route: what the socket carries and how it closes. */
+const websocketDescription = {
+  description:
+    'After the upgrade (101) the server sends one JSON text message per event, each a StreamMessage. Close codes: ' +
+    '1000 the task finished (task streams); 1001 the service is shutting down, reconnect with ?after=<last cursor>; ' +
+    '1008 the reader fell too far behind (WS_MAX_BUFFERED_BYTES), reconnect with ?after=<last cursor>.',
+  message: { $ref: '#/components/schemas/StreamMessage' },
+};
+
+interface OperationLike {
+  responses?: Record<string, unknown>;
+  security?: unknown[];
+  parameters?: Array<{ name: string; in: string }>;
+  'x-websocket'?: unknown;
+}
+
+interface DocumentLike {
+  paths?: Record<string, Record<string, OperationLike>>;
+  components?: { schemas?: Record<string, unknown> };
+}
+
+/**
+ * The zod provider names every schema twice, `X` (what the service answers, closed to unknown
+ * fields) and `XInput` (what it takes, open). Keep the ones the document uses, and call an
+ * `XInput` plain `X` where no answer uses `X`: a client gets `CreateTaskBody`, not two of each.
+ */
+function pruneSchemas(doc: DocumentLike): DocumentLike {
+  const schemas = doc.components?.schemas ?? {};
+  const refsIn = (value: unknown) => [...JSON.stringify(value).matchAll(/"#\/components\/schemas\/([^"]+)"/g)].map((m) => m[1]);
+  const used = new Set(refsIn({ ...doc, components: { ...doc.components, schemas: {} } }));
+  for (const queue = [...used]; queue.length > 0; ) {
+    for (const ref of refsIn(schemas[queue.pop()!])) if (!used.has(ref)) used.add(ref), queue.push(ref);
+  }
+  for (const name of Object.keys(schemas)) if (!used.has(name)) delete schemas[name];
+  const renames = [...used].filter((n) => n.endsWith('Input') && !used.has(n.slice(0, -5)));
+  let json = JSON.stringify(doc);
+  for (const n of renames) json = json.replaceAll(`"#/components/schemas/${n}"`, `"#/components/schemas/${n.slice(0, -5)}"`);
+  const out = JSON.parse(json) as DocumentLike;
+  for (const n of renames) {
+    out.components!.schemas![n.slice(0, -5)] = out.components!.schemas![n];
+    delete out.components!.schemas![n];
+  }
+  return out;
+}
+
+/** Adds what every route can answer, names the wildcard, marks the public and WebSocket routes. */
+function finishDocument(doc: DocumentLike, isPublic: (url: string) => boolean): DocumentLike {
+  const paths: Record<string, Record<string, OperationLike>> = {};
+  for (const [url, item] of Object.entries(doc.paths ?? {})) {
+    // `{*}` is not a name a generated client can use: call the rest of the path `path`.
+    const name = url.replace('{*}', '{path}');
+    for (const op of Object.values(item)) {
+      for (const p of op.parameters ?? []) if (p.in === 'path' && p.name === '*') p.name = 'path';
+      const responses = (op.responses ??= {});
+      const common: ErrorStatus[] = isPublic(url) ? [500, 503] : [401, 429, 500, 503];
+      for (const s of common) responses[s] ??= { description: errorText[s], content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+      if (op['x-websocket']) {
+        op['x-websocket'] = websocketDescription;
+        responses['101'] = { description: 'Switching Protocols: the socket carries StreamMessage texts (see x-websocket)' };
+      }
+      if (isPublic(url)) op.security = [];
+    }
+    paths[name] = item;
+  }
+  doc.paths = paths;
+  return doc;
+}
+
+/**
+ * The OpenAPI document (`/docs/json`, `/docs/yaml`) and its UI (`/docs`), generated from the
+ * routes' zod schemas. Every operation has an operationId, named schemas and each status it can
+ * answer, so `openapi-typescript` + `openapi-fetch` give a typed client with no casts.
+ */
+export async function registerOpenApi(app: FastifyInstance, opts: { isPublic: (url: string) => boolean }) {
+  const transform = createJsonSchemaTransform({ schemaRegistry: apiSchemas });
+  const transformObject = createJsonSchemaTransformObject({ schemaRegistry: apiSchemas });
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'subagentd',
+        description:
+          'Runs LLM subagents for orchestrator backends. Send `Authorization: Bearer <key>` when the service has API_KEYS; ' +
+          'WebSocket routes take `?access_token=<key>` instead. The WebSocket routes are described with the `x-websocket` ' +
+          'extension: each message is a `StreamMessage`.',
+        version: '1.0.0',
+        license: { name: 'MIT', identifier: 'MIT' },
+      },
+      servers: [{ url: '/' }],
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'a key of API_KEYS' } } },
+      security: [{ bearer: [] }],
+    },
+    transform,
+    transformObject: (input) => pruneSchemas(finishDocument(transformObject(input) as DocumentLike, opts.isPublic)) as ReturnType<typeof transformObject>,
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+}
