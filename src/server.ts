@@ -1,6 +1,6 @@
-import pino from 'pino';
 import { createApp } from './app.ts';
 import { ConfigError, loadConfig, loadDotEnv } from './config/config.ts';
+import { createLogger } from './logging/logger.ts';
 import { closeDatabase, DatabaseInUseError, DatabaseNotWritableError, openDatabase } from './store/database.ts';
 
 /** Exit code when another process already runs on the database. */
@@ -24,7 +24,7 @@ async function main() {
     }
     throw err;
   }
-  const logger = pino({ level: config.logLevel, redact: ['req.headers.authorization'] });
+  const logger = createLogger(config.logLevel);
   let db;
   try {
     db = openDatabase(config.databasePath);

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { contextIdSchema } from '../shapes/task.ts';
 import { PathError, resolveWorkspacePath } from '../tools/path-guard.ts';
 import { openInside, streamExactly, type Opened } from '../tools/safe-open.ts';
+import type { WorkspacesDirOf } from '../tools/workspace.ts';
 import { AppError, notFound } from '../errors/app-error.ts';
 import { errors } from './openapi.ts';
 
@@ -22,7 +23,7 @@ const contentTypes: Record<string, string> = {
   '.pdf': 'application/pdf',
 };
 
-export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: (tenant: string) => string }> = async (
+export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: WorkspacesDirOf }> = async (
   app,
   { workspacesDirOf },
 ) => {

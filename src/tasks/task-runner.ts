@@ -16,7 +16,7 @@ import { runCommand } from '../tools/run-command.ts';
 import { storageFaultOf, type StorageGuard } from '../store/storage-guard.ts';
 import type { Sandbox } from '../tools/sandbox.ts';
 import type { ToolContext, Workspace } from '../tools/tool-types.ts';
-import { childEnv, openWorkspace } from '../tools/workspace.ts';
+import { openWorkspace, type WorkspacesDirOf } from '../tools/workspace.ts';
 import { workspaceTools } from '../tools/workspace-tools.ts';
 import { endingOfAbort, failed, finishTask, type Ending } from './finish-task.ts';
 import { abortCode } from './task-abort.ts';
@@ -31,7 +31,7 @@ export interface RunnerDeps {
   logger: Logger;
   now: () => number;
   /** Folder holding the workspaces of a tenant. */
-  workspacesDirOf: (tenant: string) => string;
+  workspacesDirOf: WorkspacesDirOf;
   limits: { bashTimeoutMs: number; bashMaxOutputBytes: number; modelMaxRetries: number; modelStallTimeoutMs: number };
   sandbox: Sandbox;
   /** Writes that must survive a full disk go through it (usage, step and end states). */
@@ -101,7 +101,7 @@ export function createTaskRunner(deps: RunnerDeps) {
     const r = await runCommand({
       command: body.command!,
       cwd: ws.root,
-      env: childEnv(ws.root),
+      env: ws.env,
       // The task's own timeout aborts the signal; this only guards against a lost timer.
       timeoutMs: 24 * 3600_000,
       maxOutputBytes: deps.limits.bashMaxOutputBytes,
@@ -139,7 +139,6 @@ export function createTaskRunner(deps: RunnerDeps) {
       workspace,
       signal,
       limits: deps.limits,
-      childEnv: childEnv(workspace.root),
       sandbox: deps.sandbox,
     };
     const observer = createObserver(row);

@@ -4,7 +4,7 @@ import { monotonicFactory } from 'ulid';
 import type { AgentRegistry } from '../definitions/agent-registry.ts';
 import { compileOutputSchema } from '../loop/complete-tool.ts';
 import type { EventLog } from '../events/event-log.ts';
-import { AppError, notFound } from '../errors/app-error.ts';
+import { AppError, notFound, shuttingDown } from '../errors/app-error.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { TaskRow } from '../store/schema.ts';
 import { storageFaultOf, type StorageFault, type StorageGuard } from '../store/storage-guard.ts';
@@ -120,7 +120,7 @@ export function createTaskService(deps: TaskServiceDeps) {
      * request with the same Idempotency-Key and body).
      */
     submit(tenant: string, body: CreateTaskBody, idempotencyKey?: string): { row: TaskRow; created: boolean } {
-      if (closing) throw new AppError(503, 'shutting_down', 'the service is shutting down; retry shortly');
+      if (closing) throw shuttingDown();
       if (deps.storage.fault) throw storageRefusal(deps.storage.fault);
       const def = registry.get(body.subagent_type);
       if (!def) {
@@ -285,10 +285,6 @@ export function createTaskService(deps: TaskServiceDeps) {
       }
       pump();
       return { interrupted, requeued };
-    },
-
-    isClosing(): boolean {
-      return closing;
     },
 
     stats() {

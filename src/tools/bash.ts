@@ -18,7 +18,7 @@ export const bashTool = defineTool({
     const r = await runCommand({
       command,
       cwd: ctx.workspace.root,
-      env: ctx.childEnv,
+      env: ctx.workspace.env,
       timeoutMs: limit,
       maxOutputBytes: ctx.limits.bashMaxOutputBytes,
       signal: ctx.signal,

@@ -3,6 +3,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createCommandLimiter, type CommandLimiter } from './command-cgroup.ts';
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.ts';
 import { isInside } from './path-guard.ts';
 
 export type SandboxMode = 'auto' | 'bwrap' | 'none';
@@ -117,4 +119,32 @@ export function createSandbox(opts: SandboxOptions): Sandbox {
     wrap: (workspace, argv) => ['bwrap', ...bwrapArgs(workspace, hide, opts.tmpBytes, limits(argv))],
     limiter,
   };
+}
+
+/**
+ * The sandbox the configuration asks for, hiding the service's own folders (its working folder,
+ * the database's folder, every workspace, the definitions) from commands. Says at start what
+ * commands will and will not be confined by; throws when BASH_SANDBOX=bwrap cannot be had.
+ */
+export function sandboxFor(config: Config, logger: Logger): Sandbox {
+  const sandbox = createSandbox({
+    mode: config.bashSandbox,
+    hide: [process.cwd(), path.dirname(path.resolve(config.databasePath)), config.workspacesDir, config.agentsDir],
+    maxProcesses: config.sandboxMaxProcesses,
+    maxFileBytes: config.sandboxMaxFileBytes,
+    maxMemoryBytes: config.sandboxMaxMemoryBytes,
+    tmpBytes: config.sandboxTmpBytes,
+  });
+  if (sandbox.kind === 'unavailable' && config.bashSandbox === 'bwrap') {
+    throw new Error(`BASH_SANDBOX=bwrap but ${sandbox.reason}`);
+  }
+  if (sandbox.kind === 'unavailable') logger.error({ reason: sandbox.reason }, 'bash and shell tasks are refused');
+  if (sandbox.kind === 'none') logger.warn('BASH_SANDBOX=none: commands run without a sandbox, confined only by their working folder');
+  if (sandbox.limiter?.reason) {
+    logger.warn(
+      { reason: sandbox.limiter.reason, pids: sandbox.limiter.pids, memory: sandbox.limiter.memory },
+      'commands are capped by ulimit where a cgroup is missing: -u does not bind root, -v counts address space',
+    );
+  }
+  return sandbox;
 }

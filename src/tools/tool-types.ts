@@ -7,6 +7,8 @@ export interface Workspace {
   parentTaskId: string;
   /** Real path of the workspace folder. */
   root: string;
+  /** The only environment its commands see: no provider key, no variable of the service. */
+  env: Record<string, string>;
   resolve(input: string, opts: { mustExist: boolean }): Promise<ResolvedPath>;
 }
 
@@ -19,8 +21,6 @@ export interface ToolContext {
   workspace: Workspace;
   signal: AbortSignal;
   limits: ToolLimits;
-  /** Environment for child processes: never the service's secrets. */
-  childEnv: Record<string, string>;
   /** How commands are confined. */
   sandbox: Sandbox;
 }

@@ -3,6 +3,14 @@ import path from 'node:path';
 import { resolveWorkspacePath } from './path-guard.ts';
 import type { Workspace } from './tool-types.ts';
 
+/** Where a tenant's workspaces live: `WORKSPACES_DIR` itself, or `WORKSPACES_DIR/@<tenant>` with API keys. */
+export type WorkspacesDirOf = (tenant: string) => string;
+
+export function workspaceLayout(workspacesDir: string, multiTenant: boolean): WorkspacesDirOf {
+  // `@` cannot occur in a parentTaskId, so a tenant's folder never collides with a workspace.
+  return multiTenant ? (tenant) => path.join(workspacesDir, `@${tenant}`) : () => workspacesDir;
+}
+
 /** Path of a parent task's workspace folder (the id is validated before it gets here). */
 export function workspacePath(workspacesDir: string, parentTaskId: string): string {
   return path.join(workspacesDir, parentTaskId);
@@ -16,6 +24,7 @@ export async function openWorkspace(workspacesDir: string, parentTaskId: string)
   return {
     parentTaskId,
     root,
+    env: childEnv(root),
     resolve: (input, opts) => resolveWorkspacePath(root, input, opts),
   };
 }
@@ -24,7 +33,7 @@ export async function openWorkspace(workspacesDir: string, parentTaskId: string)
  * The only environment a workspace command sees: no provider key, no variable of the service.
  * HOME points into the workspace so tools that write dotfiles stay confined.
  */
-export function childEnv(workspaceRoot: string): Record<string, string> {
+function childEnv(workspaceRoot: string): Record<string, string> {
   return {
     PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
     HOME: workspaceRoot,

@@ -1,0 +1,103 @@
+import rateLimit from '@fastify/rate-limit';
+import underPressure from '@fastify/under-pressure';
+import websocket from '@fastify/websocket';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { AppError } from '../errors/app-error.ts';
+import type { Services } from '../services.ts';
+import { agentsRoutes } from './agents-routes.ts';
+import { isPublic, redactUrl, registerAuth } from './auth.ts';
+import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './error-handler.ts';
+import { healthRoutes } from './health-routes.ts';
+import { registerOpenApi } from './openapi.ts';
+import { streamRoutes } from './stream-routes.ts';
+import { tasksRoutes } from './tasks-routes.ts';
+import { usageRoutes } from './usage-routes.ts';
+import { workspacesRoutes } from './workspaces-routes.ts';
+
+/**
+ * The HTTP layer over the services: limits, auth, rate limits, load shedding, the OpenAPI
+ * document and every route. Closing the server closes the services.
+ */
+export async function createHttpServer(services: Services): Promise<FastifyInstance> {
+  const { config, logger, tasks, store, events, metrics, storage, registry, usage, workspacesDirOf } = services;
+  const server = Fastify({
+    loggerInstance: logger.child({}, {
+      serializers: {
+        req: (req: { method: string; url: string; ip?: string }) => ({ method: req.method, url: redactUrl(req.url), ip: req.ip }),
+      },
+    }) as FastifyBaseLogger,
+    bodyLimit: config.bodyLimitBytes,
+    // A client gets REQUEST_TIMEOUT_MS to send its whole request (headers: HEADERS_TIMEOUT_MS), so
+    // half-sent requests cannot pile up; a long ?wait=true answer is not limited by either.
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: 72_000,
+    // How often Node checks those timeouts (its default, 30 s, would let them overrun by as much).
+    http: { connectionsCheckingInterval: 2_000 },
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
+    // Per-request lines only at debug: a task's own start/end lines are what operators read.
+    logController: new LogController({ disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
+  }).withTypeProvider<ZodTypeProvider>();
+  server.server.headersTimeout = Math.min(config.headersTimeoutMs, config.requestTimeoutMs);
+  server.setValidatorCompiler(validatorCompiler);
+  server.setSerializerCompiler(serializerCompiler);
+  registerErrorHandling(server);
+  server.addHook('onResponse', async (request, reply) => {
+    // The route pattern keeps the label set small; unknown routes share one label.
+    metrics.httpRequest(request.routeOptions.url ?? 'unmatched', request.method, reply.statusCode, reply.elapsedTime / 1000);
+  });
+  // Before any hook that can refuse a request: the plugin's own onRequest hook marks upgrade
+  // requests, so a refused upgrade's socket is destroyed once the error is answered.
+  await server.register(websocket, {
+    options: { maxPayload: 64 * 1024 },
+    // Readers still open at shutdown (queued or paused tasks, parent streams) learn why, with a
+    // code, instead of a bare close (1005): 1001 "going away", resume with ?after=<last seq>.
+    preClose(done) {
+      for (const client of server.websocketServer.clients) {
+        client.close(1001, 'the service is shutting down; reconnect with ?after=<last seq>');
+      }
+      server.websocketServer.close(() => done());
+    },
+  });
+  metrics.watchSockets(() => server.websocketServer.clients.size);
+  registerAuth(server, { apiKeys: config.apiKeys, maxFailuresPerMinute: config.authFailuresPerMinute });
+  // Per tenant (per client address while auth is off); runs after auth has named the tenant.
+  await server.register(rateLimit, {
+    max: config.rateLimitPerMinute,
+    timeWindow: 60_000,
+    keyGenerator: (request) => (config.apiKeys ? `tenant:${request.tenant}` : `ip:${request.ip}`),
+    allowList: (request) => request.url === '/healthz',
+    errorResponseBuilder: (_request, context) =>
+      new AppError(429, 'rate_limited', `rate limit of ${context.max} requests per minute exceeded; retry in ${context.after}`),
+  });
+  // Shed load with 503 while the event loop is saturated, instead of answering everything late.
+  // (A loop blocked for a whole sample interval counts as saturated.) 0 turns shedding off.
+  if (config.maxEventLoopDelayMs > 0) await server.register(underPressure, {
+    maxEventLoopDelay: config.maxEventLoopDelayMs,
+    retryAfter: 5,
+    pressureHandler: (_request, reply, type, value) => {
+      reply.header('retry-after', '5');
+      throw new AppError(503, 'overloaded', `the service is overloaded (${type}: ${value}); retry shortly`);
+    },
+  });
+
+  await registerOpenApi(server, { isPublic });
+
+  await server.register(healthRoutes, { metrics, storage });
+  await server.register(agentsRoutes, { registry });
+  await server.register(tasksRoutes, { tasks, keepAliveMs: config.heartbeatMs });
+  await server.register(usageRoutes, { usage });
+  await server.register(workspacesRoutes, { workspacesDirOf });
+  await server.register(streamRoutes, {
+    tasks,
+    store,
+    events,
+    heartbeatMs: config.heartbeatMs,
+    pingMs: config.wsPingMs,
+    maxBufferedBytes: config.wsMaxBufferedBytes,
+  });
+
+  server.addHook('onClose', () => services.close());
+  return server;
+}

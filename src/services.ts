@@ -1,0 +1,159 @@
+import type { Logger } from 'pino';
+import type { Config } from './config/config.ts';
+import { builtinAgents, createAgentRegistry, type AgentRegistry } from './definitions/agent-registry.ts';
+import { loadAgentFiles } from './definitions/load-agent-files.ts';
+import { createEventLog, type EventLog } from './events/event-log.ts';
+import { createLogger } from './logging/logger.ts';
+import { createModelProvider, type ModelProvider } from './loop/model-provider.ts';
+import { createMetrics, type Metrics } from './metrics/metrics.ts';
+import type { Db } from './store/database.ts';
+import { createSqlReader } from './store/read-worker.ts';
+import { createStorageGuard, type StorageGuard } from './store/storage-guard.ts';
+import { createTaskStore, type TaskStore } from './store/task-store.ts';
+import { createUsageStore, type UsageStore } from './store/usage-store.ts';
+import { createTaskRunner } from './tasks/task-runner.ts';
+import { createTaskService, type TaskService } from './tasks/task-service.ts';
+import { sandboxFor, type Sandbox } from './tools/sandbox.ts';
+import { workspaceLayout, type WorkspacesDirOf } from './tools/workspace.ts';
+
+export interface ServiceDeps {
+  config: Config;
+  db: Db;
+  /** Defaults to the OpenAI-compatible provider of the config. */
+  modelProvider?: ModelProvider;
+  /** Defaults to the built-ins overridden by the valid `AGENTS_DIR/*.md` files. */
+  agents?: AgentRegistry;
+  logger?: Logger;
+  now?: () => number;
+  /** Defaults to the sandbox BASH_SANDBOX asks for, hiding the service's own folders. */
+  sandbox?: Sandbox;
+}
+
+/** Everything the service does, without HTTP: what the routes (and tests) call. */
+export interface Services {
+  config: Config;
+  logger: Logger;
+  registry: AgentRegistry;
+  metrics: Metrics;
+  storage: StorageGuard;
+  store: TaskStore;
+  usage: UsageStore;
+  events: EventLog;
+  tasks: TaskService;
+  workspacesDirOf: WorkspacesDirOf;
+  /** Ends or re-queues what a previous process left unfinished; the process calls it once it listens. */
+  recover(): { interrupted: number; requeued: number };
+  /** Ends running tasks (as `interrupted`), writes what is pending, stops the reader thread. */
+  close(): Promise<void>;
+}
+
+/** The built-in definitions, overridden by type by the valid `AGENTS_DIR/*.md` files. */
+function loadRegistry(config: Config, logger: Logger): AgentRegistry {
+  const names = { defaultModel: config.defaultModel, smallModel: config.smallModel };
+  const loaded = loadAgentFiles(config.agentsDir, names);
+  for (const e of loaded.errors) logger.error(e, `skipped subagent definition ${e.file}: ${e.field}: ${e.message}`);
+  if (loaded.definitions.length > 0) {
+    logger.info({ types: loaded.definitions.map((d) => d.type), dir: config.agentsDir }, 'loaded subagent definitions');
+  }
+  return createAgentRegistry([...builtinAgents(names), ...loaded.definitions]);
+}
+
+/**
+ * Builds the services from explicit dependencies: stores over `db`, the event log, the runner and
+ * the task service. No module-level state, so tests may build as many as they like.
+ */
+export function createServices(deps: ServiceDeps): Services {
+  const { config, db } = deps;
+  const now = deps.now ?? Date.now;
+  const logger = deps.logger ?? createLogger(config.logLevel);
+  const registry = deps.agents ?? loadRegistry(config, logger);
+  const metrics = createMetrics({ defaultMetrics: true });
+  const modelProvider =
+    deps.modelProvider ??
+    createModelProvider({
+      apiKey: config.openaiApiKey,
+      baseURL: config.openaiBaseUrl,
+      api: config.openaiApi,
+      stallTimeoutMs: config.modelStallTimeoutMs,
+      onHttpError: (status) => metrics.providerHttpError(status),
+    });
+  const workspacesDirOf = workspaceLayout(config.workspacesDir, config.apiKeys !== null);
+  const sandbox = deps.sandbox ?? sandboxFor(config, logger);
+
+  const storage = createStorageGuard({
+    probe: () => db.$client.pragma(`user_version = ${db.$client.pragma('user_version', { simple: true }) as number}`),
+    onFault: (fault, err) => {
+      logger.error({ fault, err }, 'the database cannot be written: new tasks are refused, running ones stopped; retrying every second');
+      tasks.storageFailed(fault);
+    },
+    onRecover: () => {
+      logger.warn('the database can be written again: admitting tasks');
+      tasks.storageRecovered();
+    },
+  });
+  metrics.watchStorage(() => ({ writable: storage.fault === null, waiting: storage.waiting }));
+  const store = createTaskStore(db);
+  const reader = createSqlReader(db, config.databasePath);
+  const usage = createUsageStore(db, reader);
+  const events = createEventLog(db, { now, storage });
+  const runner = createTaskRunner({
+    store,
+    events,
+    registry,
+    modelProvider,
+    metrics,
+    logger,
+    now,
+    workspacesDirOf,
+    limits: {
+      bashTimeoutMs: config.bashTimeoutMs,
+      bashMaxOutputBytes: config.bashMaxOutputBytes,
+      modelMaxRetries: config.modelMaxRetries,
+      modelStallTimeoutMs: config.modelStallTimeoutMs,
+    },
+    secrets: config.openaiApiKey ? [config.openaiApiKey] : [],
+    sandbox,
+    storage,
+  });
+  const tasks = createTaskService({
+    store,
+    events,
+    registry,
+    runner,
+    metrics,
+    logger,
+    now,
+    maxConcurrent: config.maxConcurrentTasks,
+    maxQueued: config.maxQueuedTasks,
+    maxConcurrentPerTenant: config.maxConcurrentPerTenant,
+    maxQueuedPerTenant: config.maxQueuedPerTenant,
+    taskTimeoutMs: config.taskTimeoutMs,
+    storage,
+  });
+
+  if (!config.apiKeys) logger.warn('API_KEYS is not set: authentication is off and every caller shares one tenant');
+  return {
+    config,
+    logger,
+    registry,
+    metrics,
+    storage,
+    store,
+    usage,
+    events,
+    tasks,
+    workspacesDirOf,
+    recover() {
+      const recovered = tasks.recover();
+      if (recovered.interrupted + recovered.requeued > 0) logger.warn(recovered, 'recovered unfinished tasks');
+      return recovered;
+    },
+    async close() {
+      await tasks.close();
+      events.flush();
+      await reader.close();
+      storage.close();
+      sandbox.limiter?.close();
+    },
+  };
+}
