@@ -19,3 +19,8 @@ export const zeroUsage = (): Usage => Object.fromEntries(tokenFields.map((f) => 
 export function addUsage(a: Usage, b: Usage): Usage {
   return Object.fromEntries(tokenFields.map((f) => [f, a[f] + b[f]])) as Usage;
 }
+
+/** The token fields of anything that carries them (a task row, a record), as a usage. */
+export function usageOf(source: Usage): Usage {
+  return Object.fromEntries(tokenFields.map((f) => [f, source[f]])) as Usage;
+}

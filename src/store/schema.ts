@@ -1,13 +1,14 @@
+import type { Artifact, CreateTaskBody, SkippedPath, StopReason, Usage } from '../shapes/task.ts';
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 
-/** Token columns shared by tasks and records: integers, never null. */
+/** Token columns shared by tasks, records and usage reports: integers, never null, one per token field. */
 const tokenColumns = () => ({
   inputTokens: integer('input_tokens').notNull().default(0),
   outputTokens: integer('output_tokens').notNull().default(0),
   totalTokens: integer('total_tokens').notNull().default(0),
   cachedInputTokens: integer('cached_input_tokens').notNull().default(0),
   reasoningTokens: integer('reasoning_tokens').notNull().default(0),
-});
+}) satisfies Record<keyof Usage, unknown>;
 
 export const tasks = sqliteTable(
   'tasks',
@@ -20,15 +21,15 @@ export const tasks = sqliteTable(
     subagentType: text('subagent_type').notNull(),
     description: text('description').notNull(),
     /** The request body as received (prompt, context, options): the runner's whole input. */
-    request: text('request', { mode: 'json' }).notNull().$type<Record<string, unknown>>(),
+    request: text('request', { mode: 'json' }).notNull().$type<CreateTaskBody>(),
     model: text('model'),
     status: text('status', { enum: ['queued', 'running', 'completed', 'aborted', 'error'] }).notNull(),
     summary: text('summary'),
-    artifacts: text('artifacts', { mode: 'json' }).$type<unknown[]>(),
-    skipped: text('skipped', { mode: 'json' }).$type<unknown[]>(),
+    artifacts: text('artifacts', { mode: 'json' }).$type<Artifact[]>(),
+    skipped: text('skipped', { mode: 'json' }).$type<SkippedPath[]>(),
     output: text('output', { mode: 'json' }),
     steps: integer('steps').notNull().default(0),
-    stopReason: text('stop_reason'),
+    stopReason: text('stop_reason').$type<StopReason>(),
     ...tokenColumns(),
     errorCode: text('error_code'),
     errorMessage: text('error_message'),

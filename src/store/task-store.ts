@@ -1,6 +1,6 @@
 import { and, desc, eq, inArray, lt, sql, type SQL } from 'drizzle-orm';
 import { ulid } from 'ulid';
-import type { Usage } from '../shapes/usage.ts';
+import { tokenFields, type Usage } from '../shapes/usage.ts';
 import type { Db } from './database.ts';
 import { tasks, type NewTaskRow, type TaskRow } from './schema.ts';
 
@@ -45,19 +45,19 @@ export function createTaskStore(db: Db) {
        status, started_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)`,
   );
+  // The token columns, from the one list of token fields (inputTokens → input_tokens).
+  const tokenSql = tokenFields.map((f) => ({ column: f.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), param: `@${f}` }));
   const usageSql = (table: string) =>
     sqlite.prepare(
-      `UPDATE ${table} SET input_tokens = input_tokens + @inputTokens, output_tokens = output_tokens + @outputTokens,
-         total_tokens = total_tokens + @totalTokens, cached_input_tokens = cached_input_tokens + @cachedInputTokens,
-         reasoning_tokens = reasoning_tokens + @reasoningTokens
+      `UPDATE ${table} SET ${tokenSql.map((t) => `${t.column} = ${t.column} + ${t.param}`).join(', ')}
        WHERE ${table === 'tasks' ? 'id' : 'task_id'} = @taskId`,
     );
   const taskUsage = usageSql('tasks');
   const recordUsage = usageSql('subagent_records');
   const insertReport = sqlite.prepare(
-    `INSERT INTO usage_reports (task_id, n, step, input_tokens, output_tokens, total_tokens, cached_input_tokens, reasoning_tokens, at)
+    `INSERT INTO usage_reports (task_id, n, step, ${tokenSql.map((t) => t.column).join(', ')}, at)
      VALUES (@taskId, (SELECT coalesce(max(n), 0) + 1 FROM usage_reports WHERE task_id = @taskId), @step,
-       @inputTokens, @outputTokens, @totalTokens, @cachedInputTokens, @reasoningTokens, @at)`,
+       ${tokenSql.map((t) => t.param).join(', ')}, @at)`,
   );
   const addUsage = sqlite.transaction((params: Usage & { taskId: string; step: number; at: number }) => {
     insertReport.run(params);

@@ -20,7 +20,7 @@ import { openWorkspace, type WorkspacesDirOf } from '../tools/workspace.ts';
 import { workspaceTools } from '../tools/workspace-tools.ts';
 import { endingOfAbort, failed, finishTask, type Ending } from './finish-task.ts';
 import { abortCode } from './task-abort.ts';
-import type { CreateTaskBody, Usage } from '../shapes/task.ts';
+import { usageOf, type CreateTaskBody, type Usage } from '../shapes/task.ts';
 
 export interface RunnerDeps {
   store: TaskStore;
@@ -49,7 +49,7 @@ export function createTaskRunner(deps: RunnerDeps) {
   const { store, events, logger } = deps;
 
   async function run(row: TaskRow, signal: AbortSignal): Promise<TaskRow> {
-    const body = row.request as unknown as CreateTaskBody;
+    const body = row.request;
     const def = deps.registry.get(row.subagentType);
     const model = def && def.kind === 'model' ? (body.options?.model ?? def.model) : null;
     const startedAt = deps.now();
@@ -86,9 +86,7 @@ export function createTaskRunner(deps: RunnerDeps) {
         stopReason: finished.stopReason,
         errorCode: finished.errorCode,
         steps: finished.steps,
-        inputTokens: finished.inputTokens,
-        outputTokens: finished.outputTokens,
-        totalTokens: finished.totalTokens,
+        ...usageOf(finished),
         durationMs: completedAt - startedAt,
       },
       'task finished',

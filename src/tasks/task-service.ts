@@ -1,22 +1,20 @@
-import { nextPage } from '../store/paging.ts';
 import type { Logger } from 'pino';
 import { monotonicFactory } from 'ulid';
 import type { AgentRegistry } from '../definitions/agent-registry.ts';
-import { compileOutputSchema } from '../loop/complete-tool.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { AppError, notFound, shuttingDown } from '../errors/app-error.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { TaskRow } from '../store/schema.ts';
 import { storageFaultOf, type StorageFault, type StorageGuard } from '../store/storage-guard.ts';
+import { nextPage } from '../store/paging.ts';
 import type { TaskFilter, TaskStore } from '../store/task-store.ts';
 import { createFairQueue } from './fair-queue.ts';
+import { checkAgainstDefinition, earlierTask, newTaskRow } from './admission.ts';
 import { hashBody } from './hash-body.ts';
 import { aborted, failed, finishTask } from './finish-task.ts';
 import { TaskAbort } from './task-abort.ts';
 import type { TaskRunner } from './task-runner.ts';
 import type { CreateTaskBody } from '../shapes/task.ts';
-
-const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
 
 export interface TaskServiceDeps {
   store: TaskStore;
@@ -40,9 +38,9 @@ interface Active {
 }
 
 /**
- * The task lifecycle: admission (validation against the definition, idempotency, the queue bound),
- * a fair queue under a concurrency cap, timeouts, cancellation, waiting for an end, and recovery
- * of what a previous process left unfinished.
+ * The task lifecycle. `submit` admits (the checks live in admission.ts, then the queue's bounds);
+ * the rest schedules: a fair queue under a concurrency cap, timeouts, cancellation, waiting for
+ * an end, and recovery of what a previous process left unfinished.
  */
 export function createTaskService(deps: TaskServiceDeps) {
   const { store, registry } = deps;
@@ -77,7 +75,7 @@ export function createTaskService(deps: TaskServiceDeps) {
   }
 
   function start(row: TaskRow) {
-    const body = row.request as unknown as CreateTaskBody;
+    const body = row.request;
     const timeoutMs = Math.min(body.options?.timeoutMs ?? deps.taskTimeoutMs, deps.taskTimeoutMs);
     const controller = new AbortController();
     const timer = setTimeout(
@@ -107,6 +105,22 @@ export function createTaskService(deps: TaskServiceDeps) {
       });
   }
 
+  /** The queue's bounds: the whole queue's, and each tenant's own so one cannot refuse the others. */
+  function checkQueueRoom(tenant: string) {
+    if (queue.size >= deps.maxQueued) {
+      throw new AppError(429, 'queue_full', `too many queued tasks (${queue.size}); retry later`, undefined, { 'retry-after': '5' });
+    }
+    if (queue.queuedIn(tenant) >= deps.maxQueuedPerTenant) {
+      throw new AppError(
+        429,
+        'queue_full',
+        `this tenant has ${queue.queuedIn(tenant)} queued tasks, its limit (MAX_QUEUED_PER_TENANT); retry later`,
+        undefined,
+        { 'retry-after': '5' },
+      );
+    }
+  }
+
   /** Ends a task that was cancelled before it started. */
   async function endQueued(row: TaskRow, message: string): Promise<TaskRow> {
     const finished = await deps.storage.write(() => finishTask(deps, row, aborted('cancelled', message), deps.now()));
@@ -122,88 +136,15 @@ export function createTaskService(deps: TaskServiceDeps) {
     submit(tenant: string, body: CreateTaskBody, idempotencyKey?: string): { row: TaskRow; created: boolean } {
       if (closing) throw shuttingDown();
       if (deps.storage.fault) throw storageRefusal(deps.storage.fault);
-      const def = registry.get(body.subagent_type);
-      if (!def) {
-        throw new AppError(
-          400,
-          'unknown_subagent_type',
-          `unknown subagent_type "${body.subagent_type}"; available types: ${registry.types().join(', ')}`,
-          { available: registry.types() },
-        );
-      }
-      const invalid: Array<{ field: string; message: string }> = [];
-      if (body.options?.maxSteps !== undefined && body.options.maxSteps > def.maxSteps) {
-        invalid.push({
-          field: 'body.options.maxSteps',
-          message: `may only lower the limit of "${def.type}" (${def.maxSteps})`,
-        });
-      }
-      if (body.options?.outputSchema !== undefined) {
-        const compiled = compileOutputSchema(body.options.outputSchema);
-        if ('error' in compiled) invalid.push({ field: 'body.options.outputSchema', message: `not a valid JSON Schema: ${compiled.error}` });
-      }
-      if (invalid.length > 0) {
-        throw new AppError(400, 'invalid_request', `invalid request: ${invalid.map((i) => i.field).join(', ')}`, invalid);
-      }
-
+      checkAgainstDefinition(registry, body);
       const now = deps.now();
-      const requestHash = idempotencyKey ? hashBody(body) : null;
-      if (idempotencyKey) {
-        const earlier = store.findByIdempotencyKey(tenant, idempotencyKey);
-        if (earlier && now - earlier.createdAt < IDEMPOTENCY_WINDOW_MS) {
-          if (earlier.requestHash !== requestHash) {
-            throw new AppError(409, 'idempotency_conflict', 'this Idempotency-Key was used with a different body');
-          }
-          return { row: earlier, created: false };
-        }
-        if (earlier) store.clearIdempotencyKey(earlier.id);
+      const idempotency = idempotencyKey ? { key: idempotencyKey, requestHash: hashBody(body) } : null;
+      if (idempotency) {
+        const earlier = earlierTask(store, tenant, idempotency.key, idempotency.requestHash, now);
+        if (earlier) return { row: earlier, created: false };
       }
-      if (queue.size >= deps.maxQueued) {
-        throw new AppError(429, 'queue_full', `too many queued tasks (${queue.size}); retry later`, undefined, {
-          'retry-after': '5',
-        });
-      }
-      // A tenant's own quota: one tenant filling the queue must not refuse every other tenant.
-      if (queue.queuedIn(tenant) >= deps.maxQueuedPerTenant) {
-        throw new AppError(
-          429,
-          'queue_full',
-          `this tenant has ${queue.queuedIn(tenant)} queued tasks, its limit (MAX_QUEUED_PER_TENANT); retry later`,
-          undefined,
-          { 'retry-after': '5' },
-        );
-      }
-
-      const row: TaskRow = {
-        id: `tsk_${newId(now)}`,
-        tenant,
-        parentTaskId: body.context.parentTaskId,
-        userId: body.context.userId,
-        toolCallId: body.context.toolCallId ?? null,
-        subagentType: body.subagent_type,
-        description: body.description,
-        request: body as unknown as Record<string, unknown>,
-        model: null,
-        status: 'queued',
-        summary: null,
-        artifacts: null,
-        skipped: null,
-        output: null,
-        steps: 0,
-        stopReason: null,
-        inputTokens: 0,
-        outputTokens: 0,
-        totalTokens: 0,
-        cachedInputTokens: 0,
-        reasoningTokens: 0,
-        errorCode: null,
-        errorMessage: null,
-        idempotencyKey: idempotencyKey ?? null,
-        requestHash,
-        createdAt: now,
-        startedAt: null,
-        completedAt: null,
-      };
+      checkQueueRoom(tenant);
+      const row = newTaskRow(`tsk_${newId(now)}`, tenant, body, now, idempotency);
       try {
         store.insert(row);
       } catch (err) {
