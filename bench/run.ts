@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { closeDatabase, openDatabase } from '../src/store/database';
 import { startChildService } from '../test/support/child-service';
-import { startScriptedModel } from '../test/support/scripted-model';
+import { startScriptedModel } from '../scripted-model/server';
 
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

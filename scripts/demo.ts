@@ -11,7 +11,7 @@ import WebSocket from 'ws';
 import { createApp } from '../src/app';
 import { loadConfig } from '../src/config/config';
 import { closeDatabase, openDatabase } from '../src/store/database';
-import { startScriptedModel } from '../test/support/scripted-model';
+import { startScriptedModel } from '../scripted-model/server';
 
 const dim = (s: string) => `\x1b[2m${s}\x1b[0m`;
 const bold = (s: string) => `\x1b[1m${s}\x1b[0m`;

@@ -8,7 +8,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
-import { startScriptedModel } from '../test/support/scripted-model.ts';
+import { startScriptedModel } from '../scripted-model/server.ts';
 
 const image = process.argv[2] ?? 'subagentd:test';
 const engine = process.argv[3] ?? 'podman';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, taskBody, type TestService } from './support/harness';
+import { startService, storedEvents, taskBody, type TestService } from './support/harness';
 
 let svc: TestService;
 let logs: string[] = [];
@@ -104,8 +104,8 @@ describe('AGENTS_DIR definitions', () => {
   it('names the resolved model in task.started', async () => {
     svc.model.script('STARTED-MODEL', [{ toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] }]);
     const out = (await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ subagent_type: 'writer', prompt: 'STARTED-MODEL' }) })).json();
-    const started = svc.app.events.read(out.id, 0).find((e) => e.type === 'task.started')!;
-    expect(JSON.parse(started.json).data.model).toBe('my-writer-model');
+    const started = (await storedEvents(svc, out.id)).find((e) => e.type === 'task.started')!;
+    expect(started.data.model).toBe('my-writer-model');
   });
 
   it('lets options.maxSteps lower a custom limit but never raise it', async () => {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startChildService, type ChildService } from './support/child-service';
-import { startScriptedModel, type ScriptedModel } from './support/scripted-model';
+import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
 import { taskBody, TEST_API_KEY } from './support/harness';
 import { openStream } from './support/ws-client';
 import { until } from './support/until';

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startScriptedModel, type ScriptedModel } from './support/scripted-model';
-import { startService, taskBody, type TestService } from './support/harness';
+import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
+import { metric, startService, storedEvents, taskBody, taskEnd, type TestService } from './support/harness';
 
 const completeAfter = (delayMs: number) => [{ delayMs, toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] }];
 
@@ -25,10 +25,10 @@ describe('queue: concurrency cap, fairness, bound', () => {
       expect(res.statusCode).toBe(202);
       ids.push(res.json().id);
     }
-    expect(svc.app.tasks.stats()).toEqual({ running: 2, queued: 8 });
+    expect([await metric(svc, 'subagentd_tasks_running'), await metric(svc, 'subagentd_queue_depth')]).toEqual([2, 8]);
     const queued = (await svc.inject({ url: `/tasks/${ids[9]}` })).json();
     expect(queued).toMatchObject({ status: 'queued', startedAt: null });
-    const ends = await Promise.all(ids.map((id) => svc.app.tasks.waitForEnd(id)));
+    const ends = await Promise.all(ids.map((id) => taskEnd(svc, id)));
     expect(ends.every((t) => t.status === 'completed')).toBe(true);
     expect(model.maxInFlight).toBe(2);
   });
@@ -41,8 +41,8 @@ describe('queue: concurrency cap, fairness, bound', () => {
       burst.push((await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ prompt: `FAIR a${i}`, context: { parentTaskId: 'T-f', userId: 'u-burst' } }) })).json().id);
     }
     const single = (await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ prompt: 'FAIR b', context: { parentTaskId: 'T-f', userId: 'u-single' } }) })).json().id;
-    const ends = await Promise.all([...burst, single].map((id) => svc.app.tasks.waitForEnd(id)));
-    const started = (id: string) => ends.find((t) => t.id === id)!.startedAt!;
+    const ends = await Promise.all([...burst, single].map((id) => taskEnd(svc, id)));
+    const started = (id: string) => Date.parse(ends.find((t) => t.id === id)!.startedAt);
     // Two burst tasks took both slots at once; the single user's task started no later than any of
     // the four burst tasks that were queued before it.
     for (const id of burst.slice(2)) expect(started(single)).toBeLessThanOrEqual(started(id));
@@ -60,7 +60,7 @@ describe('queue: concurrency cap, fairness, bound', () => {
     expect(ids).toHaveLength(14); // 2 running + 12 queued
     expect(refused!.headers['retry-after']).toBe('5');
     expect(refused!.json().error.code).toBe('queue_full');
-    await Promise.all(ids.map((id) => svc.app.tasks.waitForEnd(id)));
+    await Promise.all(ids.map((id) => taskEnd(svc, id)));
   });
 });
 
@@ -78,12 +78,11 @@ describe('cancel', () => {
     const res = await svc.inject({ method: 'POST', url: `/tasks/${queued}/cancel` });
     expect(res.statusCode).toBe(202);
     expect(res.json()).toMatchObject({ status: 'aborted', error: { code: 'cancelled' }, startedAt: null, steps: 0 });
-    await svc.app.tasks.waitForEnd(blocker);
+    await taskEnd(svc, blocker);
     expect(svc.model.requests.some((r) => JSON.stringify(r.body).includes('NEVER-RUNS'))).toBe(false);
     const records = (await svc.inject({ url: '/usage/records?parentTaskId=T-cq' })).json().records;
     expect(records.map((r: { taskId: string }) => r.taskId)).toEqual([blocker]);
-    const events = svc.app.events.read(queued, 0).map((e) => e.type);
-    expect(events).toEqual(['task.finished']);
+    expect((await storedEvents(svc, queued)).map((e) => e.type)).toEqual(['task.finished']);
   });
 
   it('cancels while a tool runs: the command\'s processes are killed at once', async () => {
@@ -97,8 +96,7 @@ describe('cancel', () => {
       await new Promise((r) => setTimeout(r, 20));
     }
     await svc.inject({ method: 'POST', url: `/tasks/${id}/cancel` });
-    const ended = await svc.app.tasks.waitForEnd(id);
-    expect(ended).toMatchObject({ status: 'aborted', errorCode: 'cancelled' });
+    expect(await taskEnd(svc, id)).toMatchObject({ status: 'aborted', error: { code: 'cancelled' } });
     expect(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })).not.toMatch(/sleep (5151|5252)/);
     // The step never finished, but the provider reported its tokens before the tool ran: billed once.
     const out = (await svc.inject({ url: `/tasks/${id}` })).json();
@@ -112,7 +110,7 @@ describe('cancel', () => {
     const id = (await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ prompt: 'CANCEL-MODEL' }) })).json().id;
     while (!svc.model.requests.some((r) => JSON.stringify(r.body).includes('CANCEL-MODEL'))) await new Promise((r) => setTimeout(r, 10));
     await svc.inject({ method: 'POST', url: `/tasks/${id}/cancel` });
-    expect(await svc.app.tasks.waitForEnd(id)).toMatchObject({ status: 'aborted', errorCode: 'cancelled' });
+    expect(await taskEnd(svc, id)).toMatchObject({ status: 'aborted', error: { code: 'cancelled' } });
   });
 
   it('answers 202 with the task as it is when it already finished, and 404 for an unknown one', async () => {
@@ -177,7 +175,7 @@ describe('Idempotency-Key', () => {
     const results = await Promise.all([send(), send(), send(), send()]);
     expect(new Set(results.map((r) => r.body.id)).size).toBe(1);
     expect(results.map((r) => r.status).sort()).toEqual([200, 200, 200, 202]);
-    await svc.app.tasks.waitForEnd(results[0].body.id);
+    await taskEnd(svc, results[0].body.id);
     expect(svc.model.requests.filter((r) => JSON.stringify(r.body).includes('RACE'))).toHaveLength(1);
     const list = (await svc.inject({ url: '/tasks?parentTaskId=T-1&limit=200' })).json().tasks;
     expect(list.filter((t: { summary: string | null; id: string }) => t.id === results[0].body.id)).toHaveLength(1);

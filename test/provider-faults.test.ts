@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ScriptedTurn } from './support/scripted-model';
-import { startService, taskBody, TEST_API_KEY, type TestService } from './support/harness';
+import type { ScriptedTurn } from '../scripted-model/server';
+import { startService, taskBody, taskEnd, TEST_API_KEY, type TestService } from './support/harness';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -77,10 +77,7 @@ describe('provider faults', () => {
     // The usage chunk is billed the moment the cut or cancel ends the call; wait until it was sent.
     await new Promise((r) => setTimeout(r, 200));
     await svc.inject({ method: 'POST', url: `/tasks/${id}/cancel` });
-    const out = (await svc.inject({ url: `/tasks/${id}?wait=true` })).json();
-    await svc.app.tasks.waitForEnd(id);
-    const ended = (await svc.inject({ url: `/tasks/${id}` })).json();
-    expect(out.id).toBe(id);
+    const ended = await taskEnd(svc, id);
     expect(ended).toMatchObject({ status: 'aborted', error: { code: 'cancelled' }, usage: { inputTokens: 70, outputTokens: 7 } });
   });
 

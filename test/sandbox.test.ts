@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCommandLimiter } from '../src/tools/command-cgroup';
 import { startChildService } from './support/child-service';
 import { startService, taskBody, TEST_API_KEY, type TestService } from './support/harness';
-import { startScriptedModel, type ScriptedModel } from './support/scripted-model';
+import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
 
 /** Why bubblewrap cannot run here, or null when it can. */
 function bwrapMissing(): string | null {

@@ -2,8 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startScriptedModel, type ScriptedModel } from './support/scripted-model';
-import { startService, taskBody, type TestService } from './support/harness';
+import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
+import { metric, startService, taskBody, taskEnd, wsUrl, type TestService } from './support/harness';
+import { until } from './support/until';
 import { openStream, range, seqsOf } from './support/ws-client';
 
 let svc: TestService;
@@ -12,7 +13,6 @@ beforeAll(async () => {
 });
 afterAll(() => svc.close());
 
-const wsUrl = (s: TestService, p: string) => `${s.url.replace('http', 'ws')}${p}`;
 const submit = async (s: TestService, body: Record<string, unknown>) => {
   const res = await s.inject({ method: 'POST', url: '/tasks', payload: body });
   expect(res.statusCode).toBe(202);
@@ -81,7 +81,7 @@ describe('GET /tasks/:id/stream', () => {
   it('replays stored events after the task ended, from ?after=N, then closes', async () => {
     scriptReport(svc.model, 'STREAM-REPLAY');
     const { id } = await submit(svc, taskBody({ prompt: 'STREAM-REPLAY' }));
-    await svc.app.tasks.waitForEnd(id);
+    await taskEnd(svc, id);
     const all = await openStream(wsUrl(svc, `/tasks/${id}/stream`));
     await all.closed;
     const n = all.messages.length;
@@ -119,14 +119,17 @@ describe('GET /tasks/:id/stream', () => {
         : { toolCalls: [{ name: 'complete', args: { summary: 'busy done', paths: [] } }] },
     );
     const { id, streamUrl } = await submit(svc, taskBody({ prompt: 'STREAM-BUSY' }));
+    // A first reader from the start tells how far the task has got.
+    const watcher = await openStream(wsUrl(svc, streamUrl));
     const readers: Array<{ after: number; client: Awaited<ReturnType<typeof openStream>> }> = [];
     for (let i = 0; i < 12; i++) {
       await new Promise((r) => setTimeout(r, 15 + Math.random() * 30));
-      const after = Math.floor(Math.random() * svc.app.events.lastSeq(id));
+      const after = Math.floor(Math.random() * (seqsOf(watcher.messages).at(-1) ?? 0));
       readers.push({ after, client: await openStream(wsUrl(svc, `${streamUrl}?after=${after}`)) });
     }
-    await svc.app.tasks.waitForEnd(id);
-    const total = svc.app.events.lastSeq(id);
+    await watcher.closed;
+    const total = seqsOf(watcher.messages).length;
+    expect(seqsOf(watcher.messages)).toEqual(range(1, total));
     expect(total).toBeGreaterThan(100);
     for (const { after, client } of readers) {
       expect((await client.closed).code).toBe(1000);
@@ -162,14 +165,13 @@ describe('GET /tasks/:id/stream', () => {
     const { id, streamUrl } = await submit(svc, taskBody({ prompt: 'STREAM-DEAD' }));
     const client = await openStream(wsUrl(svc, streamUrl));
     await client.waitFor((m) => m.type === 'task.started');
-    expect(svc.app.events.listenerCount(id)).toBe(1);
-    // Stop reading: pings are never answered.
+    const open = await metric(svc, 'subagentd_websocket_connections');
+    expect(open).toBeGreaterThanOrEqual(1);
+    // Stop reading: pings are never answered, and the server drops the socket while the task runs.
     (client.socket as unknown as { _socket: { pause(): void } })._socket.pause();
-    const until = Date.now() + 3000;
-    while (svc.app.events.listenerCount(id) > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 25));
-    expect(svc.app.events.listenerCount(id)).toBe(0);
-    const ended = await svc.app.tasks.waitForEnd(id);
-    expect(ended.status).toBe('completed');
+    await until(async () => (await metric(svc, 'subagentd_websocket_connections')) === open - 1, 3000);
+    expect((await svc.inject({ url: `/tasks/${id}` })).json().status).toBe('running');
+    expect((await taskEnd(svc, id)).status).toBe('completed');
     client.socket.terminate();
   });
 });
@@ -192,8 +194,7 @@ describe('slow readers', () => {
     const { id, streamUrl } = await submit(slow, taskBody({ prompt: 'STREAM-SLOW' }));
     const reader = await openStream(wsUrl(slow, streamUrl));
     (reader.socket as unknown as { _socket: { pause(): void } })._socket.pause();
-    const ended = await slow.app.tasks.waitForEnd(id);
-    expect(ended.status).toBe('completed');
+    expect((await taskEnd(slow, id)).status).toBe('completed');
     (reader.socket as unknown as { _socket: { resume(): void } })._socket.resume();
     const { code } = await reader.closed;
     expect(code).toBe(1013);
@@ -226,7 +227,7 @@ describe('GET /stream?parentTaskId=', () => {
     scriptReport(svc.model, 'OTHER-PARENT');
     const other = await submit(svc, taskBody({ prompt: 'OTHER-PARENT', context: { parentTaskId: 'T-other', userId: 'u-1' } }));
     for (const id of ids) await client.waitFor((m) => m.type === 'task.finished' && m.taskId === id);
-    await svc.app.tasks.waitForEnd(other.id);
+    await taskEnd(svc, other.id);
     for (const id of ids) {
       const seqs = seqsOf(client.messages, id);
       expect(seqs).toEqual(range(1, seqs.length));
@@ -251,7 +252,7 @@ describe('after a restart of the service', () => {
       const first = await startService({ dir, model });
       scriptReport(model, 'RESTART-REPLAY');
       const { id } = await submit(first, taskBody({ prompt: 'RESTART-REPLAY' }));
-      await first.app.tasks.waitForEnd(id);
+      await taskEnd(first, id);
       const before = await openStream(wsUrl(first, `/tasks/${id}/stream`));
       await before.closed;
       await first.close();

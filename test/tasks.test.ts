@@ -1,7 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, taskBody, TEST_API_KEY, type TestService } from './support/harness';
+import { startService, taskBody, taskEnd, TEST_API_KEY, type TestService } from './support/harness';
+import { until } from './support/until';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -117,7 +118,7 @@ describe('a subagent task end to end', () => {
     expect(res.headers.location).toBe(`/tasks/${accepted.id}`);
     let task = (await svc.inject({ url: `/tasks/${accepted.id}` })).json();
     expect(['queued', 'running']).toContain(task.status);
-    await svc.app.tasks.waitForEnd(accepted.id);
+    await taskEnd(svc, accepted.id);
     task = (await svc.inject({ url: `/tasks/${accepted.id}` })).json();
     expect(task).toMatchObject({ status: 'completed', summary: 'async done', steps: 1, stopReason: 'complete' });
   });
@@ -194,11 +195,10 @@ describe('a subagent task end to end', () => {
       { delayMs: 30_000, text: 'never' },
     ]);
     const { id } = (await post(taskBody({ prompt: 'SLOW-CANCEL', context: { parentTaskId: 'T-cancel', userId: 'u-1' } }))).json();
-    await waitFor(async () => (await svc.inject({ url: `/tasks/${id}` })).json().steps === 1);
+    await until(async () => (await svc.inject({ url: `/tasks/${id}` })).json().steps === 1);
     const cancel = await svc.inject({ method: 'POST', url: `/tasks/${id}/cancel` });
     expect(cancel.statusCode).toBe(202);
-    const ended = await svc.app.tasks.waitForEnd(id);
-    expect(ended.status).toBe('aborted');
+    expect((await taskEnd(svc, id)).status).toBe('aborted');
     const out = (await svc.inject({ url: `/tasks/${id}` })).json();
     expect(out).toMatchObject({ status: 'aborted', error: { code: 'cancelled' }, steps: 1, usage: { inputTokens: 50, outputTokens: 5 } });
     const again = await svc.inject({ method: 'POST', url: `/tasks/${id}/cancel` });
@@ -244,12 +244,3 @@ describe('GET /tasks', () => {
     expect(res.json()).toEqual({ error: { code: 'not_found', message: expect.any(String) } });
   });
 });
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 10_000) {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error('condition not met in time');
-}

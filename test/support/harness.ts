@@ -6,7 +6,9 @@ import { createApp, type App } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config/config';
 import { closeDatabase, openDatabase, type Db } from '../../src/store/database';
 import type { Sandbox } from '../../src/tools/sandbox';
-import { startScriptedModel, type ScriptedModel } from './scripted-model';
+import { startScriptedModel, type ScriptedModel } from '../../scripted-model/server';
+import { until } from './until';
+import { openStream, type StreamMessage } from './ws-client';
 
 export const TEST_API_KEY = 'sk-test-provider-secret-0123456789';
 
@@ -102,4 +104,35 @@ export async function toolOnce(
     throw new Error(`tool task did not complete: ${res.statusCode} ${res.body}`);
   }
   return seen;
+}
+
+/** ws://… URL of a route of the service. */
+export const wsUrl = (svc: TestService, route: string) => `${svc.url.replace('http', 'ws')}${route}`;
+
+/** The task once it has ended, as `GET /tasks/:id` answers it (polled, as a client without a socket would). */
+export async function taskEnd(svc: TestService, id: string, ms = 30_000): Promise<any> {
+  let task: any;
+  await until(async () => {
+    task = (await svc.inject({ url: `/tasks/${id}` })).json();
+    return task.status !== 'queued' && task.status !== 'running';
+  }, ms);
+  return task;
+}
+
+/** Every stored event of a finished task after `after`, as its stream replays them (heartbeats left out). */
+export async function storedEvents(svc: TestService, id: string, after = 0): Promise<StreamMessage[]> {
+  const client = await openStream(wsUrl(svc, `/tasks/${id}/stream?after=${after}`));
+  await client.closed;
+  return client.messages.filter((m) => m.type !== 'heartbeat');
+}
+
+/** A value of `GET /metrics`: the sample of `name` whose labels include `labels` (0 when absent). */
+export async function metric(svc: TestService, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const text = (await svc.inject({ url: '/metrics' })).body;
+  const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  for (const line of text.split('\n')) {
+    const m = /^([a-z_:]+)(\{[^}]*\})? (\S+)$/.exec(line);
+    if (m && m[1] === name && wanted.every((w) => (m[2] ?? '').includes(w))) return Number(m[3]);
+  }
+  return 0;
 }
