@@ -1,0 +1,109 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { startScriptedModel, type ScriptedModel, type ScriptedTurn } from '../../scripted-model/server.ts';
+import type { Usage } from '../shapes/usage.ts';
+import { defineTool, type ToolContext } from '../tools/tool-types.ts';
+import { openWorkspace } from '../tools/workspace.ts';
+import { createCompleteTool } from './complete-tool.ts';
+import { guardModel } from './model-guard.ts';
+import { createModelProvider } from './model-provider.ts';
+import { runAgent, type AgentObserver } from './run-agent.ts';
+
+// The loop alone, over the real provider and SDK, against the scripted model over real HTTP.
+let model: ScriptedModel;
+let dir: string;
+beforeAll(async () => {
+  model = await startScriptedModel();
+  dir = mkdtempSync(path.join(tmpdir(), 'subagentd-loop-'));
+});
+afterAll(async () => {
+  await model.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const failing = defineTool({
+  name: 'explode',
+  description: 'always fails',
+  inputSchema: z.object({}),
+  readOnly: true,
+  execute: async () => {
+    throw new Error('the tool broke');
+  },
+});
+
+let runs = 0;
+async function run(turns: ScriptedTurn[], opts: { maxSteps?: number; signal?: AbortSignal; stallTimeoutMs?: number } = {}) {
+  const marker = `LOOP-${++runs}`;
+  model.script(marker, turns);
+  const seen: string[] = [];
+  const billed: Usage[] = [];
+  const observer: AgentObserver = {
+    stepStarted: (step) => seen.push(`step ${step}`),
+    textDelta: () => {},
+    toolCall: (step, c) => seen.push(`call ${c.toolName}`),
+    toolResult: (step, r) => seen.push(`result ${r.toolName}${r.isError ? ` error: ${String(r.output)}` : ''}`),
+    stepFinished: (step, reason) => seen.push(`finished ${step} ${reason}`),
+  };
+  const signal = opts.signal ?? new AbortController().signal;
+  const toolContext: ToolContext = {
+    workspace: await openWorkspace(dir, marker),
+    signal,
+    limits: { bashTimeoutMs: 1000, bashMaxOutputBytes: 1000 },
+    sandbox: { kind: 'none', wrap: (_ws, argv) => argv },
+  };
+  const provider = createModelProvider({ baseURL: model.url, api: 'chat' });
+  const result = await runAgent({
+    model: guardModel(provider('m'), { onUsage: (u) => billed.push(u), stallTimeoutMs: opts.stallTimeoutMs ?? 10_000, maxRetries: 0 }),
+    system: 'test',
+    prompt: marker,
+    tools: [createCompleteTool(undefined), failing],
+    toolContext,
+    maxSteps: opts.maxSteps ?? 10,
+    maxRetries: 0,
+    signal,
+    observer,
+  });
+  return { result, seen, billed };
+}
+
+const complete = (summary: string): ScriptedTurn => ({ toolCalls: [{ name: 'complete', args: { summary, paths: [] } }], usage: { input: 10, output: 2 } });
+
+describe('runAgent', () => {
+  it('stops with `complete` once complete succeeds, and reports each step in order', async () => {
+    const { result, seen, billed } = await run([complete('all done')]);
+    expect(result).toMatchObject({ stopReason: 'complete', complete: { summary: 'all done' }, aborted: false, stalled: false, error: null });
+    expect(seen).toEqual(['step 1', 'call complete', 'result complete', 'finished 1 tool-calls']);
+    expect(billed).toEqual([{ inputTokens: 10, outputTokens: 2, totalTokens: 12, cachedInputTokens: 0, reasoningTokens: 0 }]);
+  });
+
+  it('stops with `text` when the model answers without a tool call, keeping that text', async () => {
+    const { result } = await run([{ text: 'I found nothing.', usage: { input: 5, output: 4 } }]);
+    expect(result).toMatchObject({ stopReason: 'text', complete: null, finalText: 'I found nothing.' });
+  });
+
+  it('stops with `max_steps` when the limit ends a run that still calls tools', async () => {
+    const { result, seen } = await run([{ toolCalls: [{ name: 'explode', args: {} }] }, { toolCalls: [{ name: 'explode', args: {} }] }], { maxSteps: 2 });
+    expect(result.stopReason).toBe('max_steps');
+    expect(seen.filter((s) => s.startsWith('step'))).toEqual(['step 1', 'step 2']);
+  });
+
+  it('gives a tool error back to the model and goes on', async () => {
+    const { result, seen } = await run([{ toolCalls: [{ name: 'explode', args: {} }] }, complete('recovered')]);
+    expect(seen).toContain('result explode error: the tool broke');
+    expect(result).toMatchObject({ stopReason: 'complete', complete: { summary: 'recovered' }, error: null });
+  });
+
+  it('tells an abort by the caller from a stall of the model', async () => {
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 150);
+    const cancelled = await run([{ delayMs: 5_000, ...complete('never') }], { signal: controller.signal });
+    expect(cancelled.result).toMatchObject({ aborted: true, stalled: false, complete: null });
+
+    const stalled = await run([{ fault: 'keepalive-only', chunkDelayMs: 50 }], { stallTimeoutMs: 300 });
+    expect(stalled.result).toMatchObject({ aborted: false, stalled: true, complete: null });
+    expect(stalled.result.error).toBeTruthy();
+  });
+});
