@@ -42,7 +42,7 @@ export interface Services {
   tasks: TaskService;
   workspacesDirOf: WorkspacesDirOf;
   /** Ends or re-queues what a previous process left unfinished; the process calls it once it listens. */
-  recover(): { interrupted: number; requeued: number };
+  recover(): { interrupted: number; requeued: number; resumed: number };
   /** Ends running tasks (as `interrupted`), writes what is pending, stops the reader thread. */
   close(): Promise<void>;
 }
@@ -128,6 +128,7 @@ export function createServices(deps: ServiceDeps): Services {
     maxConcurrentPerTenant: config.maxConcurrentPerTenant,
     maxQueuedPerTenant: config.maxQueuedPerTenant,
     taskTimeoutMs: config.taskTimeoutMs,
+    recovery: { mode: config.recoveryMode, maxResumes: config.maxResumes },
     storage,
   });
 
@@ -145,7 +146,7 @@ export function createServices(deps: ServiceDeps): Services {
     workspacesDirOf,
     recover() {
       const recovered = tasks.recover();
-      if (recovered.interrupted + recovered.requeued > 0) logger.warn(recovered, 'recovered unfinished tasks');
+      if (recovered.interrupted + recovered.requeued + recovered.resumed > 0) logger.warn(recovered, 'recovered unfinished tasks');
       return recovered;
     },
     async close() {

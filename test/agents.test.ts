@@ -71,6 +71,9 @@ describe('AGENTS_DIR definitions', () => {
       model: 'tiny-model',
       maxSteps: 7,
       tools: ['read_file', 'grep', 'glob', 'write_file', 'complete'],
+      // No compactionModel in its front matter: `small`, which is SMALL_MODEL.
+      compactionModel: 'tiny-model',
+      compactAtTokens: 100000,
     });
     expect(byType.writer.model).toBe('my-writer-model');
     expect(byType.writer.tools.sort()).toEqual(['complete', 'edit_file', 'glob', 'grep', 'list_files', 'read_file', 'write_file']);

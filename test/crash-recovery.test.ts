@@ -25,6 +25,8 @@ beforeAll(async () => {
     MAX_CONCURRENT_TASKS: '1',
     // Commands run bare here: this file is about the process, not the sandbox.
     BASH_SANDBOX: 'none',
+    // This file is about the interrupt mode; test/resume.test.ts about resume, the default.
+    RECOVERY_MODE: 'interrupt',
   };
 });
 afterAll(async () => {

@@ -65,7 +65,10 @@ describe('the OpenAPI document', () => {
     }
     const resolve = (s: any) => (s.$ref ? doc.components.schemas[s.$ref.split('/').pop()] : s);
     const kinds = doc.components.schemas.StreamMessage.oneOf.map((s: any) => resolve(s).properties.type.const);
-    expect(kinds).toEqual(['task.started', 'step.started', 'text.delta', 'tool.call', 'tool.result', 'step.finished', 'task.finished', 'heartbeat']);
+    expect(kinds).toEqual([
+      'task.started', 'step.started', 'text.delta', 'tool.call', 'tool.result', 'step.finished',
+      'message.received', 'context.compacted', 'task.resumed', 'task.finished', 'heartbeat',
+    ]);
   });
 });
 

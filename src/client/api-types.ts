@@ -112,6 +112,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tasks/{id}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A task's conversation as the model saw it
+         * @description User, assistant and tool messages (not the system prompt), as stored after each finished step; a follow-up starts with the conversation of the task it continues. Tool results longer than 16 KiB are stored cut.
+         */
+        get: operations["getTaskMessages"];
+        put?: never;
+        /**
+         * Steer a queued or running task
+         * @description The prompt goes to the model as a user message before its next step (event message.received). Messages wait in memory: one not yet delivered when the service stops is lost. A finished task answers 409 task_finished: continue it with a new task whose task_id is its id.
+         */
+        post: operations["steerTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/usage": {
         parameters: {
             query?: never;
@@ -246,7 +270,16 @@ export interface components {
             output: unknown;
             steps: number;
             stopReason: ("complete" | "text" | "max_steps") | null;
-            usage: components["schemas"]["Usage"];
+            usage: {
+                inputTokens: number;
+                outputTokens: number;
+                totalTokens: number;
+                cachedInputTokens: number;
+                reasoningTokens: number;
+                compactions: number;
+            };
+            sessionId: string;
+            previousTaskId: string | null;
             error: components["schemas"]["TaskError"] | null;
             createdAt: string;
             startedAt: string | null;
@@ -265,6 +298,16 @@ export interface components {
         TaskError: {
             code: string;
             message: string;
+        };
+        TaskMessages: {
+            messages: components["schemas"]["ModelMessage"][];
+        };
+        ModelMessage: {
+            /** @enum {string} */
+            role: "user" | "assistant" | "tool" | "system";
+            content: string | unknown[];
+        } & {
+            [key: string]: unknown;
         };
         Artifact: {
             path: string;
@@ -340,6 +383,8 @@ export interface components {
             model: string | null;
             maxSteps: number;
             tools: string[];
+            compactionModel: string;
+            compactAtTokens: number;
         };
         StreamMessage: {
             seq: number;
@@ -392,6 +437,30 @@ export interface components {
         } | {
             seq: number;
             /** @constant */
+            type: "message.received";
+            taskId: string;
+            parentSeq?: number;
+            at: string;
+            data: components["schemas"]["MessageReceivedData"];
+        } | {
+            seq: number;
+            /** @constant */
+            type: "context.compacted";
+            taskId: string;
+            parentSeq?: number;
+            at: string;
+            data: components["schemas"]["ContextCompactedData"];
+        } | {
+            seq: number;
+            /** @constant */
+            type: "task.resumed";
+            taskId: string;
+            parentSeq?: number;
+            at: string;
+            data: components["schemas"]["TaskResumedData"];
+        } | {
+            seq: number;
+            /** @constant */
             type: "task.finished";
             taskId: string;
             parentSeq?: number;
@@ -437,13 +506,29 @@ export interface components {
             finishReason: string;
             usage: components["schemas"]["Usage"];
         };
+        MessageReceivedData: {
+            text: string;
+        };
+        ContextCompactedData: {
+            beforeTokens: number;
+            afterTokens: number;
+            model: string;
+        };
+        TaskResumedData: {
+            fromStep: number;
+            attempt: number;
+        };
         CreateTaskBody: {
+            task_id?: string;
             subagent_type: string;
             description: string;
             prompt?: string;
             command?: string;
             context: components["schemas"]["TaskContextInput"];
             options?: components["schemas"]["TaskOptions"];
+        };
+        SteeringBody: {
+            prompt: string;
         };
         TaskOptions: {
             model?: string;
@@ -623,6 +708,7 @@ export interface operations {
                 parentTaskId?: string;
                 userId?: string;
                 status?: "queued" | "running" | "completed" | "aborted" | "error";
+                sessionId?: string;
                 limit?: number;
                 cursor?: string;
             };
@@ -958,6 +1044,192 @@ export interface operations {
             };
             /** @description The disk that holds the database is full */
             507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getTaskMessages: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conversation, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaskMessages"];
+                };
+            };
+            /** @description Invalid request: `error.details` names each field and what is wrong with it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong API key (only while API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such task, workspace, file or route for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit, queue limit or auth-failure limit was reached; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected failure of the service */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Shutting down, overloaded, or the database cannot be written; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    steerTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SteeringBody"];
+            };
+        };
+        responses: {
+            /** @description Accepted: delivered before the next step */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        accepted: true;
+                    };
+                };
+            };
+            /** @description Invalid request: `error.details` names each field and what is wrong with it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong API key (only while API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such task, workspace, file or route for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This Idempotency-Key was already used with a different body */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit, queue limit or auth-failure limit was reached; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected failure of the service */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Shutting down, overloaded, or the database cannot be written; retry after Retry-After seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -13,6 +13,10 @@ export const agentDefinitionSchema = z.object({
   tools: z.array(z.string()),
   instructions: z.string(),
   temperature: z.number().min(0).max(2).optional(),
+  /** The model that writes compaction summaries: `inherit` (the task's own model) or a model id. */
+  compactionModel: z.string(),
+  /** Compact once a step's input tokens reach this. */
+  compactAtTokens: z.number().int().min(1),
 });
 export type AgentDefinition = z.infer<typeof agentDefinitionSchema>;
 
@@ -22,4 +26,6 @@ export const agentSummarySchema = agentDefinitionSchema.pick({
   model: true,
   maxSteps: true,
   tools: true,
+  compactionModel: true,
+  compactAtTokens: true,
 });

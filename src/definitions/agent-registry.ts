@@ -22,6 +22,14 @@ export function resolveModelName(model: string | undefined, names: ModelNames): 
   return model;
 }
 
+/** A compaction model: `inherit` stays (it means the task's own model, known per task); `small` resolves. */
+export function resolveCompactionModel(model: string | undefined, names: ModelNames): string {
+  return model === 'inherit' ? 'inherit' : resolveModelName(model ?? 'small', names);
+}
+
+/** Compact a conversation once a step's input reaches this many tokens, unless a definition says otherwise. */
+export const DEFAULT_COMPACT_AT_TOKENS = 100_000;
+
 /**
  * The layered tool filter: the allow-list (absent = every workspace tool), minus the deny-list,
  * minus the forbidden tools, plus `complete`, which every model-backed subagent has.
@@ -44,6 +52,8 @@ export function builtinAgents(names: ModelNames): AgentDefinition[] {
       maxSteps: 50,
       tools: resolveTools(undefined, undefined),
       instructions: '',
+      compactionModel: resolveCompactionModel(undefined, names),
+      compactAtTokens: DEFAULT_COMPACT_AT_TOKENS,
     },
     {
       type: 'explore',
@@ -55,6 +65,8 @@ export function builtinAgents(names: ModelNames): AgentDefinition[] {
       instructions:
         'You are a read-only explorer. Search and read the workspace, then report what you found in the summary of ' +
         '`complete`. You cannot write files or run commands; pass `paths: []` unless you point at existing files.',
+      compactionModel: resolveCompactionModel(undefined, names),
+      compactAtTokens: DEFAULT_COMPACT_AT_TOKENS,
     },
     {
       type: 'shell',
@@ -64,6 +76,8 @@ export function builtinAgents(names: ModelNames): AgentDefinition[] {
       maxSteps: 1,
       tools: ['bash'],
       instructions: '',
+      compactionModel: 'inherit',
+      compactAtTokens: DEFAULT_COMPACT_AT_TOKENS,
     },
   ];
 }

@@ -5,7 +5,14 @@ import { matter } from 'vfile-matter';
 import { z } from 'zod';
 import { workspaceToolNames } from '../tools/workspace-tools.ts';
 import type { AgentDefinition } from './agent-definition.ts';
-import { FORBIDDEN_TOOLS, resolveModelName, resolveTools, type ModelNames } from './agent-registry.ts';
+import {
+  DEFAULT_COMPACT_AT_TOKENS,
+  FORBIDDEN_TOOLS,
+  resolveCompactionModel,
+  resolveModelName,
+  resolveTools,
+  type ModelNames,
+} from './agent-registry.ts';
 
 /** Names a definition may mention: every workspace tool, `complete`, and the forbidden ones (removed). */
 const KNOWN_TOOLS = new Set<string>([...workspaceToolNames, 'complete', ...FORBIDDEN_TOOLS]);
@@ -31,6 +38,8 @@ export const agentFileSchema = z.object({
   disallowedTools: toolList.optional(),
   maxSteps: z.number().int().min(1).max(1000).optional(),
   temperature: z.number().min(0).max(2).optional(),
+  compactionModel: z.string().min(1).optional(),
+  compactAtTokens: z.number().int().min(1000).optional(),
 });
 
 export interface AgentFileError {
@@ -77,6 +86,8 @@ export function loadAgentFiles(dir: string, names: ModelNames): { definitions: A
         tools: resolveTools(fm.tools, fm.disallowedTools),
         instructions: String(vfile.value).trim(),
         temperature: fm.temperature,
+        compactionModel: resolveCompactionModel(fm.compactionModel, names),
+        compactAtTokens: fm.compactAtTokens ?? DEFAULT_COMPACT_AT_TOKENS,
       });
     } catch (err) {
       errors.push({ file, field: '(front matter)', message: (err as Error).message.split('\n')[0] });

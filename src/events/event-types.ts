@@ -17,6 +17,16 @@ export const eventDataSchemas = {
     isError: z.boolean(),
   }),
   'step.finished': z.object({ step, finishReason: z.string(), usage: usageSchema }),
+  'message.received': z.object({ text: z.string() }).describe('a steering message, as it goes to the model before a step'),
+  'context.compacted': z.object({
+    beforeTokens: z.number().int().describe("the input tokens of the step that reached the definition's compactAtTokens"),
+    afterTokens: z.number().int().describe('an estimate (4 characters a token) of the compacted conversation'),
+    model: z.string(),
+  }),
+  'task.resumed': z.object({
+    fromStep: z.number().int().min(1).describe('the step it continues with'),
+    attempt: z.number().int().min(1),
+  }),
   'task.finished': taskOutputSchema,
 } as const;
 
@@ -52,6 +62,9 @@ export const streamMessageSchema = z.discriminatedUnion('type', [
   envelope('tool.call'),
   envelope('tool.result'),
   envelope('step.finished'),
+  envelope('message.received'),
+  envelope('context.compacted'),
+  envelope('task.resumed'),
   envelope('task.finished'),
   heartbeatSchema,
 ]);

@@ -15,7 +15,7 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ registry: AgentRegistry }> = 
       },
     },
     async () => ({
-      agents: registry.list().map(({ type, description, model, maxSteps, tools }) => ({ type, description, model, maxSteps, tools })),
+      agents: registry.list().map((d) => agentSummarySchema.parse(d)),
     }),
   );
 };

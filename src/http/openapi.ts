@@ -15,6 +15,9 @@ import {
   taskListSchema,
   taskOptionsSchema,
   taskOutputSchema,
+  modelMessageSchema,
+  steeringBodySchema,
+  taskMessagesSchema,
   usageSchema,
 } from '../shapes/task.ts';
 import { usageRecordListSchema, usageRecordSchema, usageReportSchema, usageTotalsSchema } from '../shapes/usage-report.ts';
@@ -35,6 +38,9 @@ const named: Record<string, z.ZodType> = {
   TaskAccepted: taskAcceptedSchema,
   TaskList: taskListSchema,
   TaskError: taskErrorSchema,
+  TaskMessages: taskMessagesSchema,
+  ModelMessage: modelMessageSchema,
+  SteeringBody: steeringBodySchema,
   Artifact: artifactSchema,
   SkippedPath: skippedPathSchema,
   Usage: usageSchema,
@@ -51,6 +57,9 @@ const named: Record<string, z.ZodType> = {
   ToolCallData: eventDataSchemas['tool.call'],
   ToolResultData: eventDataSchemas['tool.result'],
   StepFinishedData: eventDataSchemas['step.finished'],
+  MessageReceivedData: eventDataSchemas['message.received'],
+  ContextCompactedData: eventDataSchemas['context.compacted'],
+  TaskResumedData: eventDataSchemas['task.resumed'],
 };
 for (const [id, schema] of Object.entries(named)) apiSchemas.add(schema, { id });
 

@@ -10,6 +10,8 @@ import {
   taskIdParamsSchema,
   taskListSchema,
   taskOutputSchema,
+  steeringBodySchema,
+  taskMessagesSchema,
 } from '../shapes/task.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { errors, json } from './openapi.ts';
@@ -113,5 +115,42 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
       },
     },
     async (request, reply) => reply.status(202).send(toTaskOutput(await tasks.cancel(request.tenant, request.params.id))),
+  );
+
+  app.post(
+    '/tasks/:id/messages',
+    {
+      schema: {
+        operationId: 'steerTask',
+        summary: 'Steer a queued or running task',
+        description:
+          'The prompt goes to the model as a user message before its next step (event message.received). Messages wait in ' +
+          'memory: one not yet delivered when the service stops is lost. A finished task answers 409 task_finished: ' +
+          'continue it with a new task whose task_id is its id.',
+        params: taskIdParamsSchema,
+        body: steeringBodySchema,
+        response: { 202: json('Accepted: delivered before the next step', z.object({ accepted: z.literal(true) })), ...errors(400, 404, 409, 413, 415) },
+      },
+    },
+    async (request, reply) => {
+      tasks.steer(request.tenant, request.params.id, request.body.prompt);
+      return reply.status(202).send({ accepted: true });
+    },
+  );
+
+  app.get(
+    '/tasks/:id/messages',
+    {
+      schema: {
+        operationId: 'getTaskMessages',
+        summary: "A task's conversation as the model saw it",
+        description:
+          'User, assistant and tool messages (not the system prompt), as stored after each finished step; a follow-up ' +
+          'starts with the conversation of the task it continues. Tool results longer than 16 KiB are stored cut.',
+        params: taskIdParamsSchema,
+        response: { 200: json('The conversation, oldest first', taskMessagesSchema), ...errors(400, 404) },
+      },
+    },
+    async (request) => ({ messages: tasks.messages(request.tenant, request.params.id) }),
   );
 };

@@ -46,6 +46,8 @@ async function run(turns: ScriptedTurn[], opts: { maxSteps?: number; signal?: Ab
     toolCall: (step, c) => seen.push(`call ${c.toolName}`),
     toolResult: (step, r) => seen.push(`result ${r.toolName}${r.isError ? ` error: ${String(r.output)}` : ''}`),
     stepFinished: (step, reason) => seen.push(`finished ${step} ${reason}`),
+    messageReceived: (step, text) => seen.push(`message ${text}`),
+    compacted: (step, info) => seen.push(`compacted ${info.beforeTokens}`),
   };
   const signal = opts.signal ?? new AbortController().signal;
   const toolContext: ToolContext = {
@@ -58,7 +60,7 @@ async function run(turns: ScriptedTurn[], opts: { maxSteps?: number; signal?: Ab
   const result = await runAgent({
     model: guardModel(provider('m'), { onUsage: (u) => billed.push(u), stallTimeoutMs: opts.stallTimeoutMs ?? 10_000, maxRetries: 0 }),
     system: 'test',
-    prompt: marker,
+    messages: [{ role: 'user', content: marker }],
     tools: [createCompleteTool(undefined), failing],
     toolContext,
     maxSteps: opts.maxSteps ?? 10,

@@ -1,4 +1,5 @@
-import { stepCountIs, streamText, tool, zodSchema, type LanguageModel, type StopCondition, type ToolSet } from 'ai';
+import { stepCountIs, streamText, tool, zodSchema, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
+import { compact } from './compaction.ts';
 import type { z } from 'zod';
 import type { StopReason } from '../shapes/artifact.ts';
 import type { Usage } from '../shapes/usage.ts';
@@ -13,21 +14,43 @@ export interface AgentObserver {
   textDelta(step: number, text: string): void;
   toolCall(step: number, call: { toolCallId: string; toolName: string; input: unknown }): void;
   toolResult(step: number, result: { toolCallId: string; toolName: string; output: unknown; isError: boolean }): void;
-  /** Called once per finished step with the usage the SDK gives for it (billing is done by the model guard). */
-  stepFinished(step: number, finishReason: string, usage: Usage): void;
+  /** A steering message goes to the model with the step about to start. */
+  messageReceived(step: number, text: string): void;
+  /**
+   * Once per finished step: the usage the SDK gives for it (billing is done by the model guard) and
+   * the messages the step added to the conversation (steering messages delivered before it, the
+   * model's answer, the tool results), to be stored with the step.
+   */
+  stepFinished(step: number, finishReason: string, usage: Usage, added: ModelMessage[]): void;
+  /** The conversation was compacted before `step`: it now is `conversation`. */
+  compacted(step: number, info: { beforeTokens: number; afterTokens: number; model: string }, conversation: ModelMessage[]): void;
+}
+
+export interface CompactionOptions {
+  /** Compact before a step once the previous step's input tokens reached this. */
+  atTokens: number;
+  model: LanguageModel;
+  modelId: string;
 }
 
 export interface RunAgentOptions {
   model: LanguageModel;
   system: string;
-  prompt: string;
+  /** The conversation so far: the kickoff prompt, and for a follow-up or a resume what came after. */
+  messages: ModelMessage[];
+  /** Steps the task already finished (a resumed task); the next one is `doneSteps + 1`. */
+  doneSteps?: number;
   tools: WorkspaceTool[];
   toolContext: ToolContext;
+  /** The task's step limit, counting steps done before a resume. */
   maxSteps: number;
   maxRetries: number;
   temperature?: number;
   signal: AbortSignal;
   observer: AgentObserver;
+  /** Steering messages waiting for the next step (each is taken once). */
+  takeMessages?: () => string[];
+  compaction?: CompactionOptions;
 }
 
 export interface AgentRunResult {
@@ -42,10 +65,6 @@ export interface AgentRunResult {
   /** The provider error was a stall (see stall-guard). */
   stalled: boolean;
 }
-
-/** Stops the loop once `complete` has succeeded (a failed `complete` goes back to the model). */
-const completeSucceeded: StopCondition<ToolSet> = ({ steps }) =>
-  steps[steps.length - 1]?.toolResults.some((r) => r.toolName === 'complete') ?? false;
 
 /**
  * The SDK converts a zod schema to JSON Schema on every step unless it is handed a converted
@@ -73,93 +92,125 @@ function toToolSet(tools: WorkspaceTool[], ctx: ToolContext): ToolSet {
 }
 
 /**
- * Runs one subagent: a fresh conversation whose only user message is the prompt, until `complete`
- * succeeds, the model answers without a tool call, or the step limit is reached. The model is
- * expected to be wrapped by `guardModel`, which bills each call as it ends.
+ * Runs one subagent, one model call per step, over a conversation this loop owns: before each step
+ * it delivers waiting steering messages and compacts a conversation grown past its threshold; after
+ * each it hands the step's messages to the observer. It ends when `complete` succeeds, the model
+ * answers without a tool call, or the step limit is reached. The model is expected to be wrapped by
+ * `guardModel`, which bills each call as it ends.
  */
 export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
   const { observer } = opts;
-  let step = 0;
+  const tools = toToolSet(opts.tools, opts.toolContext);
+  const conversation = [...opts.messages];
+  let step = opts.doneSteps ?? 0;
   let finalText = '';
-  let stepText = '';
   let complete: CompleteResult | null = null;
   let lastFinishReason = '';
+  let lastInputTokens = 0;
   let error: unknown = null;
-  let aborted = false;
 
+  while (step < opts.maxSteps && !complete && !error && !opts.signal.aborted) {
+    if (opts.compaction && lastInputTokens >= opts.compaction.atTokens) {
+      const compacted = await compact(conversation, opts.compaction, opts, lastInputTokens);
+      if (compacted.error) {
+        error = compacted.error;
+        break;
+      }
+      if (compacted.changed) {
+        conversation.splice(0, conversation.length, ...compacted.conversation);
+        observer.compacted(step + 1, compacted.info, conversation);
+      }
+    }
+    step += 1;
+    const added: ModelMessage[] = [];
+    for (const text of opts.takeMessages?.() ?? []) {
+      added.push({ role: 'user', content: text });
+      observer.messageReceived(step, text);
+    }
+    conversation.push(...added);
+    observer.stepStarted(step);
+    const r = await runStep(step, conversation, tools, opts);
+    if (r.text.trim()) finalText = r.text.trim();
+    complete ??= r.complete;
+    error ??= r.error;
+    if (!r.finished) break;
+    lastFinishReason = r.finishReason;
+    lastInputTokens = r.usage.inputTokens;
+    conversation.push(...r.messages);
+    observer.stepFinished(step, r.finishReason, r.usage, [...added, ...r.messages]);
+    if (r.finishReason !== 'tool-calls') break;
+  }
+  const aborted = opts.signal.aborted;
+  const stalled = !aborted && isStall(error);
+  const stopReason: StopReason = complete
+    ? 'complete'
+    : step >= opts.maxSteps && lastFinishReason === 'tool-calls'
+      ? 'max_steps'
+      : 'text';
+  return { finalText, complete, stopReason, error: aborted ? null : error, aborted, stalled };
+}
+
+interface StepOutcome {
+  /** The step ran to its end (its answer and tool results are known). */
+  finished: boolean;
+  finishReason: string;
+  usage: Usage;
+  text: string;
+  complete: CompleteResult | null;
+  messages: ModelMessage[];
+  error: unknown;
+}
+
+/** One model call and the tools it asked for. */
+async function runStep(step: number, conversation: ModelMessage[], tools: ToolSet, opts: RunAgentOptions): Promise<StepOutcome> {
+  const { observer } = opts;
+  const out: StepOutcome = { finished: false, finishReason: '', usage: toUsage(undefined), text: '', complete: null, messages: [], error: null };
   const result = streamText({
     model: opts.model,
     system: opts.system,
-    prompt: opts.prompt,
-    tools: toToolSet(opts.tools, opts.toolContext),
-    stopWhen: [stepCountIs(opts.maxSteps), completeSucceeded],
+    messages: conversation,
+    tools,
+    stopWhen: stepCountIs(1),
     maxRetries: opts.maxRetries,
     temperature: opts.temperature,
     abortSignal: opts.signal,
     // Errors arrive as `error` parts below; the default handler would only log them to stderr.
     onError: () => {},
   });
-
   try {
     for await (const part of result.fullStream) {
       switch (part.type) {
-        case 'start-step':
-          step += 1;
-          stepText = '';
-          observer.stepStarted(step);
-          break;
         case 'text-delta':
-          stepText += part.text;
+          out.text += part.text;
           observer.textDelta(step, part.text);
           break;
         case 'tool-call':
           observer.toolCall(step, { toolCallId: part.toolCallId, toolName: part.toolName, input: part.input });
           break;
         case 'tool-result':
-          if (part.toolName === 'complete') complete = part.output as CompleteResult;
-          observer.toolResult(step, {
-            toolCallId: part.toolCallId,
-            toolName: part.toolName,
-            output: part.output,
-            isError: false,
-          });
+          if (part.toolName === 'complete') out.complete = part.output as CompleteResult;
+          observer.toolResult(step, { toolCallId: part.toolCallId, toolName: part.toolName, output: part.output, isError: false });
           break;
         case 'tool-error':
-          observer.toolResult(step, {
-            toolCallId: part.toolCallId,
-            toolName: part.toolName,
-            output: errorMessage(part.error),
-            isError: true,
-          });
+          observer.toolResult(step, { toolCallId: part.toolCallId, toolName: part.toolName, output: errorMessage(part.error), isError: true });
           break;
-        case 'finish-step': {
-          const stepUsage = toUsage(part.usage);
-          lastFinishReason = part.finishReason;
-          if (stepText.trim()) finalText = stepText.trim();
-          observer.stepFinished(step, part.finishReason, stepUsage);
-          break;
-        }
-        case 'abort':
-          aborted = true;
+        case 'finish-step':
+          out.finishReason = part.finishReason;
+          out.usage = toUsage(part.usage);
           break;
         case 'error':
-          error ??= part.error;
+          out.error ??= part.error;
           break;
       }
     }
+    if (!out.error && !opts.signal.aborted && out.finishReason) {
+      out.messages = (await result.response).messages;
+      out.finished = true;
+    }
   } catch (err) {
-    if (opts.signal.aborted) aborted = true;
-    else error ??= err;
+    if (!opts.signal.aborted) out.error ??= err;
   }
-  if (opts.signal.aborted) aborted = true;
-  const stalled = !aborted && isStall(error);
-
-  const stopReason: StopReason = complete
-    ? 'complete'
-    : step >= opts.maxSteps && lastFinishReason === 'tool-calls'
-      ? 'max_steps'
-      : 'text';
-  return { finalText, complete, stopReason, error, aborted, stalled };
+  return out;
 }
 
 export function errorMessage(err: unknown): string {

@@ -43,8 +43,13 @@ export type TaskOptions = z.infer<typeof taskOptionsSchema>;
  * The task tool's own input plus the inherited context. Unknown top-level fields are ignored
  * (the task tool may grow fields); unknown fields inside `context` and `options` are ignored too.
  */
+/** A task id: `tsk_` and a ULID. */
+export const taskIdSchema = z.string().regex(/^tsk_[0-9A-HJKMNP-TV-Z]{26}$/, 'must be a task id (tsk_<ulid>)');
+
 export const createTaskBodySchema = z
   .object({
+    /** Continue the conversation of this earlier, finished task (same type and parent). */
+    task_id: taskIdSchema.optional(),
     subagent_type: z.string().min(1).max(64),
     description: z.string().min(1).max(80),
     prompt: z.string().min(1).optional(),
@@ -54,6 +59,7 @@ export const createTaskBodySchema = z
   })
   .superRefine((body, ctx) => {
     if (body.subagent_type === 'shell') {
+      if (body.task_id) ctx.addIssue({ code: 'custom', path: ['task_id'], message: 'a shell task has no conversation to continue' });
       if (!body.command) ctx.addIssue({ code: 'custom', path: ['command'], message: 'required when subagent_type is "shell"' });
     } else if (!body.prompt) {
       ctx.addIssue({ code: 'custom', path: ['prompt'], message: 'required (non-empty)' });
@@ -80,7 +86,9 @@ export const taskOutputSchema = z.object({
   output: z.unknown(),
   steps: z.number().int(),
   stopReason: stopReasonSchema.nullable(),
-  usage: usageSchema,
+  usage: usageSchema.extend({ compactions: z.number().int().describe('times the conversation was compacted (their tokens are counted above)') }),
+  sessionId: z.string().describe('the first task of its follow-up chain; its own id for a fresh task'),
+  previousTaskId: z.string().nullable().describe('the task it continues (task_id); null for a fresh task'),
   error: taskErrorSchema.nullable(),
   createdAt: z.string(),
   startedAt: z.string().nullable(),
@@ -94,9 +102,7 @@ export const taskAcceptedSchema = z.object({
   streamUrl: z.string(),
 });
 
-export const taskIdParamsSchema = z.object({
-  id: z.string().regex(/^tsk_[0-9A-HJKMNP-TV-Z]{26}$/, 'must be a task id (tsk_<ulid>)'),
-});
+export const taskIdParamsSchema = z.object({ id: taskIdSchema });
 
 export const createTaskQuerySchema = z.object({
   wait: z.enum(['true', 'false']).optional(),
@@ -106,6 +112,7 @@ export const listTasksQuerySchema = z.object({
   parentTaskId: contextIdSchema.optional(),
   userId: contextIdSchema.optional(),
   status: taskStatusSchema.optional(),
+  sessionId: taskIdSchema.optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
   cursor: z.string().max(64).optional(),
 });
@@ -114,3 +121,18 @@ export const taskListSchema = z.object({
   tasks: z.array(taskOutputSchema),
   nextCursor: z.string().nullable(),
 });
+
+/** `POST /tasks/:id/messages`: a steering message for a queued or running task. */
+export const steeringBodySchema = z.object({ prompt: z.string().min(1).max(100_000) });
+
+/**
+ * One message of a task's conversation as the model saw it (the ai SDK's ModelMessage): `user`
+ * (a prompt, a steering message, a compaction summary), `assistant` (text and tool calls), `tool`
+ * (tool results, a long one cut to 16 KiB when stored).
+ */
+export const modelMessageSchema = z.looseObject({
+  role: z.enum(['user', 'assistant', 'tool', 'system']),
+  content: z.union([z.string(), z.array(z.unknown()).describe('parts, each with a `type`: text, tool-call, tool-result ...')]),
+});
+
+export const taskMessagesSchema = z.object({ messages: z.array(modelMessageSchema) });

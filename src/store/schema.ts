@@ -1,4 +1,5 @@
 import type { Artifact, CreateTaskBody, SkippedPath, StopReason, Usage } from '../shapes/task.ts';
+import type { ModelMessage } from 'ai';
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 
 /** Token columns shared by tasks, records and usage reports: integers, never null, one per token field. */
@@ -38,9 +39,17 @@ export const tasks = sqliteTable(
     createdAt: integer('created_at').notNull(),
     startedAt: integer('started_at'),
     completedAt: integer('completed_at'),
+    /** The first task of a follow-up chain (its own id for a fresh task), and the one this one follows. */
+    sessionId: text('session_id'),
+    previousTaskId: text('previous_task_id'),
+    /** Times the task was resumed after a crash. */
+    resumes: integer('resumes').notNull().default(0),
+    /** Times its conversation was compacted. */
+    compactions: integer('compactions').notNull().default(0),
   },
   (t) => [
     index('tasks_tenant_id').on(t.tenant, t.id),
+    index('tasks_session').on(t.tenant, t.sessionId, t.id),
     index('tasks_parent').on(t.tenant, t.parentTaskId, t.id),
     index('tasks_status').on(t.status),
     uniqueIndex('tasks_idempotency').on(t.tenant, t.idempotencyKey),
@@ -103,6 +112,22 @@ export const taskEvents = sqliteTable(
     parentSeq: integer('parent_seq'),
   },
   (t) => [primaryKey({ columns: [t.taskId, t.seq] }), index('task_events_parent').on(t.parentKey, t.parentSeq)],
+);
+
+/**
+ * A task's conversation as the model sees it (the system prompt aside): one row per message, in
+ * order, written with the step that added it (step 0: what the task started with). Compaction
+ * replaces the rows.
+ */
+export const taskMessages = sqliteTable(
+  'task_messages',
+  {
+    taskId: text('task_id').notNull(),
+    n: integer('n').notNull(),
+    step: integer('step').notNull(),
+    message: text('message', { mode: 'json' }).notNull().$type<ModelMessage>(),
+  },
+  (t) => [primaryKey({ columns: [t.taskId, t.n] })],
 );
 
 export type TaskRow = typeof tasks.$inferSelect;

@@ -1,6 +1,7 @@
 import { and, desc, eq, inArray, lt, sql, type SQL } from 'drizzle-orm';
 import { ulid } from 'ulid';
 import { tokenFields, type Usage } from '../shapes/usage.ts';
+import type { ModelMessage } from 'ai';
 import type { Db } from './database.ts';
 import { tasks, type NewTaskRow, type TaskRow } from './schema.ts';
 
@@ -8,6 +9,7 @@ export interface TaskFilter {
   parentTaskId?: string;
   userId?: string;
   status?: TaskRow['status'];
+  sessionId?: string;
 }
 
 export interface FinishFields {
@@ -35,9 +37,9 @@ export function createTaskStore(db: Db) {
   const byId = db.select().from(tasks).where(eq(tasks.id, sql.placeholder('id'))).prepare();
   const insertTask = sqlite.prepare(
     `INSERT INTO tasks (id, tenant, parent_task_id, user_id, tool_call_id, subagent_type, description, request, status,
-       idempotency_key, request_hash, created_at)
+       idempotency_key, request_hash, created_at, session_id, previous_task_id)
      VALUES (@id, @tenant, @parentTaskId, @userId, @toolCallId, @subagentType, @description, @request, @status,
-       @idempotencyKey, @requestHash, @createdAt)`,
+       @idempotencyKey, @requestHash, @createdAt, @sessionId, @previousTaskId)`,
   );
   const startTask = sqlite.prepare(`UPDATE tasks SET status = 'running', model = ?, started_at = ? WHERE id = ?`);
   const insertRecord = sqlite.prepare(
@@ -65,6 +67,14 @@ export function createTaskStore(db: Db) {
     recordUsage.run(params);
   });
   const taskStep = sqlite.prepare('UPDATE tasks SET steps = steps + 1 WHERE id = ?');
+  const readMessages = sqlite.prepare('SELECT message FROM task_messages WHERE task_id = ? ORDER BY n').pluck();
+  const insertMessage = sqlite.prepare(
+    `INSERT INTO task_messages (task_id, n, step, message)
+     VALUES (@taskId, (SELECT coalesce(max(n), 0) + 1 FROM task_messages WHERE task_id = @taskId), @step, @message)`,
+  );
+  const deleteMessages = sqlite.prepare('DELETE FROM task_messages WHERE task_id = ?');
+  const countResume = sqlite.prepare('UPDATE tasks SET resumes = resumes + 1 WHERE id = ?');
+  const countCompaction = sqlite.prepare('UPDATE tasks SET compactions = compactions + 1 WHERE id = ?');
   const recordStep = sqlite.prepare('UPDATE subagent_records SET steps = steps + 1 WHERE task_id = ?');
   const finishTask = sqlite.prepare(
     `UPDATE tasks SET status = @status, summary = @summary, artifacts = @artifacts, skipped = @skipped, output = @output,
@@ -122,6 +132,8 @@ export function createTaskStore(db: Db) {
         idempotencyKey: row.idempotencyKey ?? null,
         requestHash: row.requestHash ?? null,
         createdAt: row.createdAt,
+        sessionId: row.sessionId ?? row.id,
+        previousTaskId: row.previousTaskId ?? null,
       });
     },
 
@@ -153,6 +165,7 @@ export function createTaskStore(db: Db) {
       if (filter.parentTaskId) where.push(eq(tasks.parentTaskId, filter.parentTaskId));
       if (filter.userId) where.push(eq(tasks.userId, filter.userId));
       if (filter.status) where.push(eq(tasks.status, filter.status));
+      if (filter.sessionId) where.push(eq(tasks.sessionId, filter.sessionId));
       if (cursor) where.push(lt(tasks.id, cursor));
       return db.select().from(tasks).where(and(...where)).orderBy(desc(tasks.id)).limit(limit).all();
     },
@@ -175,6 +188,28 @@ export function createTaskStore(db: Db) {
     countStep(taskId: string): void {
       taskStep.run(taskId);
       recordStep.run(taskId);
+    },
+
+    /** The task's conversation, in order (empty before it started). */
+    messages(taskId: string): ModelMessage[] {
+      return (readMessages.all(taskId) as string[]).map((m) => JSON.parse(m) as ModelMessage);
+    },
+
+    /** Appends what a step added to the conversation (run inside the step's event transaction). */
+    appendMessages(taskId: string, step: number, messages: ModelMessage[]): void {
+      for (const m of messages) insertMessage.run({ taskId, step, message: JSON.stringify(m) });
+    },
+
+    /** Replaces the conversation with its compacted form and counts the compaction. */
+    replaceMessages(taskId: string, step: number, messages: ModelMessage[]): void {
+      deleteMessages.run(taskId);
+      for (const m of messages) insertMessage.run({ taskId, step, message: JSON.stringify(m) });
+      countCompaction.run(taskId);
+    },
+
+    /** Counts one resume after a crash. */
+    countResume(taskId: string): void {
+      countResume.run(taskId);
     },
 
     /** Writes the end state of a task and closes its record (if it started). Returns the new row. */

@@ -1,5 +1,5 @@
 import type { AgentRegistry } from '../definitions/agent-registry.ts';
-import { AppError } from '../errors/app-error.ts';
+import { AppError, notFound } from '../errors/app-error.ts';
 import { compileOutputSchema } from '../loop/complete-tool.ts';
 import type { CreateTaskBody } from '../shapes/task.ts';
 import type { TaskRow } from '../store/schema.ts';
@@ -53,6 +53,35 @@ export function earlierTask(store: TaskStore, tenant: string, key: string, reque
   return earlier;
 }
 
+/** Where a follow-up sits in its chain. */
+export interface SessionLink {
+  sessionId: string;
+  previousTaskId: string;
+}
+
+/**
+ * The chain a follow-up (`task_id`) continues: the earlier task must be this tenant's (else 404),
+ * finished (else 409 task_not_finished), of the same type and parent (else 400 session_mismatch).
+ */
+export function sessionOf(store: TaskStore, tenant: string, body: CreateTaskBody): SessionLink | null {
+  if (!body.task_id) return null;
+  const earlier = store.get(tenant, body.task_id);
+  if (!earlier) throw notFound(`task ${body.task_id}`);
+  if (earlier.status === 'queued' || earlier.status === 'running') {
+    throw new AppError(409, 'task_not_finished', `task ${earlier.id} is ${earlier.status}; continue it once it has ended, or steer it with POST /tasks/${earlier.id}/messages`);
+  }
+  const mismatched = [
+    ...(earlier.subagentType !== body.subagent_type ? [{ field: 'body.subagent_type', message: `must be "${earlier.subagentType}", the type of ${earlier.id}` }] : []),
+    ...(earlier.parentTaskId !== body.context.parentTaskId
+      ? [{ field: 'body.context.parentTaskId', message: `must be "${earlier.parentTaskId}", the parent of ${earlier.id}` }]
+      : []),
+  ];
+  if (mismatched.length > 0) {
+    throw new AppError(400, 'session_mismatch', `task_id ${earlier.id} belongs to another session: ${mismatched.map((m) => m.message).join('; ')}`, mismatched);
+  }
+  return { sessionId: earlier.sessionId ?? earlier.id, previousTaskId: earlier.id };
+}
+
 /** A new task as stored before it is queued. */
 export function newTaskRow(
   id: string,
@@ -60,6 +89,7 @@ export function newTaskRow(
   body: CreateTaskBody,
   now: number,
   idempotency: { key: string; requestHash: string } | null,
+  session: SessionLink | null,
 ): TaskRow {
   return {
     id,
@@ -90,6 +120,10 @@ export function newTaskRow(
     createdAt: now,
     startedAt: null,
     completedAt: null,
+    sessionId: session?.sessionId ?? id,
+    previousTaskId: session?.previousTaskId ?? null,
+    resumes: 0,
+    compactions: 0,
   };
 }
 

@@ -1,7 +1,10 @@
-/** Why a task's signal was aborted; becomes the task's `error.code`. */
+/**
+ * Why a task's signal was aborted; becomes the task's `error.code`, except `handed_over`: the
+ * service stopped and the task stays `running` for the next start to resume.
+ */
 export class TaskAbort extends Error {
   constructor(
-    readonly code: 'cancelled' | 'timeout' | 'interrupted' | 'storage_full' | 'storage_unavailable',
+    readonly code: 'cancelled' | 'timeout' | 'interrupted' | 'handed_over' | 'storage_full' | 'storage_unavailable',
     message: string,
   ) {
     super(message);

@@ -1,3 +1,4 @@
+import type { ModelMessage } from 'ai';
 import type { Logger } from 'pino';
 import type { AgentDefinition } from '../definitions/agent-definition.ts';
 import type { AgentRegistry } from '../definitions/agent-registry.ts';
@@ -7,6 +8,7 @@ import type { ModelProvider } from '../loop/model-provider.ts';
 import { guardModel } from '../loop/model-guard.ts';
 import { errorMessage, runAgent, type AgentObserver } from '../loop/run-agent.ts';
 import { buildSystemPrompt } from '../loop/system-prompt.ts';
+import { forStorage } from '../loop/transcript.ts';
 import { capPayload } from '../events/cap-payload.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { Metrics } from '../metrics/metrics.ts';
@@ -48,26 +50,33 @@ export interface RunnerDeps {
 export function createTaskRunner(deps: RunnerDeps) {
   const { store, events, logger } = deps;
 
-  async function run(row: TaskRow, signal: AbortSignal): Promise<TaskRow> {
+  /**
+   * Runs a queued task, or resumes one a previous process left running (`row.status` is then
+   * `running`: it keeps its start, its record and its stream, and continues after its last
+   * finished step). `takeMessages` hands over the steering messages waiting for the next step.
+   */
+  async function run(row: TaskRow, signal: AbortSignal, takeMessages: () => string[] = () => []): Promise<TaskRow> {
     const body = row.request;
     const def = deps.registry.get(row.subagentType);
     const model = def && def.kind === 'model' ? (body.options?.model ?? def.model) : null;
-    const startedAt = deps.now();
+    const resumed = row.status === 'running';
+    const startedAt = resumed ? (row.startedAt ?? deps.now()) : deps.now();
     const log = logger.child({ taskId: row.id });
     let ending: Ending;
     try {
-      store.markStarted(row, model, startedAt);
+      if (!resumed) store.markStarted(row, model, startedAt);
       log.info(
-        { subagentType: row.subagentType, parentTaskId: row.parentTaskId, userId: row.userId, model },
-        'task started',
+        { subagentType: row.subagentType, parentTaskId: row.parentTaskId, userId: row.userId, model, ...(resumed && { resumedAfterStep: row.steps }) },
+        resumed ? 'task resumed' : 'task started',
       );
       if (!def) throw new Error(`subagent type "${row.subagentType}" is no longer defined`);
       const workspace = await openWorkspace(deps.workspacesDirOf(row.tenant), row.parentTaskId);
-      events.append(row, 'task.started', { subagent_type: row.subagentType, model, workspace: workspace.root });
+      if (resumed) events.append(row, 'task.resumed', { fromStep: row.steps + 1, attempt: row.resumes });
+      else events.append(row, 'task.started', { subagent_type: row.subagentType, model, workspace: workspace.root });
       ending =
         def.kind === 'shell'
           ? await runShell(row, body, workspace, signal)
-          : await runModel(row, body, def, model!, workspace, signal);
+          : await runModel(row, body, def, model!, workspace, signal, takeMessages);
     } catch (err) {
       const fault = storageFaultOf(err);
       if (fault) deps.storage.report(err);
@@ -75,6 +84,11 @@ export function createTaskRunner(deps: RunnerDeps) {
       ending = fault ? failed(fault, 'the database could not be written') : failed('internal_error', scrub(errorMessage(err)));
     }
 
+    if (signal.aborted && abortCode(signal).code === 'handed_over') {
+      // The service is stopping: the task stays `running`, its record open, for the next start.
+      log.info({ steps: store.getById(row.id)?.steps }, 'task left running for the next start to resume');
+      return store.getById(row.id) ?? row;
+    }
     const completedAt = deps.now();
     // Waits (holding the task's slot) while the database cannot be written, then writes in order.
     const finished = await deps.storage.write(() => finishTask(deps, row, ending, completedAt));
@@ -128,6 +142,7 @@ export function createTaskRunner(deps: RunnerDeps) {
     model: string,
     workspace: Workspace,
     signal: AbortSignal,
+    takeMessages: () => string[],
   ): Promise<Ending> {
     const toolNames = def.tools;
     const tools = toolNames
@@ -140,20 +155,26 @@ export function createTaskRunner(deps: RunnerDeps) {
       sandbox: deps.sandbox,
     };
     const observer = createObserver(row);
-    const result = await runAgent({
-      // Every call is billed the moment it ends, before the SDK runs its tools.
-      model: guardModel(deps.modelProvider(model), {
+    // Every call is billed the moment it ends, before the SDK runs its tools.
+    const guarded = (id: string) =>
+      guardModel(deps.modelProvider(id), {
         onUsage: observer.modelUsage,
         stallTimeoutMs: deps.limits.modelStallTimeoutMs,
         maxRetries: deps.limits.modelMaxRetries,
-      }),
+      });
+    const compactionModel = def.compactionModel === 'inherit' ? model : def.compactionModel;
+    const result = await runAgent({
+      model: guarded(model),
       system: buildSystemPrompt(def, {
         workspace: workspace.root,
         now: new Date(deps.now()),
         timezone: body.context.timezone,
         tools: toolNames,
       }),
-      prompt: body.prompt!,
+      messages: await conversationOf(row, body),
+      doneSteps: row.steps,
+      takeMessages,
+      compaction: { atTokens: def.compactAtTokens, model: guarded(compactionModel), modelId: compactionModel },
       tools,
       toolContext,
       maxSteps: Math.min(body.options?.maxSteps ?? def.maxSteps, def.maxSteps),
@@ -178,6 +199,19 @@ export function createTaskRunner(deps: RunnerDeps) {
       return { ...failed('provider_error', scrub(errorMessage(result.error))), ...delivered };
     }
     return { status: 'completed', ...delivered, stopReason: result.stopReason, errorCode: null, errorMessage: null };
+  }
+
+  /**
+   * The conversation a task continues from: its own stored one when it is resumed; else what it
+   * starts with (the earlier task's conversation for a follow-up, then the prompt), stored as its step 0.
+   */
+  async function conversationOf(row: TaskRow, body: CreateTaskBody): Promise<ModelMessage[]> {
+    const stored = store.messages(row.id);
+    if (stored.length > 0) return stored;
+    const earlier = row.previousTaskId ? store.messages(row.previousTaskId) : [];
+    const start: ModelMessage[] = [...earlier, { role: 'user', content: body.prompt! }];
+    await deps.storage.write(() => store.appendMessages(row.id, 0, start));
+    return start;
   }
 
   function createObserver(row: TaskRow): AgentObserver & { close(): void; modelUsage(usage: Usage): void } {
@@ -212,13 +246,30 @@ export function createTaskRunner(deps: RunnerDeps) {
         deltas.flush();
         events.append(row, 'tool.result', { step, ...result, output: capPayload(result.output) });
       },
-      stepFinished(step, finishReason, usage) {
+      stepFinished(step, finishReason, usage, added) {
         deltas.flush();
-        // The step count and the event that reports the step commit together.
+        // The step count, what the step added to the conversation and the event that reports the
+        // step commit together: a resume continues exactly after the last step that has all three.
+        const messages = forStorage(added);
         void deps.storage.write(() =>
           events.transaction((append) => {
             store.countStep(row.id);
+            store.appendMessages(row.id, step, messages);
             append(row, 'step.finished', { step, finishReason, usage });
+          }),
+        );
+      },
+      messageReceived(_step, text) {
+        deltas.flush();
+        events.append(row, 'message.received', { text });
+      },
+      compacted(step, info, conversation) {
+        deltas.flush();
+        const messages = forStorage(conversation);
+        void deps.storage.write(() =>
+          events.transaction((append) => {
+            store.replaceMessages(row.id, step - 1, messages);
+            append(row, 'context.compacted', info);
           }),
         );
       },

@@ -9,7 +9,7 @@ import { storageFaultOf, type StorageFault, type StorageGuard } from '../store/s
 import { nextPage } from '../store/paging.ts';
 import type { TaskFilter, TaskStore } from '../store/task-store.ts';
 import { createFairQueue } from './fair-queue.ts';
-import { checkAgainstDefinition, earlierTask, newTaskRow } from './admission.ts';
+import { checkAgainstDefinition, earlierTask, newTaskRow, sessionOf } from './admission.ts';
 import { hashBody } from './hash-body.ts';
 import { aborted, failed, finishTask } from './finish-task.ts';
 import { TaskAbort } from './task-abort.ts';
@@ -29,12 +29,19 @@ export interface TaskServiceDeps {
   maxConcurrentPerTenant: number;
   maxQueuedPerTenant: number;
   taskTimeoutMs: number;
+  /** What `recover` does with a task a previous process left running. */
+  recovery: { mode: 'resume' | 'interrupt'; maxResumes: number };
   storage: StorageGuard;
 }
+
+/** Steering messages one task may have waiting at once. */
+const MAX_WAITING_MESSAGES = 100;
 
 interface Active {
   controller: AbortController;
   timer: NodeJS.Timeout;
+  /** A model task, which the next start can resume. */
+  resumable: boolean;
 }
 
 /**
@@ -52,6 +59,13 @@ export function createTaskService(deps: TaskServiceDeps) {
   });
   const active = new Map<string, Active>();
   const waiters = new Map<string, Array<(row: TaskRow) => void>>();
+  /** Steering messages accepted for queued or running tasks, waiting for their next step. */
+  const inboxes = new Map<string, string[]>();
+  const takeMessages = (id: string) => () => {
+    const waiting = inboxes.get(id) ?? [];
+    inboxes.delete(id);
+    return waiting;
+  };
   let closing = false;
 
   function updateGauges() {
@@ -82,9 +96,9 @@ export function createTaskService(deps: TaskServiceDeps) {
       () => controller.abort(new TaskAbort('timeout', `the task ran longer than its timeout of ${timeoutMs} ms`)),
       timeoutMs,
     );
-    active.set(row.id, { controller, timer });
+    active.set(row.id, { controller, timer, resumable: registry.get(row.subagentType)?.kind === 'model' });
     void deps.runner
-      .run(row, controller.signal)
+      .run(row, controller.signal, takeMessages(row.id))
       .then(settle, (err) => {
         // The runner never throws by design; if it did (its store writes failed), the task still
         // ends error/internal_error where that can be written, and its waiters are answered.
@@ -100,6 +114,7 @@ export function createTaskService(deps: TaskServiceDeps) {
       .finally(() => {
         clearTimeout(timer);
         active.delete(row.id);
+        inboxes.delete(row.id);
         queue.done(row);
         pump();
       });
@@ -143,8 +158,9 @@ export function createTaskService(deps: TaskServiceDeps) {
         const earlier = earlierTask(store, tenant, idempotency.key, idempotency.requestHash, now);
         if (earlier) return { row: earlier, created: false };
       }
+      const session = sessionOf(store, tenant, body);
       checkQueueRoom(tenant);
-      const row = newTaskRow(`tsk_${newId(now)}`, tenant, body, now, idempotency);
+      const row = newTaskRow(`tsk_${newId(now)}`, tenant, body, now, idempotency, session);
       try {
         store.insert(row);
       } catch (err) {
@@ -166,10 +182,39 @@ export function createTaskService(deps: TaskServiceDeps) {
       return nextPage(store.list(tenant, filter, limit + 1, cursor), limit);
     },
 
+    /**
+     * Accepts a steering message for a queued or running task: the model gets it before its next
+     * step (event `message.received`). A finished task is a 409 `task_finished`. Messages wait in
+     * memory: one accepted but not yet delivered when the process stops is lost.
+     */
+    steer(tenant: string, id: string, prompt: string): void {
+      const row = this.get(tenant, id);
+      if (row.status !== 'queued' && row.status !== 'running') {
+        throw new AppError(409, 'task_finished', `task ${id} is ${row.status}; continue it with a new task whose task_id is ${id}`);
+      }
+      if (row.subagentType === 'shell' || registry.get(row.subagentType)?.kind === 'shell') {
+        throw new AppError(400, 'not_steerable', 'a shell task has no model to steer');
+      }
+      const inbox = inboxes.get(id) ?? [];
+      if (inbox.length >= MAX_WAITING_MESSAGES) {
+        throw new AppError(429, 'inbox_full', `task ${id} already has ${inbox.length} messages waiting for its next step`);
+      }
+      inbox.push(prompt);
+      inboxes.set(id, inbox);
+    },
+
+    /** The conversation of a task as the model saw it (the system prompt aside). */
+    messages(tenant: string, id: string) {
+      this.get(tenant, id);
+      return store.messages(id);
+    },
+
     /** Cancels a queued or running task; a finished task is returned as it is. */
     async cancel(tenant: string, id: string): Promise<TaskRow> {
       const row = this.get(tenant, id);
-      if (row.status === 'queued' && queue.remove((t) => t.id === id)) {
+      // A queued task, or a resumed one still waiting for a slot (it is `running` since before the restart).
+      if ((row.status === 'queued' || row.status === 'running') && queue.remove((t) => t.id === id)) {
+        inboxes.delete(id);
         updateGauges();
         return endQueued(row, 'the task was cancelled before it started');
       }
@@ -202,30 +247,36 @@ export function createTaskService(deps: TaskServiceDeps) {
     },
 
     /**
-     * Ends what a previous process left behind: a `running` task becomes `error` / `interrupted`
-     * (its record keeps the tokens of every finished step); a `queued` one never ran and is queued again.
+     * Takes up what a previous process left behind. A `running` task is resumed (RECOVERY_MODE=resume,
+     * at most MAX_RESUMES times, model tasks only): it runs again from its last finished step with
+     * the same id, record and stream. Otherwise it ends `error` / `interrupted` (its record keeps the
+     * tokens of every finished step). A `queued` one never ran and is queued again.
      */
-    recover(): { interrupted: number; requeued: number } {
+    recover(): { interrupted: number; requeued: number; resumed: number } {
       let interrupted = 0;
       let requeued = 0;
+      let resumed = 0;
       for (const row of store.unfinished()) {
-        if (row.status === 'running') {
-          // It ended when its last event was stored, not when the service came back.
-          const endedAt = Math.max(row.startedAt ?? row.createdAt, deps.events.lastAt(row.id) ?? 0);
-          finishTask(
-            deps,
-            row,
-            { ...failed('interrupted', 'the service stopped while the task was running'), summary: row.summary },
-            endedAt,
-          );
-          interrupted++;
-        } else {
+        if (row.status === 'queued') {
           queue.push(row);
           requeued++;
+          continue;
         }
+        const def = registry.get(row.subagentType);
+        if (deps.recovery.mode === 'resume' && def?.kind === 'model' && row.resumes < deps.recovery.maxResumes) {
+          store.countResume(row.id);
+          queue.push(store.getById(row.id)!);
+          resumed++;
+          continue;
+        }
+        // It ended when its last event was stored, not when the service came back.
+        const endedAt = Math.max(row.startedAt ?? row.createdAt, deps.events.lastAt(row.id) ?? 0);
+        const why = row.resumes > 0 ? `the service stopped while the task was running (${row.resumes} resumes already)` : 'the service stopped while the task was running';
+        finishTask(deps, row, { ...failed('interrupted', why), summary: row.summary }, endedAt);
+        interrupted++;
       }
       pump();
-      return { interrupted, requeued };
+      return { interrupted, requeued, resumed };
     },
 
     stats() {
@@ -233,8 +284,9 @@ export function createTaskService(deps: TaskServiceDeps) {
     },
 
     /**
-     * Stops admitting, gives running tasks `graceMs` to end, then aborts them as `interrupted`
-     * and waits for their end states to be written. Queued tasks stay queued for the next start;
+     * Stops admitting, gives running tasks `graceMs` to end, then stops them: with RECOVERY_MODE=resume
+     * a model task is left `running` after its last finished step, for the next start to resume;
+     * otherwise (and a shell task always) it ends `interrupted`. Waits for what they write. Queued tasks stay queued for the next start;
      * whoever waits for one is answered with it as it is (`queued`), so no wait outlives the process.
      */
     async close(graceMs = 0): Promise<void> {
@@ -244,7 +296,11 @@ export function createTaskService(deps: TaskServiceDeps) {
         const grace = new Promise((r) => setTimeout(r, graceMs).unref());
         await Promise.race([Promise.all(pending), grace]);
         for (const a of active.values()) {
-          a.controller.abort(new TaskAbort('interrupted', 'the service stopped while the task was running'));
+          a.controller.abort(
+            deps.recovery.mode === 'resume' && a.resumable
+              ? new TaskAbort('handed_over', 'the service stopped; the next start resumes the task')
+              : new TaskAbort('interrupted', 'the service stopped while the task was running'),
+          );
         }
         await Promise.all(pending);
       }

@@ -110,18 +110,20 @@ export async function toolOnce(
 export const wsUrl = (svc: TestService, route: string) => `${svc.url.replace('http', 'ws')}${route}`;
 
 /** The task once it has ended, as `GET /tasks/:id` answers it (polled, as a client without a socket would). */
-export async function taskEnd(svc: TestService, id: string, ms = 30_000): Promise<any> {
+export async function taskEnd(svc: TestService, id: string, opts: { key?: string; ms?: number } = {}): Promise<any> {
   let task: any;
+  const headers = opts.key ? { authorization: `Bearer ${opts.key}` } : {};
   await until(async () => {
-    task = (await svc.inject({ url: `/tasks/${id}` })).json();
+    task = (await svc.inject({ url: `/tasks/${id}`, headers })).json();
     return task.status !== 'queued' && task.status !== 'running';
-  }, ms);
+  }, opts.ms ?? 30_000);
   return task;
 }
 
 /** Every stored event of a finished task after `after`, as its stream replays them (heartbeats left out). */
-export async function storedEvents(svc: TestService, id: string, after = 0): Promise<StreamMessage[]> {
-  const client = await openStream(wsUrl(svc, `/tasks/${id}/stream?after=${after}`));
+export async function storedEvents(svc: TestService, id: string, opts: { key?: string; after?: number } = {}): Promise<StreamMessage[]> {
+  const token = opts.key ? `&access_token=${opts.key}` : '';
+  const client = await openStream(wsUrl(svc, `/tasks/${id}/stream?after=${opts.after ?? 0}${token}`));
   await client.closed;
   return client.messages.filter((m) => m.type !== 'heartbeat');
 }
