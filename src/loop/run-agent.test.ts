@@ -35,7 +35,10 @@ const failing = defineTool({
 });
 
 let runs = 0;
-async function run(turns: ScriptedTurn[], opts: { maxSteps?: number; signal?: AbortSignal; stallTimeoutMs?: number } = {}) {
+async function run(
+  turns: ScriptedTurn[],
+  opts: { maxSteps?: number; signal?: AbortSignal; stallTimeoutMs?: number; takeMessages?: () => string[] } = {},
+) {
   const marker = `LOOP-${++runs}`;
   model.script(marker, turns);
   const seen: string[] = [];
@@ -67,6 +70,7 @@ async function run(turns: ScriptedTurn[], opts: { maxSteps?: number; signal?: Ab
     maxRetries: 0,
     signal,
     observer,
+    takeMessages: opts.takeMessages,
   });
   return { result, seen, billed };
 }
@@ -107,5 +111,17 @@ describe('runAgent', () => {
     const stalled = await run([{ fault: 'keepalive-only', chunkDelayMs: 50 }], { stallTimeoutMs: 300 });
     expect(stalled.result).toMatchObject({ aborted: false, stalled: true, complete: null });
     expect(stalled.result.error).toBeTruthy();
+  });
+
+  it('delivers steering messages before the next step, and gives a model that already answered one more step', async () => {
+    const inbox: string[] = [];
+    const turns: ScriptedTurn[] = [
+      { delayMs: 100, text: 'first answer', usage: { input: 5, output: 1 } },
+      complete('after the steer'),
+    ];
+    setTimeout(() => inbox.push('also check the tests'), 20);
+    const { result, seen } = await run(turns, { takeMessages: () => inbox.splice(0) });
+    expect(seen).toEqual(['step 1', 'finished 1 stop', 'message also check the tests', 'step 2', 'call complete', 'result complete', 'finished 2 tool-calls']);
+    expect(result).toMatchObject({ stopReason: 'complete', complete: { summary: 'after the steer' } });
   });
 });

@@ -1,9 +1,9 @@
 import { stepCountIs, streamText, tool, zodSchema, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
-import { compact } from './compaction.ts';
 import type { z } from 'zod';
 import type { StopReason } from '../shapes/artifact.ts';
 import type { Usage } from '../shapes/usage.ts';
 import type { ToolContext, WorkspaceTool } from '../tools/tool-types.ts';
+import { compact } from './compaction.ts';
 import type { CompleteResult } from './complete-tool.ts';
 import { isStall } from './stall-guard.ts';
 import { toUsage } from './usage.ts';
@@ -108,6 +108,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
   let lastFinishReason = '';
   let lastInputTokens = 0;
   let error: unknown = null;
+  const steering: string[] = [];
 
   while (step < opts.maxSteps && !complete && !error && !opts.signal.aborted) {
     if (opts.compaction && lastInputTokens >= opts.compaction.atTokens) {
@@ -123,7 +124,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
     }
     step += 1;
     const added: ModelMessage[] = [];
-    for (const text of opts.takeMessages?.() ?? []) {
+    for (const text of [...steering.splice(0), ...(opts.takeMessages?.() ?? [])]) {
       added.push({ role: 'user', content: text });
       observer.messageReceived(step, text);
     }
@@ -138,7 +139,11 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
     lastInputTokens = r.usage.inputTokens;
     conversation.push(...r.messages);
     observer.stepFinished(step, r.finishReason, r.usage, [...added, ...r.messages]);
-    if (r.finishReason !== 'tool-calls') break;
+    if (r.finishReason !== 'tool-calls') {
+      // The model answered, but a steering message came in meanwhile: it gets one more step.
+      steering.push(...(opts.takeMessages?.() ?? []));
+      if (steering.length === 0) break;
+    }
   }
   const aborted = opts.signal.aborted;
   const stalled = !aborted && isStall(error);
