@@ -6,6 +6,8 @@ import { createEventLog, type EventLog } from './events/event-log.ts';
 import { createLogger } from './logging/logger.ts';
 import { createModelProvider, type ModelProvider } from './loop/model-provider.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
+import { loadPriceTable } from './money/prices.ts';
+import { createBudgets, type Budgets } from './money/budgets.ts';
 import type { Db } from './store/database.ts';
 import { createSqlReader } from './store/read-worker.ts';
 import { createStorageGuard, type StorageGuard } from './store/storage-guard.ts';
@@ -41,6 +43,7 @@ export interface Services {
   events: EventLog;
   tasks: TaskService;
   workspacesDirOf: WorkspacesDirOf;
+  budgets: Budgets;
   /** Ends or re-queues what a previous process left unfinished; the process calls it once it listens. */
   recover(): { interrupted: number; requeued: number; resumed: number };
   /** Ends running tasks (as `interrupted`), writes what is pending, stops the reader thread. */
@@ -77,6 +80,8 @@ export function createServices(deps: ServiceDeps): Services {
       stallTimeoutMs: config.modelStallTimeoutMs,
       onHttpError: (status) => metrics.providerHttpError(status),
     });
+  const prices = loadPriceTable(config.pricesFile);
+  const budgets = createBudgets(db);
   const workspacesDirOf = workspaceLayout(config.workspacesDir, config.apiKeys !== null);
   const sandbox = deps.sandbox ?? sandboxFor(config, logger);
 
@@ -112,6 +117,8 @@ export function createServices(deps: ServiceDeps): Services {
       modelStallTimeoutMs: config.modelStallTimeoutMs,
     },
     secrets: config.openaiApiKey ? [config.openaiApiKey] : [],
+    prices,
+    budgets,
     sandbox,
     storage,
   });
@@ -129,6 +136,8 @@ export function createServices(deps: ServiceDeps): Services {
     maxQueuedPerTenant: config.maxQueuedPerTenant,
     taskTimeoutMs: config.taskTimeoutMs,
     recovery: { mode: config.recoveryMode, maxResumes: config.maxResumes },
+    budgets,
+    pausedTtlMs: config.pausedTtlMs,
     storage,
   });
 
@@ -144,6 +153,7 @@ export function createServices(deps: ServiceDeps): Services {
     events,
     tasks,
     workspacesDirOf,
+    budgets,
     recover() {
       const recovered = tasks.recover();
       if (recovered.interrupted + recovered.requeued + recovered.resumed > 0) logger.warn(recovered, 'recovered unfinished tasks');

@@ -101,7 +101,7 @@ describe('RECOVERY_MODE=resume after kill -9', () => {
       expect(events.map((m) => m.seq)).toEqual(events.map((_, i) => i + 1));
       expect(events.filter((m) => m.type === 'task.started')).toHaveLength(1);
       expect(events.filter((m) => m.type === 'task.finished')).toHaveLength(1);
-      expect(events.find((m) => m.type === 'task.resumed')!.data).toEqual({ fromStep: 2, attempt: 1 });
+      expect(events.find((m) => m.type === 'task.resumed')!.data).toEqual({ fromStep: 2, attempt: 1, reason: 'restart' });
       expect(events.filter((m) => m.type === 'step.finished').map((m) => m.data.step)).toEqual([1, 2, 3]);
 
       // The conversation has each finished step once: the cut step left nothing behind.

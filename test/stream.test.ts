@@ -70,8 +70,10 @@ describe('GET /tasks/:id/stream', () => {
     expect(result.data).toMatchObject({ step: 1, toolCallId: call.data.toolCallId, toolName: 'write_file', isError: false });
     const finishedSteps = events.filter((m) => m.type === 'step.finished');
     expect(finishedSteps.map((m) => m.data)).toEqual([
-      { step: 1, finishReason: 'tool-calls', usage: { inputTokens: 100, outputTokens: 10, totalTokens: 110, cachedInputTokens: 0, reasoningTokens: 0 } },
-      { step: 2, finishReason: 'tool-calls', usage: { inputTokens: 150, outputTokens: 12, totalTokens: 162, cachedInputTokens: 50, reasoningTokens: 0 } },
+      // gpt-4.1-mini: $0.40 input, $0.10 cached input, $1.60 output per million tokens.
+      { step: 1, finishReason: 'tool-calls', usage: { inputTokens: 100, outputTokens: 10, totalTokens: 110, cachedInputTokens: 0, reasoningTokens: 0, costMicroUsd: 56 } },
+      // 100 × 0.4 + 50 × 0.1 + 12 × 1.6 = 64.2 → 64
+      { step: 2, finishReason: 'tool-calls', usage: { inputTokens: 150, outputTokens: 12, totalTokens: 162, cachedInputTokens: 50, reasoningTokens: 0, costMicroUsd: 64 } },
     ]);
     const final = events.at(-1)!;
     expect(final.data).toEqual((await svc.inject({ url: `/tasks/${id}` })).json());

@@ -136,6 +136,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tasks/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a task paused at a budget
+         * @description Optionally replaces the task's own budget (to raise it), then continues the task from its next step (task.resumed). 409 budget_exceeded while a budget is still reached (raise the standing budget first), 409 task_not_paused unless the task is paused.
+         */
+        post: operations["resumeTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/usage": {
         parameters: {
             query?: never;
@@ -168,6 +188,28 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/budgets/{scope}/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The standing budget of a parent task or a user, with what it has spent */
+        get: operations["getBudget"];
+        /**
+         * Set the standing budget of a parent task or a user
+         * @description Checked before every model call of every task of the scope; a task that reaches it pauses (task.paused) until POST /tasks/{id}/resume once the budget is raised. Replaces an earlier budget of the scope.
+         */
+        put: operations["putBudget"];
+        post?: never;
+        /** Remove the standing budget of a parent task or a user */
+        delete: operations["deleteBudget"];
         options?: never;
         head?: never;
         patch?: never;
@@ -259,7 +301,7 @@ export interface components {
         Task: {
             id: string;
             /** @enum {string} */
-            status: "queued" | "running" | "completed" | "aborted" | "error";
+            status: "queued" | "running" | "paused" | "completed" | "aborted" | "error";
             subagent_type: string;
             description: string;
             model: string | null;
@@ -276,8 +318,10 @@ export interface components {
                 totalTokens: number;
                 cachedInputTokens: number;
                 reasoningTokens: number;
+                costMicroUsd: number | null;
                 compactions: number;
             };
+            pause: components["schemas"]["Pause"] | null;
             sessionId: string;
             previousTaskId: string | null;
             error: components["schemas"]["TaskError"] | null;
@@ -288,7 +332,7 @@ export interface components {
         TaskAccepted: {
             id: string;
             /** @enum {string} */
-            status: "queued" | "running" | "completed" | "aborted" | "error";
+            status: "queued" | "running" | "paused" | "completed" | "aborted" | "error";
             streamUrl: string;
         };
         TaskList: {
@@ -309,6 +353,28 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        Pause: {
+            /** @constant */
+            reason: "budget";
+            /** @enum {string} */
+            budget: "task" | "parent" | "user";
+            /** @enum {string} */
+            measure: "tokens" | "costMicroUsd" | "durationMs";
+            limit: number;
+            spent: number;
+            since: string;
+        };
+        StandingBudget: {
+            /** @enum {string} */
+            scope: "parent" | "user";
+            id: string;
+            maxTokens: number | null;
+            maxCostUsd: number | null;
+            spent: {
+                tokens: number;
+                costMicroUsd: number;
+            };
+        };
         Artifact: {
             path: string;
             size: number;
@@ -328,6 +394,7 @@ export interface components {
             totalTokens: number;
             cachedInputTokens: number;
             reasoningTokens: number;
+            costMicroUsd: number | null;
         };
         UsageTotals: {
             tasks: number;
@@ -337,6 +404,8 @@ export interface components {
             totalTokens: number;
             cachedInputTokens: number;
             reasoningTokens: number;
+            costMicroUsd: number;
+            unpricedTokens: number;
             durationMs: number;
         };
         UsageReport: {
@@ -349,6 +418,8 @@ export interface components {
                 totalTokens: number;
                 cachedInputTokens: number;
                 reasoningTokens: number;
+                costMicroUsd: number;
+                unpricedTokens: number;
                 durationMs: number;
                 key: string;
             }[];
@@ -368,6 +439,8 @@ export interface components {
             totalTokens: number;
             cachedInputTokens: number;
             reasoningTokens: number;
+            costMicroUsd: number | null;
+            unpricedTokens: number;
             status: string;
             startedAt: string;
             completedAt: string | null;
@@ -461,6 +534,14 @@ export interface components {
         } | {
             seq: number;
             /** @constant */
+            type: "task.paused";
+            taskId: string;
+            parentSeq?: number;
+            at: string;
+            data: components["schemas"]["Pause"];
+        } | {
+            seq: number;
+            /** @constant */
             type: "task.finished";
             taskId: string;
             parentSeq?: number;
@@ -517,6 +598,8 @@ export interface components {
         TaskResumedData: {
             fromStep: number;
             attempt: number;
+            /** @enum {string} */
+            reason: "restart" | "budget";
         };
         CreateTaskBody: {
             task_id?: string;
@@ -530,6 +613,18 @@ export interface components {
         SteeringBody: {
             prompt: string;
         };
+        ResumeBody: {
+            budget?: components["schemas"]["TaskBudget"];
+        };
+        StandingBudgetBody: {
+            maxTokens?: number | null;
+            maxCostUsd?: number | null;
+        };
+        TaskBudget: {
+            maxTokens?: number;
+            maxCostUsd?: number;
+            maxDurationMs?: number;
+        };
         TaskOptions: {
             model?: string;
             maxSteps?: number;
@@ -537,6 +632,7 @@ export interface components {
             outputSchema?: {
                 [key: string]: unknown;
             };
+            budget?: components["schemas"]["TaskBudget"];
         };
     };
     responses: never;
@@ -707,7 +803,7 @@ export interface operations {
             query?: {
                 parentTaskId?: string;
                 userId?: string;
-                status?: "queued" | "running" | "completed" | "aborted" | "error";
+                status?: "queued" | "running" | "paused" | "completed" | "aborted" | "error";
                 sessionId?: string;
                 limit?: number;
                 cursor?: string;
@@ -1239,6 +1335,113 @@ export interface operations {
             };
         };
     };
+    resumeTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResumeBody"] | null;
+            };
+        };
+        responses: {
+            /** @description The task, running again (or queued for a slot) */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Task"];
+                };
+            };
+            /** @description Invalid request: `error.details` names each field and what is wrong with it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong API key (only while API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such task, workspace, file or route for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This Idempotency-Key was already used with a different body */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit, queue limit or auth-failure limit was reached; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected failure of the service */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Shutting down, overloaded, or the database cannot be written; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getUsage: {
         parameters: {
             query?: {
@@ -1350,6 +1553,248 @@ export interface operations {
             };
             /** @description Missing or wrong API key (only while API_KEYS is set) */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit, queue limit or auth-failure limit was reached; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected failure of the service */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Shutting down, overloaded, or the database cannot be written; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                scope: "parent" | "user";
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The budget and what the scope has spent */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StandingBudget"];
+                };
+            };
+            /** @description Invalid request: `error.details` names each field and what is wrong with it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong API key (only while API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such task, workspace, file or route for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit, queue limit or auth-failure limit was reached; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected failure of the service */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Shutting down, overloaded, or the database cannot be written; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                scope: "parent" | "user";
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StandingBudgetBody"];
+            };
+        };
+        responses: {
+            /** @description The budget and what the scope has spent */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StandingBudget"];
+                };
+            };
+            /** @description Invalid request: `error.details` names each field and what is wrong with it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong API key (only while API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit, queue limit or auth-failure limit was reached; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected failure of the service */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Shutting down, overloaded, or the database cannot be written; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                scope: "parent" | "user";
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done; no content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request: `error.details` names each field and what is wrong with it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong API key (only while API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such task, workspace, file or route for this tenant */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

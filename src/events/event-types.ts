@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { taskOutputSchema, usageSchema } from '../shapes/task.ts';
+import { pauseSchema, taskOutputSchema, usageSchema } from '../shapes/task.ts';
 
 const step = z.number().int().min(1);
 
@@ -25,8 +25,10 @@ export const eventDataSchemas = {
   }),
   'task.resumed': z.object({
     fromStep: z.number().int().min(1).describe('the step it continues with'),
-    attempt: z.number().int().min(1),
+    attempt: z.number().int().min(0).describe('resumes after a restart so far (0 for a budget resume before any restart)'),
+    reason: z.enum(['restart', 'budget']),
   }),
+  'task.paused': pauseSchema.describe('a budget was reached before a model call: the task holds no slot until POST /tasks/{id}/resume'),
   'task.finished': taskOutputSchema,
 } as const;
 
@@ -65,6 +67,7 @@ export const streamMessageSchema = z.discriminatedUnion('type', [
   envelope('message.received'),
   envelope('context.compacted'),
   envelope('task.resumed'),
+  envelope('task.paused'),
   envelope('task.finished'),
   heartbeatSchema,
 ]);

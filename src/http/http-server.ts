@@ -6,6 +6,7 @@ import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fas
 import { AppError } from '../errors/app-error.ts';
 import type { Services } from '../services.ts';
 import { agentsRoutes } from './agents-routes.ts';
+import { budgetsRoutes } from './budgets-routes.ts';
 import { isPublic, redactUrl, registerAuth } from './auth.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './error-handler.ts';
 import { healthRoutes } from './health-routes.ts';
@@ -88,6 +89,7 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
   await server.register(agentsRoutes, { registry });
   await server.register(tasksRoutes, { tasks, keepAliveMs: config.heartbeatMs });
   await server.register(usageRoutes, { usage });
+  await server.register(budgetsRoutes, { budgets: services.budgets, now: Date.now });
   await server.register(workspacesRoutes, { workspacesDirOf });
   await server.register(streamRoutes, {
     tasks,

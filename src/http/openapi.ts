@@ -18,9 +18,13 @@ import {
   modelMessageSchema,
   steeringBodySchema,
   taskMessagesSchema,
+  taskBudgetSchema,
+  pauseSchema,
+  resumeBodySchema,
   usageSchema,
 } from '../shapes/task.ts';
 import { usageRecordListSchema, usageRecordSchema, usageReportSchema, usageTotalsSchema } from '../shapes/usage-report.ts';
+import { standingBudgetBodySchema, standingBudgetSchema } from '../shapes/budget.ts';
 import { errorBodySchema } from './error-schema.ts';
 
 /**
@@ -41,6 +45,11 @@ const named: Record<string, z.ZodType> = {
   TaskMessages: taskMessagesSchema,
   ModelMessage: modelMessageSchema,
   SteeringBody: steeringBodySchema,
+  TaskBudget: taskBudgetSchema,
+  Pause: pauseSchema,
+  ResumeBody: resumeBodySchema,
+  StandingBudget: standingBudgetSchema,
+  StandingBudgetBody: standingBudgetBodySchema,
   Artifact: artifactSchema,
   SkippedPath: skippedPathSchema,
   Usage: usageSchema,
@@ -147,6 +156,10 @@ function finishDocument(doc: DocumentLike, isPublic: (url: string) => boolean): 
       const responses = (op.responses ??= {});
       const common: ErrorStatus[] = isPublic(url) ? [500, 503] : [401, 429, 500, 503];
       for (const s of common) responses[s] ??= { description: errorText[s], content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+      // A body-less answer (204) has no schema to carry its description.
+      for (const r of Object.values(responses) as Array<{ description?: string }>) {
+        if (r.description === 'Default Response') r.description = 'Done; no content';
+      }
       if (op['x-websocket']) {
         op['x-websocket'] = websocketDescription;
         responses['101'] = { description: 'Switching Protocols: the socket carries StreamMessage texts (see x-websocket)' };

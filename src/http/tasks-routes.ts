@@ -12,6 +12,7 @@ import {
   taskOutputSchema,
   steeringBodySchema,
   taskMessagesSchema,
+  resumeBodySchema,
 } from '../shapes/task.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { errors, json } from './openapi.ts';
@@ -152,5 +153,24 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
       },
     },
     async (request) => ({ messages: tasks.messages(request.tenant, request.params.id) }),
+  );
+
+  app.post(
+    '/tasks/:id/resume',
+    {
+      schema: {
+        operationId: 'resumeTask',
+        summary: 'Resume a task paused at a budget',
+        description:
+          'Optionally replaces the task\'s own budget (to raise it), then continues the task from its next step ' +
+          '(task.resumed). 409 budget_exceeded while a budget is still reached (raise the standing budget first), ' +
+          '409 task_not_paused unless the task is paused.',
+        params: taskIdParamsSchema,
+        // No body at all is fine: the task resumes with the budget it had.
+        body: resumeBodySchema.nullish(),
+        response: { 202: json('The task, running again (or queued for a slot)', taskOutputSchema), ...errors(400, 404, 409, 413, 415) },
+      },
+    },
+    async (request, reply) => reply.status(202).send(toTaskOutput(await tasks.resume(request.tenant, request.params.id, request.body?.budget))),
   );
 };

@@ -30,7 +30,12 @@ const toFilter = (q: z.infer<typeof usageFilterSchema>) => ({
   to: q.to,
 });
 
-const toRecord = (r: UsageRecord): z.infer<typeof usageRecordSchema> => ({ ...r, startedAt: iso(r.startedAt), completedAt: iso(r.completedAt) });
+const toRecord = (r: UsageRecord): z.infer<typeof usageRecordSchema> => ({
+  ...r,
+  costMicroUsd: r.unpricedTokens > 0 ? null : r.costMicroUsd,
+  startedAt: iso(r.startedAt),
+  completedAt: iso(r.completedAt),
+});
 
 export const usageRoutes: FastifyPluginAsyncZod<{ usage: UsageStore }> = async (app, { usage }) => {
   app.get(

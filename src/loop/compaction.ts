@@ -31,7 +31,7 @@ export const estimateTokens = (messages: ModelMessage[]) => Math.ceil(JSON.strin
 export async function compact(
   conversation: ModelMessage[],
   c: CompactionOptions,
-  opts: Pick<RunAgentOptions, 'signal' | 'maxRetries'>,
+  opts: Pick<RunAgentOptions<unknown>, 'signal' | 'maxRetries'>,
   beforeTokens: number,
 ): Promise<Compacted> {
   const info = { beforeTokens, afterTokens: estimateTokens(conversation), model: c.modelId };

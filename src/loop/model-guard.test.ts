@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { guardModel, usageOfFinishPart, usageOfRawChunk } from './model-guard.ts';
-import type { Usage } from '../shapes/usage.ts';
+import type { TokenUsage as Usage } from '../shapes/usage.ts';
 
 /** A provider model that streams the given parts (no network): the guard's only input. */
 function fakeModel(parts: Array<Record<string, unknown>>) {

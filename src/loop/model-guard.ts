@@ -1,5 +1,5 @@
 import type { LanguageModel } from 'ai';
-import type { Usage } from '../shapes/usage.ts';
+import type { TokenUsage as Usage } from '../shapes/usage.ts';
 
 type StreamPart = { type: string; [k: string]: unknown };
 

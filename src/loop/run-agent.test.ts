@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { startScriptedModel, type ScriptedModel, type ScriptedTurn } from '../../scripted-model/server.ts';
-import type { Usage } from '../shapes/usage.ts';
+import type { TokenUsage as Usage } from '../shapes/usage.ts';
 import { defineTool, type ToolContext } from '../tools/tool-types.ts';
 import { openWorkspace } from '../tools/workspace.ts';
 import { createCompleteTool } from './complete-tool.ts';

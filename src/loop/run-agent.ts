@@ -1,7 +1,7 @@
 import { stepCountIs, streamText, tool, zodSchema, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
 import type { z } from 'zod';
 import type { StopReason } from '../shapes/artifact.ts';
-import type { Usage } from '../shapes/usage.ts';
+import type { TokenUsage as Usage } from '../shapes/usage.ts';
 import type { ToolContext, WorkspaceTool } from '../tools/tool-types.ts';
 import { compact } from './compaction.ts';
 import type { CompleteResult } from './complete-tool.ts';
@@ -33,7 +33,8 @@ export interface CompactionOptions {
   modelId: string;
 }
 
-export interface RunAgentOptions {
+/** `S`: what `beforeCall` answers to stop a run (the runner's budget pause). */
+export interface RunAgentOptions<S = unknown> {
   model: LanguageModel;
   system: string;
   /** The conversation so far: the kickoff prompt, and for a follow-up or a resume what came after. */
@@ -50,10 +51,12 @@ export interface RunAgentOptions {
   observer: AgentObserver;
   /** Steering messages waiting for the next step (each is taken once). */
   takeMessages?: () => string[];
+  /** Asked before every model call: a reason to stop here (a budget reached), or null to go on. */
+  beforeCall?: () => S | null;
   compaction?: CompactionOptions;
 }
 
-export interface AgentRunResult {
+export interface AgentRunResult<S = unknown> {
   /** The last non-empty text the model wrote: the summary when `complete` was never called. */
   finalText: string;
   complete: CompleteResult | null;
@@ -64,6 +67,8 @@ export interface AgentRunResult {
   aborted: boolean;
   /** The provider error was a stall (see stall-guard). */
   stalled: boolean;
+  /** What `beforeCall` answered when it stopped the run. */
+  stoppedBy: S | null;
 }
 
 /**
@@ -98,7 +103,7 @@ function toToolSet(tools: WorkspaceTool[], ctx: ToolContext): ToolSet {
  * answers without a tool call, or the step limit is reached. The model is expected to be wrapped by
  * `guardModel`, which bills each call as it ends.
  */
-export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
+export async function runAgent<S>(opts: RunAgentOptions<S>): Promise<AgentRunResult<S>> {
   const { observer } = opts;
   const tools = toToolSet(opts.tools, opts.toolContext);
   const conversation = [...opts.messages];
@@ -109,8 +114,11 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
   let lastInputTokens = 0;
   let error: unknown = null;
   const steering: string[] = [];
+  let stoppedBy: S | null = null;
 
   while (step < opts.maxSteps && !complete && !error && !opts.signal.aborted) {
+    stoppedBy = opts.beforeCall?.() ?? null;
+    if (stoppedBy) break;
     if (opts.compaction && lastInputTokens >= opts.compaction.atTokens) {
       const compacted = await compact(conversation, opts.compaction, opts, lastInputTokens);
       if (compacted.error) {
@@ -152,7 +160,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<AgentRunResult> {
     : step >= opts.maxSteps && lastFinishReason === 'tool-calls'
       ? 'max_steps'
       : 'text';
-  return { finalText, complete, stopReason, error: aborted ? null : error, aborted, stalled };
+  return { finalText, complete, stopReason, error: aborted ? null : error, aborted, stalled, stoppedBy };
 }
 
 interface StepOutcome {
@@ -167,7 +175,7 @@ interface StepOutcome {
 }
 
 /** One model call and the tools it asked for. */
-async function runStep(step: number, conversation: ModelMessage[], tools: ToolSet, opts: RunAgentOptions): Promise<StepOutcome> {
+async function runStep<S>(step: number, conversation: ModelMessage[], tools: ToolSet, opts: RunAgentOptions<S>): Promise<StepOutcome> {
   const { observer } = opts;
   const out: StepOutcome = { finished: false, finishReason: '', usage: toUsage(undefined), text: '', complete: null, messages: [], error: null };
   const result = streamText({

@@ -1,5 +1,5 @@
 import type { LanguageModelUsage } from 'ai';
-import type { Usage } from '../shapes/usage.ts';
+import type { TokenUsage as Usage } from '../shapes/usage.ts';
 
 /** Maps the SDK's usage (fields may be undefined) to our integer counts. */
 export function toUsage(u: LanguageModelUsage | undefined): Usage {

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { TaskRow } from '../store/schema.ts';
-import type { Usage } from '../shapes/usage.ts';
+import type { TokenUsage } from '../shapes/usage.ts';
 
 /** Prometheus metrics of one app instance (its own registry: no global state between apps). */
 export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
@@ -12,7 +12,9 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     labelNames: ['status', 'subagent_type'],
     registers: [registry],
   });
-  const steps = new Counter({ name: 'subagentd_steps_total', help: 'Model steps finished', registers: [registry] });
+  const steps = new Counter({ name: 'subagentd_steps_total', help: 'Model calls billed', registers: [registry] });
+  const cost = new Counter({ name: 'subagentd_cost_micro_usd_total', help: 'What the billed model calls cost, in micro-dollars', registers: [registry] });
+  const unpriced = new Counter({ name: 'subagentd_unpriced_tokens_total', help: 'Tokens of models with no price', registers: [registry] });
   const tokens = new Counter({
     name: 'subagentd_tokens_total',
     help: 'Tokens used, by kind',
@@ -96,8 +98,11 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     watchSockets(count: () => number) {
       sockets = count;
     },
-    stepFinished(u: Usage) {
+    /** A model call was billed: its tokens, and its cost (null: the model has no price). */
+    callBilled(u: TokenUsage, costMicroUsd: number | null) {
       steps.inc();
+      if (costMicroUsd === null) unpriced.inc(u.totalTokens);
+      else cost.inc(costMicroUsd);
       tokens.inc({ kind: 'input' }, u.inputTokens);
       tokens.inc({ kind: 'output' }, u.outputTokens);
       tokens.inc({ kind: 'cached_input' }, u.cachedInputTokens);

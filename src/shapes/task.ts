@@ -31,11 +31,31 @@ export const taskContextSchema = z.object({
 });
 export type TaskContext = z.infer<typeof taskContextSchema>;
 
+/** A budget of one task: it pauses (never fails) when the next model step would start past it. */
+export const taskBudgetSchema = z.object({
+  maxTokens: z.number().int().min(1).optional().describe('total tokens of the task'),
+  maxCostUsd: z.number().positive().max(1_000_000).optional().describe('US dollars, at the price of each call'),
+  maxDurationMs: z.number().int().min(1).optional().describe('time spent running (pauses do not count)'),
+});
+export type TaskBudget = z.infer<typeof taskBudgetSchema>;
+
+/** Why a task is paused: the budget it reached, on which measure, its limit and what was spent. */
+export const pauseSchema = z.object({
+  reason: z.literal('budget'),
+  budget: z.enum(['task', 'parent', 'user']),
+  measure: z.enum(['tokens', 'costMicroUsd', 'durationMs']),
+  limit: z.number().int(),
+  spent: z.number().int(),
+  since: z.string().describe('ISO 8601 time it paused'),
+});
+export type Pause = z.infer<typeof pauseSchema>;
+
 export const taskOptionsSchema = z.object({
   model: z.string().min(1).max(200).optional(),
   maxSteps: z.number().int().min(1).max(1000).optional(),
   timeoutMs: z.number().int().min(100).optional(),
   outputSchema: z.record(z.string(), z.unknown()).optional(),
+  budget: taskBudgetSchema.optional(),
 });
 export type TaskOptions = z.infer<typeof taskOptionsSchema>;
 
@@ -67,7 +87,7 @@ export const createTaskBodySchema = z
   });
 export type CreateTaskBody = z.infer<typeof createTaskBodySchema>;
 
-export const taskStatusSchema = z.enum(['queued', 'running', 'completed', 'aborted', 'error']);
+export const taskStatusSchema = z.enum(['queued', 'running', 'paused', 'completed', 'aborted', 'error']);
 export type TaskStatus = z.infer<typeof taskStatusSchema>;
 
 export const taskErrorSchema = z.object({ code: z.string(), message: z.string() });
@@ -87,6 +107,7 @@ export const taskOutputSchema = z.object({
   steps: z.number().int(),
   stopReason: stopReasonSchema.nullable(),
   usage: usageSchema.extend({ compactions: z.number().int().describe('times the conversation was compacted (their tokens are counted above)') }),
+  pause: pauseSchema.nullable().describe('set while the task is paused'),
   sessionId: z.string().describe('the first task of its follow-up chain; its own id for a fresh task'),
   previousTaskId: z.string().nullable().describe('the task it continues (task_id); null for a fresh task'),
   error: taskErrorSchema.nullable(),
@@ -136,3 +157,6 @@ export const modelMessageSchema = z.looseObject({
 });
 
 export const taskMessagesSchema = z.object({ messages: z.array(modelMessageSchema) });
+
+/** `POST /tasks/:id/resume`: optionally the task's new budget (replacing its own). */
+export const resumeBodySchema = z.object({ budget: taskBudgetSchema.optional() });

@@ -1,10 +1,17 @@
 import { z } from 'zod';
-import { usageSchema } from './usage.ts';
+import { tokenUsageSchema } from './usage.ts';
 
 const count = z.number().int();
 
 /** Sums over usage records: `GET /usage`'s totals and each of its groups. */
-export const usageTotalsSchema = z.object({ tasks: count, steps: count, ...usageSchema.shape, durationMs: count });
+export const usageTotalsSchema = z.object({
+  tasks: count,
+  steps: count,
+  ...tokenUsageSchema.shape,
+  costMicroUsd: count.describe('what the priced tokens cost, in whole micro-dollars'),
+  unpricedTokens: count.describe('tokens of models with no price (not in costMicroUsd)'),
+  durationMs: count,
+});
 export type UsageTotals = z.infer<typeof usageTotalsSchema>;
 
 export const usageReportSchema = z.object({
@@ -23,7 +30,9 @@ export const usageRecordSchema = z.object({
   description: z.string(),
   model: z.string().nullable(),
   steps: count,
-  ...usageSchema.shape,
+  ...tokenUsageSchema.shape,
+  costMicroUsd: count.nullable().describe('null when some of its tokens have no price (see unpricedTokens)'),
+  unpricedTokens: count,
   status: z.string(),
   startedAt: z.string(),
   completedAt: z.string().nullable(),
@@ -33,7 +42,8 @@ export const usageRecordSchema = z.object({
 export const usageRecordListSchema = z.object({ records: z.array(usageRecordSchema), nextCursor: z.string().nullable() });
 
 /** A usage record as the store reads it: times as epoch ms. */
-export type StoredUsageRecord = Omit<z.infer<typeof usageRecordSchema>, 'startedAt' | 'completedAt'> & {
+export type StoredUsageRecord = Omit<z.infer<typeof usageRecordSchema>, 'startedAt' | 'completedAt' | 'costMicroUsd'> & {
+  costMicroUsd: number;
   startedAt: number;
   completedAt: number | null;
 };

@@ -1,4 +1,4 @@
-import type { Artifact, CreateTaskBody, SkippedPath, StopReason, Usage } from '../shapes/task.ts';
+import type { Artifact, CreateTaskBody, Pause, SkippedPath, StopReason, TaskBudget, TokenUsage } from '../shapes/task.ts';
 import type { ModelMessage } from 'ai';
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 
@@ -9,7 +9,13 @@ const tokenColumns = () => ({
   totalTokens: integer('total_tokens').notNull().default(0),
   cachedInputTokens: integer('cached_input_tokens').notNull().default(0),
   reasoningTokens: integer('reasoning_tokens').notNull().default(0),
-}) satisfies Record<keyof Usage, unknown>;
+}) satisfies Record<keyof TokenUsage, unknown>;
+
+/** What the tokens of a task or record cost, and how many of them had no price. */
+const costColumns = () => ({
+  costMicroUsd: integer('cost_micro_usd').notNull().default(0),
+  unpricedTokens: integer('unpriced_tokens').notNull().default(0),
+});
 
 export const tasks = sqliteTable(
   'tasks',
@@ -24,7 +30,7 @@ export const tasks = sqliteTable(
     /** The request body as received (prompt, context, options): the runner's whole input. */
     request: text('request', { mode: 'json' }).notNull().$type<CreateTaskBody>(),
     model: text('model'),
-    status: text('status', { enum: ['queued', 'running', 'completed', 'aborted', 'error'] }).notNull(),
+    status: text('status', { enum: ['queued', 'running', 'paused', 'completed', 'aborted', 'error'] }).notNull(),
     summary: text('summary'),
     artifacts: text('artifacts', { mode: 'json' }).$type<Artifact[]>(),
     skipped: text('skipped', { mode: 'json' }).$type<SkippedPath[]>(),
@@ -32,6 +38,7 @@ export const tasks = sqliteTable(
     steps: integer('steps').notNull().default(0),
     stopReason: text('stop_reason').$type<StopReason>(),
     ...tokenColumns(),
+    ...costColumns(),
     errorCode: text('error_code'),
     errorMessage: text('error_message'),
     idempotencyKey: text('idempotency_key'),
@@ -46,6 +53,12 @@ export const tasks = sqliteTable(
     resumes: integer('resumes').notNull().default(0),
     /** Times its conversation was compacted. */
     compactions: integer('compactions').notNull().default(0),
+    /** While `paused`: why, and since when; `pausedMs` sums the time it spent paused. */
+    pause: text('pause', { mode: 'json' }).$type<Pause>(),
+    /** The task's own budget: `options.budget`, as raised by its resumes. */
+    budget: text('budget', { mode: 'json' }).$type<TaskBudget>(),
+    pausedAt: integer('paused_at'),
+    pausedMs: integer('paused_ms').notNull().default(0),
   },
   (t) => [
     index('tasks_tenant_id').on(t.tenant, t.id),
@@ -70,6 +83,7 @@ export const subagentRecords = sqliteTable(
     model: text('model'),
     steps: integer('steps').notNull().default(0),
     ...tokenColumns(),
+    ...costColumns(),
     status: text('status').notNull(),
     startedAt: integer('started_at').notNull(),
     completedAt: integer('completed_at'),
@@ -94,6 +108,9 @@ export const usageReports = sqliteTable(
     n: integer('n').notNull(),
     step: integer('step').notNull(),
     ...tokenColumns(),
+    /** The model that was called, and what the call cost (null: the model has no price). */
+    model: text('model'),
+    costMicroUsd: integer('cost_micro_usd'),
     at: integer('at').notNull(),
   },
   (t) => [primaryKey({ columns: [t.taskId, t.n] })],
@@ -128,6 +145,20 @@ export const taskMessages = sqliteTable(
     message: text('message', { mode: 'json' }).notNull().$type<ModelMessage>(),
   },
   (t) => [primaryKey({ columns: [t.taskId, t.n] })],
+);
+
+/** A standing budget of a parent task or a user, per tenant. */
+export const budgets = sqliteTable(
+  'budgets',
+  {
+    tenant: text('tenant').notNull(),
+    scope: text('scope', { enum: ['parent', 'user'] }).notNull(),
+    scopeId: text('scope_id').notNull(),
+    maxTokens: integer('max_tokens'),
+    maxCostMicroUsd: integer('max_cost_micro_usd'),
+    updatedAt: integer('updated_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.tenant, t.scope, t.scopeId] })],
 );
 
 export type TaskRow = typeof tasks.$inferSelect;

@@ -1,7 +1,8 @@
 import { and, desc, eq, inArray, lt, sql, type SQL } from 'drizzle-orm';
 import { ulid } from 'ulid';
-import { tokenFields, type Usage } from '../shapes/usage.ts';
+import { tokenFields, usageOf, type TokenUsage } from '../shapes/usage.ts';
 import type { ModelMessage } from 'ai';
+import type { Pause, TaskBudget } from '../shapes/task.ts';
 import type { Db } from './database.ts';
 import { tasks, type NewTaskRow, type TaskRow } from './schema.ts';
 
@@ -10,6 +11,12 @@ export interface TaskFilter {
   userId?: string;
   status?: TaskRow['status'];
   sessionId?: string;
+}
+
+/** The model a call went to and what it cost (null: the model has no price). */
+export interface CallPrice {
+  model: string | null;
+  costMicroUsd: number | null;
 }
 
 export interface FinishFields {
@@ -37,9 +44,9 @@ export function createTaskStore(db: Db) {
   const byId = db.select().from(tasks).where(eq(tasks.id, sql.placeholder('id'))).prepare();
   const insertTask = sqlite.prepare(
     `INSERT INTO tasks (id, tenant, parent_task_id, user_id, tool_call_id, subagent_type, description, request, status,
-       idempotency_key, request_hash, created_at, session_id, previous_task_id)
+       idempotency_key, request_hash, created_at, session_id, previous_task_id, budget)
      VALUES (@id, @tenant, @parentTaskId, @userId, @toolCallId, @subagentType, @description, @request, @status,
-       @idempotencyKey, @requestHash, @createdAt, @sessionId, @previousTaskId)`,
+       @idempotencyKey, @requestHash, @createdAt, @sessionId, @previousTaskId, @budget)`,
   );
   const startTask = sqlite.prepare(`UPDATE tasks SET status = 'running', model = ?, started_at = ? WHERE id = ?`);
   const insertRecord = sqlite.prepare(
@@ -51,17 +58,19 @@ export function createTaskStore(db: Db) {
   const tokenSql = tokenFields.map((f) => ({ column: f.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), param: `@${f}` }));
   const usageSql = (table: string) =>
     sqlite.prepare(
-      `UPDATE ${table} SET ${tokenSql.map((t) => `${t.column} = ${t.column} + ${t.param}`).join(', ')}
+      `UPDATE ${table} SET ${tokenSql.map((t) => `${t.column} = ${t.column} + ${t.param}`).join(', ')},
+         cost_micro_usd = cost_micro_usd + coalesce(@costMicroUsd, 0),
+         unpriced_tokens = unpriced_tokens + (CASE WHEN @costMicroUsd IS NULL THEN @totalTokens ELSE 0 END)
        WHERE ${table === 'tasks' ? 'id' : 'task_id'} = @taskId`,
     );
   const taskUsage = usageSql('tasks');
   const recordUsage = usageSql('subagent_records');
   const insertReport = sqlite.prepare(
-    `INSERT INTO usage_reports (task_id, n, step, ${tokenSql.map((t) => t.column).join(', ')}, at)
+    `INSERT INTO usage_reports (task_id, n, step, ${tokenSql.map((t) => t.column).join(', ')}, model, cost_micro_usd, at)
      VALUES (@taskId, (SELECT coalesce(max(n), 0) + 1 FROM usage_reports WHERE task_id = @taskId), @step,
-       ${tokenSql.map((t) => t.param).join(', ')}, @at)`,
+       ${tokenSql.map((t) => t.param).join(', ')}, @model, @costMicroUsd, @at)`,
   );
-  const addUsage = sqlite.transaction((params: Usage & { taskId: string; step: number; at: number }) => {
+  const addUsage = sqlite.transaction((params: TokenUsage & CallPrice & { taskId: string; step: number; at: number }) => {
     insertReport.run(params);
     taskUsage.run(params);
     recordUsage.run(params);
@@ -74,6 +83,13 @@ export function createTaskStore(db: Db) {
   );
   const deleteMessages = sqlite.prepare('DELETE FROM task_messages WHERE task_id = ?');
   const countResume = sqlite.prepare('UPDATE tasks SET resumes = resumes + 1 WHERE id = ?');
+  const pauseTask = sqlite.prepare(`UPDATE tasks SET status = 'paused', pause = ?, paused_at = ? WHERE id = ?`);
+  const unpauseTask = sqlite.prepare(
+    `UPDATE tasks SET status = 'running', pause = NULL, paused_ms = paused_ms + max(0, @at - coalesce(paused_at, @at)),
+       paused_at = NULL, budget = coalesce(@budget, budget) WHERE id = @id AND status = 'paused'`,
+  );
+  const recordStatus = sqlite.prepare('UPDATE subagent_records SET status = ? WHERE task_id = ?');
+  const pausedBefore = sqlite.prepare(`SELECT id FROM tasks WHERE status = 'paused' AND paused_at < ? ORDER BY paused_at`).pluck();
   const countCompaction = sqlite.prepare('UPDATE tasks SET compactions = compactions + 1 WHERE id = ?');
   const recordStep = sqlite.prepare('UPDATE subagent_records SET steps = steps + 1 WHERE task_id = ?');
   const finishTask = sqlite.prepare(
@@ -134,6 +150,7 @@ export function createTaskStore(db: Db) {
         createdAt: row.createdAt,
         sessionId: row.sessionId ?? row.id,
         previousTaskId: row.previousTaskId ?? null,
+        budget: row.budget ? JSON.stringify(row.budget) : null,
       });
     },
 
@@ -180,8 +197,8 @@ export function createTaskStore(db: Db) {
      * Bills one model call's usage, as the provider reported it: a report row and the task's and
      * record's token counts, in one transaction, the moment the call ended.
      */
-    addUsage(taskId: string, step: number, usage: Usage, at: number): void {
-      addUsage({ taskId, step, at, ...usage });
+    addUsage(taskId: string, step: number, usage: TokenUsage, price: CallPrice, at: number): void {
+      addUsage({ taskId, step, at, ...usageOf(usage), ...price });
     },
 
     /** Counts a finished step on the task and its record (run inside the step's event transaction). */
@@ -205,6 +222,24 @@ export function createTaskStore(db: Db) {
       deleteMessages.run(taskId);
       for (const m of messages) insertMessage.run({ taskId, step, message: JSON.stringify(m) });
       countCompaction.run(taskId);
+    },
+
+    /** `running → paused` (the task and its record), holding why (run inside the event's transaction). */
+    pause(taskId: string, pause: Pause, at: number): void {
+      pauseTask.run(JSON.stringify(pause), at, taskId);
+      recordStatus.run('paused', taskId);
+    },
+
+    /** `paused → running`, adding the pause to the time it spent paused; `budget` replaces its own. False if it was not paused. */
+    unpause(taskId: string, budget: TaskBudget | null, at: number): boolean {
+      const changed = unpauseTask.run({ id: taskId, at, budget: budget ? JSON.stringify(budget) : null }).changes > 0;
+      if (changed) recordStatus.run('running', taskId);
+      return changed;
+    },
+
+    /** Paused tasks that paused before `cutoff` (epoch ms), oldest first. */
+    pausedBefore(cutoff: number): string[] {
+      return pausedBefore.all(cutoff) as string[];
     },
 
     /** Counts one resume after a crash. */

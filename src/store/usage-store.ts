@@ -34,6 +34,8 @@ const sums = {
   tasks: sql<number>`count(*)`.mapWith(Number),
   steps: sumOf(r.steps),
   ...(Object.fromEntries(tokenFields.map((f) => [f, sumOf(r[f])])) as Record<TokenField, ReturnType<typeof sumOf>>),
+  costMicroUsd: sumOf(r.costMicroUsd),
+  unpricedTokens: sumOf(r.unpricedTokens),
   durationMs: sumOf(r.durationMs),
 } satisfies Record<keyof UsageTotals, unknown>;
 
@@ -53,6 +55,8 @@ const recordColumns: Record<keyof UsageRecord, SQLiteColumn> = {
   model: r.model,
   steps: r.steps,
   ...(Object.fromEntries(tokenFields.map((f): [TokenField, SQLiteColumn] => [f, r[f]])) as Record<TokenField, SQLiteColumn>),
+  costMicroUsd: r.costMicroUsd,
+  unpricedTokens: r.unpricedTokens,
   status: r.status,
   startedAt: r.startedAt,
   completedAt: r.completedAt,

@@ -67,7 +67,7 @@ export function sessionOf(store: TaskStore, tenant: string, body: CreateTaskBody
   if (!body.task_id) return null;
   const earlier = store.get(tenant, body.task_id);
   if (!earlier) throw notFound(`task ${body.task_id}`);
-  if (earlier.status === 'queued' || earlier.status === 'running') {
+  if (earlier.status === 'queued' || earlier.status === 'running' || earlier.status === 'paused') {
     throw new AppError(409, 'task_not_finished', `task ${earlier.id} is ${earlier.status}; continue it once it has ended, or steer it with POST /tasks/${earlier.id}/messages`);
   }
   const mismatched = [
@@ -124,6 +124,12 @@ export function newTaskRow(
     previousTaskId: session?.previousTaskId ?? null,
     resumes: 0,
     compactions: 0,
+    costMicroUsd: 0,
+    unpricedTokens: 0,
+    pause: null,
+    budget: body.options?.budget ?? null,
+    pausedAt: null,
+    pausedMs: 0,
   };
 }
 

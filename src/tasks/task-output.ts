@@ -1,6 +1,6 @@
 import { iso } from '../shapes/time.ts';
 import type { TaskRow } from '../store/schema.ts';
-import { usageOf, type TaskOutput } from '../shapes/task.ts';
+import { pricedUsageOf, type TaskOutput } from '../shapes/task.ts';
 
 
 /** The contract's TaskOutput for a stored task. */
@@ -18,7 +18,8 @@ export function toTaskOutput(row: TaskRow): TaskOutput {
     output: row.output ?? null,
     steps: row.steps,
     stopReason: row.stopReason,
-    usage: { ...usageOf(row), compactions: row.compactions },
+    usage: { ...pricedUsageOf(row), compactions: row.compactions },
+    pause: row.status === 'paused' ? row.pause : null,
     sessionId: row.sessionId ?? row.id,
     previousTaskId: row.previousTaskId,
     error: row.errorCode ? { code: row.errorCode, message: row.errorMessage ?? '' } : null,

@@ -22,7 +22,15 @@ import { openWorkspace, type WorkspacesDirOf } from '../tools/workspace.ts';
 import { workspaceTools } from '../tools/workspace-tools.ts';
 import { endingOfAbort, failed, finishTask, type Ending } from './finish-task.ts';
 import { abortCode } from './task-abort.ts';
-import { usageOf, type CreateTaskBody, type Usage } from '../shapes/task.ts';
+import { usageOf, type CreateTaskBody, type Pause, type TokenUsage } from '../shapes/task.ts';
+import { costMicroUsd, type PriceTable } from '../money/prices.ts';
+import type { Budgets } from '../money/budgets.ts';
+
+export interface RunOptions {
+  takeMessages?: () => string[];
+  /** Why a `running` task is run again. */
+  resumeReason?: 'restart' | 'budget';
+}
 
 export interface RunnerDeps {
   store: TaskStore;
@@ -38,6 +46,9 @@ export interface RunnerDeps {
   sandbox: Sandbox;
   /** Writes that must survive a full disk go through it (usage, step and end states). */
   storage: StorageGuard;
+  /** Prices of the models, for what each call costs. */
+  prices: PriceTable;
+  budgets: Budgets;
   /** Strings that must never reach a task's error message (provider keys). */
   secrets: string[];
 }
@@ -51,11 +62,13 @@ export function createTaskRunner(deps: RunnerDeps) {
   const { store, events, logger } = deps;
 
   /**
-   * Runs a queued task, or resumes one a previous process left running (`row.status` is then
-   * `running`: it keeps its start, its record and its stream, and continues after its last
-   * finished step). `takeMessages` hands over the steering messages waiting for the next step.
+   * Runs a queued task, or resumes one (`row.status` is then `running`: after a restart, or after
+   * a budget pause): it keeps its start, its record and its stream, and continues after its last
+   * finished step. `takeMessages` hands over the steering messages waiting for the next step.
+   * Returns the task as it is now: ended, or `paused` at a budget (or left `running` at shutdown).
    */
-  async function run(row: TaskRow, signal: AbortSignal, takeMessages: () => string[] = () => []): Promise<TaskRow> {
+  async function run(row: TaskRow, signal: AbortSignal, opts: RunOptions = {}): Promise<TaskRow> {
+    const takeMessages = opts.takeMessages ?? (() => []);
     const body = row.request;
     const def = deps.registry.get(row.subagentType);
     const model = def && def.kind === 'model' ? (body.options?.model ?? def.model) : null;
@@ -71,12 +84,14 @@ export function createTaskRunner(deps: RunnerDeps) {
       );
       if (!def) throw new Error(`subagent type "${row.subagentType}" is no longer defined`);
       const workspace = await openWorkspace(deps.workspacesDirOf(row.tenant), row.parentTaskId);
-      if (resumed) events.append(row, 'task.resumed', { fromStep: row.steps + 1, attempt: row.resumes });
+      if (resumed) events.append(row, 'task.resumed', { fromStep: row.steps + 1, attempt: row.resumes, reason: opts.resumeReason ?? 'restart' });
       else events.append(row, 'task.started', { subagent_type: row.subagentType, model, workspace: workspace.root });
-      ending =
+      const outcome =
         def.kind === 'shell'
           ? await runShell(row, body, workspace, signal)
           : await runModel(row, body, def, model!, workspace, signal, takeMessages);
+      if ('pause' in outcome) return await pause(row, outcome.pause, log);
+      ending = outcome;
     } catch (err) {
       const fault = storageFaultOf(err);
       if (fault) deps.storage.report(err);
@@ -143,7 +158,7 @@ export function createTaskRunner(deps: RunnerDeps) {
     workspace: Workspace,
     signal: AbortSignal,
     takeMessages: () => string[],
-  ): Promise<Ending> {
+  ): Promise<Ending | { pause: Pause }> {
     const toolNames = def.tools;
     const tools = toolNames
       .map((name) => (name === 'complete' ? createCompleteTool(body.options?.outputSchema) : workspaceTools[name]))
@@ -154,11 +169,11 @@ export function createTaskRunner(deps: RunnerDeps) {
       limits: deps.limits,
       sandbox: deps.sandbox,
     };
-    const observer = createObserver(row);
+    const observer = createObserver(row, model);
     // Every call is billed the moment it ends, before the SDK runs its tools.
     const guarded = (id: string) =>
       guardModel(deps.modelProvider(id), {
-        onUsage: observer.modelUsage,
+        onUsage: (usage) => observer.modelUsage(usage, id),
         stallTimeoutMs: deps.limits.modelStallTimeoutMs,
         maxRetries: deps.limits.modelMaxRetries,
       });
@@ -172,6 +187,10 @@ export function createTaskRunner(deps: RunnerDeps) {
         tools: toolNames,
       }),
       messages: await conversationOf(row, body),
+      beforeCall: (): Pause | null => {
+        const now = store.getById(row.id)!;
+        return deps.budgets.reached(now, now.budget ?? undefined, deps.now());
+      },
       doneSteps: row.steps,
       takeMessages,
       compaction: { atTokens: def.compactAtTokens, model: guarded(compactionModel), modelId: compactionModel },
@@ -185,6 +204,7 @@ export function createTaskRunner(deps: RunnerDeps) {
     });
     observer.close();
 
+    if (result.stoppedBy && !signal.aborted) return { pause: result.stoppedBy };
     const delivered = {
       summary: result.complete?.summary ?? (result.finalText || null),
       artifacts: result.complete?.artifacts ?? [],
@@ -201,6 +221,18 @@ export function createTaskRunner(deps: RunnerDeps) {
     return { status: 'completed', ...delivered, stopReason: result.stopReason, errorCode: null, errorMessage: null };
   }
 
+  /** A budget was reached: `running → paused` with `task.paused`, in one transaction; the slot is freed. */
+  async function pause(row: TaskRow, why: Pause, log: Logger): Promise<TaskRow> {
+    await deps.storage.write(() =>
+      events.transaction((append) => {
+        store.pause(row.id, why, deps.now());
+        append(row, 'task.paused', why);
+      }),
+    );
+    log.info({ pause: why }, 'task paused at a budget');
+    return store.getById(row.id)!;
+  }
+
   /**
    * The conversation a task continues from: its own stored one when it is resumed; else what it
    * starts with (the earlier task's conversation for a follow-up, then the prompt), stored as its step 0.
@@ -214,7 +246,13 @@ export function createTaskRunner(deps: RunnerDeps) {
     return start;
   }
 
-  function createObserver(row: TaskRow): AgentObserver & { close(): void; modelUsage(usage: Usage): void } {
+  /** What a call to `model` with `usage` cost now, in micro-dollars; null when the model has no price. */
+  function costOf(model: string, usage: TokenUsage): number | null {
+    const rates = deps.prices.ratesOf(model, deps.now(), usage.inputTokens);
+    return rates ? costMicroUsd(usage, rates) : null;
+  }
+
+  function createObserver(row: TaskRow, model: string): AgentObserver & { close(): void; modelUsage(usage: TokenUsage, model: string): void } {
     const deltas = createDeltaCoalescer((step, text) => events.append(row, 'text.delta', { step, text }));
     let current = 0;
     return {
@@ -224,18 +262,19 @@ export function createTaskRunner(deps: RunnerDeps) {
         deltas.flush();
         events.append(row, 'step.started', { step });
       },
-      modelUsage(usage) {
+      modelUsage(usage, calledModel) {
         // Events appended before stay before it in the store.
         events.flush();
         const step = Math.max(current, 1);
         const at = deps.now();
-        const billed = deps.storage.write(() => store.addUsage(row.id, step, usage, at));
+        const cost = costOf(calledModel, usage);
+        const billed = deps.storage.write(() => store.addUsage(row.id, step, usage, { model: calledModel, costMicroUsd: cost }, at));
         if (deps.storage.waiting > 0) {
           // The only copy is in memory until the database takes it: say so where operators look.
           logger.warn({ taskId: row.id, step, usage }, 'usage kept in memory until the database can be written');
         }
         void billed.catch((err) => logger.error({ err, taskId: row.id, step, usage }, 'usage could not be stored'));
-        deps.metrics.stepFinished(usage);
+        deps.metrics.callBilled(usage, cost);
       },
       textDelta: deltas.push,
       toolCall(step, call) {
@@ -255,7 +294,7 @@ export function createTaskRunner(deps: RunnerDeps) {
           events.transaction((append) => {
             store.countStep(row.id);
             store.appendMessages(row.id, step, messages);
-            append(row, 'step.finished', { step, finishReason, usage });
+            append(row, 'step.finished', { step, finishReason, usage: { ...usage, costMicroUsd: costOf(model, usage) } });
           }),
         );
       },

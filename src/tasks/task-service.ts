@@ -14,7 +14,8 @@ import { hashBody } from './hash-body.ts';
 import { aborted, failed, finishTask } from './finish-task.ts';
 import { TaskAbort } from './task-abort.ts';
 import type { TaskRunner } from './task-runner.ts';
-import type { CreateTaskBody } from '../shapes/task.ts';
+import type { CreateTaskBody, TaskBudget } from '../shapes/task.ts';
+import type { Budgets } from '../money/budgets.ts';
 
 export interface TaskServiceDeps {
   store: TaskStore;
@@ -29,6 +30,9 @@ export interface TaskServiceDeps {
   maxConcurrentPerTenant: number;
   maxQueuedPerTenant: number;
   taskTimeoutMs: number;
+  budgets: Budgets;
+  /** A task paused longer than this ends `aborted` / `budget_exceeded`. */
+  pausedTtlMs: number;
   /** What `recover` does with a task a previous process left running. */
   recovery: { mode: 'resume' | 'interrupt'; maxResumes: number };
   storage: StorageGuard;
@@ -61,6 +65,8 @@ export function createTaskService(deps: TaskServiceDeps) {
   const waiters = new Map<string, Array<(row: TaskRow) => void>>();
   /** Steering messages accepted for queued or running tasks, waiting for their next step. */
   const inboxes = new Map<string, string[]>();
+  /** Why a `running` task in the queue runs again (absent: after a restart). */
+  const resumeReasons = new Map<string, 'budget'>();
   const takeMessages = (id: string) => () => {
     const waiting = inboxes.get(id) ?? [];
     inboxes.delete(id);
@@ -98,7 +104,7 @@ export function createTaskService(deps: TaskServiceDeps) {
     );
     active.set(row.id, { controller, timer, resumable: registry.get(row.subagentType)?.kind === 'model' });
     void deps.runner
-      .run(row, controller.signal, takeMessages(row.id))
+      .run(row, controller.signal, { takeMessages: takeMessages(row.id), resumeReason: resumeReasons.get(row.id) })
       .then(settle, (err) => {
         // The runner never throws by design; if it did (its store writes failed), the task still
         // ends error/internal_error where that can be written, and its waiters are answered.
@@ -114,7 +120,9 @@ export function createTaskService(deps: TaskServiceDeps) {
       .finally(() => {
         clearTimeout(timer);
         active.delete(row.id);
-        inboxes.delete(row.id);
+        resumeReasons.delete(row.id);
+        // A paused task keeps the messages sent to it for when it resumes.
+        if (store.getById(row.id)?.status !== 'paused') inboxes.delete(row.id);
         queue.done(row);
         pump();
       });
@@ -135,6 +143,25 @@ export function createTaskService(deps: TaskServiceDeps) {
       );
     }
   }
+
+  /** Ends the tasks paused longer than PAUSED_TTL_MS as `aborted` / `budget_exceeded`. */
+  function expirePaused() {
+    if (deps.storage.fault) return;
+    for (const id of store.pausedBefore(deps.now() - deps.pausedTtlMs)) {
+      const row = store.getById(id)!;
+      const ended = finishTask(deps, row, aborted('budget_exceeded', `the task stayed paused at its ${row.pause?.budget ?? ''} budget longer than PAUSED_TTL_MS (${deps.pausedTtlMs} ms)`), deps.now());
+      inboxes.delete(id);
+      settle(ended);
+    }
+  }
+  const expiry = setInterval(() => {
+    try {
+      expirePaused();
+    } catch (err) {
+      deps.logger.error({ err }, 'could not end the expired paused tasks; retrying');
+    }
+  }, Math.min(60_000, Math.max(250, deps.pausedTtlMs / 4)));
+  expiry.unref();
 
   /** Ends a task that was cancelled before it started. */
   async function endQueued(row: TaskRow, message: string): Promise<TaskRow> {
@@ -189,7 +216,7 @@ export function createTaskService(deps: TaskServiceDeps) {
      */
     steer(tenant: string, id: string, prompt: string): void {
       const row = this.get(tenant, id);
-      if (row.status !== 'queued' && row.status !== 'running') {
+      if (row.status !== 'queued' && row.status !== 'running' && row.status !== 'paused') {
         throw new AppError(409, 'task_finished', `task ${id} is ${row.status}; continue it with a new task whose task_id is ${id}`);
       }
       if (row.subagentType === 'shell' || registry.get(row.subagentType)?.kind === 'shell') {
@@ -209,9 +236,35 @@ export function createTaskService(deps: TaskServiceDeps) {
       return store.messages(id);
     },
 
-    /** Cancels a queued or running task; a finished task is returned as it is. */
+    /**
+     * Continues a paused task from its next step, after `budget` (if given) replaced its own.
+     * 409 `task_not_paused` unless it is paused; 409 `budget_exceeded` while a budget is still reached.
+     */
+    async resume(tenant: string, id: string, budget: TaskBudget | undefined): Promise<TaskRow> {
+      const row = this.get(tenant, id);
+      if (row.status !== 'paused') throw new AppError(409, 'task_not_paused', `task ${id} is ${row.status}, not paused`);
+      if (closing) throw shuttingDown();
+      const now = deps.now();
+      const own = budget ?? row.budget ?? undefined;
+      const still = deps.budgets.reached({ ...row, pausedMs: row.pausedMs + (now - (row.pausedAt ?? now)) }, own, now);
+      if (still) {
+        throw new AppError(409, 'budget_exceeded', `the ${still.budget} budget is still reached (${still.measure}: ${still.spent} of ${still.limit}); raise it first`, still);
+      }
+      const resumed = await deps.storage.write(() => {
+        if (!store.unpause(id, budget ?? null, now)) return null;
+        return store.getById(id)!;
+      });
+      if (!resumed) return store.getById(id)!;
+      resumeReasons.set(id, 'budget');
+      queue.push(resumed);
+      pump();
+      return store.getById(id)!;
+    },
+
+    /** Cancels a queued, running or paused task; a finished task is returned as it is. */
     async cancel(tenant: string, id: string): Promise<TaskRow> {
       const row = this.get(tenant, id);
+      if (row.status === 'paused') return endQueued(row, 'the task was cancelled while paused');
       // A queued task, or a resumed one still waiting for a slot (it is `running` since before the restart).
       if ((row.status === 'queued' || row.status === 'running') && queue.remove((t) => t.id === id)) {
         inboxes.delete(id);
@@ -275,6 +328,7 @@ export function createTaskService(deps: TaskServiceDeps) {
         finishTask(deps, row, { ...failed('interrupted', why), summary: row.summary }, endedAt);
         interrupted++;
       }
+      expirePaused();
       pump();
       return { interrupted, requeued, resumed };
     },
@@ -291,6 +345,7 @@ export function createTaskService(deps: TaskServiceDeps) {
      */
     async close(graceMs = 0): Promise<void> {
       closing = true;
+      clearInterval(expiry);
       const pending = [...active.keys()].map((id) => this.waitForEnd(id));
       if (pending.length > 0) {
         const grace = new Promise((r) => setTimeout(r, graceMs).unref());

@@ -115,7 +115,7 @@ export async function taskEnd(svc: TestService, id: string, opts: { key?: string
   const headers = opts.key ? { authorization: `Bearer ${opts.key}` } : {};
   await until(async () => {
     task = (await svc.inject({ url: `/tasks/${id}`, headers })).json();
-    return task.status !== 'queued' && task.status !== 'running';
+    return !['queued', 'running', 'paused'].includes(task.status);
   }, opts.ms ?? 30_000);
   return task;
 }

@@ -1,0 +1,89 @@
+import type { Db } from '../store/database.ts';
+import type { TaskRow } from '../store/schema.ts';
+import { iso } from '../shapes/time.ts';
+import type { Pause, TaskBudget } from '../shapes/task.ts';
+
+export type BudgetScope = 'parent' | 'user';
+
+/** A standing budget as stored: limits in tokens and whole micro-dollars (null: no limit). */
+export interface StandingBudget {
+  maxTokens: number | null;
+  maxCostMicroUsd: number | null;
+}
+
+export interface Spent {
+  tokens: number;
+  costMicroUsd: number;
+}
+
+/** Whole micro-dollars of a dollar amount (budgets are given in dollars). */
+export const microUsd = (usd: number) => Math.round(usd * 1_000_000);
+
+/**
+ * Budgets: a task's own (`options.budget`, raised on resume) and the standing budgets of a parent
+ * task or a user, per tenant. What a parent or user has spent is the sum of its usage records,
+ * running tasks included (their records count every call as it is billed).
+ */
+export function createBudgets(db: Db) {
+  const sqlite = db.$client;
+  const read = sqlite.prepare('SELECT max_tokens AS maxTokens, max_cost_micro_usd AS maxCostMicroUsd FROM budgets WHERE tenant = ? AND scope = ? AND scope_id = ?');
+  const write = sqlite.prepare(
+    `INSERT INTO budgets (tenant, scope, scope_id, max_tokens, max_cost_micro_usd, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT (tenant, scope, scope_id) DO UPDATE SET max_tokens = excluded.max_tokens,
+       max_cost_micro_usd = excluded.max_cost_micro_usd, updated_at = excluded.updated_at`,
+  );
+  const remove = sqlite.prepare('DELETE FROM budgets WHERE tenant = ? AND scope = ? AND scope_id = ?');
+  const spentOf = {
+    parent: sqlite.prepare(
+      'SELECT coalesce(sum(total_tokens), 0) AS tokens, coalesce(sum(cost_micro_usd), 0) AS costMicroUsd FROM subagent_records WHERE tenant = ? AND parent_task_id = ?',
+    ),
+    user: sqlite.prepare(
+      'SELECT coalesce(sum(total_tokens), 0) AS tokens, coalesce(sum(cost_micro_usd), 0) AS costMicroUsd FROM subagent_records WHERE tenant = ? AND user_id = ?',
+    ),
+  } satisfies Record<BudgetScope, unknown>;
+
+  const budgets = {
+    get(tenant: string, scope: BudgetScope, id: string): StandingBudget | null {
+      return (read.get(tenant, scope, id) as StandingBudget | undefined) ?? null;
+    },
+    put(tenant: string, scope: BudgetScope, id: string, b: StandingBudget, now: number): void {
+      write.run(tenant, scope, id, b.maxTokens, b.maxCostMicroUsd, now);
+    },
+    /** True when there was one to delete. */
+    delete(tenant: string, scope: BudgetScope, id: string): boolean {
+      return remove.run(tenant, scope, id).changes > 0;
+    },
+    spent(tenant: string, scope: BudgetScope, id: string): Spent {
+      return spentOf[scope].get(tenant, id) as Spent;
+    },
+
+    /**
+     * The first budget `task` has reached, checked in this order: its own (tokens, cost, running
+     * time), its parent's, its user's; null when it may make its next model call.
+     */
+    reached(task: TaskRow, own: TaskBudget | undefined, now: number): Pause | null {
+      const since = iso(now);
+      const over = (budget: Pause['budget'], measure: Pause['measure'], limit: number | null | undefined, spent: number): Pause | null =>
+        limit !== null && limit !== undefined && spent >= limit ? { reason: 'budget', budget, measure, limit, spent, since } : null;
+      if (own) {
+        const ran = now - (task.startedAt ?? now) - task.pausedMs;
+        const hit =
+          over('task', 'tokens', own.maxTokens, task.totalTokens) ??
+          over('task', 'costMicroUsd', own.maxCostUsd === undefined ? undefined : microUsd(own.maxCostUsd), task.costMicroUsd) ??
+          over('task', 'durationMs', own.maxDurationMs, ran);
+        if (hit) return hit;
+      }
+      for (const [scope, id] of [['parent', task.parentTaskId], ['user', task.userId]] as const) {
+        const standing = budgets.get(task.tenant, scope, id);
+        if (!standing) continue;
+        const spent = budgets.spent(task.tenant, scope, id);
+        const hit = over(scope, 'tokens', standing.maxTokens, spent.tokens) ?? over(scope, 'costMicroUsd', standing.maxCostMicroUsd, spent.costMicroUsd);
+        if (hit) return hit;
+      }
+      return null;
+    },
+  };
+  return budgets;
+}
+
+export type Budgets = ReturnType<typeof createBudgets>;
