@@ -8,6 +8,8 @@ import { createModelProvider, type ModelProvider } from './loop/model-provider.t
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { loadPriceTable } from './money/prices.ts';
 import { createBudgets, type Budgets } from './money/budgets.ts';
+import { createDispatcher } from './webhooks/dispatcher.ts';
+import { createWebhookStore, type WebhookStore } from './webhooks/webhook-store.ts';
 import type { Db } from './store/database.ts';
 import { createSqlReader } from './store/read-worker.ts';
 import { createStorageGuard, type StorageGuard } from './store/storage-guard.ts';
@@ -44,6 +46,7 @@ export interface Services {
   tasks: TaskService;
   workspacesDirOf: WorkspacesDirOf;
   budgets: Budgets;
+  webhooks: WebhookStore;
   /** Ends or re-queues what a previous process left unfinished; the process calls it once it listens. */
   recover(): { interrupted: number; requeued: number; resumed: number };
   /** Ends running tasks (as `interrupted`), writes what is pending, stops the reader thread. */
@@ -100,7 +103,10 @@ export function createServices(deps: ServiceDeps): Services {
   const store = createTaskStore(db);
   const reader = createSqlReader(db, config.databasePath);
   const usage = createUsageStore(db, reader);
-  const events = createEventLog(db, { now, storage });
+  const webhooks = createWebhookStore(db, store);
+  const dispatcher = createDispatcher({ store: webhooks, logger, now, ...config.webhooks });
+  // Outbox rows are written in the events' own transaction; the dispatcher is woken after it.
+  const events = createEventLog(db, { now, storage, onWrite: (written) => webhooks.enqueue(written) && dispatcher.poke() });
   const runner = createTaskRunner({
     store,
     events,
@@ -154,14 +160,17 @@ export function createServices(deps: ServiceDeps): Services {
     tasks,
     workspacesDirOf,
     budgets,
+    webhooks,
     recover() {
       const recovered = tasks.recover();
+      dispatcher.start();
       if (recovered.interrupted + recovered.requeued + recovered.resumed > 0) logger.warn(recovered, 'recovered unfinished tasks');
       return recovered;
     },
     async close() {
       await tasks.close();
       events.flush();
+      await dispatcher.close();
       await reader.close();
       storage.close();
       sandbox.limiter?.close();

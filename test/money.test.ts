@@ -133,6 +133,19 @@ describe('budgets that pause', () => {
     expect(cancelled.json()).toMatchObject({ status: 'aborted', error: { code: 'cancelled' }, pause: null });
   });
 
+  it('pauses at a task\'s running time, pauses not counted', async () => {
+    model.script('DURATION-BUDGET', [{ delayMs: 400, toolCalls: [{ name: 'list_files', args: {} }], usage: { input: 10, output: 1 } }, ...steps(0)]);
+    const id = (await post(svc, '/tasks', taskBody({ prompt: 'DURATION-BUDGET', options: { budget: { maxDurationMs: 300 } } }))).json().id;
+    await until_(svc, id, 'paused');
+    const paused = await task(svc, id);
+    expect(paused).toMatchObject({ steps: 1, pause: { budget: 'task', measure: 'durationMs', limit: 300 } });
+    expect(paused.pause.spent).toBeGreaterThanOrEqual(400);
+    // A second later, with the limit raised to cover what ran: the time spent paused is not counted.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect((await post(svc, `/tasks/${id}/resume`, { budget: { maxDurationMs: paused.pause.spent + 500 } })).statusCode).toBe(202);
+    expect((await taskEnd(svc, id)).status).toBe('completed');
+  });
+
   it('refuses bad budgets with 400', async () => {
     expect((await svc.inject({ method: 'PUT', url: '/budgets/team/x', payload: { maxTokens: 5 } })).statusCode).toBe(400);
     expect((await svc.inject({ method: 'PUT', url: '/budgets/user/x', payload: {} })).statusCode).toBe(400);

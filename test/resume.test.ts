@@ -108,6 +108,13 @@ describe('RECOVERY_MODE=resume after kill -9', () => {
       const { messages } = (await json(`${second.url}/tasks/${id}/messages`)).body;
       expect(messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool', 'assistant', 'tool']);
       expect(JSON.stringify(messages)).not.toContain('sleep 7272');
+
+      // The roll-ups written through the crash equal the sums of the raw records.
+      for (const q of ['', 'groupBy=user', 'groupBy=parentTask', 'groupBy=day', 'groupBy=model', 'parentTaskId=T-resume&groupBy=day']) {
+        const fast = (await json(`${second.url}/usage?${q}`)).body;
+        const raw = (await json(`${second.url}/usage?${q}${q ? '&' : ''}source=records`)).body;
+        expect(fast).toEqual(raw);
+      }
     } finally {
       await kill9(second);
     }

@@ -31,7 +31,22 @@ const MAX_CACHED_PARENTS = 50_000;
  * after it is stored, a reader that replays from the store and subscribes in the same tick sees
  * every event exactly once, in order, with no gap.
  */
-export function createEventLog(db: Db, opts: { now?: () => number; storage?: StorageGuard } = {}) {
+/** An event as the write hook sees it, inside the transaction that stores it. */
+export interface WrittenEvent {
+  taskId: string;
+  tenant: string;
+  type: EventType;
+  at: number;
+}
+
+export interface EventLogOptions {
+  now?: () => number;
+  storage?: StorageGuard;
+  /** Runs inside every transaction that stores events, after them (the webhook outbox). */
+  onWrite?: (events: WrittenEvent[]) => void;
+}
+
+export function createEventLog(db: Db, opts: EventLogOptions = {}) {
   const now = opts.now ?? Date.now;
   const lastSeq = new Map<string, number>();
   const taskListeners = new Map<string, Set<EventListener>>();
@@ -57,7 +72,14 @@ export function createEventLog(db: Db, opts: { now?: () => number; storage?: Sto
   let scheduled = false;
   const insertRow = (r: Pending) =>
     insert.run(r.event.taskId, r.event.seq, r.event.type, r.at, r.dataJson, r.parent, r.event.parentSeq);
-  const writeBatch = db.$client.transaction((rows: Pending[]) => rows.forEach(insertRow));
+  const tellWritten = (rows: Pending[]) => {
+    if (!opts.onWrite || rows.length === 0) return;
+    opts.onWrite(rows.map((r) => ({ taskId: r.event.taskId, tenant: r.parent.slice(r.parent.indexOf('@') + 1), type: r.event.type, at: r.at })));
+  };
+  const writeBatch = db.$client.transaction((rows: Pending[]) => {
+    rows.forEach(insertRow);
+    tellWritten(rows);
+  });
   function nextParentSeq(key: string): number {
     const seq = (lastParentSeq.get(key) ?? (maxParentSeq.get(key) as number | null) ?? 0) + 1;
     lastParentSeq.set(key, seq);
@@ -160,7 +182,8 @@ export function createEventLog(db: Db, opts: { now?: () => number; storage?: Sto
       try {
         result = db.$client.transaction(() => {
           before.forEach(insertRow);
-          return body((task, type, data) => {
+          tellWritten(before);
+          const answer = body((task, type, data) => {
             if (!seqs.has(task.id)) seqs.set(task.id, lastSeq.get(task.id));
             const parent = parentKey(task);
             if (!parentSeqs.has(parent)) parentSeqs.set(parent, lastParentSeq.get(parent));
@@ -168,6 +191,8 @@ export function createEventLog(db: Db, opts: { now?: () => number; storage?: Sto
             insertRow(row);
             written.push(row);
           });
+          tellWritten(written);
+          return answer;
         })();
       } catch (err) {
         for (const [id, seq] of seqs) seq === undefined ? lastSeq.delete(id) : lastSeq.set(id, seq);

@@ -7,6 +7,7 @@ import { AppError } from '../errors/app-error.ts';
 import type { Services } from '../services.ts';
 import { agentsRoutes } from './agents-routes.ts';
 import { budgetsRoutes } from './budgets-routes.ts';
+import { webhooksRoutes } from './webhooks-routes.ts';
 import { isPublic, redactUrl, registerAuth } from './auth.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './error-handler.ts';
 import { healthRoutes } from './health-routes.ts';
@@ -90,6 +91,7 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
   await server.register(tasksRoutes, { tasks, keepAliveMs: config.heartbeatMs });
   await server.register(usageRoutes, { usage });
   await server.register(budgetsRoutes, { budgets: services.budgets, now: Date.now });
+  await server.register(webhooksRoutes, { webhooks: services.webhooks, allowPrivate: config.webhooks.allowPrivate, now: Date.now });
   await server.register(workspacesRoutes, { workspacesDirOf });
   await server.register(streamRoutes, {
     tasks,

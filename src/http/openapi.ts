@@ -25,6 +25,7 @@ import {
 } from '../shapes/task.ts';
 import { usageRecordListSchema, usageRecordSchema, usageReportSchema, usageTotalsSchema } from '../shapes/usage-report.ts';
 import { standingBudgetBodySchema, standingBudgetSchema } from '../shapes/budget.ts';
+import { createdWebhookSchema, createWebhookBodySchema, deliveryListSchema, deliverySchema, webhookListSchema, webhookPayloadSchema, webhookSchema } from '../shapes/webhook.ts';
 import { errorBodySchema } from './error-schema.ts';
 
 /**
@@ -50,6 +51,13 @@ const named: Record<string, z.ZodType> = {
   ResumeBody: resumeBodySchema,
   StandingBudget: standingBudgetSchema,
   StandingBudgetBody: standingBudgetBodySchema,
+  CreateWebhookBody: createWebhookBodySchema,
+  Webhook: webhookSchema,
+  CreatedWebhook: createdWebhookSchema,
+  WebhookList: webhookListSchema,
+  WebhookDelivery: deliverySchema,
+  WebhookDeliveryList: deliveryListSchema,
+  WebhookPayload: webhookPayloadSchema,
   Artifact: artifactSchema,
   SkippedPath: skippedPathSchema,
   Usage: usageSchema,
@@ -118,6 +126,7 @@ interface OperationLike {
 
 interface DocumentLike {
   paths?: Record<string, Record<string, OperationLike>>;
+  webhooks?: Record<string, unknown>;
   components?: { schemas?: Record<string, unknown> };
 }
 
@@ -169,6 +178,21 @@ function finishDocument(doc: DocumentLike, isPublic: (url: string) => boolean): 
     paths[name] = item;
   }
   doc.paths = paths;
+  // What the service POSTs to registered endpoints (OpenAPI 3.1 `webhooks`).
+  doc.webhooks = {
+    taskEvent: {
+      post: {
+        operationId: 'taskEvent',
+        summary: 'A task event, POSTed to each endpoint that asked for it',
+        description:
+          'Standard Webhooks: verify webhook-signature (HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>" with the ' +
+          'endpoint secret) with any Standard Webhooks library; webhook-id is the same on every retry. Answer 2xx within ' +
+          'WEBHOOK_TIMEOUT_MS; anything else is retried with backoff.',
+        requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/WebhookPayload' } } } },
+        responses: { '200': { description: 'Received' } },
+      },
+    },
+  };
   return doc;
 }
 

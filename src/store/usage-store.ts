@@ -1,8 +1,9 @@
-import { and, desc, eq, gte, lt, sql, type SQL } from 'drizzle-orm';
+import { and, desc, eq, gte, lt, ne, sql, type SQL } from 'drizzle-orm';
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import type { Db } from './database.ts';
 import type { SqlReader } from './read-worker.ts';
-import { subagentRecords as r } from './schema.ts';
+import { subagentRecords as r, usageRollups as u } from './schema.ts';
+import type { RollupDim } from './rollups.ts';
 import { tokenFields, type Usage } from '../shapes/usage.ts';
 import type { StoredUsageRecord, UsageTotals } from '../shapes/usage-report.ts';
 
@@ -21,6 +22,14 @@ export interface UsageFilter {
 
 export type UsageGroupBy = 'user' | 'parentTask' | 'subagentType' | 'model' | 'day';
 
+/** Where `/usage` sums come from: the roll-ups when they can answer (`auto`), or the raw records. */
+export type UsageSource = 'auto' | 'records';
+
+/** The roll-up dimension of each groupBy (day is a column of every dimension). */
+const rollupDimOf: Record<Exclude<UsageGroupBy, 'day'>, RollupDim> = { user: 'user', parentTask: 'parent', subagentType: 'type', model: 'model' };
+const DAY_MS = 86_400_000;
+const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
 const groupColumns: Record<UsageGroupBy, SQL> = {
   user: sql`${r.userId}`,
   parentTask: sql`${r.parentTaskId}`,
@@ -37,6 +46,16 @@ const sums = {
   costMicroUsd: sumOf(r.costMicroUsd),
   unpricedTokens: sumOf(r.unpricedTokens),
   durationMs: sumOf(r.durationMs),
+} satisfies Record<keyof UsageTotals, unknown>;
+
+/** The same sums over roll-up rows (their `tasks` is already a count). */
+const rollupSums = {
+  tasks: sumOf(u.tasks),
+  steps: sumOf(u.steps),
+  ...(Object.fromEntries(tokenFields.map((f) => [f, sumOf(u[f])])) as Record<TokenField, ReturnType<typeof sumOf>>),
+  costMicroUsd: sumOf(u.costMicroUsd),
+  unpricedTokens: sumOf(u.unpricedTokens),
+  durationMs: sumOf(u.durationMs),
 } satisfies Record<keyof UsageTotals, unknown>;
 
 const sumNames = Object.keys(sums) as Array<keyof UsageTotals>;
@@ -83,13 +102,44 @@ export function createUsageStore(db: Db, reader: SqlReader) {
     return and(...c)!;
   }
 
+  /**
+   * The roll-up rows that hold the answer, or null when only the records can give it: at most one
+   * of userId/parentTaskId/subagent_type/model (and then grouped by day or not grouped), `from` and
+   * `to` on UTC day boundaries.
+   */
+  function rollupRows(tenant: string, f: UsageFilter, groupBy: UsageGroupBy | undefined): { where: SQL; by: SQL | null } | null {
+    const filters = ([['user', f.userId], ['parent', f.parentTaskId], ['type', f.subagentType], ['model', f.model]] as const).filter(([, v]) => v !== undefined);
+    if (filters.length > 1) return null;
+    if ((f.from !== undefined && f.from % DAY_MS !== 0) || (f.to !== undefined && f.to % DAY_MS !== 0)) return null;
+    if (filters.length === 1 && groupBy !== undefined && groupBy !== 'day') return null;
+    const [dim, key]: readonly [RollupDim, string | undefined] = filters[0] ?? (groupBy && groupBy !== 'day' ? [rollupDimOf[groupBy], undefined] : ['all', '']);
+    const c: SQL[] = [eq(u.tenant, tenant), eq(u.dim, dim)];
+    if (key !== undefined) c.push(eq(u.key, key));
+    if (groupBy === 'day' || f.from !== undefined || f.to !== undefined) {
+      c.push(ne(u.day, '*'));
+      if (f.from !== undefined) c.push(gte(u.day, dayOf(f.from)));
+      if (f.to !== undefined) c.push(lt(u.day, dayOf(f.to)));
+    } else {
+      c.push(eq(u.day, '*'));
+    }
+    return { where: and(...c)!, by: groupBy === undefined ? null : groupBy === 'day' ? sql`${u.day}` : sql`${u.key}` };
+  }
+
   return {
-    async totals(tenant: string, f: UsageFilter): Promise<UsageTotals> {
-      const [row] = await reader.all(db.select(sums).from(r).where(where(tenant, f)).toSQL());
+    async totals(tenant: string, f: UsageFilter, source: UsageSource = 'auto'): Promise<UsageTotals> {
+      const plan = source === 'auto' ? rollupRows(tenant, f, undefined) : null;
+      const [row] = await reader.all(
+        plan ? db.select(rollupSums).from(u).where(plan.where).toSQL() : db.select(sums).from(r).where(where(tenant, f)).toSQL(),
+      );
       return toTotals(row ?? []);
     },
 
-    async groups(tenant: string, f: UsageFilter, groupBy: UsageGroupBy): Promise<Array<UsageTotals & { key: string }>> {
+    async groups(tenant: string, f: UsageFilter, groupBy: UsageGroupBy, source: UsageSource = 'auto'): Promise<Array<UsageTotals & { key: string }>> {
+      const plan = source === 'auto' ? rollupRows(tenant, f, groupBy) : null;
+      if (plan?.by) {
+        const rows = await reader.all(db.select({ key: sql<string>`${plan.by}`, ...rollupSums }).from(u).where(plan.where).groupBy(plan.by).orderBy(plan.by).toSQL());
+        return rows.map(([k, ...values]) => ({ key: String(k), ...toTotals(values) }));
+      }
       const key = groupColumns[groupBy];
       const rows = await reader.all(
         db

@@ -1,0 +1,49 @@
+import { z } from 'zod';
+
+export const webhookEventSchema = z.enum(['task.started', 'task.finished', 'task.paused', 'task.resumed']);
+
+export const createWebhookBodySchema = z.object({
+  url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2048),
+  events: z.array(webhookEventSchema).min(1).max(4).optional().describe('default: every event'),
+});
+
+export const webhookSchema = z.object({
+  id: z.string(),
+  url: z.string(),
+  events: z.array(webhookEventSchema),
+  createdAt: z.string(),
+});
+
+export const createdWebhookSchema = webhookSchema.extend({
+  secret: z.string().describe('whsec_…: verify deliveries with it (Standard Webhooks); shown only in this answer'),
+});
+
+export const webhookListSchema = z.object({ webhooks: z.array(webhookSchema) });
+
+export const deliverySchema = z.object({
+  id: z.string().describe('the webhook-id header of every attempt'),
+  event: webhookEventSchema,
+  taskId: z.string(),
+  attempts: z.number().int(),
+  status: z.enum(['pending', 'delivered', 'failed']),
+  lastError: z.string().nullable(),
+  createdAt: z.string(),
+  deliveredAt: z.string().nullable(),
+  nextAttemptAt: z.string().nullable().describe('while pending'),
+});
+
+export const deliveryListSchema = z.object({ deliveries: z.array(deliverySchema), nextCursor: z.string().nullable() });
+
+/** The body every delivery POSTs (thin: the task's ids and status; read the rest with GET /tasks/{id}). */
+export const webhookPayloadSchema = z.object({
+  type: webhookEventSchema,
+  timestamp: z.string(),
+  data: z.object({
+    taskId: z.string(),
+    status: z.string(),
+    parentTaskId: z.string(),
+    userId: z.string(),
+    toolCallId: z.string().nullable(),
+    sessionId: z.string(),
+  }),
+});

@@ -1,0 +1,160 @@
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
+import { startService, taskBody, taskEnd, type TestService } from './support/harness';
+import { until } from './support/until';
+
+interface Received {
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** A real receiver on loopback: answers each request with what `answer` says (status, or a delay). */
+async function startReceiver(answer: (n: number) => { status: number; delayMs?: number }) {
+  const received: Received[] = [];
+  let n = 0;
+  const server: Server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      received.push({ headers: req.headers, body });
+      const a = answer(++n);
+      setTimeout(() => res.writeHead(a.status).end('ok'), a.delayMs ?? 0);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    received,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+const complete = [{ toolCalls: [{ name: 'complete', args: { summary: 'done', paths: [] } }], usage: { input: 5, output: 1 } }];
+const env = { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_BASE_MS: '100', WEBHOOK_TIMEOUT_MS: '500' };
+
+let model: ScriptedModel;
+beforeAll(async () => {
+  model = await startScriptedModel();
+});
+afterAll(() => model.close());
+
+describe('webhooks', () => {
+  it('delivers signed, thin task events; retries a failing receiver with the same webhook-id', async () => {
+    const svc = await startService({ model, env });
+    // Fails twice, then takes everything.
+    const receiver = await startReceiver((n) => ({ status: n <= 2 ? 500 : 204 }));
+    try {
+      const created = await svc.inject({ method: 'POST', url: '/webhooks', payload: { url: receiver.url, events: ['task.finished', 'task.started'] } });
+      expect(created.statusCode).toBe(201);
+      const hook = created.json();
+      expect(hook).toMatchObject({ id: expect.stringMatching(/^whk_/), url: receiver.url, events: ['task.finished', 'task.started'], secret: expect.stringMatching(/^whsec_/) });
+      expect((await svc.inject({ url: '/webhooks' })).json().webhooks).toEqual([{ id: hook.id, url: receiver.url, events: hook.events, createdAt: expect.any(String) }]);
+
+      model.script('HOOKED', complete);
+      const task = (await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: 'HOOKED', context: { parentTaskId: 'T-hook', userId: 'u-h', toolCallId: 'call_h' } }) })).json();
+      await until(async () => new Set(receiver.received.filter((r) => r.headers['webhook-id']).map((r) => r.body)).size === 2 && receiver.received.length >= 4);
+      await until(async () => (await svc.inject({ url: `/webhooks/${hook.id}/deliveries` })).json().deliveries.every((d: { status: string }) => d.status === 'delivered'));
+
+      const verifier = new Webhook(hook.secret);
+      const bodies = receiver.received.map((r) => verifier.verify(r.body, r.headers as Record<string, string>) as { type: string; data: Record<string, unknown> });
+      const finished = bodies.find((b) => b.type === 'task.finished')!;
+      expect(finished.data).toEqual({ taskId: task.id, status: 'completed', parentTaskId: 'T-hook', userId: 'u-h', toolCallId: 'call_h', sessionId: task.id });
+      // Every attempt of one delivery carries the same webhook-id.
+      const ids = receiver.received.map((r) => r.headers['webhook-id']);
+      expect(new Set(ids).size).toBe(2);
+      const deliveries = (await svc.inject({ url: `/webhooks/${hook.id}/deliveries` })).json().deliveries;
+      expect(deliveries.map((d: { event: string }) => d.event).sort()).toEqual(['task.finished', 'task.started']);
+      expect(deliveries.reduce((n: number, d: { attempts: number }) => n + d.attempts, 0)).toBe(receiver.received.length);
+      expect(deliveries.some((d: { attempts: number }) => d.attempts > 1)).toBe(true);
+      // A forged signature does not verify.
+      expect(() => verifier.verify(receiver.received[0].body.replace('T-hook', 'T-evil'), receiver.received[0].headers as Record<string, string>)).toThrow();
+
+      expect((await svc.inject({ method: 'DELETE', url: `/webhooks/${hook.id}` })).statusCode).toBe(204);
+      expect((await svc.inject({ url: '/webhooks' })).json().webhooks).toEqual([]);
+    } finally {
+      await receiver.close();
+      await svc.close();
+    }
+  });
+
+  it('keeps deliveries through a restart while the receiver is down, and sends them once it is back', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-hooks-'));
+    let receiver = await startReceiver(() => ({ status: 200 }));
+    const url = receiver.url;
+    await receiver.close();
+    const first = await startService({ model, env, dir });
+    const hook = (await first.inject({ method: 'POST', url: '/webhooks', payload: { url, events: ['task.finished'] } })).json();
+    model.script('HOOK-DOWN', complete);
+    const task = (await first.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: 'HOOK-DOWN' }) })).json();
+    await until(async () => (await first.inject({ url: `/webhooks/${hook.id}/deliveries` })).json().deliveries[0]?.attempts >= 1);
+    await first.close();
+
+    // The receiver comes back on the same port; the service restarts and delivers.
+    const port = Number(new URL(url).port);
+    const received: Received[] = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        received.push({ headers: req.headers, body });
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
+    const second = await startService({ model, env, dir });
+    try {
+      await until(async () => received.length === 1);
+      const delivered = (await second.inject({ url: `/webhooks/${hook.id}/deliveries` })).json().deliveries;
+      expect(delivered).toMatchObject([{ taskId: task.id, event: 'task.finished', status: 'delivered' }]);
+      expect(received[0].headers['webhook-id']).toBe(delivered[0].id);
+      expect(new Webhook(hook.secret).verify(received[0].body, received[0].headers as Record<string, string>)).toMatchObject({ data: { taskId: task.id } });
+    } finally {
+      await second.close();
+      await new Promise<void>((r) => server.close(() => r()));
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('gives up on a slow receiver after WEBHOOK_GIVE_UP_MS, and a manual retry sends it again', async () => {
+    const svc = await startService({ model, env: { ...env, WEBHOOK_GIVE_UP_MS: '1000' } });
+    let slow = true;
+    const receiver = await startReceiver(() => (slow ? { status: 200, delayMs: 2000 } : { status: 200 }));
+    try {
+      const hook = (await svc.inject({ method: 'POST', url: '/webhooks', payload: { url: receiver.url, events: ['task.finished'] } })).json();
+      model.script('HOOK-SLOW', complete);
+      await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: 'HOOK-SLOW' }) });
+      await until(async () => (await svc.inject({ url: `/webhooks/${hook.id}/deliveries` })).json().deliveries[0]?.status === 'failed', 10_000);
+      const failed = (await svc.inject({ url: `/webhooks/${hook.id}/deliveries` })).json().deliveries[0];
+      expect(failed.lastError).toMatch(/timeout|aborted/i);
+      slow = false;
+      const retried = await svc.inject({ method: 'POST', url: `/webhooks/deliveries/${failed.id}/retry` });
+      expect(retried.statusCode).toBe(202);
+      await until(async () => (await svc.inject({ url: `/webhooks/${hook.id}/deliveries` })).json().deliveries[0]?.status === 'delivered');
+    } finally {
+      await receiver.close();
+      await svc.close();
+    }
+  });
+
+  it('refuses private, loopback and link-local targets unless WEBHOOK_ALLOW_PRIVATE=true, and other tenants\' hooks', async () => {
+    const svc = await startService({ model, env: { API_KEYS: 'ka:a,kb:b' } });
+    try {
+      for (const url of ['http://127.0.0.1:9/x', 'http://[::1]/x', 'http://169.254.169.254/latest/meta-data', 'http://10.1.2.3/x', 'http://localhost:8080/x', 'ftp://example.com/x']) {
+        const res = await svc.inject({ method: 'POST', url: '/webhooks', headers: { authorization: 'Bearer ka' }, payload: { url } });
+        expect(res.statusCode, url).toBe(400);
+        expect(['invalid_webhook_url', 'invalid_request']).toContain(res.json().error.code);
+      }
+      const other = await svc.inject({ url: '/webhooks', headers: { authorization: 'Bearer kb' } });
+      expect(other.json().webhooks).toEqual([]);
+      expect((await svc.inject({ method: 'DELETE', url: '/webhooks/whk_00000000000000000000000000', headers: { authorization: 'Bearer kb' } })).statusCode).toBe(404);
+    } finally {
+      await svc.close();
+    }
+  });
+});
