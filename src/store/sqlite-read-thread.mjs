@@ -7,6 +7,8 @@ import Database from 'better-sqlite3';
 
 const db = new Database(workerData.file, { readonly: true, fileMustExist: true });
 db.pragma('busy_timeout = 5000');
+// Room for the roll-up and record pages the sums read (the default cache holds 2 MB).
+db.pragma('cache_size = -65536');
 const statements = new Map();
 
 parentPort.on('message', ({ id, sql, params }) => {

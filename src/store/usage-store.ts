@@ -58,6 +58,16 @@ const rollupSums = {
   durationMs: sumOf(u.durationMs),
 } satisfies Record<keyof UsageTotals, unknown>;
 
+/** The columns of one roll-up row, in the order of the sums. */
+const rollupColumns = {
+  tasks: u.tasks,
+  steps: u.steps,
+  ...(Object.fromEntries(tokenFields.map((f): [TokenField, SQLiteColumn] => [f, u[f]])) as Record<TokenField, SQLiteColumn>),
+  costMicroUsd: u.costMicroUsd,
+  unpricedTokens: u.unpricedTokens,
+  durationMs: u.durationMs,
+} satisfies Record<keyof UsageTotals, unknown>;
+
 const sumNames = Object.keys(sums) as Array<keyof UsageTotals>;
 const toTotals = (values: unknown[]): UsageTotals =>
   Object.fromEntries(sumNames.map((name, i) => [name, Number(values[i] ?? 0)])) as UsageTotals;
@@ -107,7 +117,7 @@ export function createUsageStore(db: Db, reader: SqlReader) {
    * of userId/parentTaskId/subagent_type/model (and then grouped by day or not grouped), `from` and
    * `to` on UTC day boundaries.
    */
-  function rollupRows(tenant: string, f: UsageFilter, groupBy: UsageGroupBy | undefined): { where: SQL; by: SQL | null } | null {
+  function rollupRows(tenant: string, f: UsageFilter, groupBy: UsageGroupBy | undefined): { where: SQL; by: SQL | null; oneRowPerKey: boolean } | null {
     const filters = ([['user', f.userId], ['parent', f.parentTaskId], ['type', f.subagentType], ['model', f.model]] as const).filter(([, v]) => v !== undefined);
     if (filters.length > 1) return null;
     if ((f.from !== undefined && f.from % DAY_MS !== 0) || (f.to !== undefined && f.to % DAY_MS !== 0)) return null;
@@ -122,7 +132,8 @@ export function createUsageStore(db: Db, reader: SqlReader) {
     } else {
       c.push(eq(u.day, '*'));
     }
-    return { where: and(...c)!, by: groupBy === undefined ? null : groupBy === 'day' ? sql`${u.day}` : sql`${u.key}` };
+    const allTime = !(groupBy === 'day' || f.from !== undefined || f.to !== undefined);
+    return { where: and(...c)!, by: groupBy === undefined ? null : groupBy === 'day' ? sql`${u.day}` : sql`${u.key}`, oneRowPerKey: allTime };
   }
 
   return {
@@ -136,6 +147,12 @@ export function createUsageStore(db: Db, reader: SqlReader) {
 
     async groups(tenant: string, f: UsageFilter, groupBy: UsageGroupBy, source: UsageSource = 'auto'): Promise<Array<UsageTotals & { key: string }>> {
       const plan = source === 'auto' ? rollupRows(tenant, f, groupBy) : null;
+      if (plan?.by && plan.oneRowPerKey) {
+        // All time: one row per key, already in key order in the table's own key (no GROUP BY,
+        // which would send the planner to the other index and through every day's row).
+        const rows = await reader.all(db.select({ key: u.key, ...rollupColumns }).from(u).where(plan.where).orderBy(u.day, u.key).toSQL());
+        return rows.map(([k, ...values]) => ({ key: String(k), ...toTotals(values) }));
+      }
       if (plan?.by) {
         const rows = await reader.all(db.select({ key: sql<string>`${plan.by}`, ...rollupSums }).from(u).where(plan.where).groupBy(plan.by).orderBy(plan.by).toSQL());
         return rows.map(([k, ...values]) => ({ key: String(k), ...toTotals(values) }));
