@@ -16,6 +16,7 @@ import { createStorageGuard, type StorageGuard } from './store/storage-guard.ts'
 import { createTaskStore, type TaskStore } from './store/task-store.ts';
 import { createUsageStore, type UsageStore } from './store/usage-store.ts';
 import { createTaskRunner } from './tasks/task-runner.ts';
+import { createLiveness } from './tasks/liveness.ts';
 import { createTaskService, type TaskService } from './tasks/task-service.ts';
 import { sandboxFor, type Sandbox } from './tools/sandbox.ts';
 import { workspaceLayout, type WorkspacesDirOf } from './tools/workspace.ts';
@@ -107,7 +108,9 @@ export function createServices(deps: ServiceDeps): Services {
   const dispatcher = createDispatcher({ store: webhooks, logger, now, ...config.webhooks });
   // Outbox rows are written in the events' own transaction; the dispatcher is woken after it.
   const events = createEventLog(db, { now, storage, onWrite: (written) => webhooks.enqueue(written) && dispatcher.poke() });
+  const liveness = createLiveness(now);
   const runner = createTaskRunner({
+    liveness,
     store,
     events,
     registry,
@@ -129,6 +132,7 @@ export function createServices(deps: ServiceDeps): Services {
     storage,
   });
   const tasks = createTaskService({
+    liveness,
     store,
     events,
     registry,

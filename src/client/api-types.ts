@@ -415,6 +415,7 @@ export interface components {
                 compactions: number;
             };
             pause: components["schemas"]["Pause"] | null;
+            progress: components["schemas"]["Progress"] | null;
             sessionId: string;
             previousTaskId: string | null;
             error: components["schemas"]["TaskError"] | null;
@@ -445,6 +446,15 @@ export interface components {
             content: string | unknown[];
         } & {
             [key: string]: unknown;
+        };
+        Progress: {
+            /** @enum {string} */
+            phase: "queued" | "model" | "tool" | "paused";
+            step: number;
+            tool?: string;
+            phaseSince: string;
+            lastActivityAt: string;
+            usage: components["schemas"]["Usage"];
         };
         Pause: {
             /** @constant */
@@ -694,6 +704,7 @@ export interface components {
             at: string;
             data: {
                 lastSeq: number;
+                progress?: components["schemas"]["Progress"];
             };
         };
         TaskStartedData: {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { pauseSchema, taskOutputSchema, usageSchema } from '../shapes/task.ts';
+import { pauseSchema, progressSchema, taskOutputSchema, usageSchema } from '../shapes/task.ts';
 
 const step = z.number().int().min(1);
 
@@ -51,7 +51,10 @@ export const heartbeatSchema = z.object({
   type: z.literal('heartbeat'),
   taskId: z.string().optional().describe('set on a task stream'),
   at: z.string(),
-  data: z.object({ lastSeq: z.number().int().min(0).describe('the last seq sent on this socket (0 before any)') }),
+  data: z.object({
+    lastSeq: z.number().int().min(0).describe('the last seq sent on this socket (0 before any)'),
+    progress: progressSchema.optional().describe('task streams, while the task has not ended: what it is doing now'),
+  }),
 });
 
 /** One message of a progress stream (`/tasks/:id/stream`, `/stream`), as the wire carries it. */

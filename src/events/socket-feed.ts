@@ -1,4 +1,5 @@
 import type { WebSocket } from 'ws';
+import type { Progress } from '../shapes/task.ts';
 import type { Heartbeat, StoredEvent } from './event-types.ts';
 import { iso } from '../shapes/time.ts';
 
@@ -13,6 +14,8 @@ export interface SocketFeedOptions {
   /** Close with 1000 right after sending `task.finished` (task streams). */
   closeOnFinish?: boolean;
   now?: () => number;
+  /** A task stream's heartbeats also say what the task is doing now. */
+  progress?: () => Progress | null;
 }
 
 /** Close codes: 1000 after `task.finished`, 1013 for a reader too far behind (it may reconnect with `?after=`). */
@@ -54,7 +57,8 @@ export function createSocketFeed(opts: SocketFeedOptions) {
   function sendHeartbeat() {
     heartbeat = null;
     if (closed) return;
-    const beat: Heartbeat = { type: 'heartbeat', taskId: opts.taskId, at: iso(now()), data: { lastSeq } };
+    const progress = opts.progress?.() ?? undefined;
+    const beat: Heartbeat = { type: 'heartbeat', taskId: opts.taskId, at: iso(now()), data: { lastSeq, ...(progress && { progress }) } };
     write(JSON.stringify(beat));
   }
 

@@ -82,7 +82,7 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
     wsHandler: async (socket, request) => {
       const { id } = request.params as { id: string };
       const { after } = request.query as { after: number };
-      const feed = createSocketFeed({ socket, taskId: id, closeOnFinish: true, ...feedOptions });
+      const feed = createSocketFeed({ socket, taskId: id, closeOnFinish: true, progress: () => tasks.progress(id), ...feedOptions });
       feed.onStop(events.subscribe(id, (event) => feed.send(event)));
       await feed.replay(storedEvents(events, id, after));
     },

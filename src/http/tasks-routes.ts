@@ -1,7 +1,6 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { toTaskOutput } from '../tasks/task-output.ts';
 import {
   createTaskBodySchema,
   createTaskQuerySchema,
@@ -52,7 +51,7 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
     async (request, reply) => {
       const { row, created } = tasks.submit(request.tenant, request.body, request.headers['idempotency-key']);
       if (request.query.wait === 'true') {
-        if (row.status !== 'queued' && row.status !== 'running') return reply.status(200).send(toTaskOutput(row));
+        if (row.status !== 'queued' && row.status !== 'running') return reply.status(200).send(tasks.output(row));
         const body = new PassThrough();
         // Headers now: the caller learns the task id even if it gives up waiting.
         reply.status(200).header('content-type', 'application/json; charset=utf-8').header('location', `/tasks/${row.id}`).header('x-task-id', row.id);
@@ -61,12 +60,12 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
         reply.raw.once('close', () => clearInterval(keepAlive));
         void tasks.waitForEnd(row.id).then((ended) => {
           clearInterval(keepAlive);
-          body.end(JSON.stringify(toTaskOutput(ended)));
+          body.end(JSON.stringify(tasks.output(ended)));
         });
         // A stream is sent as it is (the 200 schema describes what it ends with).
         return reply.send(body as never);
       }
-      if (!created) return reply.status(200).send(toTaskOutput(row));
+      if (!created) return reply.status(200).send(tasks.output(row));
       return reply
         .status(202)
         .header('location', `/tasks/${row.id}`)
@@ -87,7 +86,7 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
     async (request) => {
       const { limit, cursor, ...filter } = request.query;
       const page = tasks.list(request.tenant, filter, limit, cursor);
-      return { tasks: page.rows.map(toTaskOutput), nextCursor: page.nextCursor };
+      return { tasks: page.rows.map((row) => tasks.output(row)), nextCursor: page.nextCursor };
     },
   );
 
@@ -101,7 +100,7 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
         response: { 200: json('The task', taskOutputSchema), ...errors(400, 404) },
       },
     },
-    async (request) => toTaskOutput(tasks.get(request.tenant, request.params.id)),
+    async (request) => tasks.output(tasks.get(request.tenant, request.params.id)),
   );
 
   app.post(
@@ -115,7 +114,7 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
         response: { 202: json('The task: ended `aborted` if it was queued or running, else as it was', taskOutputSchema), ...errors(400, 404, 507) },
       },
     },
-    async (request, reply) => reply.status(202).send(toTaskOutput(await tasks.cancel(request.tenant, request.params.id))),
+    async (request, reply) => reply.status(202).send(tasks.output(await tasks.cancel(request.tenant, request.params.id))),
   );
 
   app.post(
@@ -171,6 +170,6 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
         response: { 202: json('The task, running again (or queued for a slot)', taskOutputSchema), ...errors(400, 404, 409, 413, 415) },
       },
     },
-    async (request, reply) => reply.status(202).send(toTaskOutput(await tasks.resume(request.tenant, request.params.id, request.body?.budget))),
+    async (request, reply) => reply.status(202).send(tasks.output(await tasks.resume(request.tenant, request.params.id, request.body?.budget))),
   );
 };

@@ -14,6 +14,8 @@ export interface AgentObserver {
   textDelta(step: number, text: string): void;
   toolCall(step: number, call: { toolCallId: string; toolName: string; input: unknown }): void;
   toolResult(step: number, result: { toolCallId: string; toolName: string; output: unknown; isError: boolean }): void;
+  /** Any part of the model's answer arrived (liveness). */
+  modelActivity?(): void;
   /** A steering message goes to the model with the step about to start. */
   messageReceived(step: number, text: string): void;
   /**
@@ -174,6 +176,9 @@ interface StepOutcome {
   error: unknown;
 }
 
+/** Parts that carry something the model sent (the others are the SDK's own bookkeeping). */
+const MODEL_CONTENT = new Set(['text-delta', 'reasoning-delta', 'tool-input-start', 'tool-input-delta', 'tool-call', 'finish-step']);
+
 /** One model call and the tools it asked for. */
 async function runStep<S>(step: number, conversation: ModelMessage[], tools: ToolSet, opts: RunAgentOptions<S>): Promise<StepOutcome> {
   const { observer } = opts;
@@ -192,6 +197,7 @@ async function runStep<S>(step: number, conversation: ModelMessage[], tools: Too
   });
   try {
     for await (const part of result.fullStream) {
+      if (MODEL_CONTENT.has(part.type)) observer.modelActivity?.();
       switch (part.type) {
         case 'text-delta':
           out.text += part.text;

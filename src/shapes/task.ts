@@ -93,6 +93,17 @@ export type TaskStatus = z.infer<typeof taskStatusSchema>;
 export const taskErrorSchema = z.object({ code: z.string(), message: z.string() });
 export type TaskError = z.infer<typeof taskErrorSchema>;
 
+/** What a task that has not ended is doing now (busy or stuck?). */
+export const progressSchema = z.object({
+  phase: z.enum(['queued', 'model', 'tool', 'paused']),
+  step: z.number().int().describe('the step under way (the last finished one while queued or paused)'),
+  tool: z.string().optional().describe('the tool running, in phase tool'),
+  phaseSince: z.string(),
+  lastActivityAt: z.string().describe("the last byte of the model's answer or the last output of the running tool"),
+  usage: usageSchema,
+});
+export type Progress = z.infer<typeof progressSchema>;
+
 export const taskOutputSchema = z.object({
   id: z.string(),
   status: taskStatusSchema,
@@ -108,6 +119,7 @@ export const taskOutputSchema = z.object({
   stopReason: stopReasonSchema.nullable(),
   usage: usageSchema.extend({ compactions: z.number().int().describe('times the conversation was compacted (their tokens are counted above)') }),
   pause: pauseSchema.nullable().describe('set while the task is paused'),
+  progress: progressSchema.nullable().describe('set while the task has not ended'),
   sessionId: z.string().describe('the first task of its follow-up chain; its own id for a fresh task'),
   previousTaskId: z.string().nullable().describe('the task it continues (task_id); null for a fresh task'),
   error: taskErrorSchema.nullable(),

@@ -1,10 +1,10 @@
 import { iso } from '../shapes/time.ts';
 import type { TaskRow } from '../store/schema.ts';
-import { pricedUsageOf, type TaskOutput } from '../shapes/task.ts';
+import { pricedUsageOf, type Progress, type TaskOutput } from '../shapes/task.ts';
 
 
 /** The contract's TaskOutput for a stored task. */
-export function toTaskOutput(row: TaskRow): TaskOutput {
+export function toTaskOutput(row: TaskRow, progress: Progress | null = null): TaskOutput {
   return {
     id: row.id,
     status: row.status,
@@ -20,6 +20,7 @@ export function toTaskOutput(row: TaskRow): TaskOutput {
     stopReason: row.stopReason,
     usage: { ...pricedUsageOf(row), compactions: row.compactions },
     pause: row.status === 'paused' ? row.pause : null,
+    progress,
     sessionId: row.sessionId ?? row.id,
     previousTaskId: row.previousTaskId,
     error: row.errorCode ? { code: row.errorCode, message: row.errorMessage ?? '' } : null,

@@ -25,6 +25,7 @@ import { abortCode } from './task-abort.ts';
 import { usageOf, type CreateTaskBody, type Pause, type TokenUsage } from '../shapes/task.ts';
 import { costMicroUsd, type PriceTable } from '../money/prices.ts';
 import type { Budgets } from '../money/budgets.ts';
+import type { Liveness } from './liveness.ts';
 
 export interface RunOptions {
   takeMessages?: () => string[];
@@ -49,6 +50,7 @@ export interface RunnerDeps {
   /** Prices of the models, for what each call costs. */
   prices: PriceTable;
   budgets: Budgets;
+  liveness: Liveness;
   /** Strings that must never reach a task's error message (provider keys). */
   secrets: string[];
 }
@@ -99,6 +101,7 @@ export function createTaskRunner(deps: RunnerDeps) {
       ending = fault ? failed(fault, 'the database could not be written') : failed('internal_error', scrub(errorMessage(err)));
     }
 
+    deps.liveness.forget(row.id);
     if (signal.aborted && abortCode(signal).code === 'handed_over') {
       // The service is stopping: the task stays `running`, its record open, for the next start.
       log.info({ steps: store.getById(row.id)?.steps }, 'task left running for the next start to resume');
@@ -168,6 +171,7 @@ export function createTaskRunner(deps: RunnerDeps) {
       signal,
       limits: deps.limits,
       sandbox: deps.sandbox,
+      onActivity: () => deps.liveness.activity(row.id),
     };
     const observer = createObserver(row, model);
     // Every call is billed the moment it ends, before the SDK runs its tools.
@@ -259,6 +263,7 @@ export function createTaskRunner(deps: RunnerDeps) {
       close: deltas.close,
       stepStarted(step) {
         current = step;
+        deps.liveness.model(row.id, step);
         deltas.flush();
         events.append(row, 'step.started', { step });
       },
@@ -277,12 +282,15 @@ export function createTaskRunner(deps: RunnerDeps) {
         deps.metrics.callBilled(usage, cost);
       },
       textDelta: deltas.push,
+      modelActivity: () => deps.liveness.activity(row.id),
       toolCall(step, call) {
         deltas.flush();
+        deps.liveness.tool(row.id, step, call.toolName);
         events.append(row, 'tool.call', { step, ...call, input: capPayload(call.input) });
       },
       toolResult(step, result) {
         deltas.flush();
+        deps.liveness.activity(row.id);
         events.append(row, 'tool.result', { step, ...result, output: capPayload(result.output) });
       },
       stepFinished(step, finishReason, usage, added) {

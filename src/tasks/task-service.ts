@@ -14,7 +14,9 @@ import { hashBody } from './hash-body.ts';
 import { aborted, failed, finishTask } from './finish-task.ts';
 import { TaskAbort } from './task-abort.ts';
 import type { TaskRunner } from './task-runner.ts';
-import type { CreateTaskBody, TaskBudget } from '../shapes/task.ts';
+import type { CreateTaskBody, Progress, TaskBudget, TaskOutput } from '../shapes/task.ts';
+import type { Liveness } from './liveness.ts';
+import { toTaskOutput } from './task-output.ts';
 import type { Budgets } from '../money/budgets.ts';
 
 export interface TaskServiceDeps {
@@ -31,6 +33,7 @@ export interface TaskServiceDeps {
   maxQueuedPerTenant: number;
   taskTimeoutMs: number;
   budgets: Budgets;
+  liveness: Liveness;
   /** A task paused longer than this ends `aborted` / `budget_exceeded`. */
   pausedTtlMs: number;
   /** What `recover` does with a task a previous process left running. */
@@ -197,6 +200,17 @@ export function createTaskService(deps: TaskServiceDeps) {
       queue.push(row);
       pump();
       return { row: store.getById(row.id)!, created: true };
+    },
+
+    /** The contract's TaskOutput, with what the task is doing now while it has not ended. */
+    output(row: TaskRow): TaskOutput {
+      return toTaskOutput(row, deps.liveness.of(row));
+    },
+
+    /** What a task is doing now (null once it ended or when it is unknown). */
+    progress(id: string): Progress | null {
+      const row = store.getById(id);
+      return row ? deps.liveness.of(row) : null;
     },
 
     get(tenant: string, id: string): TaskRow {

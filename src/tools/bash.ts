@@ -24,6 +24,7 @@ export const bashTool = defineTool({
       signal: ctx.signal,
       wrap: (argv) => ctx.sandbox.wrap(ctx.workspace.root, argv),
       limiter: ctx.sandbox.limiter,
+      onOutput: ctx.onActivity,
     });
     if (r.aborted) throw new Error('command cancelled');
     return {

@@ -13,6 +13,8 @@ export interface CommandResult {
 }
 
 export interface RunCommandOptions {
+  /** Told of every chunk the command writes (liveness: the command is doing something). */
+  onOutput?: () => void;
   command: string;
   cwd: string;
   env: Record<string, string>;
@@ -87,8 +89,14 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
     if (opts.signal?.aborted) onAbort();
     opts.signal?.addEventListener('abort', onAbort, { once: true });
 
-    child.stdout!.on('data', (b: Buffer) => stdout.write(b));
-    child.stderr!.on('data', (b: Buffer) => stderr.write(b));
+    child.stdout!.on('data', (b: Buffer) => {
+      stdout.write(b);
+      opts.onOutput?.();
+    });
+    child.stderr!.on('data', (b: Buffer) => {
+      stderr.write(b);
+      opts.onOutput?.();
+    });
     let done = false;
     const finish = (code: number) => {
       if (done) return;

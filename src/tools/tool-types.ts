@@ -23,6 +23,8 @@ export interface ToolContext {
   limits: ToolLimits;
   /** How commands are confined. */
   sandbox: Sandbox;
+  /** Told when a tool shows a sign of life (a command's output). */
+  onActivity?: () => void;
 }
 
 /**

@@ -1,0 +1,55 @@
+import { iso } from '../shapes/time.ts';
+import type { Progress } from '../shapes/task.ts';
+import type { TaskRow } from '../store/schema.ts';
+import { pricedUsageOf } from '../shapes/usage.ts';
+
+interface State {
+  phase: 'model' | 'tool';
+  step: number;
+  tool?: string;
+  phaseSince: number;
+  lastActivityAt: number;
+}
+
+/**
+ * What each running task is doing now, in memory: its phase (waiting for the model, or running a
+ * tool), since when, and when it last showed a sign of life (a byte of the model's answer, a line
+ * of a command's output). An orchestrator tells a busy subagent from a stuck one by it.
+ */
+export function createLiveness(now: () => number) {
+  const states = new Map<string, State>();
+  const touch = (id: string) => {
+    const s = states.get(id);
+    if (s) s.lastActivityAt = now();
+  };
+  return {
+    model(id: string, step: number) {
+      const t = now();
+      states.set(id, { phase: 'model', step, phaseSince: t, lastActivityAt: t });
+    },
+    tool(id: string, step: number, tool: string) {
+      const t = now();
+      states.set(id, { phase: 'tool', step, tool, phaseSince: t, lastActivityAt: t });
+    },
+    activity: touch,
+    forget(id: string) {
+      states.delete(id);
+    },
+    /** The progress of a task that has not ended (null once it has). */
+    of(row: TaskRow): Progress | null {
+      const usage = pricedUsageOf(row);
+      if (row.status === 'queued') return { phase: 'queued', step: row.steps, phaseSince: iso(row.createdAt), lastActivityAt: iso(row.createdAt), usage };
+      if (row.status === 'paused') {
+        const since = iso(row.pausedAt ?? now());
+        return { phase: 'paused', step: row.steps, phaseSince: since, lastActivityAt: since, usage };
+      }
+      if (row.status !== 'running') return null;
+      const s = states.get(row.id);
+      const started = iso(row.startedAt ?? row.createdAt);
+      if (!s) return { phase: 'model', step: row.steps + 1, phaseSince: started, lastActivityAt: started, usage };
+      return { phase: s.phase, step: s.step, ...(s.tool && { tool: s.tool }), phaseSince: iso(s.phaseSince), lastActivityAt: iso(s.lastActivityAt), usage };
+    },
+  };
+}
+
+export type Liveness = ReturnType<typeof createLiveness>;
