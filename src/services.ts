@@ -17,6 +17,7 @@ import { createTaskStore, type TaskStore } from './store/task-store.ts';
 import { createUsageStore, type UsageStore } from './store/usage-store.ts';
 import { createTaskRunner } from './tasks/task-runner.ts';
 import { createLiveness } from './tasks/liveness.ts';
+import { createTracing } from './telemetry/tracing.ts';
 import { createTaskService, type TaskService } from './tasks/task-service.ts';
 import { sandboxFor, type Sandbox } from './tools/sandbox.ts';
 import { workspaceLayout, type WorkspacesDirOf } from './tools/workspace.ts';
@@ -109,8 +110,10 @@ export function createServices(deps: ServiceDeps): Services {
   // Outbox rows are written in the events' own transaction; the dispatcher is woken after it.
   const events = createEventLog(db, { now, storage, onWrite: (written) => webhooks.enqueue(written) && dispatcher.poke() });
   const liveness = createLiveness(now);
+  const tracing = createTracing();
   const runner = createTaskRunner({
     liveness,
+    tracing,
     store,
     events,
     registry,
@@ -175,6 +178,7 @@ export function createServices(deps: ServiceDeps): Services {
       await tasks.close();
       events.flush();
       await dispatcher.close();
+      await tracing.shutdown();
       await reader.close();
       storage.close();
       sandbox.limiter?.close();

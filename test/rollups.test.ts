@@ -62,7 +62,8 @@ describe('usage roll-ups', () => {
       expect({ q, ...fast }).toEqual({ q, ...raw });
     }
     const all = (await svc.inject({ url: '/usage' })).json().totals;
-    expect(all.tasks).toBe(40);
+    // A task cancelled before it started has no record.
+    expect(all.tasks).toBe(ended.filter((t) => t.startedAt !== null).length);
     expect(all.unpricedTokens).toBeGreaterThan(0);
   });
 });

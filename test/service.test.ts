@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type TestService } from './support/harness';
 
@@ -67,5 +68,15 @@ describe('service routes', () => {
     const res = await svc.inject({ url: '/metrics' });
     expect(res.body).toMatch(/subagentd_provider_http_errors_total\{status="503"\} [1-9]/);
     expect(res.body).toContain('subagentd_provider_errors_total{kind="provider_error"} 1');
+  });
+});
+
+describe('tracing off', () => {
+  it('loads no OpenTelemetry code while OTEL_EXPORTER_OTLP_ENDPOINT is unset', async () => {
+    svc.model.script('NO-OTEL', [{ toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] }]);
+    await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: { subagent_type: 'explore', description: 'o', prompt: 'NO-OTEL', context: { parentTaskId: 'T-o', userId: 'u' } } });
+    // (The ai SDK itself loads @opentelemetry/api, a few kilobytes of no-op interfaces.)
+    const loaded = Object.keys(createRequire(import.meta.url).cache).filter((k) => /@opentelemetry\/(sdk-|exporter-|otlp-|resources|core)/.test(k));
+    expect(loaded).toEqual([]);
   });
 });

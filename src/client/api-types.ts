@@ -1032,6 +1032,7 @@ export interface operations {
             };
             header?: {
                 "idempotency-key"?: string;
+                traceparent?: string;
             };
             path?: never;
             cookie?: never;

@@ -15,9 +15,11 @@ import {
 } from '../shapes/task.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { errors, json } from './openapi.ts';
+import { TRACEPARENT } from '../telemetry/tracing.ts';
 
 const idempotencyHeaders = z.object({
   'idempotency-key': z.string().min(1).max(255).optional(),
+  traceparent: z.string().max(128).optional().describe('W3C Trace Context: the task span becomes a child of this one (with OpenTelemetry on)'),
 });
 
 export interface TasksRoutesOptions {
@@ -49,7 +51,10 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
       },
     },
     async (request, reply) => {
-      const { row, created } = tasks.submit(request.tenant, request.body, request.headers['idempotency-key']);
+      // A malformed traceparent is ignored, as W3C Trace Context asks.
+      const traceparent = request.headers.traceparent;
+      const parent = typeof traceparent === 'string' && TRACEPARENT.test(traceparent) ? traceparent : undefined;
+      const { row, created } = tasks.submit(request.tenant, request.body, request.headers['idempotency-key'], parent);
       if (request.query.wait === 'true') {
         if (row.status !== 'queued' && row.status !== 'running') return reply.status(200).send(tasks.output(row));
         const body = new PassThrough();

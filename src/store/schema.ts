@@ -55,6 +55,8 @@ export const tasks = sqliteTable(
     compactions: integer('compactions').notNull().default(0),
     /** While `paused`: why, and since when; `pausedMs` sums the time it spent paused. */
     pause: text('pause', { mode: 'json' }).$type<Pause>(),
+    /** The W3C `traceparent` the caller sent with the task (its spans are children of it). */
+    traceParent: text('trace_parent'),
     /** The task's own budget: `options.budget`, as raised by its resumes. */
     budget: text('budget', { mode: 'json' }).$type<TaskBudget>(),
     pausedAt: integer('paused_at'),

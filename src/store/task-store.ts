@@ -45,9 +45,9 @@ export function createTaskStore(db: Db) {
   const byId = db.select().from(tasks).where(eq(tasks.id, sql.placeholder('id'))).prepare();
   const insertTask = sqlite.prepare(
     `INSERT INTO tasks (id, tenant, parent_task_id, user_id, tool_call_id, subagent_type, description, request, status,
-       idempotency_key, request_hash, created_at, session_id, previous_task_id, budget)
+       idempotency_key, request_hash, created_at, session_id, previous_task_id, budget, trace_parent)
      VALUES (@id, @tenant, @parentTaskId, @userId, @toolCallId, @subagentType, @description, @request, @status,
-       @idempotencyKey, @requestHash, @createdAt, @sessionId, @previousTaskId, @budget)`,
+       @idempotencyKey, @requestHash, @createdAt, @sessionId, @previousTaskId, @budget, @traceParent)`,
   );
   const startTask = sqlite.prepare(`UPDATE tasks SET status = 'running', model = ?, started_at = ? WHERE id = ?`);
   const insertRecord = sqlite.prepare(
@@ -168,6 +168,7 @@ export function createTaskStore(db: Db) {
         sessionId: row.sessionId ?? row.id,
         previousTaskId: row.previousTaskId ?? null,
         budget: row.budget ? JSON.stringify(row.budget) : null,
+        traceParent: row.traceParent ?? null,
       });
     },
 

@@ -90,6 +90,7 @@ export function newTaskRow(
   now: number,
   idempotency: { key: string; requestHash: string } | null,
   session: SessionLink | null,
+  traceParent: string | null = null,
 ): TaskRow {
   return {
     id,
@@ -128,6 +129,7 @@ export function newTaskRow(
     unpricedTokens: 0,
     pause: null,
     budget: body.options?.budget ?? null,
+    traceParent,
     pausedAt: null,
     pausedMs: 0,
   };

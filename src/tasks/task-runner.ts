@@ -26,6 +26,7 @@ import { usageOf, type CreateTaskBody, type Pause, type TokenUsage } from '../sh
 import { costMicroUsd, type PriceTable } from '../money/prices.ts';
 import type { Budgets } from '../money/budgets.ts';
 import type { Liveness } from './liveness.ts';
+import type { TaskTrace, Tracing } from '../telemetry/tracing.ts';
 
 export interface RunOptions {
   takeMessages?: () => string[];
@@ -51,6 +52,7 @@ export interface RunnerDeps {
   prices: PriceTable;
   budgets: Budgets;
   liveness: Liveness;
+  tracing: Tracing;
   /** Strings that must never reach a task's error message (provider keys). */
   secrets: string[];
 }
@@ -77,6 +79,7 @@ export function createTaskRunner(deps: RunnerDeps) {
     const resumed = row.status === 'running';
     const startedAt = resumed ? (row.startedAt ?? deps.now()) : deps.now();
     const log = logger.child({ taskId: row.id });
+    const trace = deps.tracing.startTask(row, model);
     let ending: Ending;
     try {
       if (!resumed) store.markStarted(row, model, startedAt);
@@ -91,8 +94,12 @@ export function createTaskRunner(deps: RunnerDeps) {
       const outcome =
         def.kind === 'shell'
           ? await runShell(row, body, workspace, signal)
-          : await runModel(row, body, def, model!, workspace, signal, takeMessages);
-      if ('pause' in outcome) return await pause(row, outcome.pause, log);
+          : await runModel(row, body, def, model!, workspace, signal, takeMessages, trace);
+      if ('pause' in outcome) {
+        const paused = await pause(row, outcome.pause, log);
+        trace.end(paused, null);
+        return paused;
+      }
       ending = outcome;
     } catch (err) {
       const fault = storageFaultOf(err);
@@ -105,11 +112,14 @@ export function createTaskRunner(deps: RunnerDeps) {
     if (signal.aborted && abortCode(signal).code === 'handed_over') {
       // The service is stopping: the task stays `running`, its record open, for the next start.
       log.info({ steps: store.getById(row.id)?.steps }, 'task left running for the next start to resume');
-      return store.getById(row.id) ?? row;
+      const left = store.getById(row.id) ?? row;
+      trace.end(left, null);
+      return left;
     }
     const completedAt = deps.now();
     // Waits (holding the task's slot) while the database cannot be written, then writes in order.
     const finished = await deps.storage.write(() => finishTask(deps, row, ending, completedAt));
+    trace.end(finished, finished.errorMessage);
     deps.metrics.taskFinished(finished, completedAt - startedAt);
     log.info(
       {
@@ -161,6 +171,7 @@ export function createTaskRunner(deps: RunnerDeps) {
     workspace: Workspace,
     signal: AbortSignal,
     takeMessages: () => string[],
+    trace: TaskTrace,
   ): Promise<Ending | { pause: Pause }> {
     const toolNames = def.tools;
     const tools = toolNames
@@ -173,7 +184,7 @@ export function createTaskRunner(deps: RunnerDeps) {
       sandbox: deps.sandbox,
       onActivity: () => deps.liveness.activity(row.id),
     };
-    const observer = createObserver(row, model);
+    const observer = createObserver(row, model, trace);
     // Every call is billed the moment it ends, before the SDK runs its tools.
     const guarded = (id: string) =>
       guardModel(deps.modelProvider(id), {
@@ -256,18 +267,20 @@ export function createTaskRunner(deps: RunnerDeps) {
     return rates ? costMicroUsd(usage, rates) : null;
   }
 
-  function createObserver(row: TaskRow, model: string): AgentObserver & { close(): void; modelUsage(usage: TokenUsage, model: string): void } {
+  function createObserver(row: TaskRow, model: string, trace: TaskTrace): AgentObserver & { close(): void; modelUsage(usage: TokenUsage, model: string): void } {
     const deltas = createDeltaCoalescer((step, text) => events.append(row, 'text.delta', { step, text }));
     let current = 0;
     return {
       close: deltas.close,
       stepStarted(step) {
         current = step;
+        trace.modelCallStarted(model);
         deps.liveness.model(row.id, step);
         deltas.flush();
         events.append(row, 'step.started', { step });
       },
       modelUsage(usage, calledModel) {
+        trace.modelCallEnded(calledModel, usage);
         // Events appended before stay before it in the store.
         events.flush();
         const step = Math.max(current, 1);
@@ -286,11 +299,13 @@ export function createTaskRunner(deps: RunnerDeps) {
       toolCall(step, call) {
         deltas.flush();
         deps.liveness.tool(row.id, step, call.toolName);
+        trace.toolStarted(call.toolCallId, call.toolName);
         events.append(row, 'tool.call', { step, ...call, input: capPayload(call.input) });
       },
       toolResult(step, result) {
         deltas.flush();
         deps.liveness.activity(row.id);
+        trace.toolEnded(result.toolCallId, result.isError ? String(result.output) : null);
         events.append(row, 'tool.result', { step, ...result, output: capPayload(result.output) });
       },
       stepFinished(step, finishReason, usage, added) {

@@ -178,7 +178,7 @@ export function createTaskService(deps: TaskServiceDeps) {
      * Admits a task. Returns the stored row and whether it was created now (false: an earlier
      * request with the same Idempotency-Key and body).
      */
-    submit(tenant: string, body: CreateTaskBody, idempotencyKey?: string): { row: TaskRow; created: boolean } {
+    submit(tenant: string, body: CreateTaskBody, idempotencyKey?: string, traceParent?: string): { row: TaskRow; created: boolean } {
       if (closing) throw shuttingDown();
       if (deps.storage.fault) throw storageRefusal(deps.storage.fault);
       checkAgainstDefinition(registry, body);
@@ -190,7 +190,7 @@ export function createTaskService(deps: TaskServiceDeps) {
       }
       const session = sessionOf(store, tenant, body);
       checkQueueRoom(tenant);
-      const row = newTaskRow(`tsk_${newId(now)}`, tenant, body, now, idempotency, session);
+      const row = newTaskRow(`tsk_${newId(now)}`, tenant, body, now, idempotency, session, traceParent ?? null);
       try {
         store.insert(row);
       } catch (err) {

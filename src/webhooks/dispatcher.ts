@@ -59,6 +59,8 @@ export function createDispatcher(opts: DispatcherOptions) {
           'webhook-id': delivery.id,
           'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
           'webhook-signature': signature,
+          // The caller's trace goes on with the task's events.
+          ...(delivery.traceparent && { traceparent: delivery.traceparent }),
         },
         // undici follows no redirect unless asked to: a 3xx is an answer like any other non-2xx.
         signal: AbortSignal.timeout(opts.timeoutMs),

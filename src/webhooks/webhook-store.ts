@@ -27,8 +27,8 @@ export function createWebhookStore(db: Db, store: TaskStore) {
   const dueSql = sqlite.prepare(
     `SELECT d.id, d.webhook_id AS webhookId, d.tenant, d.event, d.task_id AS taskId, d.payload, d.status, d.attempts,
              d.next_attempt_at AS nextAttemptAt, d.last_error AS lastError, d.created_at AS createdAt, d.delivered_at AS deliveredAt,
-             w.url, w.secret
-           FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+             w.url, w.secret, t.trace_parent AS traceparent
+           FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id LEFT JOIN tasks t ON t.id = d.task_id
            WHERE d.status = 'pending' AND d.next_attempt_at <= ? ORDER BY d.next_attempt_at LIMIT ?`,
   );
   /** Tenants with no webhook cost one cached lookup per event batch. */
@@ -86,8 +86,8 @@ export function createWebhookStore(db: Db, store: TaskStore) {
     },
 
     /** Pending deliveries whose time has come, oldest first, with their endpoint. */
-    due(now: number, limit: number): Array<DeliveryRow & { url: string; secret: string }> {
-      return dueSql.all(now, limit) as Array<DeliveryRow & { url: string; secret: string }>;
+    due(now: number, limit: number): Array<DeliveryRow & { url: string; secret: string; traceparent: string | null }> {
+      return dueSql.all(now, limit) as Array<DeliveryRow & { url: string; secret: string; traceparent: string | null }>;
     },
     /** Deliveries of an endpoint whose endpoint was deleted are dropped. */
     dropOrphans(): void {
