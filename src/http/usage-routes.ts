@@ -38,8 +38,8 @@ const toRecord = (r: UsageRecord): z.infer<typeof usageRecordSchema> => ({
 });
 
 /**
- * The answers of these routes are built from typed sums (checked by the compiler), and can hold
- * 10,000 groups: encoding them through their zod schema cost 77 ms there, plain JSON 8 ms.
+ * Record pages are built from typed rows (checked by the compiler): encoding 1,000 of them through
+ * their zod schema costs far more than plain JSON (77 ms against 8 ms for 10,000 objects).
  */
 const plainJson = () => (data: unknown) => JSON.stringify(data);
 
@@ -47,7 +47,6 @@ export const usageRoutes: FastifyPluginAsyncZod<{ usage: UsageStore }> = async (
   app.get(
     '/usage',
     {
-      serializerCompiler: plainJson,
       schema: {
         operationId: 'getUsage',
         summary: 'Usage totals, optionally grouped',
@@ -62,13 +61,14 @@ export const usageRoutes: FastifyPluginAsyncZod<{ usage: UsageStore }> = async (
         response: { 200: json('The sums over the matching records', usageReportSchema), ...errors(400) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const filter = toFilter(request.query);
       const [totals, groups] = await Promise.all([
         usage.totals(request.tenant, filter, request.query.source),
-        request.query.groupBy ? usage.groups(request.tenant, filter, request.query.groupBy, request.query.source) : [],
+        request.query.groupBy ? usage.groupsJson(request.tenant, filter, request.query.groupBy, request.query.source) : '[]',
       ]);
-      return { totals, groups };
+      // The groups arrive as JSON already (built on the reader thread): the answer is sent as it is.
+      return reply.type('application/json; charset=utf-8').send(`{"totals":${JSON.stringify(totals)},"groups":${groups}}` as never);
     },
   );
 

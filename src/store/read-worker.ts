@@ -4,6 +4,8 @@ import type { Db } from './database.ts';
 /** Runs read-only SQL and answers rows as arrays of column values, in select order. */
 export interface SqlReader {
   all(query: { sql: string; params: unknown[] }): Promise<unknown[][]>;
+  /** The rows as a JSON array of objects named `names`: the first column a string, the others numbers. */
+  json(query: { sql: string; params: unknown[] }, names: string[]): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -15,31 +17,39 @@ export function createSqlReader(db: Db, file: string): SqlReader {
   if (file === ':memory:') {
     return {
       all: async ({ sql, params }) => db.$client.prepare(sql).raw(true).all(...params) as unknown[][],
+      json: async ({ sql, params }, names) =>
+        JSON.stringify(
+          (db.$client.prepare(sql).raw(true).all(...params) as unknown[][]).map((row) =>
+            Object.fromEntries(names.map((n, i) => [n, i === 0 ? String(row[i]) : Number(row[i] ?? 0)])),
+          ),
+        ),
       close: async () => {},
     };
   }
   const worker = new Worker(new URL('./sqlite-read-thread.mjs', import.meta.url), { workerData: { file } });
   worker.unref();
   let next = 0;
-  const waiting = new Map<number, { resolve: (rows: unknown[][]) => void; reject: (err: Error) => void }>();
-  worker.on('message', ({ id, rows, error }: { id: number; rows?: unknown[][]; error?: string }) => {
+  const waiting = new Map<number, { resolve: (answer: never) => void; reject: (err: Error) => void }>();
+  worker.on('message', ({ id, rows, json, error }: { id: number; rows?: unknown[][]; json?: string; error?: string }) => {
     const w = waiting.get(id);
     waiting.delete(id);
     if (error !== undefined) w?.reject(new Error(error));
-    else w?.resolve(rows!);
+    else w?.resolve((json ?? rows) as never);
   });
+  const ask = <T>(message: object): Promise<T> => {
+    const id = ++next;
+    return new Promise<T>((resolve, reject) => {
+      waiting.set(id, { resolve: resolve as (answer: never) => void, reject });
+      worker.postMessage({ id, ...message });
+    });
+  };
   worker.on('error', (err) => {
     for (const w of waiting.values()) w.reject(err);
     waiting.clear();
   });
   return {
-    all({ sql, params }) {
-      const id = ++next;
-      return new Promise((resolve, reject) => {
-        waiting.set(id, { resolve, reject });
-        worker.postMessage({ id, sql, params });
-      });
-    },
+    all: ({ sql, params }) => ask<unknown[][]>({ sql, params }),
+    json: ({ sql, params }, names) => ask<string>({ sql, params, names }),
     async close() {
       await worker.terminate();
     },

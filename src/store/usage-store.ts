@@ -136,6 +136,19 @@ export function createUsageStore(db: Db, reader: SqlReader) {
     return { where: and(...c)!, by: groupBy === undefined ? null : groupBy === 'day' ? sql`${u.day}` : sql`${u.key}`, oneRowPerKey: allTime };
   }
 
+  /** The query of `GET /usage`'s groups: the roll-ups when they hold the answer, else the records. */
+  function groupsQuery(tenant: string, f: UsageFilter, groupBy: UsageGroupBy, source: UsageSource) {
+    const plan = source === 'auto' ? rollupRows(tenant, f, groupBy) : null;
+    if (plan?.by && plan.oneRowPerKey) {
+      // All time: one row per key, already in key order in the table's own key (no GROUP BY,
+      // which would send the planner to the other index and through every day's row).
+      return db.select({ key: u.key, ...rollupColumns }).from(u).where(plan.where).orderBy(u.day, u.key).toSQL();
+    }
+    if (plan?.by) return db.select({ key: sql<string>`${plan.by}`, ...rollupSums }).from(u).where(plan.where).groupBy(plan.by).orderBy(plan.by).toSQL();
+    const key = groupColumns[groupBy];
+    return db.select({ key: sql<string>`${key}`, ...sums }).from(r).where(where(tenant, f)).groupBy(key).orderBy(key).toSQL();
+  }
+
   return {
     async totals(tenant: string, f: UsageFilter, source: UsageSource = 'auto'): Promise<UsageTotals> {
       const plan = source === 'auto' ? rollupRows(tenant, f, undefined) : null;
@@ -145,29 +158,12 @@ export function createUsageStore(db: Db, reader: SqlReader) {
       return toTotals(row ?? []);
     },
 
-    async groups(tenant: string, f: UsageFilter, groupBy: UsageGroupBy, source: UsageSource = 'auto'): Promise<Array<UsageTotals & { key: string }>> {
-      const plan = source === 'auto' ? rollupRows(tenant, f, groupBy) : null;
-      if (plan?.by && plan.oneRowPerKey) {
-        // All time: one row per key, already in key order in the table's own key (no GROUP BY,
-        // which would send the planner to the other index and through every day's row).
-        const rows = await reader.all(db.select({ key: u.key, ...rollupColumns }).from(u).where(plan.where).orderBy(u.day, u.key).toSQL());
-        return rows.map(([k, ...values]) => ({ key: String(k), ...toTotals(values) }));
-      }
-      if (plan?.by) {
-        const rows = await reader.all(db.select({ key: sql<string>`${plan.by}`, ...rollupSums }).from(u).where(plan.where).groupBy(plan.by).orderBy(plan.by).toSQL());
-        return rows.map(([k, ...values]) => ({ key: String(k), ...toTotals(values) }));
-      }
-      const key = groupColumns[groupBy];
-      const rows = await reader.all(
-        db
-          .select({ key: sql<string>`${key}`, ...sums })
-          .from(r)
-          .where(where(tenant, f))
-          .groupBy(key)
-          .orderBy(key)
-          .toSQL(),
-      );
-      return rows.map(([k, ...values]) => ({ key: String(k), ...toTotals(values) }));
+    /**
+     * The groups as the JSON array `GET /usage` answers (`[{ key, tasks, ... }]`), built where the
+     * rows are read: 10,000 groups cross from the reader thread as one string.
+     */
+    groupsJson(tenant: string, f: UsageFilter, groupBy: UsageGroupBy, source: UsageSource = 'auto'): Promise<string> {
+      return reader.json(groupsQuery(tenant, f, groupBy, source), ['key', ...sumNames]);
     },
 
     /** Newest first; `cursor` is the id of the last record of the previous page. */
