@@ -4,7 +4,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startChildService, type ChildService } from './support/child-service';
+import { childEnv, startChildService, type ChildService } from './support/child-service';
 import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
 import { taskBody, TEST_API_KEY } from './support/harness';
 import { openStream } from './support/ws-client';
@@ -17,14 +17,8 @@ beforeAll(async () => {
   model = await startScriptedModel();
   dir = mkdtempSync(path.join(tmpdir(), 'subagentd-crash-'));
   env = {
-    DATABASE_PATH: path.join(dir, 'db.sqlite'),
-    WORKSPACES_DIR: path.join(dir, 'workspaces'),
-    AGENTS_DIR: path.join(dir, 'agents'),
-    OPENAI_BASE_URL: model.url,
-    OPENAI_API_KEY: TEST_API_KEY,
+    ...childEnv(dir, model.url, TEST_API_KEY),
     MAX_CONCURRENT_TASKS: '1',
-    // Commands run bare here: this file is about the process, not the sandbox.
-    BASH_SANDBOX: 'none',
     // This file is about the interrupt mode; test/resume.test.ts about resume, the default.
     RECOVERY_MODE: 'interrupt',
   };

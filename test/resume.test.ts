@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
-import { startChildService, type ChildService } from './support/child-service';
+import { childEnv, startChildService, type ChildService } from './support/child-service';
 import { taskBody, TEST_API_KEY } from './support/harness';
 import { until } from './support/until';
 import { openStream } from './support/ws-client';
@@ -15,15 +15,8 @@ let env: Record<string, string>;
 beforeAll(async () => {
   model = await startScriptedModel();
   dir = mkdtempSync(path.join(tmpdir(), 'subagentd-resume-'));
-  env = {
-    DATABASE_PATH: path.join(dir, 'db.sqlite'),
-    WORKSPACES_DIR: path.join(dir, 'workspaces'),
-    AGENTS_DIR: path.join(dir, 'agents'),
-    OPENAI_BASE_URL: model.url,
-    OPENAI_API_KEY: TEST_API_KEY,
-    BASH_SANDBOX: 'none',
-    // RECOVERY_MODE is left at its default: resume.
-  };
+  // RECOVERY_MODE is left at its default: resume.
+  env = childEnv(dir, model.url, TEST_API_KEY);
 });
 afterAll(async () => {
   await model.close();

@@ -5,6 +5,21 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
+/**
+ * The environment of a service process whose files live in `dir`, on the scripted model at
+ * `modelUrl`; commands run bare (these tests are about the process, not the sandbox).
+ */
+export function childEnv(dir: string, modelUrl: string, apiKey: string): Record<string, string> {
+  return {
+    DATABASE_PATH: path.join(dir, 'db.sqlite'),
+    WORKSPACES_DIR: path.join(dir, 'workspaces'),
+    AGENTS_DIR: path.join(dir, 'agents'),
+    OPENAI_BASE_URL: modelUrl,
+    OPENAI_API_KEY: apiKey,
+    BASH_SANDBOX: 'none',
+  };
+}
+
 export interface ChildService {
   child: ChildProcess;
   url: string;
