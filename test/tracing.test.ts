@@ -1,4 +1,7 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, taskBody, type TestService } from './support/harness';
@@ -84,5 +87,31 @@ describe('OpenTelemetry', () => {
     const failed = children.find((s) => s.name === 'execute_tool read_file')!;
     expect(failed.status?.code).toBe(2);
     expect(failed.status?.message).toMatch(/does not exist/);
+  });
+
+  it('gives a compaction call its own chat span under the task', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-trace-compact-'));
+    mkdirSync(path.join(dir, 'agents'));
+    writeFileSync(path.join(dir, 'agents', 'compacting.md'), '---\nname: compacting\ndescription: c\ncompactAtTokens: 1000\ncompactionModel: compactor\n---\nWork.\n');
+    const other = await startService({ model: svc.model, dir });
+    try {
+      svc.model.script('TRACE-COMPACT', (ctx) => {
+        if (ctx.model === 'compactor') return { text: 'SUMMARY', usage: { input: 300, output: 30 } };
+        if (JSON.stringify(ctx.messages).includes('SUMMARY')) return { toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] };
+        return { toolCalls: [{ name: 'list_files', args: { path: `TRACE-COMPACT-${ctx.turn}` } }], usage: { input: 1200, output: 5 } };
+      });
+      const task = (await other.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ subagent_type: 'compacting', prompt: 'TRACE-COMPACT' }) })).json();
+      expect(task.usage.compactions).toBe(1);
+      await until(async () => spans.some((s) => attr(s, 'subagentd.task.id') === task.id), 10_000);
+      const root = spans.find((s) => attr(s, 'subagentd.task.id') === task.id)!;
+      await until(async () => spans.some((s) => s.parentSpanId === root.spanId && s.name === 'chat compactor'), 10_000);
+      const compactions = spans.filter((s) => s.parentSpanId === root.spanId && s.name === 'chat compactor');
+      expect(compactions).toHaveLength(1);
+      const compaction = compactions[0];
+      expect(attr(compaction, 'gen_ai.usage.input_tokens')).toBe(300);
+    } finally {
+      await other.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

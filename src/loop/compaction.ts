@@ -33,6 +33,8 @@ export async function compact(
   c: CompactionOptions,
   opts: Pick<RunAgentOptions<unknown>, 'signal' | 'maxRetries'>,
   beforeTokens: number,
+  /** Told just before the compaction model is called (not when there is nothing to compact). */
+  onCall: () => void = () => {},
 ): Promise<Compacted> {
   const info = { beforeTokens, afterTokens: estimateTokens(conversation), model: c.modelId };
   const assistants = conversation.flatMap((m, i) => (m.role === 'assistant' && i > 0 ? [i] : []));
@@ -41,6 +43,7 @@ export async function compact(
   const middle = conversation.slice(1, tailStart);
   let summary = '';
   let error: unknown = null;
+  onCall();
   const result = streamText({
     model: c.model,
     system: INSTRUCTIONS,

@@ -14,6 +14,8 @@ export interface AgentObserver {
   textDelta(step: number, text: string): void;
   toolCall(step: number, call: { toolCallId: string; toolName: string; input: unknown }): void;
   toolResult(step: number, result: { toolCallId: string; toolName: string; output: unknown; isError: boolean }): void;
+  /** A compaction call to the compaction model is about to start. */
+  compactionStarted?(): void;
   /** Any part of the model's answer arrived (liveness). */
   modelActivity?(): void;
   /** A steering message goes to the model with the step about to start. */
@@ -122,7 +124,7 @@ export async function runAgent<S>(opts: RunAgentOptions<S>): Promise<AgentRunRes
     stoppedBy = opts.beforeCall?.() ?? null;
     if (stoppedBy) break;
     if (opts.compaction && lastInputTokens >= opts.compaction.atTokens) {
-      const compacted = await compact(conversation, opts.compaction, opts, lastInputTokens);
+      const compacted = await compact(conversation, opts.compaction, opts, lastInputTokens, () => observer.compactionStarted?.());
       if (compacted.error) {
         error = compacted.error;
         break;

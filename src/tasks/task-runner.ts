@@ -184,7 +184,8 @@ export function createTaskRunner(deps: RunnerDeps) {
       sandbox: deps.sandbox,
       onActivity: () => deps.liveness.activity(row.id),
     };
-    const observer = createObserver(row, model, trace);
+    const compactionModel = def.compactionModel === 'inherit' ? model : def.compactionModel;
+    const observer = createObserver(row, model, trace, compactionModel);
     // Every call is billed the moment it ends, before the SDK runs its tools.
     const guarded = (id: string) =>
       guardModel(deps.modelProvider(id), {
@@ -192,7 +193,6 @@ export function createTaskRunner(deps: RunnerDeps) {
         stallTimeoutMs: deps.limits.modelStallTimeoutMs,
         maxRetries: deps.limits.modelMaxRetries,
       });
-    const compactionModel = def.compactionModel === 'inherit' ? model : def.compactionModel;
     const result = await runAgent({
       model: guarded(model),
       system: buildSystemPrompt(def, {
@@ -267,7 +267,7 @@ export function createTaskRunner(deps: RunnerDeps) {
     return rates ? costMicroUsd(usage, rates) : null;
   }
 
-  function createObserver(row: TaskRow, model: string, trace: TaskTrace): AgentObserver & { close(): void; modelUsage(usage: TokenUsage, model: string): void } {
+  function createObserver(row: TaskRow, model: string, trace: TaskTrace, compactionModel: string): AgentObserver & { close(): void; modelUsage(usage: TokenUsage, model: string): void } {
     const deltas = createDeltaCoalescer((step, text) => events.append(row, 'text.delta', { step, text }));
     let current = 0;
     return {
@@ -296,6 +296,7 @@ export function createTaskRunner(deps: RunnerDeps) {
       },
       textDelta: deltas.push,
       modelActivity: () => deps.liveness.activity(row.id),
+      compactionStarted: () => trace.modelCallStarted(compactionModel),
       toolCall(step, call) {
         deltas.flush();
         deps.liveness.tool(row.id, step, call.toolName);
