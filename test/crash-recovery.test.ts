@@ -4,7 +4,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { childEnv, startChildService, type ChildService } from './support/child-service';
+import { childEnv, fetchJson as json, startChildService, type ChildService } from './support/child-service';
 import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
 import { taskBody, TEST_API_KEY } from './support/harness';
 import { openStream } from './support/ws-client';
@@ -28,10 +28,6 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const json = async (url: string, init?: RequestInit) => {
-  const res = await fetch(url, init);
-  return { status: res.status, body: (await res.json()) as any };
-};
 const post = (svc: ChildService, body: unknown) =>
   json(`${svc.url}/tasks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 describe('a service killed with SIGKILL mid-task', () => {

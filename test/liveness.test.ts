@@ -55,8 +55,9 @@ describe('liveness: progress tells a busy subagent from a stuck one', () => {
   it('heartbeats on a task stream carry the progress', async () => {
     const id = await runningTool('LIVE-BEAT', 'sleep 0.8');
     const stream = await openStream(wsUrl(svc, `/tasks/${id}/stream`));
-    const beat = await stream.waitFor((m) => m.type === 'heartbeat' && m.data.progress !== undefined);
-    expect(beat.data.progress).toMatchObject({ phase: 'tool', tool: 'bash', step: 1, usage: { inputTokens: 10 } });
+    const beat = await stream.waitFor((m) => m.type === 'heartbeat' && m.data.phase !== undefined);
+    expect(beat.data).toMatchObject({ lastSeq: expect.any(Number), phase: 'tool', tool: 'bash', step: 1, usage: { inputTokens: 10 } });
+    expect(Date.parse(beat.data.lastActivityAt)).toBeGreaterThanOrEqual(Date.parse(beat.data.phaseSince));
     await stream.closed;
   });
 

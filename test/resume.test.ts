@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
-import { childEnv, startChildService, type ChildService } from './support/child-service';
+import { childEnv, fetchJson as json, startChildService, type ChildService } from './support/child-service';
 import { taskBody, TEST_API_KEY } from './support/harness';
 import { until } from './support/until';
 import { openStream } from './support/ws-client';
@@ -23,10 +23,6 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const json = async (url: string, init?: RequestInit) => {
-  const res = await fetch(url, init);
-  return { status: res.status, body: (await res.json()) as any };
-};
 const kill9 = async (svc: ChildService) => {
   svc.child.kill('SIGKILL');
   await svc.exited;

@@ -115,6 +115,20 @@ describe('steering: POST /tasks/:id/messages', () => {
   });
 });
 
+describe('steering bounds', () => {
+  it('refuses what would make a task\'s waiting messages larger than 64 Ki characters', async () => {
+    svc.model.script('STEER-BOUND', [{ delayMs: 800, ...complete('done') }]);
+    const { id } = (await post(taskBody({ prompt: 'STEER-BOUND' }))).json();
+    const send = (prompt: string) => svc.inject({ method: 'POST', url: `/tasks/${id}/messages`, headers: A, payload: { prompt } });
+    expect((await send('x'.repeat(40_000))).statusCode).toBe(202);
+    const over = await send('y'.repeat(40_000));
+    expect(over.statusCode).toBe(429);
+    expect(over.json().error.code).toBe('inbox_full');
+    expect((await send('z'.repeat(70_000))).statusCode).toBe(400);
+    await end(id);
+  });
+});
+
 describe('compaction', () => {
   it('replaces older turns with a summary once a step\'s input reaches compactAtTokens, and bills it', async () => {
     // A definition that compacts early, with its own compaction model.

@@ -145,11 +145,16 @@ describe('webhooks', () => {
   it('refuses private, loopback and link-local targets unless WEBHOOK_ALLOW_PRIVATE=true, and other tenants\' hooks', async () => {
     const svc = await startService({ model, env: { API_KEYS: 'ka:a,kb:b' } });
     try {
-      for (const url of ['http://127.0.0.1:9/x', 'http://[::1]/x', 'http://169.254.169.254/latest/meta-data', 'http://10.1.2.3/x', 'http://localhost:8080/x', 'ftp://example.com/x']) {
-        const res = await svc.inject({ method: 'POST', url: '/webhooks', headers: { authorization: 'Bearer ka' }, payload: { url } });
+      const register = (url: string) => svc.inject({ method: 'POST', url: '/webhooks', headers: { authorization: 'Bearer ka' }, payload: { url } });
+      for (const url of ['http://127.0.0.1:9/x', 'http://[::1]/x', 'http://[::ffff:127.0.0.1]/x', 'http://169.254.169.254/latest/meta-data', 'http://10.1.2.3/x', 'http://localhost:8080/x']) {
+        const res = await register(url);
         expect(res.statusCode, url).toBe(400);
-        expect(['invalid_webhook_url', 'invalid_request']).toContain(res.json().error.code);
+        expect(res.json().error, url).toMatchObject({ code: 'invalid_webhook_url', message: expect.stringMatching(/private|does not resolve/) });
       }
+      // Not http(s), or with credentials: refused before any lookup.
+      expect((await register('ftp://example.com/x')).json().error.code).toBe('invalid_request');
+      expect((await register('http://user:pw@example.com/x')).json().error.code).toBe('invalid_webhook_url');
+      expect((await svc.inject({ url: '/webhooks', headers: { authorization: 'Bearer ka' } })).json().webhooks).toEqual([]);
       const other = await svc.inject({ url: '/webhooks', headers: { authorization: 'Bearer kb' } });
       expect(other.json().webhooks).toEqual([]);
       expect((await svc.inject({ method: 'DELETE', url: '/webhooks/whk_00000000000000000000000000', headers: { authorization: 'Bearer kb' } })).statusCode).toBe(404);

@@ -703,8 +703,14 @@ export interface components {
             taskId?: string;
             at: string;
             data: {
+                /** @enum {string} */
+                phase?: "queued" | "model" | "tool" | "paused";
+                step?: number;
+                tool?: string;
+                phaseSince?: string;
+                lastActivityAt?: string;
+                usage?: components["schemas"]["Usage"];
                 lastSeq: number;
-                progress?: components["schemas"]["Progress"];
             };
         };
         TaskStartedData: {

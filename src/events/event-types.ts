@@ -51,10 +51,10 @@ export const heartbeatSchema = z.object({
   type: z.literal('heartbeat'),
   taskId: z.string().optional().describe('set on a task stream'),
   at: z.string(),
-  data: z.object({
-    lastSeq: z.number().int().min(0).describe('the last seq sent on this socket (0 before any)'),
-    progress: progressSchema.optional().describe('task streams, while the task has not ended: what it is doing now'),
-  }),
+  data: progressSchema
+    .partial()
+    .extend({ lastSeq: z.number().int().min(0).describe('the last seq sent on this socket (0 before any)') })
+    .describe("lastSeq; on a task stream, while the task has not ended, also its progress fields (phase, step, tool, phaseSince, lastActivityAt, usage)"),
 });
 
 /** One message of a progress stream (`/tasks/:id/stream`, `/stream`), as the wire carries it. */

@@ -58,7 +58,8 @@ export function createSocketFeed(opts: SocketFeedOptions) {
     heartbeat = null;
     if (closed) return;
     const progress = opts.progress?.() ?? undefined;
-    const beat: Heartbeat = { type: 'heartbeat', taskId: opts.taskId, at: iso(now()), data: { lastSeq, ...(progress && { progress }) } };
+    // The contract's heartbeat data carries the progress fields themselves, next to lastSeq.
+    const beat: Heartbeat = { type: 'heartbeat', taskId: opts.taskId, at: iso(now()), data: { lastSeq, ...progress } };
     write(JSON.stringify(beat));
   }
 

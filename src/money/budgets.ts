@@ -22,7 +22,7 @@ export const microUsd = (usd: number) => Math.round(usd * 1_000_000);
 /**
  * Budgets: a task's own (`options.budget`, raised on resume) and the standing budgets of a parent
  * task or a user, per tenant. What a parent or user has spent is the sum of its usage records,
- * running tasks included (their records count every call as it is billed).
+ * running tasks included (their records count every call as it is billed), read from the roll-ups.
  */
 export function createBudgets(db: Db) {
   const sqlite = db.$client;
@@ -33,14 +33,11 @@ export function createBudgets(db: Db) {
        max_cost_micro_usd = excluded.max_cost_micro_usd, updated_at = excluded.updated_at`,
   );
   const remove = sqlite.prepare('DELETE FROM budgets WHERE tenant = ? AND scope = ? AND scope_id = ?');
-  const spentOf = {
-    parent: sqlite.prepare(
-      'SELECT coalesce(sum(total_tokens), 0) AS tokens, coalesce(sum(cost_micro_usd), 0) AS costMicroUsd FROM subagent_records WHERE tenant = ? AND parent_task_id = ?',
-    ),
-    user: sqlite.prepare(
-      'SELECT coalesce(sum(total_tokens), 0) AS tokens, coalesce(sum(cost_micro_usd), 0) AS costMicroUsd FROM subagent_records WHERE tenant = ? AND user_id = ?',
-    ),
-  } satisfies Record<BudgetScope, unknown>;
+  // What a scope spent is its all-time roll-up row (kept in the records' own transactions): one key
+  // lookup before every model call, however many records the parent or user has.
+  const spentOf = sqlite.prepare(
+    `SELECT total_tokens AS tokens, cost_micro_usd AS costMicroUsd FROM usage_rollups WHERE tenant = ? AND dim = ? AND day = '*' AND key = ?`,
+  );
 
   const budgets = {
     get(tenant: string, scope: BudgetScope, id: string): StandingBudget | null {
@@ -54,7 +51,7 @@ export function createBudgets(db: Db) {
       return remove.run(tenant, scope, id).changes > 0;
     },
     spent(tenant: string, scope: BudgetScope, id: string): Spent {
-      return spentOf[scope].get(tenant, id) as Spent;
+      return (spentOf.get(tenant, scope, id) as Spent | undefined) ?? { tokens: 0, costMicroUsd: 0 };
     },
 
     /**

@@ -41,8 +41,12 @@ export interface TaskServiceDeps {
   storage: StorageGuard;
 }
 
-/** Steering messages one task may have waiting at once. */
+/**
+ * Steering messages one task may have waiting at once, and their characters: with the queue's own
+ * bounds, the memory all inboxes can hold stays bounded (1,250 tasks × 64 Ki characters at most).
+ */
 const MAX_WAITING_MESSAGES = 100;
+const MAX_WAITING_CHARS = 64 * 1024;
 
 interface Active {
   controller: AbortController;
@@ -237,8 +241,13 @@ export function createTaskService(deps: TaskServiceDeps) {
         throw new AppError(400, 'not_steerable', 'a shell task has no model to steer');
       }
       const inbox = inboxes.get(id) ?? [];
-      if (inbox.length >= MAX_WAITING_MESSAGES) {
-        throw new AppError(429, 'inbox_full', `task ${id} already has ${inbox.length} messages waiting for its next step`);
+      const waiting = inbox.reduce((n, m) => n + m.length, 0);
+      if (inbox.length >= MAX_WAITING_MESSAGES || waiting + prompt.length > MAX_WAITING_CHARS) {
+        throw new AppError(
+          429,
+          'inbox_full',
+          `task ${id} already has ${inbox.length} messages (${waiting} characters) waiting for its next step; at most ${MAX_WAITING_MESSAGES} and ${MAX_WAITING_CHARS} characters`,
+        );
       }
       inbox.push(prompt);
       inboxes.set(id, inbox);

@@ -20,6 +20,12 @@ export function childEnv(dir: string, modelUrl: string, apiKey: string): Record<
   };
 }
 
+/** A request to a service process: its status and its JSON body. */
+export async function fetchJson(url: string, init?: RequestInit): Promise<{ status: number; body: any }> {
+  const res = await fetch(url, init);
+  return { status: res.status, body: await res.json() };
+}
+
 export interface ChildService {
   child: ChildProcess;
   url: string;
