@@ -92,7 +92,7 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
   await server.register(usageRoutes, { usage });
   await server.register(budgetsRoutes, { budgets: services.budgets, now: Date.now });
   await server.register(webhooksRoutes, { webhooks: services.webhooks, allowPrivate: config.webhooks.allowPrivate, now: Date.now });
-  await server.register(workspacesRoutes, { workspacesDirOf });
+  await server.register(workspacesRoutes, { workspacesDirOf, maxUploadBytes: config.maxUploadBytes });
   await server.register(streamRoutes, {
     tasks,
     store,

@@ -1,13 +1,15 @@
-import { realpath } from 'node:fs/promises';
+import { mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { contextIdSchema } from '../shapes/task.ts';
-import { PathError, resolveWorkspacePath } from '../tools/path-guard.ts';
-import { openInside, streamExactly, type Opened } from '../tools/safe-open.ts';
+import { isInside, PathError, resolveWorkspacePath } from '../tools/path-guard.ts';
+import { openInside, removeInside, replaceFromStream, streamExactly, type Opened } from '../tools/safe-open.ts';
+import { describeFile, listWorkspace } from '../tools/workspace-files.ts';
+import { workspaceFileSchema, workspaceListingSchema } from '../shapes/artifact.ts';
 import type { WorkspacesDirOf } from '../tools/workspace.ts';
 import { AppError, notFound } from '../errors/app-error.ts';
-import { errors } from './openapi.ts';
+import { errors, json } from './openapi.ts';
 
 const contentTypes: Record<string, string> = {
   '.md': 'text/markdown; charset=utf-8',
@@ -23,10 +25,127 @@ const contentTypes: Record<string, string> = {
   '.pdf': 'application/pdf',
 };
 
-export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: WorkspacesDirOf }> = async (
+const fileParams = z.object({ parentTaskId: contextIdSchema, '*': z.string().min(1, 'a file path is required') });
+
+/** A refusal of the path guard or of the descriptor checks, as the contract's error. */
+function pathFailure(err: unknown, filePath: string): AppError {
+  if (err instanceof AppError) return err;
+  if (err instanceof PathError && err.reason === 'not_found') return notFound(`file ${filePath}`);
+  if (err instanceof PathError) return new AppError(400, err.reason, err.message);
+  const message = (err as Error).message;
+  if (/is a directory|is the workspace folder/.test(message)) return new AppError(409, 'is_a_directory', message);
+  if (/not a regular file|FIFO|socket|device/.test(message)) return new AppError(400, 'not_a_file', message);
+  return new AppError(400, 'invalid_path', message);
+}
+
+export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: WorkspacesDirOf; maxUploadBytes: number }> = async (
   app,
-  { workspacesDirOf },
+  { workspacesDirOf, maxUploadBytes },
 ) => {
+  /** The real path of an existing workspace of the caller's tenant; 404 when there is none. */
+  async function existingRoot(tenant: string, parentTaskId: string): Promise<string> {
+    try {
+      return await realpath(path.join(workspacesDirOf(tenant), parentTaskId));
+    } catch {
+      throw notFound(`workspace ${parentTaskId}`);
+    }
+  }
+
+  // An upload's body is the file: no parser touches it (any content type is taken as it is) and
+  // the route reads the raw request stream itself, so no file is ever held in memory whole.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+
+  app.get(
+    '/workspaces/:parentTaskId',
+    {
+      schema: {
+        operationId: 'listWorkspace',
+        summary: 'List a workspace',
+        description:
+          'Every file, folder and link of the parent task\'s workspace, recursively, with paths relative to it, sorted. ' +
+          'Links are listed as links and never followed; FIFOs, sockets and devices are left out. At most 10,000 entries (`truncated` says when there were more).',
+        params: z.object({ parentTaskId: contextIdSchema }),
+        response: { 200: json('The workspace\'s entries', workspaceListingSchema), ...errors(400, 404) },
+      },
+    },
+    async (request) => {
+      const root = await existingRoot(request.tenant, request.params.parentTaskId);
+      return listWorkspace(root, request.params.parentTaskId);
+    },
+  );
+
+  app.put(
+    '/workspaces/:parentTaskId/files/*',
+    {
+      schema: {
+        operationId: 'putWorkspaceFile',
+        summary: 'Upload a workspace file',
+        description:
+          'The raw request body (any content type) becomes the file at that path in the parent task\'s workspace; the workspace ' +
+          'and missing folders are created, an existing file is replaced atomically (a reader sees the old file or the new one, never half). ' +
+          'Over MAX_UPLOAD_BYTES (default 100 MiB): 413, and nothing is changed. A path through a link leading outside, or at a folder, is refused.',
+        params: fileParams,
+        body: z.unknown().meta({ description: 'The file\'s bytes', format: 'binary' }).optional(),
+        response: {
+          200: json('An existing file was replaced', workspaceFileSchema),
+          201: json('The file was created', workspaceFileSchema),
+          ...errors(400, 404, 409, 413),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { parentTaskId, '*': filePath } = request.params;
+      const declared = Number(request.headers['content-length'] ?? NaN);
+      if (declared > maxUploadBytes) throw tooLarge(maxUploadBytes);
+      const dir = path.join(workspacesDirOf(request.tenant), parentTaskId);
+      await mkdir(dir, { recursive: true, mode: 0o750 });
+      const root = await realpath(dir);
+      let received = 0;
+      try {
+        const target = await resolveWorkspacePath(root, filePath, { mustExist: false });
+        const written = await replaceFromStream(root, target.real, filePath, request.raw, (bytes) => {
+          received += bytes;
+          if (received > maxUploadBytes) throw tooLarge(maxUploadBytes);
+        });
+        const file = describeFile(parentTaskId, target.relative.split(path.sep).join('/'), written.stat)!;
+        return reply.code(written.replaced ? 200 : 201).header('location', file.url).send(file);
+      } catch (err) {
+        throw pathFailure(err, filePath);
+      }
+    },
+  );
+
+  app.delete(
+    '/workspaces/:parentTaskId/files/*',
+    {
+      schema: {
+        operationId: 'deleteWorkspaceFile',
+        summary: 'Delete a workspace file or folder',
+        description:
+          'Removes a file, a link (never what it points to) or a folder with everything in it. A link on the way that leads outside the workspace is refused.',
+        params: fileParams,
+        response: { 204: z.undefined().describe('Removed'), ...errors(400, 404, 409) },
+      },
+    },
+    async (request, reply) => {
+      const { parentTaskId, '*': filePath } = request.params;
+      const root = await existingRoot(request.tenant, parentTaskId);
+      try {
+        // The last name is what goes (a link itself, never what it points at): only the folder
+        // that holds it is resolved, and that must lie inside the workspace.
+        const absolute = path.resolve(root, filePath);
+        if (!isInside(root, absolute)) throw new PathError('outside_workspace', `path "${filePath}" is outside the workspace`);
+        if (absolute === root) throw new Error(`"${filePath}" is the workspace folder itself, which cannot be removed`);
+        const folder = await resolveWorkspacePath(root, path.relative(root, path.dirname(absolute)), { mustExist: true });
+        await removeInside(root, path.join(folder.real, path.basename(absolute)), filePath);
+      } catch (err) {
+        throw pathFailure(err, filePath);
+      }
+      return reply.code(204).send();
+    },
+  );
+
   app.get(
     '/workspaces/:parentTaskId/files/*',
     {
@@ -34,7 +153,7 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
         operationId: 'getWorkspaceFile',
         summary: 'Download a workspace file',
         description: 'Serves a regular file of the parent task\'s workspace; nothing outside the workspace is ever served.',
-        params: z.object({ parentTaskId: contextIdSchema, '*': z.string().min(1, 'a file path is required') }),
+        params: fileParams,
         response: {
           200: {
             description: 'The file, with a Content-Type from its extension (application/octet-stream otherwise)',
@@ -46,12 +165,7 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
     },
     async (request, reply) => {
       const { parentTaskId, '*': filePath } = request.params;
-      let root: string;
-      try {
-        root = await realpath(path.join(workspacesDirOf(request.tenant), parentTaskId));
-      } catch {
-        throw notFound(`workspace ${parentTaskId}`);
-      }
+      const root = await existingRoot(request.tenant, parentTaskId);
       // One descriptor, opened component by component without following links and checked with
       // fstat, is the only thing read: a name swapped for a link, FIFO or device after the check
       // is refused, and exactly the size fstat gave is sent.
@@ -60,9 +174,8 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
         const real = (await resolveWorkspacePath(root, filePath, { mustExist: true })).real;
         opened = await openInside(root, real, filePath, 'read');
       } catch (err) {
-        if (err instanceof PathError && err.reason === 'not_found') throw notFound(`file ${filePath}`);
-        if (err instanceof PathError) throw new AppError(400, err.reason, err.message);
-        throw new AppError(400, 'not_a_file', `"${filePath}" is not a regular file`);
+        const failure = pathFailure(err, filePath);
+        throw failure.statusCode === 409 ? new AppError(400, 'not_a_file', `"${filePath}" is not a regular file`) : failure;
       }
       return reply
         .header('content-type', contentTypes[path.extname(filePath).toLowerCase()] ?? 'application/octet-stream')
@@ -76,3 +189,7 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
     },
   );
 };
+
+function tooLarge(max: number): AppError {
+  return new AppError(413, 'payload_too_large', `the file is larger than MAX_UPLOAD_BYTES (${max} bytes)`);
+}

@@ -19,3 +19,19 @@ export type SkippedPath = z.infer<typeof skippedPathSchema>;
 /** Why a completed task stopped. */
 export const stopReasonSchema = z.enum(['complete', 'text', 'max_steps']);
 export type StopReason = z.infer<typeof stopReasonSchema>;
+
+/** A file or folder of a workspace as the workspace routes describe it: the path is relative. */
+export const workspaceFileSchema = z.object({
+  path: z.string().describe('Path relative to the workspace folder, `/`-separated'),
+  size: z.number().int(),
+  fsType: z.enum(['file', 'directory', 'symlink']),
+  modifiedAt: z.string(),
+  url: z.string().describe('Where GET downloads it (files only)'),
+});
+export type WorkspaceFile = z.infer<typeof workspaceFileSchema>;
+
+export const workspaceListingSchema = z.object({
+  files: z.array(workspaceFileSchema),
+  truncated: z.boolean().describe('True when the workspace holds more than the 10,000 entries listed'),
+});
+export type WorkspaceListing = z.infer<typeof workspaceListingSchema>;

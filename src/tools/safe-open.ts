@@ -1,10 +1,11 @@
 import { constants, type Dirent, type Stats } from 'node:fs';
-import { lstat, mkdir, open, opendir, type FileHandle } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { lstat, mkdir, open, opendir, rename, rmdir, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { isInside, PathError } from './path-guard.ts';
 
-const { O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY } = constants;
+const { O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY } = constants;
 
 /*
  * Workspace files are opened one path component at a time, each relative to the descriptor of the
@@ -93,6 +94,27 @@ async function openChildDir(dir: FileHandle, name: string, create: boolean): Pro
   }
 }
 
+/** The components of `real` below `root` (empty for the root itself). */
+function partsOf(root: string, real: string): string[] {
+  return path.relative(root, real).split(path.sep).filter((p) => p !== '' && p !== '.');
+}
+
+/** Opens the folder `root/parts...` one component at a time, creating missing ones when asked. */
+async function openFolders(root: string, parts: string[], create: boolean): Promise<FileHandle> {
+  let dir = await openRoot(root);
+  try {
+    for (const part of parts) {
+      const next = await openChildDir(dir, part, create);
+      await dir.close();
+      dir = next;
+    }
+    return dir;
+  } catch (err) {
+    await dir.close().catch(() => {});
+    throw err;
+  }
+}
+
 function describe(stat: Stats): string {
   if (stat.isDirectory()) return 'a directory';
   if (stat.isFIFO()) return 'a FIFO';
@@ -108,15 +130,11 @@ function describe(stat: Stats): string {
  */
 export async function openInside(root: string, real: string, shown: string, mode: OpenMode): Promise<Opened> {
   if (!isInside(root, real)) throw new PathError('outside_workspace', `path "${shown}" is outside the workspace`);
-  const parts = path.relative(root, real).split(path.sep).filter((p) => p !== '' && p !== '.');
-  let dir = await openRoot(root);
+  const parts = partsOf(root, real);
+  const last = parts.pop();
+  let dir: FileHandle = undefined as unknown as FileHandle;
   try {
-    const last = parts.pop();
-    for (const part of parts) {
-      const next = await openChildDir(dir, part, mode === 'write');
-      await dir.close();
-      dir = next;
-    }
+    dir = await openFolders(root, parts, mode === 'write');
     let handle: FileHandle;
     if (last === undefined) {
       if (mode !== 'dir' && mode !== 'any') throw new Error(`"${shown}" is a directory`);
@@ -253,4 +271,113 @@ export function streamExactly(opened: Opened, chunk = 64 * 1024): Readable {
       opened.handle.close().then(() => callback(err), () => callback(err));
     },
   });
+}
+
+/** `lstat` of an entry the walk reported (a link is described as the link it is). */
+export function lstatEntry(entry: TreeEntry): Promise<Stats> {
+  return lstat(at(entry.parent, entry.dirent.name));
+}
+
+export interface Replaced {
+  /** `fstat` of the written file, before it was renamed into place. */
+  stat: Stats;
+  /** True when a file of that name was there before (and was replaced). */
+  replaced: boolean;
+}
+
+/**
+ * Writes `source` to a new file beside `real` and renames it over `real` once complete, so a
+ * reader never sees half a file and a failed upload leaves the old one whole. Folders are created
+ * and the temporary file opened through descriptors (`O_EXCL | O_NOFOLLOW`), and the rename
+ * happens inside the folder's descriptor: a name on the way swapped for a link makes it fail,
+ * and a link at the final name is replaced, never followed. `onChunk` may throw to stop the copy
+ * (a size limit); the temporary file is removed then. The stat returned is the descriptor's.
+ */
+export async function replaceFromStream(
+  root: string,
+  real: string,
+  shown: string,
+  source: AsyncIterable<Buffer>,
+  onChunk: (bytes: number) => void,
+): Promise<Replaced> {
+  if (!isInside(root, real)) throw new PathError('outside_workspace', `path "${shown}" is outside the workspace`);
+  const parts = partsOf(root, real);
+  const name = parts.pop();
+  if (name === undefined) throw new Error(`"${shown}" is the workspace folder itself`);
+  let dir: FileHandle | undefined;
+  let temp: string | undefined;
+  try {
+    dir = await openFolders(root, parts, true);
+    temp = `.${name.slice(0, 200)}.upload-${randomBytes(6).toString('hex')}`;
+    const handle = await open(at(dir, temp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK, 0o644);
+    let stat: Stats;
+    try {
+      let position = 0;
+      for await (const chunk of source) {
+        onChunk(chunk.length);
+        for (let off = 0; off < chunk.length; ) {
+          const { bytesWritten } = await handle.write(chunk, off, chunk.length - off, position);
+          off += bytesWritten;
+          position += bytesWritten;
+        }
+      }
+      await handle.sync();
+      stat = await handle.stat();
+    } finally {
+      await handle.close();
+    }
+    const existing = await lstat(at(dir, name)).catch(() => null);
+    if (existing?.isDirectory()) throw Object.assign(new Error('is a directory'), { code: 'EISDIR' });
+    await rename(at(dir, temp), at(dir, name));
+    temp = undefined;
+    return { stat, replaced: existing !== null };
+  } catch (err) {
+    throw refusal(err, shown);
+  } finally {
+    if (dir && temp) await unlink(at(dir, temp)).catch(() => {});
+    await dir?.close().catch(() => {});
+  }
+}
+
+/**
+ * Removes a file, a link (not what it points to) or a whole folder inside the workspace. A folder
+ * is emptied through its own descriptor: each sub-folder is opened from its parent's descriptor
+ * without following links, and every unlink names an entry of a descriptor, so a folder swapped
+ * for a link halfway cannot make it delete anything outside.
+ */
+export async function removeInside(root: string, real: string, shown: string): Promise<void> {
+  if (!isInside(root, real)) throw new PathError('outside_workspace', `path "${shown}" is outside the workspace`);
+  const parts = partsOf(root, real);
+  const name = parts.pop();
+  if (name === undefined) throw new Error(`"${shown}" is the workspace folder itself, which cannot be removed`);
+  let dir: FileHandle | undefined;
+  try {
+    dir = await openFolders(root, parts, false);
+    await removeEntry(dir, name);
+  } catch (err) {
+    throw refusal(err, shown);
+  } finally {
+    await dir?.close().catch(() => {});
+  }
+}
+
+const MAX_REMOVE_DEPTH = 256;
+
+async function removeEntry(dir: FileHandle, name: string, depth = 0): Promise<void> {
+  const stat = await lstat(at(dir, name));
+  if (!stat.isDirectory()) return unlink(at(dir, name));
+  if (depth >= MAX_REMOVE_DEPTH) throw new Error(`folders nested deeper than ${MAX_REMOVE_DEPTH} levels are not removed`);
+  const child = await openDirAt(dir, name);
+  try {
+    // A batch of names at a time, so a folder of millions never sits in memory at once.
+    for (;;) {
+      const batch: string[] = [];
+      for await (const entry of entriesOf(child)) if (batch.push(entry.name) >= 1000) break;
+      if (batch.length === 0) break;
+      for (const n of batch) await removeEntry(child, n, depth + 1);
+    }
+  } finally {
+    await child.close();
+  }
+  await rmdir(at(dir, name));
 }
