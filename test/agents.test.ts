@@ -67,6 +67,7 @@ describe('AGENTS_DIR definitions', () => {
     expect(Object.keys(byType).sort()).toEqual(['explore', 'general', 'reviewer', 'shell', 'writer']);
     expect(byType.reviewer).toEqual({
       type: 'reviewer',
+      kind: 'model',
       description: 'Reviews code in the workspace and writes review.md',
       model: 'tiny-model',
       maxSteps: 7,

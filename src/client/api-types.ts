@@ -629,6 +629,8 @@ export interface components {
         };
         AgentSummary: {
             type: string;
+            /** @enum {string} */
+            kind: "model" | "shell";
             description: string;
             model: string | null;
             maxSteps: number;

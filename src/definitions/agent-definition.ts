@@ -22,6 +22,7 @@ export type AgentDefinition = z.infer<typeof agentDefinitionSchema>;
 
 export const agentSummarySchema = agentDefinitionSchema.pick({
   type: true,
+  kind: true,
   description: true,
   model: true,
   maxSteps: true,

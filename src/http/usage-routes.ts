@@ -1,25 +1,17 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { UsageRecord, UsageStore } from '../store/usage-store.ts';
-import { contextIdSchema } from '../shapes/task.ts';
-import { usageRecordListSchema, usageReportSchema, type usageRecordSchema } from '../shapes/usage-report.ts';
+import {
+  usageFilterSchema,
+  usageQuerySchema,
+  usageRecordListSchema,
+  usageRecordsQuerySchema,
+  usageReportSchema,
+  type usageRecordSchema,
+} from '../shapes/usage-report.ts';
 import { iso } from '../shapes/time.ts';
 import { errors, json } from './openapi.ts';
 import { nextPage } from '../store/paging.ts';
-
-const isoTime = z
-  .string()
-  .refine((s) => /^\d{4}-\d{2}-\d{2}/.test(s) && !Number.isNaN(Date.parse(s)), 'must be an ISO 8601 date or time')
-  .transform((s) => Date.parse(s));
-
-const usageFilterSchema = z.object({
-  userId: contextIdSchema.optional(),
-  parentTaskId: contextIdSchema.optional(),
-  subagent_type: z.string().min(1).max(64).optional(),
-  model: z.string().min(1).max(200).optional(),
-  from: isoTime.optional().describe('inclusive, by start time'),
-  to: isoTime.optional().describe('exclusive, by start time'),
-});
 
 const toFilter = (q: z.infer<typeof usageFilterSchema>) => ({
   userId: q.userId,
@@ -51,13 +43,7 @@ export const usageRoutes: FastifyPluginAsyncZod<{ usage: UsageStore }> = async (
         operationId: 'getUsage',
         summary: 'Usage totals, optionally grouped',
         description: 'Sums the usage records (one per task that started) matching the filters; `from`/`to` apply to start time.',
-        querystring: usageFilterSchema.extend({
-          groupBy: z.enum(['user', 'parentTask', 'subagentType', 'model', 'day']).optional(),
-          source: z
-            .enum(['auto', 'records'])
-            .default('auto')
-            .describe('auto: roll-ups kept with every record where they can answer (milliseconds at any size); records: sum the raw records (for audits; slow at scale)'),
-        }),
+        querystring: usageQuerySchema,
         response: { 200: json('The sums over the matching records', usageReportSchema), ...errors(400) },
       },
     },
@@ -79,10 +65,7 @@ export const usageRoutes: FastifyPluginAsyncZod<{ usage: UsageStore }> = async (
       schema: {
         operationId: 'listUsageRecords',
         summary: 'Raw usage records, newest first',
-        querystring: usageFilterSchema.extend({
-          limit: z.coerce.number().int().min(1).max(1000).default(100),
-          cursor: z.string().max(64).optional(),
-        }),
+        querystring: usageRecordsQuerySchema,
         response: { 200: json('One page of records; pass nextCursor as cursor for the next', usageRecordListSchema), ...errors(400) },
       },
     },

@@ -1,7 +1,37 @@
 import { z } from 'zod';
+import { contextIdSchema } from './task.ts';
 import { tokenUsageSchema } from './usage.ts';
 
 const count = z.number().int();
+
+const isoTime = z
+  .string()
+  .refine((s) => /^\d{4}-\d{2}-\d{2}/.test(s) && !Number.isNaN(Date.parse(s)), 'must be an ISO 8601 date or time')
+  .transform((s) => Date.parse(s));
+
+export const usageFilterSchema = z.object({
+  userId: contextIdSchema.optional(),
+  parentTaskId: contextIdSchema.optional(),
+  subagent_type: z.string().min(1).max(64).optional(),
+  model: z.string().min(1).max(200).optional(),
+  from: isoTime.optional().describe('inclusive, by start time'),
+  to: isoTime.optional().describe('exclusive, by start time'),
+});
+
+/** `GET /usage`: the filters, an optional grouping, and where the sums come from. */
+export const usageQuerySchema = usageFilterSchema.extend({
+  groupBy: z.enum(['user', 'parentTask', 'subagentType', 'model', 'day']).optional(),
+  source: z
+    .enum(['auto', 'records'])
+    .default('auto')
+    .describe('auto: roll-ups kept with every record where they can answer (milliseconds at any size); records: sum the raw records (for audits; slow at scale)'),
+});
+
+/** `GET /usage/records`: the filters and a page. */
+export const usageRecordsQuerySchema = usageFilterSchema.extend({
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  cursor: z.string().max(64).optional(),
+});
 
 /** Sums over usage records: `GET /usage`'s totals and each of its groups. */
 export const usageTotalsSchema = z.object({

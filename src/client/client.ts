@@ -1,0 +1,273 @@
+import { errorOf, SubagentApiError } from './errors.ts';
+import { backoffMs, retryAfterMs, sleep, type RetryOptions } from './retry.ts';
+import { readSocket, socketConstructor, type SocketConstructor } from './socket.ts';
+import type {
+  AgentSummary,
+  CreatedWebhook,
+  CreateTaskBody,
+  CreateWebhookBody,
+  DeliveryList,
+  ListTasksQuery,
+  ModelMessage,
+  StandingBudget,
+  StandingBudgetBody,
+  StreamMessage,
+  TaskAccepted,
+  TaskBudget,
+  TaskList,
+  TaskOutput,
+  TaskStatus,
+  UsageQuery,
+  UsageRecordList,
+  UsageRecordsQuery,
+  UsageReport,
+  WebhookList,
+  WorkspaceFile,
+  WorkspaceListing,
+} from './types.ts';
+
+export interface SubagentClientOptions {
+  /** Where the service listens, e.g. `http://127.0.0.1:8787`. */
+  baseUrl: string;
+  /** Sent as `Authorization: Bearer <apiKey>` (and on streams the same header, or `?access_token=`). */
+  apiKey?: string;
+  /** A fetch to use instead of the global one (tests, proxies, instrumentation). */
+  fetch?: typeof fetch;
+  /** A WebSocket constructor instead of the global one or the `ws` package. */
+  WebSocket?: SocketConstructor;
+  retry?: RetryOptions;
+}
+
+export interface RequestOptions {
+  signal?: AbortSignal;
+}
+
+export interface CreateTaskOptions extends RequestOptions {
+  /**
+   * Makes a retried create return the first task instead of starting a second. Defaults to one
+   * derived from `context.parentTaskId` and `context.toolCallId` when the body has a tool call id,
+   * so a retried tool call never runs its subagent twice.
+   */
+  idempotencyKey?: string;
+  /** W3C `traceparent` of the caller's span: the task's trace becomes its child. */
+  traceparent?: string;
+}
+
+export interface StreamOptions extends RequestOptions {
+  /** Start after this seq (default 0: every stored event first, then the live ones). */
+  after?: number;
+  /** Yield heartbeats too (default true). */
+  heartbeats?: boolean;
+  /** Reconnect attempts in a row that get no message before giving up (default 10). */
+  maxReconnects?: number;
+}
+
+export interface WaitOptions extends RequestOptions {
+  /** Return when the task pauses at a budget, instead of waiting for a resume (default false). */
+  returnOnPause?: boolean;
+}
+
+export type UploadBody = string | Uint8Array | ArrayBuffer | Blob | ReadableStream<Uint8Array>;
+
+const ENDED: ReadonlySet<TaskStatus> = new Set(['completed', 'aborted', 'error']);
+export const isEnded = (status: TaskStatus) => ENDED.has(status);
+
+/** Fixed parts of a request: method, path (already encoded), query, body, headers. */
+interface Call {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  path: string;
+  query?: Record<string, string | number | boolean | undefined>;
+  json?: unknown;
+  body?: UploadBody;
+  headers?: Record<string, string>;
+  /** Safe to send again after a network failure (the service may have acted on the first). */
+  idempotent: boolean;
+  signal?: AbortSignal;
+}
+
+const seg = encodeURIComponent;
+const filePath = (p: string) => p.split('/').filter(Boolean).map(seg).join('/');
+
+/**
+ * A typed client of subagentd's HTTP API. Every method answers the route's body, typed from the
+ * schemas the service itself validates with, or throws a `SubagentApiError` with the contract's
+ * error code. Requests the service turned away (429, 503) are retried after `Retry-After`;
+ * network failures are retried for requests that are safe to repeat.
+ */
+export function createSubagentClient(options: SubagentClientOptions) {
+  const baseUrl = options.baseUrl.replace(/\/+$/, '');
+  const doFetch = options.fetch ?? globalThis.fetch;
+  const retry = { retries: 5, baseDelayMs: 500, maxDelayMs: 60_000, ...options.retry };
+  const auth: Record<string, string> = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
+
+  function urlOf(path: string, query?: Call['query']): string {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) params.set(k, String(v));
+    const q = params.toString();
+    return `${baseUrl}${path}${q ? `?${q}` : ''}`;
+  }
+
+  async function send(call: Call): Promise<Response> {
+    const streamed = typeof ReadableStream !== 'undefined' && call.body instanceof ReadableStream;
+    for (let attempt = 0; ; attempt++) {
+      let res: Response;
+      try {
+        res = await doFetch(urlOf(call.path, call.query), {
+          method: call.method,
+          headers: { ...auth, ...(call.json !== undefined ? { 'content-type': 'application/json' } : {}), ...call.headers },
+          body: call.json !== undefined ? JSON.stringify(call.json) : (call.body as RequestInit['body']),
+          signal: call.signal,
+          ...(streamed ? { duplex: 'half' } : {}),
+        } as RequestInit);
+      } catch (err) {
+        if (call.signal?.aborted) throw err;
+        // A stream body is spent after one try; anything else not idempotent may have been acted on.
+        if (!call.idempotent || streamed || attempt >= retry.retries) {
+          throw new SubagentApiError(0, 'unreachable', `${call.method} ${call.path}: ${(err as Error).message}`);
+        }
+        await sleep(backoffMs(attempt, retry), call.signal);
+        continue;
+      }
+      if (res.ok) return res;
+      // 429 and 503 mean the service did nothing with the request: always safe to send again.
+      if ((res.status === 429 || res.status === 503) && !streamed && attempt < retry.retries) {
+        await res.body?.cancel();
+        const asked = retryAfterMs(res.headers.get('retry-after'));
+        await sleep(Math.min(retry.maxDelayMs, asked ?? backoffMs(attempt, retry)), call.signal);
+        continue;
+      }
+      throw await errorOf(res);
+    }
+  }
+
+  async function json<T>(call: Call): Promise<T> {
+    const res = await send(call);
+    return (res.status === 204 ? undefined : await res.json()) as T;
+  }
+
+  const get = <T>(path: string, query?: Call['query'], o?: RequestOptions) => json<T>({ method: 'GET', path, query, idempotent: true, signal: o?.signal });
+
+  const tasks = {
+    /** `POST /tasks`: starts a subagent; `{ id, status, streamUrl }` (the first task again for a repeated key). */
+    create(body: CreateTaskBody, o: CreateTaskOptions = {}): Promise<TaskAccepted> {
+      const key = o.idempotencyKey ?? (body.context.toolCallId ? `tool-call:${body.context.parentTaskId}:${body.context.toolCallId}` : undefined);
+      const headers: Record<string, string> = {};
+      if (key) headers['idempotency-key'] = key;
+      if (o.traceparent) headers.traceparent = o.traceparent;
+      return json({ method: 'POST', path: '/tasks', json: body, headers, idempotent: key !== undefined, signal: o.signal });
+    },
+    get: (id: string, o?: RequestOptions) => get<TaskOutput>(`/tasks/${seg(id)}`, undefined, o),
+    list: (query: ListTasksQuery = {}, o?: RequestOptions) => get<TaskList>('/tasks', query, o),
+    /** `POST /tasks/:id/cancel` (idempotent): the task as it is; it ends `aborted`/`cancelled`. */
+    cancel: (id: string, o?: RequestOptions) =>
+      json<TaskOutput>({ method: 'POST', path: `/tasks/${seg(id)}/cancel`, idempotent: true, signal: o?.signal }),
+    /** `POST /tasks/:id/resume`, optionally raising the task's own budget. */
+    resume: (id: string, budget?: TaskBudget, o?: RequestOptions) =>
+      json<TaskOutput>({ method: 'POST', path: `/tasks/${seg(id)}/resume`, json: budget ? { budget } : {}, idempotent: false, signal: o?.signal }),
+    /** The conversation as the model saw it (`GET /tasks/:id/messages`). */
+    messages: async (id: string, o?: RequestOptions) => (await get<{ messages: ModelMessage[] }>(`/tasks/${seg(id)}/messages`, undefined, o)).messages,
+    /** A steering message, given to the model before its next step (`POST /tasks/:id/messages`). */
+    steer: (id: string, prompt: string, o?: RequestOptions) =>
+      json<{ accepted: true }>({ method: 'POST', path: `/tasks/${seg(id)}/messages`, json: { prompt }, idempotent: false, signal: o?.signal }),
+    stream: (id: string, o: StreamOptions = {}) => streamTask(id, o),
+    /**
+     * The TaskOutput once the task has ended, however long that takes: it follows the task's
+     * stream (reconnecting by itself) instead of holding one request open.
+     */
+    async wait(id: string, o: WaitOptions = {}): Promise<TaskOutput> {
+      const now = await tasks.get(id, o);
+      if (isEnded(now.status) || (o.returnOnPause && now.status === 'paused')) return now;
+      for await (const m of streamTask(id, { signal: o.signal, heartbeats: false })) {
+        if (m.type === 'task.finished') return m.data;
+        if (m.type === 'task.paused' && o.returnOnPause) {
+          const t = await tasks.get(id, o);
+          if (t.status === 'paused' || isEnded(t.status)) return t; // else an earlier pause, since resumed
+        }
+      }
+      o.signal?.throwIfAborted();
+      return tasks.get(id, o);
+    },
+  };
+
+  /**
+   * The task's events as an async iterator: stored ones after `after`, then live ones, ending after
+   * `task.finished`. A dropped connection, a restart of the service or a slow-reader close is
+   * followed by a reconnect from the last seq seen, so no event is missed or repeated.
+   */
+  async function* streamTask(id: string, o: StreamOptions): AsyncGenerator<StreamMessage> {
+    const { Socket, takesHeaders } = await socketConstructor(options.WebSocket);
+    let after = o.after ?? 0;
+    let failures = 0;
+    const maxReconnects = o.maxReconnects ?? 10;
+    for (;;) {
+      o.signal?.throwIfAborted();
+      const url = new URL(urlOf(`/tasks/${seg(id)}/stream`, { after }));
+      url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+      if (options.apiKey && !takesHeaders) url.searchParams.set('access_token', options.apiKey);
+      const socket = takesHeaders ? new Socket(url.href, [], { headers: auth }) : new Socket(url.href);
+      const reader = readSocket(socket, o.signal);
+      let step = await reader.next();
+      while (!step.done) {
+        const message = JSON.parse(step.value) as StreamMessage;
+        failures = 0;
+        if (message.type !== 'heartbeat') after = message.seq;
+        if (message.type !== 'heartbeat' || o.heartbeats !== false) yield message;
+        if (message.type === 'task.finished') {
+          await reader.return(undefined as never);
+          return;
+        }
+        step = await reader.next();
+      }
+      if (o.signal?.aborted) return;
+      // It closed before task.finished: a refused upgrade (unknown task, bad key) is told apart
+      // from a dropped connection by asking over HTTP, which throws the contract's error.
+      if (!step.value.opened) await tasks.get(id, { signal: o.signal });
+      if (++failures > maxReconnects) {
+        throw new SubagentApiError(0, 'stream_lost', `the stream of ${id} closed ${failures} times in a row (last: ${step.value.code} ${step.value.reason})`);
+      }
+      await sleep(backoffMs(failures - 1, { ...retry, baseDelayMs: 250, maxDelayMs: 10_000 }), o.signal);
+    }
+  }
+
+  return {
+    tasks,
+    agents: {
+      list: async (o?: RequestOptions) => (await get<{ agents: AgentSummary[] }>('/agents', undefined, o)).agents,
+    },
+    workspaces: {
+      /** `PUT /workspaces/:parentTaskId/files/*`: the body becomes the file (created or replaced). */
+      put: (parentTaskId: string, path: string, body: UploadBody, o?: RequestOptions) =>
+        json<WorkspaceFile>({ method: 'PUT', path: `/workspaces/${seg(parentTaskId)}/files/${filePath(path)}`, body, idempotent: true, signal: o?.signal }),
+      /** `GET /workspaces/:parentTaskId/files/*`: the answer, to read as text, bytes or a stream. */
+      get: (parentTaskId: string, path: string, o?: RequestOptions) =>
+        send({ method: 'GET', path: `/workspaces/${seg(parentTaskId)}/files/${filePath(path)}`, idempotent: true, signal: o?.signal }),
+      /** `GET /workspaces/:parentTaskId`: every entry, recursively (at most 10,000). */
+      list: (parentTaskId: string, o?: RequestOptions) => get<WorkspaceListing>(`/workspaces/${seg(parentTaskId)}`, undefined, o),
+      delete: (parentTaskId: string, path: string, o?: RequestOptions) =>
+        json<void>({ method: 'DELETE', path: `/workspaces/${seg(parentTaskId)}/files/${filePath(path)}`, idempotent: true, signal: o?.signal }),
+    },
+    usage: {
+      get: (query: UsageQuery = {}, o?: RequestOptions) => get<UsageReport>('/usage', query, o),
+      records: (query: UsageRecordsQuery = {}, o?: RequestOptions) => get<UsageRecordList>('/usage/records', query, o),
+    },
+    budgets: {
+      put: (scope: 'parent' | 'user', id: string, body: StandingBudgetBody, o?: RequestOptions) =>
+        json<StandingBudget>({ method: 'PUT', path: `/budgets/${scope}/${seg(id)}`, json: body, idempotent: true, signal: o?.signal }),
+      get: (scope: 'parent' | 'user', id: string, o?: RequestOptions) => get<StandingBudget>(`/budgets/${scope}/${seg(id)}`, undefined, o),
+      delete: (scope: 'parent' | 'user', id: string, o?: RequestOptions) =>
+        json<void>({ method: 'DELETE', path: `/budgets/${scope}/${seg(id)}`, idempotent: true, signal: o?.signal }),
+    },
+    webhooks: {
+      create: (body: CreateWebhookBody, o?: RequestOptions) => json<CreatedWebhook>({ method: 'POST', path: '/webhooks', json: body, idempotent: false, signal: o?.signal }),
+      list: (o?: RequestOptions) => get<WebhookList>('/webhooks', undefined, o),
+      delete: (id: string, o?: RequestOptions) => json<void>({ method: 'DELETE', path: `/webhooks/${seg(id)}`, idempotent: true, signal: o?.signal }),
+      deliveries: (id: string, query: { limit?: number; cursor?: string } = {}, o?: RequestOptions) =>
+        get<DeliveryList>(`/webhooks/${seg(id)}/deliveries`, query, o),
+      retryDelivery: (deliveryId: string, o?: RequestOptions) =>
+        json<unknown>({ method: 'POST', path: `/webhooks/deliveries/${seg(deliveryId)}/retry`, idempotent: true, signal: o?.signal }),
+    },
+    health: () => get<{ status: string }>('/healthz'),
+  };
+}
+
+export type SubagentClient = ReturnType<typeof createSubagentClient>;

@@ -1,0 +1,83 @@
+/**
+ * A WebSocket read as an async iterator, on any runtime: the global WebSocket where there is one
+ * (Node 22+, Deno, Bun, browsers), else the `ws` package (Node 20), loaded only when a stream is
+ * opened. Only the WHATWG surface (`onopen`, `onmessage`, `onclose`, `onerror`) is used.
+ */
+export interface SocketLike {
+  onopen: ((ev: unknown) => void) | null;
+  onmessage: ((ev: { data: unknown }) => void) | null;
+  onclose: ((ev: { code: number; reason: string }) => void) | null;
+  onerror: ((ev: unknown) => void) | null;
+  close(code?: number, reason?: string): void;
+}
+
+/** A WebSocket constructor: the global one, `ws`'s (which also takes headers), or a user's. */
+export type SocketConstructor = new (url: string, protocols?: string | string[] | object, options?: object) => SocketLike;
+
+export async function socketConstructor(given?: SocketConstructor): Promise<{ Socket: SocketConstructor; takesHeaders: boolean }> {
+  if (given) return { Socket: given, takesHeaders: false };
+  const global = (globalThis as { WebSocket?: SocketConstructor }).WebSocket;
+  if (global) return { Socket: global, takesHeaders: false };
+  const ws = (await import('ws')) as unknown as { default: SocketConstructor };
+  return { Socket: ws.default, takesHeaders: true };
+}
+
+export interface SocketEnd {
+  /** The close code (1006 when the connection failed or dropped without one). */
+  code: number;
+  reason: string;
+  /** True once the socket had opened. */
+  opened: boolean;
+}
+
+/**
+ * Yields each text message of the socket until it closes, then returns how it closed. Breaking
+ * out of the loop, or `signal` firing, closes the socket.
+ */
+export async function* readSocket(socket: SocketLike, signal?: AbortSignal): AsyncGenerator<string, SocketEnd> {
+  const queue: string[] = [];
+  let end: SocketEnd | null = null;
+  let opened = false;
+  let wake: (() => void) | null = null;
+  const poke = () => {
+    wake?.();
+    wake = null;
+  };
+  socket.onopen = () => {
+    opened = true;
+  };
+  socket.onmessage = (ev) => {
+    const data = ev.data;
+    queue.push(typeof data === 'string' ? data : new TextDecoder().decode(data as Uint8Array));
+    poke();
+  };
+  socket.onerror = () => {
+    end ??= { code: 1006, reason: 'connection failed', opened };
+    poke();
+  };
+  socket.onclose = (ev) => {
+    end = { code: ev.code, reason: ev.reason, opened };
+    poke();
+  };
+  const onAbort = () => {
+    end ??= { code: 1000, reason: 'aborted', opened };
+    poke();
+  };
+  signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    for (;;) {
+      while (queue.length > 0) yield queue.shift()!;
+      if (end) return end;
+      await new Promise<void>((resolve) => (wake = resolve));
+    }
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+    socket.onmessage = socket.onopen = null;
+    socket.onerror = () => {}; // a late error after close must not go unhandled
+    try {
+      socket.close(1000);
+    } catch {
+      // already closed
+    }
+  }
+}

@@ -1,0 +1,136 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSubagentClient, SubagentApiError, type StreamMessage } from 'subagentd/client';
+import { startService, type TestService } from './support/harness';
+import { startTcpProxy, type TcpProxy } from './support/tcp-proxy';
+
+/** The typed client (`subagentd/client`) against a real service, over real HTTP and WebSockets. */
+let svc: TestService;
+let proxy: TcpProxy;
+const KEY = 'client-test-key';
+const context = { parentTaskId: 'T-client', userId: 'u-client' };
+
+beforeAll(async () => {
+  svc = await startService({ env: { API_KEYS: `${KEY}:acme`, HEARTBEAT_MS: '200' } });
+  proxy = await startTcpProxy(svc.url);
+});
+afterAll(async () => {
+  await proxy.close();
+  await svc.close();
+});
+
+const client = (over: Partial<Parameters<typeof createSubagentClient>[0]> = {}) =>
+  createSubagentClient({ baseUrl: svc.url, apiKey: KEY, ...over });
+
+/** A subagent that writes a file in `steps` tool steps (each `delayMs` apart), then completes. */
+function scriptWriter(marker: string, steps: number, delayMs = 0) {
+  svc.model.script(marker, (ctx) =>
+    ctx.turn < steps
+      ? { delayMs, toolCalls: [{ name: 'write_file', args: { path: `${marker}/${ctx.turn}.txt`, content: `step ${ctx.turn}` } }], usage: { input: 10, output: 2 } }
+      : { toolCalls: [{ name: 'complete', args: { summary: `wrote ${steps} files`, paths: [`${marker}/0.txt`] } }], usage: { input: 10, output: 2 } },
+  );
+}
+
+describe('subagentd/client', () => {
+  it('creates a task, waits for it and reads it back, typed', async () => {
+    scriptWriter('CLIENT-WAIT', 2);
+    const c = client();
+    const accepted = await c.tasks.create({ subagent_type: 'general', description: 'Write two files', prompt: 'CLIENT-WAIT', context });
+    expect(accepted.streamUrl).toBe(`/tasks/${accepted.id}/stream`);
+    const done = await c.tasks.wait(accepted.id);
+    expect(done.status).toBe('completed');
+    expect(done.summary).toBe('wrote 2 files');
+    expect(done.artifacts.map((a) => a.url)).toEqual(['/workspaces/T-client/files/CLIENT-WAIT/0.txt']);
+    expect((await c.tasks.get(accepted.id)).usage.inputTokens).toBe(30);
+    const listed = await c.tasks.list({ parentTaskId: 'T-client', limit: 5 });
+    expect(listed.tasks.map((t) => t.id)).toContain(accepted.id);
+    expect((await c.tasks.messages(accepted.id)).length).toBeGreaterThan(2);
+  });
+
+  it('derives an Idempotency-Key from the tool call id: a repeated tool call gets the first task', async () => {
+    scriptWriter('CLIENT-IDEM', 1);
+    const c = client();
+    const body = { subagent_type: 'general', description: 'Once', prompt: 'CLIENT-IDEM', context: { ...context, toolCallId: 'call_idem_1' } };
+    const first = await c.tasks.create(body);
+    const again = await c.tasks.create(body);
+    expect(again.id).toBe(first.id);
+    const other = await c.tasks.create({ ...body, context: { ...context, toolCallId: 'call_idem_2' } });
+    expect(other.id).not.toBe(first.id);
+    await c.tasks.wait(other.id);
+  });
+
+  it('streams every event in order through a dropped connection, reconnecting from the last seq', async () => {
+    scriptWriter('CLIENT-DROP', 6, 150);
+    const c = client({ baseUrl: proxy.url });
+    const { id } = await c.tasks.create({ subagent_type: 'general', description: 'Slow writer', prompt: 'CLIENT-DROP', context });
+    const seen: StreamMessage[] = [];
+    let cuts = 0;
+    for await (const m of c.tasks.stream(id)) {
+      seen.push(m);
+      // Drop the network twice while the task runs.
+      if (m.type === 'step.finished' && cuts < 2) {
+        cuts++;
+        proxy.cut();
+      }
+    }
+    expect(cuts).toBe(2);
+    const events = seen.filter((m) => m.type !== 'heartbeat') as Array<Exclude<StreamMessage, { type: 'heartbeat' }>>;
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    expect(events.at(-1)!.type).toBe('task.finished');
+    expect(events.filter((e) => e.type === 'tool.call')).toHaveLength(7);
+  });
+
+  it('throws the contract error for an unknown task, over HTTP and on a stream', async () => {
+    const c = client();
+    const err = await c.tasks.get('tsk_01JZZZZZZZZZZZZZZZZZZZZZZZ').catch((e) => e);
+    expect(err).toBeInstanceOf(SubagentApiError);
+    expect(err).toMatchObject({ status: 404, code: 'not_found' });
+    const streamErr = await (async () => {
+      for await (const _ of c.tasks.stream('tsk_01JZZZZZZZZZZZZZZZZZZZZZZZ')) void _;
+    })().catch((e) => e);
+    expect(streamErr).toMatchObject({ status: 404, code: 'not_found' });
+    const bad = await createSubagentClient({ baseUrl: svc.url, apiKey: 'wrong' }).agents.list().catch((e) => e);
+    expect(bad).toMatchObject({ status: 401 });
+  });
+
+  it('honours Retry-After on 429 and 503; a 400 comes back as the contract error', async () => {
+    const calls: number[] = [];
+    let refusals = 2;
+    const flaky: typeof fetch = async (input, init) => {
+      calls.push(Date.now());
+      if (refusals-- > 0) {
+        return new Response(JSON.stringify({ error: { code: 'overloaded', message: 'try later' } }), {
+          status: refusals === 1 ? 429 : 503,
+          headers: { 'retry-after': '1', 'content-type': 'application/json' },
+        });
+      }
+      return fetch(input, init);
+    };
+    const agents = await client({ fetch: flaky }).agents.list();
+    expect(agents.map((a) => a.type)).toContain('general');
+    expect(calls).toHaveLength(3);
+    expect(calls[1]! - calls[0]!).toBeGreaterThanOrEqual(950);
+    expect(calls[2]! - calls[1]!).toBeGreaterThanOrEqual(950);
+    const bad = await client().tasks.create({ subagent_type: 'nope', description: 'x', prompt: 'x', context }).catch((e) => e);
+    expect(bad).toMatchObject({ status: 400, code: 'unknown_subagent_type' });
+  });
+
+  it('puts, lists, reads and deletes workspace files', async () => {
+    const c = client();
+    const put = await c.workspaces.put('T-client-files', 'in/data.csv', 'a,b\n1,2\n');
+    expect(put).toMatchObject({ path: 'in/data.csv', size: 8, fsType: 'file' });
+    expect((await c.workspaces.list('T-client-files')).files.map((f) => f.path)).toEqual(['in', 'in/data.csv']);
+    expect(await (await c.workspaces.get('T-client-files', 'in/data.csv')).text()).toBe('a,b\n1,2\n');
+    await c.workspaces.delete('T-client-files', 'in');
+    expect((await c.workspaces.list('T-client-files')).files).toEqual([]);
+  });
+
+  it('reads usage, budgets and agents for its tenant', async () => {
+    const c = client();
+    const usage = await c.usage.get({ parentTaskId: 'T-client', groupBy: 'subagentType' });
+    expect(usage.totals.tasks).toBeGreaterThan(0);
+    expect((await c.usage.records({ parentTaskId: 'T-client', limit: 1 })).records).toHaveLength(1);
+    expect(await c.budgets.put('parent', 'T-client', { maxTokens: 1_000_000 })).toMatchObject({ scope: 'parent', maxTokens: 1_000_000 });
+    await c.budgets.delete('parent', 'T-client');
+    expect((await c.agents.list()).find((a) => a.type === 'shell')?.kind).toBe('shell');
+  });
+});
