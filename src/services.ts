@@ -8,6 +8,8 @@ import { createModelProvider, type ModelProvider } from './loop/model-provider.t
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { loadPriceTable } from './money/prices.ts';
 import { createBudgets, type Budgets } from './money/budgets.ts';
+import { pushPayload } from './a2a/mapping.ts';
+import { toTaskOutput } from './tasks/task-output.ts';
 import { createDispatcher } from './webhooks/dispatcher.ts';
 import { createWebhookStore, type WebhookStore } from './webhooks/webhook-store.ts';
 import type { Db } from './store/database.ts';
@@ -105,7 +107,8 @@ export function createServices(deps: ServiceDeps): Services {
   const store = createTaskStore(db);
   const reader = createSqlReader(db, config.databasePath);
   const usage = createUsageStore(db, reader);
-  const webhooks = createWebhookStore(db, store);
+  // A2A push configs share the outbox; their payload is the A2A status of the task.
+  const webhooks = createWebhookStore(db, store, (row, _event, version) => pushPayload(toTaskOutput(row), version));
   const dispatcher = createDispatcher({ store: webhooks, logger, now, ...config.webhooks });
   // Outbox rows are written in the events' own transaction; the dispatcher is woken after it.
   const events = createEventLog(db, { now, storage, onWrite: (written) => webhooks.enqueue(written) && dispatcher.poke() });

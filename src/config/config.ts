@@ -51,6 +51,10 @@ export const configSchema = z.object({
   HEADERS_TIMEOUT_MS: intFrom(20_000, 100),
   MAX_EVENT_LOOP_DELAY_MS: intFrom(1000, 0),
   MODEL_STALL_TIMEOUT_MS: intFrom(120_000, 100),
+  PUBLIC_URL: z
+    .url()
+    .transform((u) => u.replace(/\/+$/, ''))
+    .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -88,6 +92,7 @@ function toConfig(env: z.output<typeof configSchema>) {
       timeoutMs: env.WEBHOOK_TIMEOUT_MS,
       giveUpAfterMs: env.WEBHOOK_GIVE_UP_MS,
     },
+    publicUrl: env.PUBLIC_URL,
     maxResumes: env.MAX_RESUMES,
     bashSandbox: env.BASH_SANDBOX,
     sandboxMaxProcesses: env.SANDBOX_MAX_PROCESSES,

@@ -26,7 +26,7 @@ export interface AuthOptions {
 }
 
 /**
- * Bearer-key auth on every route but `/healthz` and the API documentation (`/docs`). Keys are compared in constant time (over their
+ * Bearer-key auth on every route but `/healthz`, the A2A agent card and the API documentation (`/docs`). Keys are compared in constant time (over their
  * SHA-256, so the length leaks nothing either). WebSocket routes, on an upgrade, may take
  * `?access_token=` instead, spelled exactly so. An address that keeps presenting wrong keys is
  * refused with 429 until its minute is over, whatever key it sends then, so keys cannot be guessed
@@ -68,7 +68,7 @@ export function registerAuth(app: FastifyInstance, opts: AuthOptions): void {
  */
 export function isPublic(url: string): boolean {
   const pathname = url.split('?')[0];
-  return pathname === '/healthz' || pathname === '/docs' || pathname.startsWith('/docs/');
+  return pathname === '/healthz' || pathname === '/.well-known/agent-card.json' || pathname === '/docs' || pathname.startsWith('/docs/');
 }
 
 function presentedKey(request: FastifyRequest): string | undefined {

@@ -5,13 +5,14 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { AppError } from '../errors/app-error.ts';
 import type { Services } from '../services.ts';
+import { a2aRoutes } from './a2a-routes.ts';
 import { agentsRoutes } from './agents-routes.ts';
 import { budgetsRoutes } from './budgets-routes.ts';
 import { webhooksRoutes } from './webhooks-routes.ts';
 import { isPublic, redactUrl, registerAuth } from './auth.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './error-handler.ts';
 import { healthRoutes } from './health-routes.ts';
-import { registerOpenApi } from './openapi.ts';
+import { API_VERSION, registerOpenApi } from './openapi.ts';
 import { streamRoutes } from './stream-routes.ts';
 import { tasksRoutes } from './tasks-routes.ts';
 import { usageRoutes } from './usage-routes.ts';
@@ -92,6 +93,17 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
   await server.register(usageRoutes, { usage });
   await server.register(budgetsRoutes, { budgets: services.budgets, now: Date.now });
   await server.register(webhooksRoutes, { webhooks: services.webhooks, allowPrivate: config.webhooks.allowPrivate, now: Date.now });
+  await server.register(a2aRoutes, {
+    tasks,
+    events,
+    webhooks: services.webhooks,
+    allowPrivateTargets: config.webhooks.allowPrivate,
+    now: Date.now,
+    registry,
+    authRequired: config.apiKeys !== null,
+    publicUrl: config.publicUrl,
+    version: API_VERSION,
+  });
   await server.register(workspacesRoutes, { workspacesDirOf, maxUploadBytes: config.maxUploadBytes });
   await server.register(streamRoutes, {
     tasks,

@@ -97,6 +97,9 @@ const errorText = {
 } as const;
 type ErrorStatus = keyof typeof errorText;
 
+/** The contract version the service implements (the OpenAPI document's and the agent card's). */
+export const API_VERSION = '1.1.0';
+
 /** A JSON response with a description, as a route's `schema.response` entry. */
 export function json<T extends z.ZodType>(description: string, schema: T) {
   return { description, content: { 'application/json': { schema } } };
@@ -215,7 +218,7 @@ export async function registerOpenApi(app: FastifyInstance, opts: { isPublic: (u
           'Runs LLM subagents for orchestrator backends. Send `Authorization: Bearer <key>` when the service has API_KEYS; ' +
           'WebSocket routes take `?access_token=<key>` instead. The WebSocket routes are described with the `x-websocket` ' +
           'extension: each message is a `StreamMessage`.',
-        version: '1.0.0',
+        version: API_VERSION,
         license: { name: 'MIT', identifier: 'MIT' },
       },
       servers: [{ url: '/' }],

@@ -182,8 +182,23 @@ export const webhooks = sqliteTable(
     events: text('events', { mode: 'json' }).notNull().$type<string[]>(),
     secret: text('secret').notNull(),
     createdAt: integer('created_at').notNull(),
+    /**
+     * `webhook`: a `POST /webhooks` endpoint (Standard Webhooks, every task of the tenant).
+     * `a2a`: an A2A push-notification config of one task (`taskId`), sent as A2A StreamResponse
+     * JSON with its token or authorization header, in the same outbox.
+     */
+    kind: text('kind', { enum: ['webhook', 'a2a'] }).notNull().default('webhook'),
+    taskId: text('task_id'),
+    /** The A2A config's own id (unique per task). */
+    configId: text('config_id'),
+    /** Sent as `X-A2A-Notification-Token`. */
+    token: text('token'),
+    /** Sent as `Authorization` (`<scheme> <credentials>`). */
+    authorization: text('authorization'),
+    /** The A2A protocol version the config was made with (`1.0` or `0.3`): the payload's format. */
+    a2aVersion: text('a2a_version'),
   },
-  (t) => [index('webhooks_tenant').on(t.tenant, t.id)],
+  (t) => [index('webhooks_tenant').on(t.tenant, t.id), index('webhooks_task').on(t.taskId)],
 );
 
 /**

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { Agent, request } from 'undici';
 import { resolveTarget } from './safe-target.ts';
-import type { WebhookStore } from './webhook-store.ts';
+import type { DueDelivery, WebhookStore } from './webhook-store.ts';
 
 export interface DispatcherOptions {
   store: WebhookStore;
@@ -34,7 +34,7 @@ export function createDispatcher(opts: DispatcherOptions) {
   let closed = false;
   let again = false;
 
-  async function send(delivery: ReturnType<WebhookStore['due']>[number]): Promise<void> {
+  async function send(delivery: DueDelivery): Promise<void> {
     const url = new URL(delivery.url);
     const target = await resolveTarget(url, opts.allowPrivate);
     // Connect to the checked address only: a second lookup could answer another one.
@@ -48,7 +48,14 @@ export function createDispatcher(opts: DispatcherOptions) {
     });
     try {
       const timestamp = new Date(opts.now());
-      const signature = new Webhook(delivery.secret).sign(delivery.id, timestamp, delivery.payload);
+      // A webhook is signed (Standard Webhooks); an A2A push config carries its own credential.
+      const auth =
+        delivery.kind === 'a2a'
+          ? {
+              ...(delivery.authorization && { authorization: delivery.authorization }),
+              ...(delivery.token && { 'x-a2a-notification-token': delivery.token }),
+            }
+          : { 'webhook-signature': new Webhook(delivery.secret).sign(delivery.id, timestamp, delivery.payload) };
       const res = await request(url, {
         method: 'POST',
         dispatcher,
@@ -58,7 +65,7 @@ export function createDispatcher(opts: DispatcherOptions) {
           'user-agent': 'subagentd-webhooks',
           'webhook-id': delivery.id,
           'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
-          'webhook-signature': signature,
+          ...auth,
           // The caller's trace goes on with the task's events.
           ...(delivery.traceparent && { traceparent: delivery.traceparent }),
         },
