@@ -68,7 +68,7 @@ describe('the OpenAPI document', () => {
     const kinds = doc.components.schemas.StreamMessage.oneOf.map((s: any) => resolve(s).properties.type.const);
     expect(kinds).toEqual([
       'task.started', 'step.started', 'text.delta', 'tool.call', 'tool.result', 'step.finished',
-      'message.received', 'context.compacted', 'task.resumed', 'task.paused', 'task.finished', 'heartbeat',
+      'plan', 'message.received', 'context.compacted', 'task.resumed', 'task.paused', 'task.finished', 'heartbeat',
     ]);
   });
 });

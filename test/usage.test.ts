@@ -107,7 +107,7 @@ describe('GET /usage/records', () => {
     expect(p2.nextCursor).toBeNull();
     for (const r of [...p1.records, ...p2.records]) {
       expect(Object.keys(r).sort()).toEqual(
-        ['cachedInputTokens', 'completedAt', 'costMicroUsd', 'description', 'durationMs', 'id', 'inputTokens', 'model', 'outputTokens', 'parentTaskId', 'reasoningTokens', 'startedAt', 'status', 'steps', 'subagent_type', 'taskId', 'toolCallId', 'totalTokens', 'unpricedTokens', 'userId'].sort(),
+        ['cachedInputTokens', 'completedAt', 'costMicroUsd', 'description', 'durationMs', 'id', 'inputTokens', 'model', 'outputTokens', 'parentTaskId', 'reasoningTokens', 'startedAt', 'status', 'steps', 'subagent_type', 'taskId', 'toolCallId', 'totalTokens', 'unpricedTokens', 'usageReported', 'userId'].sort(),
       );
     }
   });

@@ -662,6 +662,7 @@ export interface components {
             startedAt: string;
             completedAt: string | null;
             durationMs: number;
+            usageReported: boolean;
         };
         UsageRecordList: {
             records: components["schemas"]["UsageRecord"][];
@@ -670,7 +671,7 @@ export interface components {
         AgentSummary: {
             type: string;
             /** @enum {string} */
-            kind: "model" | "shell";
+            kind: "model" | "shell" | "acp";
             description: string;
             model: string | null;
             maxSteps: number;
@@ -726,6 +727,14 @@ export interface components {
             parentSeq?: number;
             at: string;
             data: components["schemas"]["StepFinishedData"];
+        } | {
+            seq: number;
+            /** @constant */
+            type: "plan";
+            taskId: string;
+            parentSeq?: number;
+            at: string;
+            data: components["schemas"]["PlanData"];
         } | {
             seq: number;
             /** @constant */
@@ -812,6 +821,14 @@ export interface components {
             step: number;
             finishReason: string;
             usage: components["schemas"]["Usage"];
+        };
+        PlanData: {
+            step: number;
+            entries: {
+                content: string;
+                priority: string;
+                status: string;
+            }[];
         };
         MessageReceivedData: {
             text: string;

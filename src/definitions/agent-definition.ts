@@ -4,8 +4,8 @@ import { z } from 'zod';
 export const agentDefinitionSchema = z.object({
   type: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/),
   description: z.string().min(1),
-  /** `model` runs an agent loop; `shell` runs one command with no model. */
-  kind: z.enum(['model', 'shell']),
+  /** `model` runs an agent loop; `shell` runs one command with no model; `acp` runs an external ACP agent. */
+  kind: z.enum(['model', 'shell', 'acp']),
   /** A model id, already resolved from `inherit` / `small`; null for shell. */
   model: z.string().nullable(),
   maxSteps: z.number().int().min(1),
@@ -17,6 +17,17 @@ export const agentDefinitionSchema = z.object({
   compactionModel: z.string(),
   /** Compact once a step's input tokens reach this. */
   compactAtTokens: z.number().int().min(1),
+  /** For `kind: acp`: the agent process and how its requests are answered. */
+  acp: z
+    .object({
+      command: z.string().min(1),
+      args: z.array(z.string()),
+      /** Names of service environment variables passed to the agent (nothing else is). */
+      env: z.array(z.string()),
+      /** `allow_workspace`: permission requests are granted (the agent is confined anyway); `deny`: refused. */
+      permission: z.enum(['allow_workspace', 'deny']),
+    })
+    .optional(),
 });
 export type AgentDefinition = z.infer<typeof agentDefinitionSchema>;
 

@@ -40,6 +40,14 @@ export const agentFileSchema = z.object({
   temperature: z.number().min(0).max(2).optional(),
   compactionModel: z.string().min(1).optional(),
   compactAtTokens: z.number().int().min(1000).optional(),
+  /** `acp`: an external Agent Client Protocol agent runs the task (`command`, `args`, `env`, `permission`). */
+  kind: z.enum(['model', 'acp']).default('model'),
+  command: z.string().min(1).optional(),
+  args: z.array(z.string()).default([]),
+  env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name')).default([]),
+  permission: z.enum(['allow_workspace', 'deny']).default('allow_workspace'),
+}).superRefine((fm, ctx) => {
+  if (fm.kind === 'acp' && !fm.command) ctx.addIssue({ code: 'custom', path: ['command'], message: 'is required when kind is "acp"' });
 });
 
 export interface AgentFileError {
@@ -75,6 +83,22 @@ export function loadAgentFiles(dir: string, names: ModelNames): { definitions: A
       const fm = parsed.data;
       if (RESERVED_TYPES.has(fm.name)) {
         errors.push({ file, field: 'name', message: `"${fm.name}" is reserved` });
+        continue;
+      }
+      if (fm.kind === 'acp') {
+        definitions.push({
+          type: fm.name,
+          description: fm.description,
+          kind: 'acp',
+          // The agent picks its own model; a `model` here only names it in records (for prices).
+          model: fm.model ?? null,
+          maxSteps: fm.maxSteps ?? 1,
+          tools: [],
+          instructions: String(vfile.value).trim(),
+          compactionModel: 'inherit',
+          compactAtTokens: DEFAULT_COMPACT_AT_TOKENS,
+          acp: { command: fm.command!, args: fm.args, env: fm.env, permission: fm.permission },
+        });
         continue;
       }
       definitions.push({

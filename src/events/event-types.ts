@@ -17,6 +17,12 @@ export const eventDataSchemas = {
     isError: z.boolean(),
   }),
   'step.finished': z.object({ step, finishReason: z.string(), usage: usageSchema }),
+  plan: z
+    .object({
+      step,
+      entries: z.array(z.object({ content: z.string(), priority: z.string(), status: z.string() })),
+    })
+    .describe("an external (ACP) agent's plan, whole each time it changes"),
   'message.received': z.object({ text: z.string() }).describe('a steering message, as it goes to the model before a step'),
   'context.compacted': z.object({
     beforeTokens: z.number().int().describe("the input tokens of the step that reached the definition's compactAtTokens"),
@@ -67,6 +73,7 @@ export const streamMessageSchema = z.discriminatedUnion('type', [
   envelope('tool.call'),
   envelope('tool.result'),
   envelope('step.finished'),
+  envelope('plan'),
   envelope('message.received'),
   envelope('context.compacted'),
   envelope('task.resumed'),

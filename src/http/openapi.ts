@@ -76,6 +76,7 @@ const named: Record<string, z.ZodType> = {
   ToolCallData: eventDataSchemas['tool.call'],
   ToolResultData: eventDataSchemas['tool.result'],
   StepFinishedData: eventDataSchemas['step.finished'],
+  PlanData: eventDataSchemas.plan,
   MessageReceivedData: eventDataSchemas['message.received'],
   ContextCompactedData: eventDataSchemas['context.compacted'],
   TaskResumedData: eventDataSchemas['task.resumed'],

@@ -27,6 +27,8 @@ const toRecord = (r: UsageRecord): z.infer<typeof usageRecordSchema> => ({
   costMicroUsd: r.unpricedTokens > 0 ? null : r.costMicroUsd,
   startedAt: iso(r.startedAt),
   completedAt: iso(r.completedAt),
+  // SQLite hands the flag over as 0/1.
+  usageReported: Boolean(r.usageReported),
 });
 
 /**

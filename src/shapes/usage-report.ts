@@ -67,6 +67,7 @@ export const usageRecordSchema = z.object({
   startedAt: z.string(),
   completedAt: z.string().nullable(),
   durationMs: count,
+  usageReported: z.boolean().describe('false when the task ran in an external (ACP) agent that reported no usage: its tokens are unknown, not zero'),
 });
 
 export const usageRecordListSchema = z.object({ records: z.array(usageRecordSchema), nextCursor: z.string().nullable() });

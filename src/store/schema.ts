@@ -90,6 +90,8 @@ export const subagentRecords = sqliteTable(
     startedAt: integer('started_at').notNull(),
     completedAt: integer('completed_at'),
     durationMs: integer('duration_ms').notNull().default(0),
+    /** False when the task ran in an external agent that reported no usage: its tokens are unknown, not zero. */
+    usageReported: integer('usage_reported', { mode: 'boolean' }).notNull().default(true),
   },
   (t) => [
     index('records_tenant_started').on(t.tenant, t.startedAt),

@@ -104,6 +104,7 @@ export function createTaskStore(db: Db) {
   const pausedBefore = sqlite.prepare(`SELECT id FROM tasks WHERE status = 'paused' AND paused_at < ? ORDER BY paused_at`).pluck();
   const countCompaction = sqlite.prepare('UPDATE tasks SET compactions = compactions + 1 WHERE id = ?');
   const recordStep = sqlite.prepare('UPDATE subagent_records SET steps = steps + 1 WHERE task_id = ?');
+  const recordUnreported = sqlite.prepare('UPDATE subagent_records SET usage_reported = 0 WHERE task_id = ?');
   const finishTask = sqlite.prepare(
     `UPDATE tasks SET status = @status, summary = @summary, artifacts = @artifacts, skipped = @skipped, output = @output,
        stop_reason = @stopReason, error_code = @errorCode, error_message = @errorMessage, completed_at = @completedAt
@@ -217,6 +218,11 @@ export function createTaskStore(db: Db) {
      */
     addUsage(taskId: string, step: number, usage: TokenUsage, price: CallPrice, at: number): void {
       addUsage({ taskId, step, at, ...usageOf(usage), ...price });
+    },
+
+    /** The task ran in an agent that reported no usage: its record says its tokens are unknown. */
+    usageUnreported(taskId: string): void {
+      recordUnreported.run(taskId);
     },
 
     /** Counts a finished step on the task and its record (run inside the step's event transaction). */

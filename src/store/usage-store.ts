@@ -90,6 +90,7 @@ const recordColumns: Record<keyof UsageRecord, SQLiteColumn> = {
   startedAt: r.startedAt,
   completedAt: r.completedAt,
   durationMs: r.durationMs,
+  usageReported: r.usageReported,
 };
 export type UsageRecord = StoredUsageRecord;
 export type { UsageTotals };

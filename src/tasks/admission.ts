@@ -27,6 +27,11 @@ export function checkAgainstDefinition(registry: AgentRegistry, body: CreateTask
   if (body.options?.maxSteps !== undefined && body.options.maxSteps > def.maxSteps) {
     invalid.push({ field: 'body.options.maxSteps', message: `may only lower the limit of "${def.type}" (${def.maxSteps})` });
   }
+  if (def.kind === 'acp') {
+    // An external agent keeps no conversation here and has no `complete` to fill `output` with.
+    if (body.task_id) invalid.push({ field: 'body.task_id', message: `"${def.type}" runs an external ACP agent, whose conversation cannot be continued` });
+    if (body.options?.outputSchema) invalid.push({ field: 'body.options.outputSchema', message: `"${def.type}" runs an external ACP agent, which cannot return a structured output` });
+  }
   if (body.options?.outputSchema !== undefined) {
     const compiled = compileOutputSchema(body.options.outputSchema);
     if ('error' in compiled) invalid.push({ field: 'body.options.outputSchema', message: `not a valid JSON Schema: ${compiled.error}` });

@@ -15,6 +15,8 @@ import type { Metrics } from '../metrics/metrics.ts';
 import type { TaskRow } from '../store/schema.ts';
 import type { TaskStore } from '../store/task-store.ts';
 import { runCommand } from '../tools/run-command.ts';
+import { checkArtifacts } from '../tools/artifacts.ts';
+import { runAcp } from '../acp/run-acp.ts';
 import { storageFaultOf, type StorageGuard } from '../store/storage-guard.ts';
 import type { Sandbox } from '../tools/sandbox.ts';
 import type { ToolContext, Workspace } from '../tools/tool-types.ts';
@@ -94,7 +96,9 @@ export function createTaskRunner(deps: RunnerDeps) {
       const outcome =
         def.kind === 'shell'
           ? await runShell(row, body, workspace, signal)
-          : await runModel(row, body, def, model!, workspace, signal, takeMessages, trace);
+          : def.kind === 'acp'
+            ? await runExternal(row, body, def, workspace, signal)
+            : await runModel(row, body, def, model!, workspace, signal, takeMessages, trace);
       if ('pause' in outcome) {
         const paused = await pause(row, outcome.pause, log);
         trace.end(paused, null);
@@ -161,6 +165,67 @@ export function createTaskRunner(deps: RunnerDeps) {
       errorCode: null,
       errorMessage: null,
     };
+  }
+
+  /**
+   * A task of an external ACP agent: one prompt turn is its one step. Its updates become events as
+   * they come; its usage (when it reports any) is billed once at the end, else the record says
+   * the usage is unknown; the files it wrote are checked into artifacts.
+   */
+  async function runExternal(row: TaskRow, body: CreateTaskBody, def: AgentDefinition, workspace: Workspace, signal: AbortSignal): Promise<Ending> {
+    if (!def.acp) return failed('internal_error', `definition "${def.type}" has no ACP command`);
+    if (deps.sandbox.kind === 'unavailable') return failed('sandbox_unavailable', deps.sandbox.reason ?? 'no sandbox');
+    const step = 1;
+    const deltas = createDeltaCoalescer((s, text) => events.append(row, 'text.delta', { step: s, text }));
+    deps.liveness.model(row.id, step);
+    events.append(row, 'step.started', { step });
+    const out = await runAcp({
+      def: { ...def, acp: def.acp },
+      prompt: body.prompt!,
+      workspace,
+      sandbox: deps.sandbox,
+      signal,
+      stallTimeoutMs: deps.limits.modelStallTimeoutMs,
+      commandTimeoutMs: deps.limits.bashTimeoutMs,
+      maxOutputBytes: deps.limits.bashMaxOutputBytes,
+      serviceEnv: process.env,
+      observer: {
+        text: (text) => deltas.push(step, text),
+        toolCall: (call) => {
+          deltas.flush();
+          deps.liveness.tool(row.id, step, call.toolName);
+          events.append(row, 'tool.call', { step, ...call, input: capPayload(call.input) });
+        },
+        toolResult: (result) => {
+          deltas.flush();
+          deps.liveness.model(row.id, step);
+          events.append(row, 'tool.result', { step, ...result, output: capPayload(result.output) });
+        },
+        plan: (entries) => {
+          deltas.flush();
+          events.append(row, 'plan', { step, entries });
+        },
+        activity: () => deps.liveness.activity(row.id),
+      },
+    });
+    deltas.close();
+    const model = def.model ?? `acp:${def.type}`;
+    const usage = out.usage ?? { inputTokens: 0, outputTokens: 0, totalTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
+    const cost = out.usage ? costOf(model, out.usage) : null;
+    await deps.storage.write(() =>
+      events.transaction((append) => {
+        if (out.usage) store.addUsage(row.id, step, out.usage, { model, costMicroUsd: cost }, deps.now());
+        else store.usageUnreported(row.id);
+        store.countStep(row.id);
+        append(row, 'step.finished', { step, finishReason: out.stopReason ?? 'error', usage: { ...usage, costMicroUsd: cost } });
+      }),
+    );
+    if (out.usage) deps.metrics.callBilled(out.usage, cost);
+    const checked = await checkArtifacts(workspace, out.written);
+    const delivered = { summary: out.summary || null, ...checked, output: null };
+    if (signal.aborted) return { ...endingOfAbort(abortCode(signal)), ...delivered };
+    if (out.failure) return { ...failed(out.failure.code, scrub(out.failure.message)), ...delivered };
+    return { status: 'completed', ...delivered, stopReason: out.stopReason === 'end_turn' ? 'text' : 'max_steps', errorCode: null, errorMessage: null };
   }
 
   async function runModel(

@@ -237,9 +237,9 @@ export function createTaskService(deps: TaskServiceDeps) {
       if (row.status !== 'queued' && row.status !== 'running' && row.status !== 'paused') {
         throw new AppError(409, 'task_finished', `task ${id} is ${row.status}; continue it with a new task whose task_id is ${id}`);
       }
-      if (row.subagentType === 'shell' || registry.get(row.subagentType)?.kind === 'shell') {
-        throw new AppError(400, 'not_steerable', 'a shell task has no model to steer');
-      }
+      const kind = row.subagentType === 'shell' ? 'shell' : registry.get(row.subagentType)?.kind;
+      if (kind === 'shell') throw new AppError(400, 'not_steerable', 'a shell task has no model to steer');
+      if (kind === 'acp') throw new AppError(400, 'not_steerable', 'an external ACP agent cannot be given messages during its turn');
       const inbox = inboxes.get(id) ?? [];
       const waiting = inbox.reduce((n, m) => n + m.length, 0);
       if (inbox.length >= MAX_WAITING_MESSAGES || waiting + prompt.length > MAX_WAITING_CHARS) {

@@ -14,7 +14,7 @@ export interface CommandResult {
 
 export interface RunCommandOptions {
   /** Told of every chunk the command writes (liveness: the command is doing something). */
-  onOutput?: () => void;
+  onOutput?: (chunk: Buffer) => void;
   command: string;
   cwd: string;
   env: Record<string, string>;
@@ -91,11 +91,11 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
 
     child.stdout!.on('data', (b: Buffer) => {
       stdout.write(b);
-      opts.onOutput?.();
+      opts.onOutput?.(b);
     });
     child.stderr!.on('data', (b: Buffer) => {
       stderr.write(b);
-      opts.onOutput?.();
+      opts.onOutput?.(b);
     });
     let done = false;
     const finish = (code: number) => {

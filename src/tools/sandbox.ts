@@ -15,9 +15,19 @@ export interface Sandbox {
   /** Why commands cannot run, when `kind` is `unavailable`. */
   reason?: string;
   /** Wraps `argv` so it runs confined to `workspace`. */
-  wrap(workspace: string, argv: string[]): string[];
+  wrap(workspace: string, argv: string[], extra?: WrapExtra): string[];
   /** Caps each command's processes and memory (cgroups where the kernel offers them). */
   limiter?: CommandLimiter;
+}
+
+/** What an external agent process needs beyond a command's confinement. */
+export interface WrapExtra {
+  /** Keep the host's network (an ACP agent reaches its own model); commands never get it. */
+  network?: boolean;
+  /** Variables set inside, besides PATH, HOME (the workspace unless given here), LANG, TERM. */
+  env?: Record<string, string>;
+  /** Further host folders bound writable (the agent's scratch home). */
+  writable?: string[];
 }
 
 export interface SandboxOptions {
@@ -56,7 +66,7 @@ function bwrapWorks(): string | null {
  * background children die with the sandbox), a clean environment, a new session (no terminal
  * injection), and death with the service.
  */
-function bwrapArgs(workspace: string, hide: string[], tmpBytes: number, argv: string[]): string[] {
+function bwrapArgs(workspace: string, hide: string[], tmpBytes: number, argv: string[], extra: WrapExtra = {}): string[] {
   // Only existing folders can be masked (the root is read-only), and never one holding the system.
   const masks = [...new Set([...ALWAYS_HIDDEN, ...hide])].filter(
     (p) => !isInside(p, '/usr') && !isInside(p, '/etc') && existsSync(p),
@@ -68,7 +78,9 @@ function bwrapArgs(workspace: string, hide: string[], tmpBytes: number, argv: st
     ...masks.flatMap((m) => ['--size', String(MASK_BYTES), '--tmpfs', m]),
     '--size', String(tmpBytes), '--tmpfs', '/tmp',
     '--bind', workspace, workspace,
+    ...(extra.writable ?? []).flatMap((p) => ['--bind', p, p]),
     '--unshare-all',
+    ...(extra.network ? ['--share-net'] : []),
     '--die-with-parent',
     '--new-session',
     '--hostname', 'sandbox',
@@ -78,6 +90,7 @@ function bwrapArgs(workspace: string, hide: string[], tmpBytes: number, argv: st
     '--setenv', 'HOME', workspace,
     '--setenv', 'LANG', 'C.UTF-8',
     '--setenv', 'TERM', 'dumb',
+    ...Object.entries(extra.env ?? {}).flatMap(([k, v]) => ['--setenv', k, v]),
     '--',
     ...argv,
   ];
@@ -116,7 +129,7 @@ export function createSandbox(opts: SandboxOptions): Sandbox {
   const hide = opts.hide.map((p) => path.resolve(p)).filter((p) => p !== '/');
   return {
     kind: 'bwrap',
-    wrap: (workspace, argv) => ['bwrap', ...bwrapArgs(workspace, hide, opts.tmpBytes, limits(argv))],
+    wrap: (workspace, argv, extra) => ['bwrap', ...bwrapArgs(workspace, hide, opts.tmpBytes, limits(argv), extra)],
     limiter,
   };
 }

@@ -1,0 +1,1 @@
+ALTER TABLE `subagent_records` ADD `usage_reported` integer DEFAULT true NOT NULL;

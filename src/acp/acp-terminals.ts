@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import { createOutputCapture } from '../tools/output-capture.ts';
+import { runCommand, type CommandResult } from '../tools/run-command.ts';
+import type { Sandbox } from '../tools/sandbox.ts';
+import type { Workspace } from '../tools/tool-types.ts';
+
+/** A single-quoted shell word. */
+const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+interface Terminal {
+  capture: ReturnType<typeof createOutputCapture>;
+  stop: AbortController;
+  done: Promise<CommandResult>;
+  result: CommandResult | null;
+}
+
+export interface TerminalRequest {
+  command: string;
+  args?: string[] | null;
+  env?: Array<{ name: string; value: string }> | null;
+  cwd?: string | null;
+  outputByteLimit?: number | null;
+}
+
+/**
+ * The terminals an ACP agent asks the service to run: each is a workspace command exactly as the
+ * `bash` tool runs one (the sandbox without network, its own process group, the command timeout,
+ * output kept within a budget), addressed by an id until the agent releases it. All are killed
+ * when the task ends.
+ */
+export function createTerminals(opts: { workspace: Workspace; sandbox: Sandbox; timeoutMs: number; maxOutputBytes: number; onActivity: () => void }) {
+  const terminals = new Map<string, Terminal>();
+
+  function get(id: string): Terminal {
+    const t = terminals.get(id);
+    if (!t) throw new Error(`unknown terminal ${id}`);
+    return t;
+  }
+
+  return {
+    async create(req: TerminalRequest): Promise<string> {
+      if (opts.sandbox.kind === 'unavailable') throw new Error(`commands cannot run here: ${opts.sandbox.reason}`);
+      const cwd = req.cwd ? (await opts.workspace.resolve(req.cwd, { mustExist: true })).real : opts.workspace.root;
+      const command = req.args?.length ? `${req.command} ${req.args.map(quote).join(' ')}` : req.command;
+      const limit = Math.min(req.outputByteLimit ?? opts.maxOutputBytes, opts.maxOutputBytes);
+      const capture = createOutputCapture(limit);
+      const stop = new AbortController();
+      const env = { ...opts.workspace.env, ...Object.fromEntries((req.env ?? []).map((e) => [e.name, e.value])) };
+      const id = `term_${randomUUID()}`;
+      const terminal: Terminal = {
+        capture,
+        stop,
+        result: null,
+        done: runCommand({
+          command: req.cwd ? `cd ${quote(cwd)} && ${command}` : command,
+          cwd: opts.workspace.root,
+          env,
+          timeoutMs: opts.timeoutMs,
+          maxOutputBytes: limit,
+          signal: stop.signal,
+          wrap: (argv) => opts.sandbox.wrap(opts.workspace.root, argv),
+          limiter: opts.sandbox.limiter,
+          onOutput: (chunk) => {
+            capture.write(chunk);
+            opts.onActivity();
+          },
+        }),
+      };
+      void terminal.done.then((r) => (terminal.result = r));
+      terminals.set(id, terminal);
+      return id;
+    },
+    output(id: string) {
+      const t = get(id);
+      const out = t.capture.result();
+      return {
+        output: out.text,
+        truncated: out.truncated,
+        exitStatus: t.result ? { exitCode: t.result.exitCode, signal: null } : null,
+      };
+    },
+    async waitForExit(id: string) {
+      const r = await get(id).done;
+      return { exitCode: r.exitCode, signal: null };
+    },
+    kill(id: string) {
+      get(id).stop.abort();
+    },
+    release(id: string) {
+      const t = terminals.get(id);
+      t?.stop.abort();
+      terminals.delete(id);
+    },
+    async closeAll() {
+      for (const t of terminals.values()) t.stop.abort();
+      await Promise.all([...terminals.values()].map((t) => t.done));
+      terminals.clear();
+    },
+  };
+}

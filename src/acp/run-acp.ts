@@ -1,0 +1,320 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Readable, Transform, Writable } from 'node:stream';
+import * as acp from '@agentclientprotocol/sdk/unstable';
+import type { AgentDefinition } from '../definitions/agent-definition.ts';
+import type { TokenUsage } from '../shapes/task.ts';
+import { createOutputCapture } from '../tools/output-capture.ts';
+import { openInside, readHead, replaceContent } from '../tools/safe-open.ts';
+import type { Sandbox } from '../tools/sandbox.ts';
+import type { Workspace } from '../tools/tool-types.ts';
+import { MAX_LOADED_BYTES } from '../tools/tool-types.ts';
+import { createTerminals } from './acp-terminals.ts';
+
+/** What the task sees of the agent's session, as it happens. */
+export interface AcpObserver {
+  text(text: string): void;
+  toolCall(call: { toolCallId: string; toolName: string; input: unknown }): void;
+  toolResult(result: { toolCallId: string; toolName: string; output: unknown; isError: boolean }): void;
+  plan(entries: Array<{ content: string; priority: string; status: string }>): void;
+  /** Anything from the agent: it is alive. */
+  activity(): void;
+}
+
+export interface AcpRunOptions {
+  def: AgentDefinition & { acp: NonNullable<AgentDefinition['acp']> };
+  prompt: string;
+  workspace: Workspace;
+  sandbox: Sandbox;
+  signal: AbortSignal;
+  /** No message from the agent for this long ends the task. */
+  stallTimeoutMs: number;
+  /** Commands the agent runs in terminals: the `bash` tool's limits. */
+  commandTimeoutMs: number;
+  maxOutputBytes: number;
+  /** The service's environment: only the definition's `env` names are taken from it. */
+  serviceEnv: Record<string, string | undefined>;
+  observer: AcpObserver;
+  /** Time to answer `session/cancel` before the process group is killed. */
+  cancelGraceMs?: number;
+}
+
+export type AcpFailure = { code: 'agent_failed' | 'agent_crashed' | 'agent_protocol_error' | 'agent_stalled' | 'agent_refused'; message: string };
+
+export interface AcpOutcome {
+  stopReason: acp.StopReason | null;
+  /** The agent's last message: text after its last tool call (or all its text). */
+  summary: string;
+  /** Workspace paths it wrote through fs/write_text_file or reported as edit locations. */
+  written: string[];
+  usage: TokenUsage | null;
+  failure: AcpFailure | null;
+}
+
+const STDERR_BYTES = 8 * 1024;
+
+/**
+ * Runs one task in an external Agent Client Protocol agent, through the official SDK as the
+ * client: one process (in its own process group, inside the sandbox with network, a scratch HOME
+ * and only the allowed variables) and one session per task, `cwd` = the workspace, the prompt as
+ * the session's only prompt. The agent's file and terminal requests are served inside the
+ * workspace with the tools' confinement; its permission requests are answered by the
+ * definition's policy. Cancel sends `session/cancel` and kills the group after a grace.
+ */
+export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
+  const { def, workspace, observer } = opts;
+  const home = mkdtempSync(path.join(tmpdir(), 'subagentd-acp-'));
+  const env: Record<string, string> = { ...workspace.env, HOME: home };
+  for (const name of def.acp.env) {
+    const value = opts.serviceEnv[name];
+    if (value !== undefined) env[name] = value;
+  }
+  const argv = opts.sandbox.wrap(workspace.root, [def.acp.command, ...def.acp.args], { network: true, env, writable: [home] });
+  const child = spawn(argv[0]!, argv.slice(1), { cwd: workspace.root, env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+  const stderr = createOutputCapture(STDERR_BYTES);
+  child.stderr.on('data', (b: Buffer) => stderr.write(b));
+  child.stdin.on('error', () => {});
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>((resolve) => {
+    child.on('error', (error) => resolve({ code: null, signal: null, error }));
+    child.on('exit', (code, signal) => resolve({ code, signal }));
+  });
+  const killGroup = (sig: NodeJS.Signals) => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, sig);
+    } catch {
+      // gone
+    }
+  };
+
+  const written = new Set<string>();
+  const tools = new Map<string, string>();
+  let text = '';
+  let afterLastTool = '';
+  let lastHeard = Date.now();
+  const heard = () => {
+    lastHeard = Date.now();
+    observer.activity();
+  };
+  const terminals = createTerminals({ workspace, sandbox: opts.sandbox, timeoutMs: opts.commandTimeoutMs, maxOutputBytes: opts.maxOutputBytes, onActivity: heard });
+  const noteLocations = (locations: acp.ToolCallLocation[] | null | undefined, kind: string | null | undefined) => {
+    if (kind === 'edit' || kind === 'delete' || kind === 'move') for (const l of locations ?? []) written.add(l.path);
+  };
+
+  const app = acp
+    .client({ name: 'subagentd' })
+    .onNotification(acp.methods.client.session.update, ({ params }) => {
+      heard();
+      const u = params.update;
+      switch (u.sessionUpdate) {
+        case 'agent_message_chunk':
+          if (u.content.type === 'text') {
+            text += u.content.text;
+            afterLastTool += u.content.text;
+            observer.text(u.content.text);
+          }
+          break;
+        case 'tool_call':
+          tools.set(u.toolCallId, u.title || u.kind || 'tool');
+          afterLastTool = '';
+          noteLocations(u.locations, u.kind);
+          observer.toolCall({ toolCallId: u.toolCallId, toolName: u.title || u.kind || 'tool', input: u.rawInput ?? null });
+          break;
+        case 'tool_call_update':
+          noteLocations(u.locations, u.kind);
+          if (u.status === 'completed' || u.status === 'failed') {
+            observer.toolResult({
+              toolCallId: u.toolCallId,
+              toolName: tools.get(u.toolCallId) ?? u.title ?? 'tool',
+              output: u.rawOutput ?? contentText(u.content) ?? null,
+              isError: u.status === 'failed',
+            });
+          }
+          break;
+        case 'plan':
+          observer.plan(u.entries.map((e) => ({ content: e.content, priority: e.priority, status: e.status })));
+          break;
+      }
+    })
+    .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
+      heard();
+      const wanted = def.acp.permission === 'deny' ? ['reject_once', 'reject_always'] : ['allow_once', 'allow_always'];
+      const option = wanted.map((k) => params.options.find((o) => o.kind === k)).find(Boolean);
+      return { outcome: option ? { outcome: 'selected', optionId: option.optionId } : { outcome: 'cancelled' } };
+    })
+    .onRequest(acp.methods.client.fs.readTextFile, async ({ params }) => {
+      heard();
+      const target = await workspace.resolve(params.path, { mustExist: true });
+      const opened = await openInside(workspace.root, target.real, params.path, 'read');
+      try {
+        if (opened.stat.size > MAX_LOADED_BYTES) throw new Error(`"${params.path}" is ${opened.stat.size} bytes, over the ${MAX_LOADED_BYTES} bytes a read may load`);
+        const content = (await readHead(opened, MAX_LOADED_BYTES)).toString('utf8');
+        if (!params.line && !params.limit) return { content };
+        const lines = content.split('\n');
+        const from = Math.max((params.line ?? 1) - 1, 0);
+        return { content: lines.slice(from, params.limit ? from + params.limit : undefined).join('\n') };
+      } finally {
+        await opened.handle.close();
+      }
+    })
+    .onRequest(acp.methods.client.fs.writeTextFile, async ({ params }) => {
+      heard();
+      if (Buffer.byteLength(params.content) > MAX_LOADED_BYTES) throw new Error(`content over the ${MAX_LOADED_BYTES} bytes a write may hold`);
+      const target = await workspace.resolve(params.path, { mustExist: false });
+      const opened = await openInside(workspace.root, target.real, params.path, 'write');
+      try {
+        await replaceContent(opened, params.content);
+      } finally {
+        await opened.handle.close();
+      }
+      written.add(target.absolute);
+      return {};
+    })
+    .onRequest(acp.methods.client.terminal.create, async ({ params }) => {
+      heard();
+      return { terminalId: await terminals.create(params) };
+    })
+    .onRequest(acp.methods.client.terminal.output, ({ params }) => terminals.output(params.terminalId))
+    .onRequest(acp.methods.client.terminal.waitForExit, ({ params }) => terminals.waitForExit(params.terminalId))
+    .onRequest(acp.methods.client.terminal.kill, ({ params }) => {
+      terminals.kill(params.terminalId);
+      return {};
+    })
+    .onRequest(acp.methods.client.terminal.release, ({ params }) => {
+      terminals.release(params.terminalId);
+      return {};
+    });
+
+  // A line that is not JSON ends the task at once (the SDK would answer it and wait on).
+  const lines = jsonLinesOnly(child.stdout, (line) => {
+    fail({ code: 'agent_protocol_error', message: `the agent wrote a line that is not JSON-RPC: ${JSON.stringify(line.slice(0, 200))}` });
+    connection.close();
+  });
+  const connection = app.connect(acp.ndJsonStream(Writable.toWeb(child.stdin) as WritableStream<Uint8Array>, Readable.toWeb(lines) as ReadableStream<Uint8Array>));
+  const agent = connection.agent;
+  let sessionId: string | null = null;
+  let failure: AcpFailure | null = null;
+  const fail = (f: AcpFailure) => {
+    failure ??= f;
+  };
+
+  // The prompt turn races the process's end, a stall and the task's abort.
+  const stallTimer = setInterval(() => {
+    if (Date.now() - lastHeard > opts.stallTimeoutMs) {
+      fail({ code: 'agent_stalled', message: `the agent sent nothing for ${opts.stallTimeoutMs} ms` });
+      connection.close();
+    }
+  }, Math.min(1000, opts.stallTimeoutMs));
+  const onAbort = () => {
+    if (sessionId) void agent.notify(acp.methods.agent.session.cancel, { sessionId }).catch(() => {});
+    // After the grace the process group goes, whatever the agent did with the cancel.
+    setTimeout(() => {
+      killGroup('SIGKILL');
+      connection.close();
+    }, opts.cancelGraceMs ?? 2000).unref();
+  };
+  opts.signal.addEventListener('abort', onAbort, { once: true });
+  let answered = false;
+  const exitFailure = (e: Awaited<typeof exited>): AcpFailure =>
+    e.error
+      ? { code: 'agent_failed', message: `the agent could not be started: ${e.error.message}` }
+      : { code: 'agent_crashed', message: `the agent exited (${e.signal ?? `code ${e.code}`}) before it answered` };
+  void exited.then((e) => {
+    if (answered || opts.signal.aborted) return;
+    fail(exitFailure(e));
+    connection.close();
+  });
+
+  let stopReason: acp.StopReason | null = null;
+  let usage: TokenUsage | null = null;
+  try {
+    heard();
+    await agent.request(acp.methods.agent.initialize, {
+      protocolVersion: acp.PROTOCOL_VERSION,
+      clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
+      clientInfo: { name: 'subagentd', version: '1.1.0' },
+    });
+    const session = await agent.request(acp.methods.agent.session.new, { cwd: workspace.root, mcpServers: [] });
+    sessionId = session.sessionId;
+    if (opts.signal.aborted) onAbort();
+    const prompt = def.instructions ? `${def.instructions}\n\n${opts.prompt}` : opts.prompt;
+    const response = await agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: prompt }] });
+    answered = true;
+    stopReason = response.stopReason;
+    usage = usageOf(response.usage);
+    if (stopReason === 'refusal') fail({ code: 'agent_refused', message: 'the agent refused the prompt' });
+  } catch (err) {
+    // A request fails when the connection closes: tell a crash (the process ended) from the rest.
+    const ended = await Promise.race([exited, new Promise<null>((r) => setTimeout(() => r(null), 300))]);
+    if (ended && !opts.signal.aborted) fail(exitFailure(ended));
+    if (!opts.signal.aborted) fail({ code: 'agent_protocol_error', message: `the agent broke the protocol: ${(err as Error).message}` });
+  } finally {
+    answered = true;
+    clearInterval(stallTimer);
+    opts.signal.removeEventListener('abort', onAbort);
+    connection.close();
+    await terminals.closeAll();
+    killGroup('SIGTERM');
+    const gone = await Promise.race([exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 1000))]);
+    if (!gone) killGroup('SIGKILL');
+    rmSync(home, { recursive: true, force: true });
+  }
+  const final = failure as AcpFailure | null;
+  const tail = stderr.result().text.trim();
+  return {
+    stopReason,
+    summary: (afterLastTool.trim() || text.trim()),
+    written: [...written],
+    usage,
+    failure: final && tail ? { ...final, message: `${final.message}; its stderr: ${tail.slice(-2000)}` } : final,
+  };
+}
+
+/** Passes through the complete lines of `input` that parse as JSON; calls `onGarbage` for any other. */
+function jsonLinesOnly(input: Readable, onGarbage: (line: string) => void): Readable {
+  let partial = '';
+  const decoder = new TextDecoder();
+  return input.pipe(
+    new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        const text = partial + decoder.decode(chunk, { stream: true });
+        const parts = text.split('\n');
+        partial = parts.pop()!;
+        if (partial.length > acp.DEFAULT_MAX_MESSAGE_BYTES) {
+          onGarbage(`${partial.slice(0, 200)}… (a line of over ${acp.DEFAULT_MAX_MESSAGE_BYTES} bytes)`);
+          partial = '';
+        }
+        for (const line of parts) {
+          if (!line.trim()) continue;
+          try {
+            JSON.parse(line);
+            this.push(`${line}\n`);
+          } catch {
+            onGarbage(line);
+          }
+        }
+        done();
+      },
+    }),
+  );
+}
+
+/** Text of a tool call's content blocks, when it has some. */
+function contentText(content: acp.ToolCallContent[] | null | undefined): string | null {
+  const texts = (content ?? []).flatMap((c) => (c.type === 'content' && c.content.type === 'text' ? [c.content.text] : []));
+  return texts.length ? texts.join('\n') : null;
+}
+
+/** The usage an agent reported with its answer (ACP's unstable `usage`), in the service's fields. */
+function usageOf(u: acp.Usage | null | undefined): TokenUsage | null {
+  if (!u) return null;
+  return {
+    inputTokens: u.inputTokens,
+    outputTokens: u.outputTokens,
+    totalTokens: u.totalTokens,
+    cachedInputTokens: u.cachedReadTokens ?? 0,
+    reasoningTokens: u.thoughtTokens ?? 0,
+  };
+}
+

@@ -1,0 +1,156 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startService, storedEvents, taskBody, taskEnd, wsUrl, type TestService } from './support/harness';
+import { openStream } from './support/ws-client';
+import { until } from './support/until';
+
+/**
+ * Tasks of `kind: acp` definitions: an external Agent Client Protocol agent runs the task. Here it
+ * is the project's scripted ACP agent (scripted-model/acp-agent.ts), a real process speaking ACP
+ * over stdio through the official SDK, which does what its prompt's marker says.
+ */
+const repo = path.resolve(import.meta.dirname, '..');
+let svc: TestService;
+let dir: string;
+
+function definition(name: string, extra = '') {
+  return `---
+name: ${name}
+description: The scripted ACP agent (${name})
+kind: acp
+command: ${process.execPath}
+args: ["--import", "${path.join(repo, 'node_modules/tsx/dist/loader.mjs')}", "${path.join(repo, 'scripted-model/acp-agent.ts')}"]
+env: [ACP_TEST_PASSED]
+${extra}
+---
+`;
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(path.join(tmpdir(), 'subagentd-acp-'));
+  mkdirSync(path.join(dir, 'agents'));
+  writeFileSync(path.join(dir, 'agents', 'scripted-acp.md'), definition('scripted-acp'));
+  writeFileSync(path.join(dir, 'agents', 'scripted-acp-deny.md'), definition('scripted-acp-deny', 'permission: deny'));
+  process.env.ACP_TEST_PASSED = 'visible';
+  process.env.ACP_TEST_HIDDEN = 'hidden';
+  svc = await startService({ dir, env: { MODEL_STALL_TIMEOUT_MS: '4000' } });
+});
+afterAll(async () => {
+  await svc.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const run = async (prompt: string, type = 'scripted-acp', parentTaskId = 'T-acp') => {
+  const res = await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ subagent_type: type, prompt, context: { parentTaskId, userId: 'u-acp' } }) });
+  expect(res.statusCode, res.body).toBe(202);
+  return res.json().id as string;
+};
+
+/** Waits until the task's stream has shown a text delta (the agent is in its turn). */
+async function saidSomething(id: string) {
+  const stream = await openStream(wsUrl(svc, `/tasks/${id}/stream`));
+  await until(async () => stream.messages.some((m) => m.type === 'text.delta'));
+  stream.socket.close();
+}
+
+describe('ACP agents as subagents', () => {
+  it('are listed by GET /agents with kind acp', async () => {
+    const agents = (await svc.inject({ url: '/agents' })).json().agents;
+    expect(agents.find((a: { type: string }) => a.type === 'scripted-acp')).toMatchObject({ kind: 'acp', tools: [] });
+  });
+
+  it('runs a task: plan, messages and tool calls on the stream, the file as an artifact, usage billed', async () => {
+    const id = await run('ACP-WRITE please write the notes');
+    const task = await taskEnd(svc, id);
+    expect(task, JSON.stringify(task.error)).toMatchObject({ status: 'completed', stopReason: 'text', steps: 1 });
+    expect(task.summary).toBe('Wrote notes/acp.md (line 2: written over ACP).');
+    const ws = path.join(svc.config.workspacesDir, 'T-acp');
+    expect(readFileSync(path.join(ws, 'notes/acp.md'), 'utf8')).toBe('# Notes\nwritten over ACP\n');
+    expect(task.artifacts).toEqual([expect.objectContaining({ path: path.join(ws, 'notes/acp.md'), fsType: 'file', size: 25 })]);
+    expect(task.usage).toMatchObject({ inputTokens: 120, outputTokens: 30, totalTokens: 150, cachedInputTokens: 20, reasoningTokens: 5 });
+    const events = await storedEvents(svc, id);
+    expect(events.map((e: { type: string }) => e.type)).toEqual([
+      'task.started', 'step.started', 'plan', 'text.delta', 'tool.call', 'tool.result', 'text.delta', 'step.finished', 'task.finished',
+    ]);
+    expect(events[2].data.entries).toEqual([{ content: 'Write the notes', priority: 'high', status: 'in_progress' }]);
+    expect(events[4].data).toMatchObject({ toolName: 'Write notes/acp.md', toolCallId: 'w1' });
+    expect(events[5].data).toMatchObject({ isError: false, output: { readBack: 'written over ACP' } });
+    const record = (await svc.inject({ url: `/usage/records?parentTaskId=T-acp` })).json().records.find((r: { taskId: string }) => r.taskId === id);
+    expect(record).toMatchObject({ inputTokens: 120, usageReported: true, steps: 1 });
+  });
+
+  it('serves terminals inside the workspace', async () => {
+    const task = await taskEnd(svc, await run('ACP-TERMINAL'));
+    expect(task.summary).toBe('terminal said: from-terminal (exit 0)');
+    // No usage reported: the record says the tokens are unknown.
+    const record = (await svc.inject({ url: `/usage/records?parentTaskId=T-acp` })).json().records.find((r: { taskId: string }) => r.taskId === task.id);
+    expect(record).toMatchObject({ inputTokens: 0, usageReported: false });
+  });
+
+  it('answers permission requests by the definition\'s policy', async () => {
+    expect((await taskEnd(svc, await run('ACP-PERMISSION'))).summary).toBe('permission: yes');
+    expect((await taskEnd(svc, await run('ACP-PERMISSION', 'scripted-acp-deny'))).summary).toBe('permission: no');
+  });
+
+  it('refuses file writes outside the workspace', async () => {
+    const outside = path.join(dir, 'outside-target.txt');
+    const task = await taskEnd(svc, await run(`ACP-OUTSIDE OUTSIDE-PATH=${outside}`));
+    expect(task.summary).toBe(`${outside}: refused; ${path.join(svc.config.workspacesDir, 'T-acp')}/../escape.txt: refused`);
+    expect(existsSync(outside)).toBe(false);
+    expect(existsSync(path.join(svc.config.workspacesDir, 'escape.txt'))).toBe(false);
+  });
+
+  it('passes only the allowed variables of the service to the agent', async () => {
+    const names = (await taskEnd(svc, await run('ACP-ENV'))).summary.split(',');
+    expect(names).toContain('ACP_TEST_PASSED');
+    expect(names).not.toContain('ACP_TEST_HIDDEN');
+    expect(names).not.toContain('OPENAI_API_KEY');
+  });
+
+  it('cancel sends session/cancel: the agent stops and the task ends aborted/cancelled', async () => {
+    const id = await run('ACP-HANG');
+    await saidSomething(id);
+    await svc.inject({ method: 'POST', url: `/tasks/${id}/cancel` });
+    const task = await taskEnd(svc, id);
+    expect(task).toMatchObject({ status: 'aborted', error: { code: 'cancelled' }, summary: 'thinking...' });
+  });
+
+  it('an agent that ignores the cancel is killed after the grace', async () => {
+    const id = await run('ACP-HANG-DEAF');
+    await saidSomething(id);
+    await svc.inject({ method: 'POST', url: `/tasks/${id}/cancel` });
+    expect((await taskEnd(svc, id)).status).toBe('aborted');
+  });
+
+  it('an agent that crashes ends the task error/agent_crashed with its stderr', async () => {
+    const task = await taskEnd(svc, await run('ACP-CRASH'));
+    expect(task.status).toBe('error');
+    expect(task.error.code).toBe('agent_crashed');
+    expect(task.error.message).toContain('code 3');
+    expect(task.error.message).toContain('fatal: the scripted agent crashed on purpose');
+  });
+
+  it('an agent that speaks garbage, or goes silent, ends the task with an error', async () => {
+    const task = await taskEnd(svc, await run('ACP-GARBAGE'));
+    expect(task.status).toBe('error');
+    expect(['agent_protocol_error', 'agent_stalled']).toContain(task.error.code);
+  });
+
+  it('refuses what an external agent cannot do: task_id, outputSchema, steering', async () => {
+    const bad = await svc.inject({
+      method: 'POST',
+      url: '/tasks',
+      payload: taskBody({ subagent_type: 'scripted-acp', prompt: 'x', context: { parentTaskId: 'T-acp', userId: 'u' }, options: { outputSchema: { type: 'object' } } }),
+    });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error.details[0].field).toBe('body.options.outputSchema');
+    const id = await run('ACP-HANG');
+    const steer = await svc.inject({ method: 'POST', url: `/tasks/${id}/messages`, payload: { prompt: 'hey' } });
+    expect(steer.statusCode).toBe(400);
+    expect(steer.json().error.code).toBe('not_steerable');
+    await svc.inject({ method: 'POST', url: `/tasks/${id}/cancel` });
+    await taskEnd(svc, id);
+  });
+});
