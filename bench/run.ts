@@ -245,7 +245,9 @@ async function benchUsage(records = 1_000_000, runs = 30) {
   const queries: Array<[string, string]> = [
     ['totals', '/usage'],
     ['by user', '/usage?groupBy=user'],
-    ['by parent task', '/usage?groupBy=parentTask'],
+    ['by parent task (a page: 1,000 groups)', '/usage?groupBy=parentTask'],
+    ['by parent task, a later page', '/usage?groupBy=parentTask&cursor=P-5000'],
+    ['by parent task, all 10,000 in one answer', '/usage?groupBy=parentTask&limit=10000'],
     ['by subagent type', '/usage?groupBy=subagentType'],
     ['by model', '/usage?groupBy=model'],
     ['by day', '/usage?groupBy=day'],

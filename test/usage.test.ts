@@ -83,6 +83,22 @@ describe('GET /usage', () => {
     expect(byDay.groups[0].tasks).toBe(4);
   });
 
+  it('pages the groups in key order: limit, then nextCursor as cursor, the same from roll-ups and records', async () => {
+    for (const source of ['auto', 'records']) {
+      const first = await usage(`?groupBy=parentTask&limit=2&source=${source}`);
+      expect(first.groups.map((g: any) => g.key)).toEqual(['P-1', 'P-2']);
+      expect(first.nextCursor).toBe('P-2');
+      const second = await usage(`?groupBy=parentTask&limit=2&source=${source}&cursor=${first.nextCursor}`);
+      expect(second.groups.map((g: any) => [g.key, g.totalTokens])).toEqual([['P-3', 0]]);
+      expect(second.nextCursor).toBeNull();
+      // Totals do not depend on the page.
+      expect(second.totals).toEqual(first.totals);
+    }
+    expect((await usage('?groupBy=user&limit=1&cursor=u-1')).groups.map((g: any) => g.key)).toEqual(['u-2']);
+    expect((await usage('')).nextCursor).toBeNull();
+    expect((await svc.inject({ url: '/usage?groupBy=user&limit=10001' })).statusCode).toBe(400);
+  });
+
   it('filters by user, parent task, type, model and time', async () => {
     expect((await usage('?userId=u-1')).totals).toMatchObject({ tasks: 2, inputTokens: 600, cachedInputTokens: 80, reasoningTokens: 14 });
     expect((await usage('?parentTaskId=P-2&groupBy=user')).groups.map((g: any) => g.key)).toEqual(['u-1', 'u-2']);

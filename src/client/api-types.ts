@@ -640,6 +640,7 @@ export interface components {
                 durationMs: number;
                 key: string;
             }[];
+            nextCursor: string | null;
         };
         UsageRecord: {
             id: string;
@@ -1702,6 +1703,8 @@ export interface operations {
                 to?: string;
                 groupBy?: "user" | "parentTask" | "subagentType" | "model" | "day";
                 source?: "auto" | "records";
+                limit?: number;
+                cursor?: string;
             };
             header?: never;
             path?: never;

@@ -51,12 +51,15 @@ export const usageRoutes: FastifyPluginAsyncZod<{ usage: UsageStore }> = async (
     },
     async (request, reply) => {
       const filter = toFilter(request.query);
+      const { groupBy, source, limit, cursor } = request.query;
       const [totals, groups] = await Promise.all([
-        usage.totals(request.tenant, filter, request.query.source),
-        request.query.groupBy ? usage.groupsJson(request.tenant, filter, request.query.groupBy, request.query.source) : '[]',
+        usage.totals(request.tenant, filter, source),
+        groupBy ? usage.groupsJson(request.tenant, filter, groupBy, source, { limit, cursor }) : { json: '[]', nextCursor: null },
       ]);
       // The groups arrive as JSON already (built on the reader thread): the answer is sent as it is.
-      return reply.type('application/json; charset=utf-8').send(`{"totals":${JSON.stringify(totals)},"groups":${groups}}` as never);
+      return reply
+        .type('application/json; charset=utf-8')
+        .send(`{"totals":${JSON.stringify(totals)},"groups":${groups.json},"nextCursor":${JSON.stringify(groups.nextCursor)}}` as never);
     },
   );
 

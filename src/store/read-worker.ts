@@ -4,9 +4,18 @@ import type { Db } from './database.ts';
 /** Runs read-only SQL and answers rows as arrays of column values, in select order. */
 export interface SqlReader {
   all(query: { sql: string; params: unknown[] }): Promise<unknown[][]>;
-  /** The rows as a JSON array of objects named `names`: the first column a string, the others numbers. */
-  json(query: { sql: string; params: unknown[] }, names: string[]): Promise<string>;
+  /**
+   * The rows as a JSON array of objects named `names`: the first column a string, the others
+   * numbers. With `limit`, the query asks for one row more: past `limit` rows, the first column
+   * of the last row kept is the `nextCursor`.
+   */
+  json(query: { sql: string; params: unknown[] }, names: string[], limit?: number): Promise<JsonPage>;
   close(): Promise<void>;
+}
+
+export interface JsonPage {
+  json: string;
+  nextCursor: string | null;
 }
 
 /**
@@ -17,12 +26,13 @@ export function createSqlReader(db: Db, file: string): SqlReader {
   if (file === ':memory:') {
     return {
       all: async ({ sql, params }) => db.$client.prepare(sql).raw(true).all(...params) as unknown[][],
-      json: async ({ sql, params }, names) =>
-        JSON.stringify(
-          (db.$client.prepare(sql).raw(true).all(...params) as unknown[][]).map((row) =>
-            Object.fromEntries(names.map((n, i) => [n, i === 0 ? String(row[i]) : Number(row[i] ?? 0)])),
-          ),
-        ),
+      json: async ({ sql, params }, names, limit) => {
+        let rows = db.$client.prepare(sql).raw(true).all(...params) as unknown[][];
+        const more = limit !== undefined && rows.length > limit;
+        if (more) rows = rows.slice(0, limit);
+        const objects = rows.map((row) => Object.fromEntries(names.map((n, i) => [n, i === 0 ? String(row[i]) : Number(row[i] ?? 0)])));
+        return { json: JSON.stringify(objects), nextCursor: more ? String(rows.at(-1)![0]) : null };
+      },
       close: async () => {},
     };
   }
@@ -30,11 +40,11 @@ export function createSqlReader(db: Db, file: string): SqlReader {
   worker.unref();
   let next = 0;
   const waiting = new Map<number, { resolve: (answer: never) => void; reject: (err: Error) => void }>();
-  worker.on('message', ({ id, rows, json, error }: { id: number; rows?: unknown[][]; json?: string; error?: string }) => {
+  worker.on('message', ({ id, rows, json, nextCursor, error }: { id: number; rows?: unknown[][]; json?: string; nextCursor?: string | null; error?: string }) => {
     const w = waiting.get(id);
     waiting.delete(id);
     if (error !== undefined) w?.reject(new Error(error));
-    else w?.resolve((json ?? rows) as never);
+    else w?.resolve((json !== undefined ? { json, nextCursor: nextCursor ?? null } : rows) as never);
   });
   const ask = <T>(message: object): Promise<T> => {
     const id = ++next;
@@ -49,7 +59,7 @@ export function createSqlReader(db: Db, file: string): SqlReader {
   });
   return {
     all: ({ sql, params }) => ask<unknown[][]>({ sql, params }),
-    json: ({ sql, params }, names) => ask<string>({ sql, params, names }),
+    json: ({ sql, params }, names, limit) => ask<JsonPage>({ sql, params, names, limit }),
     async close() {
       await worker.terminate();
     },

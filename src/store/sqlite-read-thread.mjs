@@ -21,16 +21,22 @@ function toJson(rows, names) {
   return `[${parts.join(',')}]`;
 }
 
-parentPort.on('message', ({ id, sql, params, names }) => {
+parentPort.on('message', ({ id, sql, params, names, limit }) => {
   try {
     let statement = statements.get(sql);
     if (!statement) {
       statement = db.prepare(sql).raw(true);
       statements.set(sql, statement);
     }
-    const rows = statement.all(...params);
+    let rows = statement.all(...params);
+    // A page: one row past `limit` was asked for, to tell whether another page follows.
+    let nextCursor = null;
+    if (limit !== undefined && rows.length > limit) {
+      rows = rows.slice(0, limit);
+      nextCursor = String(rows[limit - 1][0]);
+    }
     // A large answer crosses to the main thread as one string, far cheaper than cloning its rows.
-    parentPort.postMessage(names ? { id, json: toJson(rows, names) } : { id, rows });
+    parentPort.postMessage(names ? { id, json: toJson(rows, names), nextCursor } : { id, rows });
   } catch (err) {
     parentPort.postMessage({ id, error: err instanceof Error ? err.message : String(err) });
   }

@@ -1,7 +1,7 @@
-import { and, desc, eq, gte, lt, ne, sql, type SQL } from 'drizzle-orm';
+import { and, desc, eq, gt, gte, lt, ne, sql, type SQL } from 'drizzle-orm';
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import type { Db } from './database.ts';
-import type { SqlReader } from './read-worker.ts';
+import type { JsonPage, SqlReader } from './read-worker.ts';
 import { subagentRecords as r, usageRollups as u } from './schema.ts';
 import type { RollupDim } from './rollups.ts';
 import { tokenFields, type Usage } from '../shapes/usage.ts';
@@ -96,6 +96,12 @@ export type UsageRecord = StoredUsageRecord;
 export type { UsageTotals };
 const recordNames = Object.keys(recordColumns) as Array<keyof UsageRecord>;
 
+/** A page of groups: at most `limit`, those whose key sorts after `cursor`. */
+export interface GroupPage {
+  limit: number;
+  cursor?: string;
+}
+
 /**
  * Usage records: sums for billing and the raw rows, always scoped to one tenant. Queries are built
  * here and run by `reader` (a worker thread): a sum over a million records takes most of a second,
@@ -138,16 +144,22 @@ export function createUsageStore(db: Db, reader: SqlReader) {
   }
 
   /** The query of `GET /usage`'s groups: the roll-ups when they hold the answer, else the records. */
-  function groupsQuery(tenant: string, f: UsageFilter, groupBy: UsageGroupBy, source: UsageSource) {
+  function groupsQuery(tenant: string, f: UsageFilter, groupBy: UsageGroupBy, source: UsageSource, page: GroupPage) {
     const plan = source === 'auto' ? rollupRows(tenant, f, groupBy) : null;
+    const rows = page.limit + 1;
     if (plan?.by && plan.oneRowPerKey) {
       // All time: one row per key, already in key order in the table's own key (no GROUP BY,
       // which would send the planner to the other index and through every day's row).
-      return db.select({ key: u.key, ...rollupColumns }).from(u).where(plan.where).orderBy(u.day, u.key).toSQL();
+      const c = page.cursor === undefined ? plan.where : and(plan.where, gt(u.key, page.cursor))!;
+      return db.select({ key: u.key, ...rollupColumns }).from(u).where(c).orderBy(u.day, u.key).limit(rows).toSQL();
     }
-    if (plan?.by) return db.select({ key: sql<string>`${plan.by}`, ...rollupSums }).from(u).where(plan.where).groupBy(plan.by).orderBy(plan.by).toSQL();
+    if (plan?.by) {
+      const c = page.cursor === undefined ? plan.where : and(plan.where, sql`${plan.by} > ${page.cursor}`)!;
+      return db.select({ key: sql<string>`${plan.by}`, ...rollupSums }).from(u).where(c).groupBy(plan.by).orderBy(plan.by).limit(rows).toSQL();
+    }
     const key = groupColumns[groupBy];
-    return db.select({ key: sql<string>`${key}`, ...sums }).from(r).where(where(tenant, f)).groupBy(key).orderBy(key).toSQL();
+    const c = page.cursor === undefined ? where(tenant, f) : and(where(tenant, f), sql`${key} > ${page.cursor}`)!;
+    return db.select({ key: sql<string>`${key}`, ...sums }).from(r).where(c).groupBy(key).orderBy(key).limit(rows).toSQL();
   }
 
   return {
@@ -163,8 +175,8 @@ export function createUsageStore(db: Db, reader: SqlReader) {
      * The groups as the JSON array `GET /usage` answers (`[{ key, tasks, ... }]`), built where the
      * rows are read: 10,000 groups cross from the reader thread as one string.
      */
-    groupsJson(tenant: string, f: UsageFilter, groupBy: UsageGroupBy, source: UsageSource = 'auto'): Promise<string> {
-      return reader.json(groupsQuery(tenant, f, groupBy, source), ['key', ...sumNames]);
+    groupsJson(tenant: string, f: UsageFilter, groupBy: UsageGroupBy, source: UsageSource = 'auto', page: GroupPage = { limit: 1000 }): Promise<JsonPage> {
+      return reader.json(groupsQuery(tenant, f, groupBy, source, page), ['key', ...sumNames], page.limit);
     },
 
     /** Newest first; `cursor` is the id of the last record of the previous page. */
