@@ -30,6 +30,8 @@ export interface TerminalRequest {
  */
 export function createTerminals(opts: { workspace: Workspace; sandbox: Sandbox; timeoutMs: number; maxOutputBytes: number; onActivity: () => void }) {
   const terminals = new Map<string, Terminal>();
+  /** Terminals one task may hold at once (released ones do not count). */
+  const MAX_TERMINALS = 16;
 
   function get(id: string): Terminal {
     const t = terminals.get(id);
@@ -40,6 +42,7 @@ export function createTerminals(opts: { workspace: Workspace; sandbox: Sandbox; 
   return {
     async create(req: TerminalRequest): Promise<string> {
       if (opts.sandbox.kind === 'unavailable') throw new Error(`commands cannot run here: ${opts.sandbox.reason}`);
+      if (terminals.size >= MAX_TERMINALS) throw new Error(`at most ${MAX_TERMINALS} terminals at once: release one first`);
       const cwd = req.cwd ? (await opts.workspace.resolve(req.cwd, { mustExist: true })).real : opts.workspace.root;
       const command = req.args?.length ? `${req.command} ${req.args.map(quote).join(' ')}` : req.command;
       const limit = Math.min(req.outputByteLimit ?? opts.maxOutputBytes, opts.maxOutputBytes);

@@ -54,6 +54,9 @@ export interface AcpOutcome {
 }
 
 const STDERR_BYTES = 8 * 1024;
+/** The agent's text kept for the summary (the end of it), however much it streams. */
+const MAX_SUMMARY_CHARS = 64 * 1024;
+const keepTail = (s: string) => (s.length > MAX_SUMMARY_CHARS ? s.slice(-MAX_SUMMARY_CHARS) : s);
 
 /**
  * Runs one task in an external Agent Client Protocol agent, through the official SDK as the
@@ -110,8 +113,8 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
       switch (u.sessionUpdate) {
         case 'agent_message_chunk':
           if (u.content.type === 'text') {
-            text += u.content.text;
-            afterLastTool += u.content.text;
+            text = keepTail(text + u.content.text);
+            afterLastTool = keepTail(afterLastTool + u.content.text);
             observer.text(u.content.text);
           }
           break;
