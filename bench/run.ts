@@ -1,8 +1,9 @@
 /**
- * `npm run bench [stream|load|crash|usage]`: the benchmarks of BENCHMARKS.md. Everything runs on this
+ * `npm run bench [stream|load|crash|usage|tracing|compare]`: the benchmarks of BENCHMARKS.md. Everything runs on this
  * machine over loopback: the service in-process, the scripted model server, and the clients.
  */
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -209,6 +210,71 @@ async function benchLoad(tasks = 1000) {
     loopP99Ms: Math.max(...loopSamples),
     billedTasks: usage.totals.tasks - 1,
     billedInput: usage.totals.inputTokens - 200,
+  };
+}
+
+/** The same 4-call task for the service and the bare loop: write, read, list, complete. */
+function scriptCompare(model: Awaited<ReturnType<typeof startScriptedModel>>) {
+  const usage = { input: 500, output: 50 };
+  model.script('COMPARE', (ctx) => {
+    switch (ctx.turn) {
+      case 0:
+        return { text: 'Writing the notes.', toolCalls: [{ name: 'write_file', args: { path: 'notes/a.md', content: 'x'.repeat(2000) } }], usage };
+      case 1:
+        return { toolCalls: [{ name: 'read_file', args: { path: 'notes/a.md' } }], usage };
+      case 2:
+        return { toolCalls: [{ name: 'list_files', args: { path: 'notes' } }], usage };
+      default:
+        return { toolCalls: [{ name: 'complete', args: { summary: 'done', paths: ['notes/a.md'] } }], usage };
+    }
+  });
+}
+
+/** The bare loop (bench/bare-loop.ts) as its own process against `modelUrl` (the model server runs here). */
+async function bareLoop(modelUrl: string, tasks: number, concurrency: number): Promise<{ wallMs: number; latencies: number[] }> {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--import', 'tsx', 'bench/bare-loop.ts', '--tasks', String(tasks), '--concurrency', String(concurrency)],
+    { env: { ...process.env, OPENAI_BASE_URL: modelUrl }, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
+  );
+  return JSON.parse(stdout.trim().split('\n').at(-1)!);
+}
+
+/**
+ * The service against a bare ai-SDK loop doing the same work on the same scripted model, in the
+ * same run: one task at a time (latency), then `total` tasks `concurrency` at a time (wall time).
+ */
+async function benchCompare(total = 300, concurrency = 32, sequential = 30) {
+  const svc = await startBenchService({ MAX_CONCURRENT_TASKS: String(concurrency), MAX_QUEUED_TASKS: String(total) });
+  scriptCompare(svc.model);
+  await warmUp(svc.url);
+  const once = async (i: number) => {
+    const t = now();
+    const res = await fetch(`${svc.url}/tasks?wait=true`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body(`COMPARE ${i}`, i)) });
+    const out = JSON.parse(await res.text()) as { status: string };
+    if (out.status !== 'completed') throw new Error(`task ended ${out.status}`);
+    return now() - t;
+  };
+  await once(-1);
+  const serviceSeq: number[] = [];
+  for (let i = 0; i < sequential; i++) serviceSeq.push(await once(i));
+  let next = 0;
+  const started = now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < total) await once(next++);
+    }),
+  );
+  const serviceWall = now() - started;
+  const bareSeq = await bareLoop(svc.model.url, sequential, 1);
+  const bareConc = await bareLoop(svc.model.url, total, concurrency);
+  await svc.close();
+  return {
+    total,
+    concurrency,
+    sequential,
+    service: { p50: pct(serviceSeq, 50), p99: pct(serviceSeq, 99), wallMs: serviceWall },
+    bare: { p50: pct(bareSeq.latencies, 50), p99: pct(bareSeq.latencies, 99), wallMs: bareConc.wallMs },
   };
 }
 
@@ -491,6 +557,16 @@ async function main() {
     console.log('|---|---:|---:|---:|---:|---:|');
     for (const r of rows) console.log(`| ${r.mode} | ${r.tasks} | ${f(r.mean)} | ${f(r.p50)} | ${f(r.p99)} | ${r.spans} |`);
     console.log('');
+  }
+  if (which === 'all' || which === 'compare') {
+    const r = await benchCompare();
+    console.log(`The service against a bare ai-SDK streamText loop in one process (bench/bare-loop.ts), same scripted model, same 4-call task (write, read, list, complete), measured in this run`);
+    console.log('| measure | service | bare loop | ratio | goal |');
+    console.log('|---|---:|---:|---:|---:|');
+    console.log(`| one task at a time, p50 (${r.sequential} tasks) | ${f(r.service.p50)} ms | ${f(r.bare.p50)} ms | ${f(r.service.p50 / r.bare.p50, 2)}× | ≤ 1.2× |`);
+    console.log(`| one task at a time, p99 | ${f(r.service.p99)} ms | ${f(r.bare.p99)} ms | ${f(r.service.p99 / r.bare.p99, 2)}× | |`);
+    console.log(`| ${r.total} tasks, ${r.concurrency} at a time, wall | ${f(r.service.wallMs, 0)} ms | ${f(r.bare.wallMs, 0)} ms | ${f(r.service.wallMs / r.bare.wallMs, 2)}× | ≤ 1.15× |`);
+    console.log();
   }
   if (which === 'all' || which === 'usage') {
     const r = await benchUsage();

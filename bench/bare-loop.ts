@@ -1,0 +1,67 @@
+/**
+ * The bare loop `npm run bench -- compare` measures the service against: an ai SDK `streamText`
+ * loop in one process, on the same scripted model, doing the same file work with tools written
+ * the plain way (fs calls, no confinement, no events, no store). Run as its own process so that it
+ * shares its event loop with nothing, like the service. Prints one JSON line:
+ * `{ wallMs, latencies }` for `--tasks N --concurrency C`.
+ */
+import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { createOpenAI } from '@ai-sdk/openai';
+import { hasToolCall, stepCountIs, streamText, tool } from 'ai';
+import { z } from 'zod';
+
+const arg = (name: string, fallback: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1]! : fallback;
+};
+const tasks = Number(arg('tasks', '30'));
+const concurrency = Number(arg('concurrency', '1'));
+const marker = arg('marker', 'COMPARE');
+const openai = createOpenAI({ baseURL: process.env.OPENAI_BASE_URL, apiKey: 'bench' });
+const root = mkdtempSync(path.join(tmpdir(), 'bare-loop-'));
+
+async function runTask(i: number): Promise<number> {
+  const dir = path.join(root, `P-${i % 50}`);
+  await mkdir(dir, { recursive: true });
+  const started = performance.now();
+  const result = streamText({
+    model: openai.chat('gpt-4.1-mini'),
+    system: 'You are a subagent working in a workspace folder.',
+    messages: [{ role: 'user', content: `${marker} ${i}` }],
+    tools: {
+      write_file: tool({
+        inputSchema: z.object({ path: z.string(), content: z.string() }),
+        execute: async ({ path: p, content }) => {
+          await mkdir(path.dirname(path.join(dir, p)), { recursive: true });
+          await writeFile(path.join(dir, p), content);
+          return `wrote ${content.length} bytes`;
+        },
+      }),
+      read_file: tool({ inputSchema: z.object({ path: z.string() }), execute: async ({ path: p }) => readFile(path.join(dir, p), 'utf8') }),
+      list_files: tool({ inputSchema: z.object({ path: z.string().optional() }), execute: async () => (await readdir(dir)).join('\n') }),
+      complete: tool({
+        inputSchema: z.object({ summary: z.string(), paths: z.array(z.string()) }),
+        execute: async ({ summary, paths }) => ({ summary, artifacts: await Promise.all(paths.map(async (p) => ({ path: p, size: (await stat(path.join(dir, p))).size }))) }),
+      }),
+    },
+    stopWhen: [hasToolCall('complete'), stepCountIs(10)],
+  });
+  for await (const part of result.fullStream) if (part.type === 'error') throw part.error;
+  return performance.now() - started;
+}
+
+// Modules load and compile on the first task: start-up, not steady state (the service warms up too).
+await runTask(0);
+const latencies: number[] = [];
+let next = 0;
+const started = performance.now();
+await Promise.all(
+  Array.from({ length: concurrency }, async () => {
+    while (next < tasks) latencies.push(await runTask(next++));
+  }),
+);
+console.log(JSON.stringify({ wallMs: performance.now() - started, latencies }));
