@@ -33,6 +33,10 @@ beforeAll(async () => {
   mkdirSync(path.join(dir, 'agents'));
   writeFileSync(path.join(dir, 'agents', 'scripted-acp.md'), definition('scripted-acp'));
   writeFileSync(path.join(dir, 'agents', 'scripted-acp-deny.md'), definition('scripted-acp-deny', 'permission: deny'));
+  writeFileSync(
+    path.join(dir, 'agents', 'missing-agent.md'),
+    '---\nname: missing-agent\ndescription: An agent whose command does not exist\nkind: acp\ncommand: /nonexistent/acp-agent\n---\n',
+  );
   process.env.ACP_TEST_PASSED = 'visible';
   process.env.ACP_TEST_HIDDEN = 'hidden';
   svc = await startService({ dir, env: { MODEL_STALL_TIMEOUT_MS: '4000' } });
@@ -136,6 +140,13 @@ describe('ACP agents as subagents', () => {
     const task = await taskEnd(svc, await run('ACP-GARBAGE'));
     expect(task.status).toBe('error');
     expect(['agent_protocol_error', 'agent_stalled']).toContain(task.error.code);
+  });
+
+  it('an agent command that cannot be run ends the task error/agent_failed', async () => {
+    const task = await taskEnd(svc, await run('anything', 'missing-agent'));
+    expect(task.status).toBe('error');
+    expect(task.error.code).toBe('agent_failed');
+    expect(task.error.message).toContain('/nonexistent/acp-agent');
   });
 
   it('refuses what an external agent cannot do: task_id, outputSchema, steering', async () => {

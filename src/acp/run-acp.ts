@@ -222,7 +222,10 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
   const exitFailure = (e: Awaited<typeof exited>): AcpFailure =>
     e.error
       ? { code: 'agent_failed', message: `the agent could not be started: ${e.error.message}` }
-      : { code: 'agent_crashed', message: `the agent exited (${e.signal ?? `code ${e.code}`}) before it answered` };
+      : // 126/127: the shell that execs the command found no such program, or could not run it.
+        e.code === 126 || e.code === 127
+        ? { code: 'agent_failed', message: `the agent command "${def.acp.command}" could not be run (exit ${e.code})` }
+        : { code: 'agent_crashed', message: `the agent exited (${e.signal ?? `code ${e.code}`}) before it answered` };
   void exited.then((e) => {
     if (answered || opts.signal.aborted) return;
     fail(exitFailure(e));
