@@ -35,6 +35,8 @@ export interface ServiceDeps {
   now?: () => number;
   /** Defaults to the sandbox BASH_SANDBOX asks for, hiding the service's own folders. */
   sandbox?: Sandbox;
+  /** The variables an ACP definition's `env` names are taken from; defaults to the process's. */
+  serviceEnv?: Record<string, string | undefined>;
 }
 
 /** Everything the service does, without HTTP: what the routes (and tests) call. */
@@ -132,6 +134,7 @@ export function createServices(deps: ServiceDeps): Services {
       modelStallTimeoutMs: config.modelStallTimeoutMs,
     },
     secrets: config.openaiApiKey ? [config.openaiApiKey] : [],
+    serviceEnv: deps.serviceEnv ?? process.env,
     prices,
     budgets,
     sandbox,

@@ -208,7 +208,7 @@ export function createA2aHandler(deps: A2aHandlerDeps): A2ARequestHandler {
     return { ...config, id };
   }
 
-  const pushView = (tenant: string, c: ReturnType<WebhookStore['pushConfigs']>[number]): TaskPushNotificationConfig => ({
+  const pushView = (c: ReturnType<WebhookStore['pushConfigs']>[number]): TaskPushNotificationConfig => ({
     tenant: '',
     id: c.configId,
     taskId: c.taskId,
@@ -285,13 +285,13 @@ export function createA2aHandler(deps: A2aHandlerDeps): A2ARequestHandler {
         tasks.get(tenant, params.taskId);
         const found = webhooks.pushConfigs(tenant, params.taskId, params.id)[0];
         if (!found) throw new AppError(404, 'not_found', `push notification config ${params.id} of task ${params.taskId} not found`);
-        return pushView(tenant, found);
+        return pushView(found);
       }),
     listTaskPushNotificationConfigs: (params: ListTaskPushNotificationConfigsRequest, ctx) =>
       mapped((): ListTaskPushNotificationConfigsResponse => {
         const { tenant } = stateOfCall(ctx);
         tasks.get(tenant, params.taskId);
-        return { configs: webhooks.pushConfigs(tenant, params.taskId).map((c) => pushView(tenant, c)), nextPageToken: '' };
+        return { configs: webhooks.pushConfigs(tenant, params.taskId).map(pushView), nextPageToken: '' };
       }),
     deleteTaskPushNotificationConfig: (params: DeleteTaskPushNotificationConfigRequest, ctx) =>
       mapped(() => {

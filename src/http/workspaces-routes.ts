@@ -30,12 +30,17 @@ const fileParams = z.object({ parentTaskId: contextIdSchema, '*': z.string().min
 /** A refusal of the path guard or of the descriptor checks, as the contract's error. */
 function pathFailure(err: unknown, filePath: string): AppError {
   if (err instanceof AppError) return err;
-  if (err instanceof PathError && err.reason === 'not_found') return notFound(`file ${filePath}`);
-  if (err instanceof PathError) return new AppError(400, err.reason, err.message);
-  const message = (err as Error).message;
-  if (/is a directory|is the workspace folder/.test(message)) return new AppError(409, 'is_a_directory', message);
-  if (/not a regular file|FIFO|socket|device/.test(message)) return new AppError(400, 'not_a_file', message);
-  return new AppError(400, 'invalid_path', message);
+  if (!(err instanceof PathError)) return new AppError(400, 'invalid_path', (err as Error).message);
+  switch (err.reason) {
+    case 'not_found':
+      return notFound(`file ${filePath}`);
+    case 'is_a_directory':
+      return new AppError(409, 'is_a_directory', err.message);
+    case 'not_a_regular_file':
+      return new AppError(400, 'not_a_file', err.message);
+    default:
+      return new AppError(400, err.reason, err.message);
+  }
 }
 
 export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: WorkspacesDirOf; maxUploadBytes: number }> = async (
@@ -136,7 +141,7 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
         // that holds it is resolved, and that must lie inside the workspace.
         const absolute = path.resolve(root, filePath);
         if (!isInside(root, absolute)) throw new PathError('outside_workspace', `path "${filePath}" is outside the workspace`);
-        if (absolute === root) throw new Error(`"${filePath}" is the workspace folder itself, which cannot be removed`);
+        if (absolute === root) throw new PathError('is_a_directory', `"${filePath}" is the workspace folder itself, which cannot be removed`);
         const folder = await resolveWorkspacePath(root, path.relative(root, path.dirname(absolute)), { mustExist: true });
         await removeInside(root, path.join(folder.real, path.basename(absolute)), filePath);
       } catch (err) {

@@ -57,6 +57,8 @@ export interface RunnerDeps {
   tracing: Tracing;
   /** Strings that must never reach a task's error message (provider keys). */
   secrets: string[];
+  /** Where an ACP definition's allowed variables are read from. */
+  serviceEnv: Record<string, string | undefined>;
 }
 
 /**
@@ -188,7 +190,7 @@ export function createTaskRunner(deps: RunnerDeps) {
       stallTimeoutMs: deps.limits.modelStallTimeoutMs,
       commandTimeoutMs: deps.limits.bashTimeoutMs,
       maxOutputBytes: deps.limits.bashMaxOutputBytes,
-      serviceEnv: process.env,
+      serviceEnv: deps.serviceEnv,
       observer: {
         text: (text) => deltas.push(step, text),
         toolCall: (call) => {
@@ -203,7 +205,8 @@ export function createTaskRunner(deps: RunnerDeps) {
         },
         plan: (entries) => {
           deltas.flush();
-          events.append(row, 'plan', { step, entries });
+          // An agent's plan is its own data: kept to 100 entries of 2,000 characters.
+          events.append(row, 'plan', { step, entries: entries.slice(0, 100).map((e) => ({ ...e, content: e.content.slice(0, 2000) })) });
         },
         activity: () => deps.liveness.activity(row.id),
       },

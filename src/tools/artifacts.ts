@@ -44,7 +44,8 @@ export async function checkArtifacts(
     } catch (err) {
       if (seen.has(`skip:${p}`)) continue;
       seen.add(`skip:${p}`);
-      skipped.push({ path: p, reason: err instanceof PathError ? err.reason : 'unreadable' });
+      // A folder is an artifact like a file: `is_a_directory` cannot come from an `any` open.
+      skipped.push({ path: p, reason: err instanceof PathError ? (err.reason === 'is_a_directory' ? 'not_a_regular_file' : err.reason) : 'unreadable' });
     }
   }
   return { artifacts, skipped };

@@ -1,7 +1,7 @@
 import { lstat, realpath } from 'node:fs/promises';
 import path from 'node:path';
 
-export type PathRefusal = 'outside_workspace' | 'invalid_path' | 'not_found' | 'not_a_regular_file';
+export type PathRefusal = 'outside_workspace' | 'invalid_path' | 'not_found' | 'not_a_regular_file' | 'is_a_directory';
 
 /** A path the model asked for that the guard refused; its message is written for the model. */
 export class PathError extends Error {

@@ -55,8 +55,8 @@ function refusal(err: unknown, shown: string): Error {
   }
   if (code === 'ENOENT') return new PathError('not_found', `path "${shown}" does not exist`);
   if (code === 'ENOTDIR') return new PathError('not_found', `path "${shown}" does not exist (a part of it is not a folder)`);
-  if (code === 'EISDIR') return new Error(`"${shown}" is a directory`);
-  if (code === 'ENXIO') return new Error(`"${shown}" is not a regular file`);
+  if (code === 'EISDIR') return new PathError('is_a_directory', `"${shown}" is a directory`);
+  if (code === 'ENXIO') return new PathError('not_a_regular_file', `"${shown}" is not a regular file`);
   return err as Error;
 }
 
@@ -137,7 +137,7 @@ export async function openInside(root: string, real: string, shown: string, mode
     dir = await openFolders(root, parts, mode === 'write');
     let handle: FileHandle;
     if (last === undefined) {
-      if (mode !== 'dir' && mode !== 'any') throw new Error(`"${shown}" is a directory`);
+      if (mode !== 'dir' && mode !== 'any') throw new PathError('is_a_directory', `"${shown}" is a directory`);
       handle = dir;
       dir = undefined as unknown as FileHandle;
     } else {
@@ -153,7 +153,8 @@ export async function openInside(root: string, real: string, shown: string, mode
     if (!wanted) {
       await handle.close();
       if (mode === 'dir') throw new Error(`"${shown}" is not a folder`);
-      throw new Error(`"${shown}" is ${describe(stat)}${stat.isDirectory() ? '' : ', not a regular file'}`);
+      if (stat.isDirectory()) throw new PathError('is_a_directory', `"${shown}" is a directory`);
+      throw new PathError('not_a_regular_file', `"${shown}" is ${describe(stat)}, not a regular file`);
     }
     return { handle, stat };
   } catch (err) {
@@ -303,7 +304,7 @@ export async function replaceFromStream(
   if (!isInside(root, real)) throw new PathError('outside_workspace', `path "${shown}" is outside the workspace`);
   const parts = partsOf(root, real);
   const name = parts.pop();
-  if (name === undefined) throw new Error(`"${shown}" is the workspace folder itself`);
+  if (name === undefined) throw new PathError('is_a_directory', `"${shown}" is the workspace folder itself`);
   let dir: FileHandle | undefined;
   let temp: string | undefined;
   try {
@@ -327,7 +328,7 @@ export async function replaceFromStream(
       await handle.close();
     }
     const existing = await lstat(at(dir, name)).catch(() => null);
-    if (existing?.isDirectory()) throw Object.assign(new Error('is a directory'), { code: 'EISDIR' });
+    if (existing?.isDirectory()) throw new PathError('is_a_directory', `"${shown}" is a directory`);
     await rename(at(dir, temp), at(dir, name));
     temp = undefined;
     return { stat, replaced: existing !== null };
@@ -349,7 +350,7 @@ export async function removeInside(root: string, real: string, shown: string): P
   if (!isInside(root, real)) throw new PathError('outside_workspace', `path "${shown}" is outside the workspace`);
   const parts = partsOf(root, real);
   const name = parts.pop();
-  if (name === undefined) throw new Error(`"${shown}" is the workspace folder itself, which cannot be removed`);
+  if (name === undefined) throw new PathError('is_a_directory', `"${shown}" is the workspace folder itself, which cannot be removed`);
   let dir: FileHandle | undefined;
   try {
     dir = await openFolders(root, parts, false);
