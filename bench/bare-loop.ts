@@ -1,15 +1,18 @@
 /**
- * The bare loop `npm run bench -- compare` measures the service against: an ai SDK `streamText`
- * loop in one process, on the same scripted model, doing the same file work with tools written
- * the plain way (fs calls, no confinement, no events, no store). Run as its own process so that it
- * shares its event loop with nothing, like the service. Prints one JSON line:
- * `{ wallMs, latencies }` for `--tasks N --concurrency C`.
+ * The bare loop `npm run bench` measures the service against: an ai SDK `streamText` loop in one
+ * process, on the same scripted model, doing the same file work with tools written the plain way
+ * (fs calls, no confinement, no events, no store). Run as its own process so that it shares its
+ * event loop with nothing, like the service. Prints one JSON line:
+ * - `--tasks N --concurrency C [--marker M]`: `{ wallMs, latencies }` (per-task wall times);
+ * - `--stream`: also `chunkLatencies`, model chunk (`|t=<ms since epoch>|` in its text) → the loop's
+ *   reader, per chunk;
+ * - `--sample`: also `peakRssMiB` and `loopP99Ms` (worst one-second window of event-loop delay).
  */
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { createOpenAI } from '@ai-sdk/openai';
 import { hasToolCall, stepCountIs, streamText, tool } from 'ai';
 import { z } from 'zod';
@@ -21,17 +24,20 @@ const arg = (name: string, fallback: string) => {
 const tasks = Number(arg('tasks', '30'));
 const concurrency = Number(arg('concurrency', '1'));
 const marker = arg('marker', 'COMPARE');
+const streaming = process.argv.includes('--stream');
+const sampling = process.argv.includes('--sample');
 const openai = createOpenAI({ baseURL: process.env.OPENAI_BASE_URL, apiKey: 'bench' });
 const root = mkdtempSync(path.join(tmpdir(), 'bare-loop-'));
+const chunkLatencies: number[] = [];
 
-async function runTask(i: number): Promise<number> {
+async function runTask(i: number, m = marker): Promise<number> {
   const dir = path.join(root, `P-${i % 50}`);
   await mkdir(dir, { recursive: true });
   const started = performance.now();
   const result = streamText({
     model: openai.chat('gpt-4.1-mini'),
     system: 'You are a subagent working in a workspace folder.',
-    messages: [{ role: 'user', content: `${marker} ${i}` }],
+    messages: [{ role: 'user', content: `${m} ${i}` }],
     tools: {
       write_file: tool({
         inputSchema: z.object({ path: z.string(), content: z.string() }),
@@ -50,12 +56,32 @@ async function runTask(i: number): Promise<number> {
     },
     stopWhen: [hasToolCall('complete'), stepCountIs(10)],
   });
-  for await (const part of result.fullStream) if (part.type === 'error') throw part.error;
+  for await (const part of result.fullStream) {
+    if (part.type === 'error') throw part.error;
+    if (streaming && part.type === 'text-delta') {
+      const received = performance.timeOrigin + performance.now();
+      for (const t of part.text.matchAll(/\|t=([\d.]+)\|/g)) chunkLatencies.push(received - Number(t[1]));
+    }
+  }
   return performance.now() - started;
 }
 
 // Modules load and compile on the first task: start-up, not steady state (the service warms up too).
-await runTask(0);
+await runTask(0, 'WARMUP');
+let peakRss = 0;
+let loopP99 = 0;
+const delay = monitorEventLoopDelay({ resolution: 10 });
+const samplers: NodeJS.Timeout[] = [];
+if (sampling) {
+  delay.enable();
+  samplers.push(setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage.rss())), 100));
+  samplers.push(
+    setInterval(() => {
+      loopP99 = Math.max(loopP99, delay.percentile(99) / 1e6);
+      delay.reset();
+    }, 1000),
+  );
+}
 const latencies: number[] = [];
 let next = 0;
 const started = performance.now();
@@ -64,4 +90,14 @@ await Promise.all(
     while (next < tasks) latencies.push(await runTask(next++));
   }),
 );
-console.log(JSON.stringify({ wallMs: performance.now() - started, latencies }));
+const wallMs = performance.now() - started;
+samplers.forEach(clearInterval);
+if (sampling) loopP99 = Math.max(loopP99, delay.percentile(99) / 1e6);
+console.log(
+  JSON.stringify({
+    wallMs,
+    latencies,
+    ...(streaming ? { chunkLatencies } : {}),
+    ...(sampling ? { peakRssMiB: Math.max(peakRss, process.memoryUsage.rss()) / 1024 / 1024, loopP99Ms: loopP99 } : {}),
+  }),
+);

@@ -1,6 +1,8 @@
 /**
- * `npm run bench [stream|load|crash|usage|tracing|compare]`: the benchmarks of BENCHMARKS.md. Everything runs on this
- * machine over loopback: the service in-process, the scripted model server, and the clients.
+ * `npm run bench [goals|compare|stream|load|crash|usage|tracing]`: the benchmarks of BENCHMARKS.md
+ * (`goals`: only those of issue 16, each next to the bare loop's figure from the same run). Everything
+ * runs on this machine over loopback: the service and the bare loop as their own processes, the
+ * scripted model server and the clients in this one.
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -153,9 +155,13 @@ async function benchStream(tasks: number) {
   const wall = now() - started;
   const serviceCpu = cpuMsOf(svc.pid) - serviceCpu0;
   const b = process.cpuUsage(benchCpu0);
+  // The bare loop reading the same chunks, the same number of tasks at once, on the same model server.
+  const bare = await bareLoop(svc.model.url, tasks, tasks, ['--marker', 'LATENCY', '--stream']);
   await svc.close();
   return {
     tasks,
+    bareP50: pct(bare.chunkLatencies!, 50),
+    bareP99: pct(bare.chunkLatencies!, 99),
     chunks: latencies.length,
     deltas,
     p50: pct(latencies, 50),
@@ -199,9 +205,12 @@ async function benchLoad(tasks = 1000) {
   );
   const usage = (await (await fetch(`${svc.url}/usage`)).json()) as { totals: { tasks: number; inputTokens: number } };
   const after = memoryOf(svc.pid);
+  // The bare loop running the same 1,000 tasks at once on the same model server.
+  const bare = await bareLoop(svc.model.url, tasks, tasks, ['--marker', 'LOAD', '--sample']);
   await svc.close();
   return {
     tasks,
+    bare: { wallMs: bare.wallMs, peakRssMiB: bare.peakRssMiB!, loopP99Ms: bare.loopP99Ms! },
     completed: finished.filter((st) => st === 'completed').length,
     submitMs,
     wallMs: wall,
@@ -230,11 +239,19 @@ function scriptCompare(model: Awaited<ReturnType<typeof startScriptedModel>>) {
   });
 }
 
+interface BareRun {
+  wallMs: number;
+  latencies: number[];
+  chunkLatencies?: number[];
+  peakRssMiB?: number;
+  loopP99Ms?: number;
+}
+
 /** The bare loop (bench/bare-loop.ts) as its own process against `modelUrl` (the model server runs here). */
-async function bareLoop(modelUrl: string, tasks: number, concurrency: number): Promise<{ wallMs: number; latencies: number[] }> {
+async function bareLoop(modelUrl: string, tasks: number, concurrency: number, extra: string[] = []): Promise<BareRun> {
   const { stdout } = await promisify(execFile)(
     process.execPath,
-    ['--import', 'tsx', 'bench/bare-loop.ts', '--tasks', String(tasks), '--concurrency', String(concurrency)],
+    ['--import', 'tsx', 'bench/bare-loop.ts', '--tasks', String(tasks), '--concurrency', String(concurrency), ...extra],
     { env: { ...process.env, OPENAI_BASE_URL: modelUrl }, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
   );
   return JSON.parse(stdout.trim().split('\n').at(-1)!);
@@ -266,8 +283,13 @@ async function benchCompare(total = 300, concurrency = 32, sequential = 30) {
     }),
   );
   const serviceWall = now() - started;
+  const serviceRequests = svc.model.requests.length;
   const bareSeq = await bareLoop(svc.model.url, sequential, 1);
   const bareConc = await bareLoop(svc.model.url, total, concurrency);
+  // The size of a task's first model request (system prompt, tools, kickoff) as sent on the wire.
+  const firstRequest = (from: number, to: number, prompt: string) =>
+    JSON.stringify(svc.model.requests.slice(from, to).find((r) => JSON.stringify(r.body.messages).includes(prompt))?.body ?? {}).length;
+  const requestBytes = { service: firstRequest(0, serviceRequests, 'COMPARE -1'), bare: firstRequest(serviceRequests, Infinity, 'COMPARE 0') };
   await svc.close();
   return {
     total,
@@ -275,6 +297,7 @@ async function benchCompare(total = 300, concurrency = 32, sequential = 30) {
     sequential,
     service: { p50: pct(serviceSeq, 50), p99: pct(serviceSeq, 99), wallMs: serviceWall },
     bare: { p50: pct(bareSeq.latencies, 50), p99: pct(bareSeq.latencies, 99), wallMs: bareConc.wallMs },
+    requestBytes,
   };
 }
 
@@ -517,28 +540,69 @@ async function benchTracing(tasks = 200) {
   return rows;
 }
 
+/** Issue 16's goals, each next to the bare loop's figure from the same run. */
+interface GoalRow {
+  goal: string;
+  service: string;
+  bare: string;
+  ratio?: number;
+  target: string;
+  met: boolean;
+}
+
 async function main() {
   const which = process.argv[2] ?? 'all';
+  const goals: GoalRow[] = [];
+  const wants = (name: string) => which === 'all' || which === 'goals' || which === name;
   console.log(`subagentd benchmarks — node ${process.version}, ${new Date().toISOString()}\n`);
-  if (which === 'all' || which === 'stream') {
-    console.log('Stream latency: model server emits a text chunk → WebSocket client receives the text.delta');
-    console.log('| subscribed tasks | chunks measured | text.delta events | p50 ms | p99 ms | max ms | service CPU | bench process CPU |');
-    console.log('|---:|---:|---:|---:|---:|---:|---:|---:|');
-    for (const n of (process.env.BENCH_STREAM_TASKS ?? '1,100,1000').split(',').map(Number)) {
+  if (wants('compare')) {
+    const r = await benchCompare();
+    console.log(`The service against a bare ai-SDK streamText loop in one process (bench/bare-loop.ts), same scripted model, same 4-call task (write, read, list, complete), measured in this run`);
+    console.log('| measure | service | bare loop | ratio | goal |');
+    console.log('|---|---:|---:|---:|---:|');
+    console.log(`| one task at a time, p50 (${r.sequential} tasks) | ${f(r.service.p50)} ms | ${f(r.bare.p50)} ms | ${f(r.service.p50 / r.bare.p50, 2)}× | ≤ 1.2× |`);
+    console.log(`| one task at a time, p99 | ${f(r.service.p99)} ms | ${f(r.bare.p99)} ms | ${f(r.service.p99 / r.bare.p99, 2)}× | |`);
+    console.log(`| ${r.total} tasks, ${r.concurrency} at a time, wall | ${f(r.service.wallMs, 0)} ms | ${f(r.bare.wallMs, 0)} ms | ${f(r.service.wallMs / r.bare.wallMs, 2)}× | ≤ 1.15× |`);
+    console.log(`| first model request | ${r.requestBytes.service} B | ${r.requestBytes.bare} B | | ≤ 5,800 B |`);
+    console.log();
+    const seq = r.service.p50 / r.bare.p50;
+    const conc = r.service.wallMs / r.bare.wallMs;
+    goals.push(
+      { goal: `${r.total} tasks, ${r.concurrency} at a time: wall time`, service: `${f(r.service.wallMs, 0)} ms`, bare: `${f(r.bare.wallMs, 0)} ms`, ratio: conc, target: '≤ 1.15×', met: conc <= 1.15 },
+      { goal: 'one 4-call task at a time: p50 latency', service: `${f(r.service.p50)} ms`, bare: `${f(r.bare.p50)} ms`, ratio: seq, target: '≤ 1.2×', met: seq <= 1.2 },
+      { goal: 'first model request size', service: `${r.requestBytes.service} B`, bare: `${r.requestBytes.bare} B`, target: '≤ 5,800 B', met: r.requestBytes.service <= 5800 },
+    );
+  }
+  if (wants('stream')) {
+    console.log('Stream latency: model server emits a text chunk → WebSocket client receives the text.delta (bare loop: → its stream reader)');
+    console.log('| subscribed tasks | chunks measured | text.delta events | p50 ms | p99 ms | max ms | bare loop p50 / p99 ms | service CPU | bench process CPU |');
+    console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+    const counts = which === 'goals' ? '100,1000' : (process.env.BENCH_STREAM_TASKS ?? '1,100,1000');
+    for (const n of counts.split(',').map(Number)) {
       const r = await benchStream(n);
-      console.log(`| ${r.tasks} | ${r.chunks} | ${r.deltas} | ${f(r.p50, 2)} | ${f(r.p99, 2)} | ${f(r.max, 2)} | ${f(r.serviceCpuPct, 0)}% | ${f(r.benchCpuPct, 0)}% |`);
+      console.log(
+        `| ${r.tasks} | ${r.chunks} | ${r.deltas} | ${f(r.p50, 2)} | ${f(r.p99, 2)} | ${f(r.max, 2)} | ${f(r.bareP50, 2)} / ${f(r.bareP99, 2)} | ${f(r.serviceCpuPct, 0)}% | ${f(r.benchCpuPct, 0)}% |`,
+      );
+      const target = n >= 1000 ? 20 : 5;
+      if (n === 100 || n === 1000) {
+        goals.push({ goal: `chunk → client p99, ${n} tasks streaming`, service: `${f(r.p99, 1)} ms`, bare: `${f(r.bareP99, 1)} ms`, ratio: r.p99 / r.bareP99, target: `< ${target} ms`, met: r.p99 < target });
+      }
     }
     console.log();
   }
-  if (which === 'all' || which === 'load') {
+  if (wants('load')) {
     const r = await benchLoad();
-    console.log('1,000 tasks submitted at once, MAX_CONCURRENT_TASKS=1000, scripted model 2 s per step (2 steps)');
-    console.log('| tasks | completed | all accepted in | all finished in | service RSS before | peak RSS | event-loop delay p99 (worst 1 s window) | billed tasks | billed input tokens |');
-    console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+    console.log('1,000 tasks submitted at once, MAX_CONCURRENT_TASKS=1000, scripted model 2 s per step (2 steps); the bare loop runs the same 1,000 at once');
+    console.log('| tasks | completed | all accepted in | all finished in | service RSS before | peak RSS | event-loop delay p99 (worst 1 s window) | billed tasks | billed input tokens | bare loop: finished in / peak RSS / loop p99 |');
+    console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     console.log(
-      `| ${r.tasks} | ${r.completed} | ${f(r.submitMs, 0)} ms | ${f(r.wallMs, 0)} ms | ${f(r.rssBeforeMiB, 0)} MiB | ${f(r.peakRssMiB, 0)} MiB | ${f(r.loopP99Ms)} ms | ${r.billedTasks} | ${r.billedInput} |`,
+      `| ${r.tasks} | ${r.completed} | ${f(r.submitMs, 0)} ms | ${f(r.wallMs, 0)} ms | ${f(r.rssBeforeMiB, 0)} MiB | ${f(r.peakRssMiB, 0)} MiB | ${f(r.loopP99Ms)} ms | ${r.billedTasks} | ${r.billedInput} | ${f(r.bare.wallMs, 0)} ms / ${f(r.bare.peakRssMiB, 0)} MiB / ${f(r.bare.loopP99Ms)} ms |`,
     );
     console.log();
+    goals.push(
+      { goal: '1,000 running tasks: peak RSS', service: `${f(r.peakRssMiB, 0)} MiB`, bare: `${f(r.bare.peakRssMiB, 0)} MiB`, ratio: r.peakRssMiB / r.bare.peakRssMiB, target: '< 300 MiB', met: r.peakRssMiB < 300 },
+      { goal: '1,000 running tasks: event-loop delay p99', service: `${f(r.loopP99Ms)} ms`, bare: `${f(r.bare.loopP99Ms)} ms`, ratio: r.loopP99Ms / r.bare.loopP99Ms, target: '< 50 ms', met: r.loopP99Ms < 50 },
+    );
   }
   if (which === 'all' || which === 'crash') {
     const r = await benchCrash();
@@ -558,16 +622,6 @@ async function main() {
     for (const r of rows) console.log(`| ${r.mode} | ${r.tasks} | ${f(r.mean)} | ${f(r.p50)} | ${f(r.p99)} | ${r.spans} |`);
     console.log('');
   }
-  if (which === 'all' || which === 'compare') {
-    const r = await benchCompare();
-    console.log(`The service against a bare ai-SDK streamText loop in one process (bench/bare-loop.ts), same scripted model, same 4-call task (write, read, list, complete), measured in this run`);
-    console.log('| measure | service | bare loop | ratio | goal |');
-    console.log('|---|---:|---:|---:|---:|');
-    console.log(`| one task at a time, p50 (${r.sequential} tasks) | ${f(r.service.p50)} ms | ${f(r.bare.p50)} ms | ${f(r.service.p50 / r.bare.p50, 2)}× | ≤ 1.2× |`);
-    console.log(`| one task at a time, p99 | ${f(r.service.p99)} ms | ${f(r.bare.p99)} ms | ${f(r.service.p99 / r.bare.p99, 2)}× | |`);
-    console.log(`| ${r.total} tasks, ${r.concurrency} at a time, wall | ${f(r.service.wallMs, 0)} ms | ${f(r.bare.wallMs, 0)} ms | ${f(r.service.wallMs / r.bare.wallMs, 2)}× | ≤ 1.15× |`);
-    console.log();
-  }
   if (which === 'all' || which === 'usage') {
     const r = await benchUsage();
     console.log(`GET /usage over ${r.records.toLocaleString("en")} records (seeded in ${f(r.seedMs / 1000)} s, roll-ups built in ${f(r.rollupMs / 1000)} s), 30 requests each`);
@@ -575,6 +629,13 @@ async function main() {
     console.log('|---|---:|---:|---:|');
     for (const row of r.rows) console.log(`| ${row.name} (\`${row.url}\`) | ${row.groups} | ${f(row.p50)} | ${f(row.p99)} |`);
     console.log(`\nGET /healthz while 5 \`groupBy=user\` aggregates run: ${r.healthDuring.n} requests, p50 ${f(r.healthDuring.p50)} ms, p99 ${f(r.healthDuring.p99)} ms`);
+    console.log();
+  }
+  if (goals.length > 0) {
+    console.log('Goals (issue 16), each against the bare loop measured in this run');
+    console.log('| goal | service | bare loop | service ÷ bare | target | met |');
+    console.log('|---|---:|---:|---:|---:|:---:|');
+    for (const g of goals) console.log(`| ${g.goal} | ${g.service} | ${g.bare} | ${g.ratio === undefined ? '' : `${f(g.ratio, 2)}×`} | ${g.target} | ${g.met ? 'yes' : 'no'} |`);
     console.log();
   }
 }

@@ -1,4 +1,18 @@
-import { stepCountIs, streamText, tool, zodSchema, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
+import type { LanguageModelV3, LanguageModelV3StreamPart, SharedV3ProviderOptions as ProviderOptions } from '@ai-sdk/provider';
+import {
+  InvalidToolInputError,
+  NoSuchToolError,
+  TypeValidationError,
+  tool,
+  zodSchema,
+  type AssistantContent,
+  type JSONValue,
+  type LanguageModel,
+  type ModelMessage,
+  type ToolResultPart,
+  type ToolSet,
+} from 'ai';
+import { asLanguageModelUsage, convertToLanguageModelPrompt, prepareCallSettings, prepareRetries, prepareToolsAndToolChoice, standardizePrompt } from 'ai/internal';
 import type { z } from 'zod';
 import type { StopReason } from '../shapes/artifact.ts';
 import type { TokenUsage as Usage } from '../shapes/usage.ts';
@@ -76,8 +90,8 @@ export interface AgentRunResult<S = unknown> {
 }
 
 /**
- * The SDK converts a zod schema to JSON Schema on every step unless it is handed a converted
- * schema; conversion costs milliseconds per tool, so each tool's is made once and kept.
+ * The SDK converts a zod schema to JSON Schema unless it is handed a converted schema; conversion
+ * costs milliseconds per tool, so each tool's is made once and kept.
  */
 const converted = new WeakMap<z.ZodType, ReturnType<typeof zodSchema>>();
 function toolSchema(schema: z.ZodType) {
@@ -86,20 +100,11 @@ function toolSchema(schema: z.ZodType) {
   return s;
 }
 
-/** Turns our workspace tools into the SDK's tool set, bound to one task's context. */
-function toToolSet(tools: WorkspaceTool[], ctx: ToolContext): ToolSet {
-  return Object.fromEntries(
-    tools.map((t) => [
-      t.name,
-      tool({
-        description: t.description,
-        inputSchema: toolSchema(t.inputSchema),
-        execute: (input: unknown) => t.execute(input, ctx),
-      }),
-    ]),
-  );
+/** The tools as the provider is sent them (name, description, JSON Schema), made once per run. */
+async function providerTools(tools: WorkspaceTool[]) {
+  const set: ToolSet = Object.fromEntries(tools.map((t) => [t.name, tool({ description: t.description, inputSchema: toolSchema(t.inputSchema) })]));
+  return prepareToolsAndToolChoice({ tools: set, toolChoice: undefined, activeTools: undefined });
 }
-
 /**
  * Runs one subagent, one model call per step, over a conversation this loop owns: before each step
  * it delivers waiting steering messages and compacts a conversation grown past its threshold; after
@@ -109,8 +114,16 @@ function toToolSet(tools: WorkspaceTool[], ctx: ToolContext): ToolSet {
  */
 export async function runAgent<S>(opts: RunAgentOptions<S>): Promise<AgentRunResult<S>> {
   const { observer } = opts;
-  const tools = toToolSet(opts.tools, opts.toolContext);
-  const conversation = [...opts.messages];
+  // The conversation as given is checked once (the SDK's message schema); what the loop appends is
+  // built here from the provider's parts and needs no checking.
+  const { messages: start } = await standardizePrompt({ system: opts.system, messages: opts.messages });
+  const setup: RunSetup = {
+    model: opts.model as LanguageModelV3,
+    tools: new Map(opts.tools.map((t) => [t.name, t])),
+    callTools: await providerTools(opts.tools),
+    system: opts.system,
+  };
+  const conversation = [...start];
   let step = opts.doneSteps ?? 0;
   let finalText = '';
   let complete: CompleteResult | null = null;
@@ -142,7 +155,7 @@ export async function runAgent<S>(opts: RunAgentOptions<S>): Promise<AgentRunRes
     }
     conversation.push(...added);
     observer.stepStarted(step);
-    const r = await runStep(step, conversation, tools, opts);
+    const r = await runStep(step, conversation, setup, opts);
     if (r.text.trim()) finalText = r.text.trim();
     complete ??= r.complete;
     error ??= r.error;
@@ -178,60 +191,187 @@ interface StepOutcome {
   error: unknown;
 }
 
-/** Parts that carry something the model sent (the others are the SDK's own bookkeeping). */
-const MODEL_CONTENT = new Set(['text-delta', 'reasoning-delta', 'tool-input-start', 'tool-input-delta', 'tool-call', 'finish-step']);
+/**
+ * Parts of a provider stream that carry something the model sent. Not its end: that arrives after
+ * the step's tool calls, which already put the task in its tool phase.
+ */
+const MODEL_CONTENT = new Set(['text-delta', 'reasoning-delta', 'tool-input-start', 'tool-input-delta', 'tool-call']);
 
-/** One model call and the tools it asked for. */
-async function runStep<S>(step: number, conversation: ModelMessage[], tools: ToolSet, opts: RunAgentOptions<S>): Promise<StepOutcome> {
-  const { observer } = opts;
+/** What a run prepares once and every step uses. */
+interface RunSetup {
+  model: LanguageModelV3;
+  tools: Map<string, WorkspaceTool>;
+  callTools: Awaited<ReturnType<typeof providerTools>>;
+  system: string;
+}
+
+type ProviderPart = LanguageModelV3StreamPart;
+type AssistantPart = Exclude<AssistantContent, string>[number];
+
+/**
+ * One model call and the tools it asked for. The loop drives the provider model's own stream
+ * (`doStream`) rather than the SDK's `streamText`: one reader over the provider's parts instead of
+ * a dozen web-stream layers per chunk, with the same conversions the SDK makes (prompt, tools,
+ * retries, usage, tool input validation, the step's response messages).
+ */
+async function runStep<S>(step: number, conversation: ModelMessage[], setup: RunSetup, opts: RunAgentOptions<S>): Promise<StepOutcome> {
+  const { observer, signal } = opts;
   const out: StepOutcome = { finished: false, finishReason: '', usage: toUsage(undefined), text: '', complete: null, messages: [], error: null };
-  const result = streamText({
-    model: opts.model,
-    system: opts.system,
-    messages: conversation,
-    tools,
-    stopWhen: stepCountIs(1),
-    maxRetries: opts.maxRetries,
-    temperature: opts.temperature,
-    abortSignal: opts.signal,
-    // Errors arrive as `error` parts below; the default handler would only log them to stderr.
-    onError: () => {},
-  });
+  /** The assistant's content in the order it arrived; open text and reasoning parts by id. */
+  const content: AssistantPart[] = [];
+  const open = new Map<string, { type: 'text' | 'reasoning'; text: string; providerOptions?: ProviderOptions }>();
+  const calls: Array<{ toolCallId: string; toolName: string; input: unknown; tool: WorkspaceTool }> = [];
+  const results: ToolResultPart[] = [];
+  const record = (r: { toolCallId: string; toolName: string; output: unknown; isError: boolean }) => {
+    results.push({ type: 'tool-result', toolCallId: r.toolCallId, toolName: r.toolName, output: modelOutput(r.output, r.isError) });
+    observer.toolResult(step, r);
+  };
+  const append = (type: 'text' | 'reasoning', id: string, delta: string, providerMetadata?: ProviderOptions) => {
+    let part = open.get(`${type}:${id}`);
+    if (!part) {
+      part = { type, text: '', providerOptions: providerMetadata };
+      open.set(`${type}:${id}`, part);
+      content.push(part);
+    }
+    part.text += delta;
+    if (providerMetadata) part.providerOptions = providerMetadata;
+  };
   try {
-    for await (const part of result.fullStream) {
+    const prompt = await convertToLanguageModelPrompt({
+      prompt: { system: setup.system, messages: conversation },
+      supportedUrls: await setup.model.supportedUrls,
+      download: undefined,
+      abortSignal: signal,
+    });
+    const { retry } = prepareRetries({ maxRetries: opts.maxRetries, abortSignal: signal });
+    const { stream } = await retry(() =>
+      setup.model.doStream({
+        ...prepareCallSettings({ temperature: opts.temperature }),
+        tools: setup.callTools.tools,
+        toolChoice: setup.callTools.toolChoice,
+        prompt,
+        abortSignal: signal,
+        includeRawChunks: false,
+      }),
+    );
+    const reader = stream.getReader();
+    for (;;) {
+      const { done, value: part } = await reader.read();
+      if (done) break;
       if (MODEL_CONTENT.has(part.type)) observer.modelActivity?.();
       switch (part.type) {
+        case 'text-start':
+        case 'reasoning-start':
+          append(part.type === 'text-start' ? 'text' : 'reasoning', part.id, '', part.providerMetadata);
+          break;
         case 'text-delta':
-          out.text += part.text;
-          observer.textDelta(step, part.text);
+          if (part.delta.length === 0) break;
+          append('text', part.id, part.delta, part.providerMetadata);
+          out.text += part.delta;
+          observer.textDelta(step, part.delta);
           break;
-        case 'tool-call':
-          observer.toolCall(step, { toolCallId: part.toolCallId, toolName: part.toolName, input: part.input });
+        case 'reasoning-delta':
+          append('reasoning', part.id, part.delta, part.providerMetadata);
           break;
-        case 'tool-result':
-          if (part.toolName === 'complete') out.complete = part.output as CompleteResult;
-          observer.toolResult(step, { toolCallId: part.toolCallId, toolName: part.toolName, output: part.output, isError: false });
+        case 'text-end':
+        case 'reasoning-end':
+          if (part.providerMetadata) append(part.type === 'text-end' ? 'text' : 'reasoning', part.id, '', part.providerMetadata);
           break;
-        case 'tool-error':
-          observer.toolResult(step, { toolCallId: part.toolCallId, toolName: part.toolName, output: errorMessage(part.error), isError: true });
+        case 'tool-call': {
+          const call = parseToolCall(part, setup.tools);
+          content.push({ type: 'tool-call', toolCallId: part.toolCallId, toolName: part.toolName, input: call.input, providerOptions: part.providerMetadata });
+          observer.toolCall(step, { toolCallId: part.toolCallId, toolName: part.toolName, input: call.input });
+          if (call.tool) calls.push({ toolCallId: part.toolCallId, toolName: part.toolName, input: call.input, tool: call.tool });
+          else record({ toolCallId: part.toolCallId, toolName: part.toolName, output: errorMessage(call.error), isError: true });
           break;
-        case 'finish-step':
-          out.finishReason = part.finishReason;
-          out.usage = toUsage(part.usage);
+        }
+        case 'finish':
+          out.finishReason = part.finishReason.unified;
+          out.usage = toUsage(asLanguageModelUsage(part.usage));
           break;
         case 'error':
           out.error ??= part.error;
           break;
       }
     }
-    if (!out.error && !opts.signal.aborted && out.finishReason) {
-      out.messages = (await result.response).messages;
+    // As the SDK does: tools run once the answer is whole, and only for an answer that asks for them.
+    if (!out.error && (out.finishReason === 'tool-calls' || out.finishReason === 'stop')) {
+      await untilAborted(
+        Promise.all(
+          calls.map(async (c) => {
+            try {
+              const output = await c.tool.execute(c.input, opts.toolContext);
+              if (c.toolName === 'complete') out.complete = output as CompleteResult;
+              record({ toolCallId: c.toolCallId, toolName: c.toolName, output, isError: false });
+            } catch (err) {
+              record({ toolCallId: c.toolCallId, toolName: c.toolName, output: errorMessage(err), isError: true });
+            }
+          }),
+        ),
+        signal,
+      );
+    }
+    if (!out.error && !signal.aborted && out.finishReason) {
+      out.messages = responseMessages(content, results);
       out.finished = true;
     }
   } catch (err) {
-    if (!opts.signal.aborted) out.error ??= err;
+    if (!signal.aborted) out.error ??= err;
   }
   return out;
+}
+
+/**
+ * A tool call's input checked against its tool's schema, the SDK's way: an unknown tool or input
+ * that does not parse or validate becomes the error the model reads back; the input kept is the
+ * parsed JSON when there is one.
+ */
+function parseToolCall(part: Extract<ProviderPart, { type: 'tool-call' }>, tools: Map<string, WorkspaceTool>): { input: unknown; tool?: WorkspaceTool; error?: unknown } {
+  const text = part.input.trim() === '' ? '{}' : part.input;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (cause) {
+    return { input: {}, error: new InvalidToolInputError({ toolName: part.toolName, toolInput: part.input, cause }) };
+  }
+  const found = tools.get(part.toolName);
+  if (!found) return { input: value, error: new NoSuchToolError({ toolName: part.toolName, availableTools: [...tools.keys()] }) };
+  const parsed = found.inputSchema.safeParse(value);
+  if (!parsed.success) {
+    const cause = TypeValidationError.wrap({ value, cause: parsed.error });
+    return { input: typeof value === 'object' && value !== null ? value : {}, error: new InvalidToolInputError({ toolName: part.toolName, toolInput: part.input, cause }) };
+  }
+  return { input: parsed.data, tool: found };
+}
+
+/** What the model reads of a tool's outcome, as the SDK writes it: text, JSON, or an error's text. */
+function modelOutput(output: unknown, isError: boolean): ToolResultPart['output'] {
+  if (isError) return { type: 'error-text', value: errorMessage(output) };
+  if (typeof output === 'string') return { type: 'text', value: output };
+  return { type: 'json', value: (output ?? null) as JSONValue };
+}
+
+/** The messages a step adds: the assistant's answer, then the tool results in the order of the calls. */
+function responseMessages(content: AssistantPart[], results: ToolResultPart[]): ModelMessage[] {
+  const messages: ModelMessage[] = [];
+  const said = content.filter((p) => !(p.type === 'text' && p.text.length === 0));
+  if (said.length > 0) messages.push({ role: 'assistant', content: said });
+  if (results.length > 0) {
+    const order = new Map(said.flatMap((p, i) => (p.type === 'tool-call' ? [[p.toolCallId, i] as const] : [])));
+    const sorted = [...results].sort((a, b) => (order.get(a.toolCallId) ?? Infinity) - (order.get(b.toolCallId) ?? Infinity));
+    messages.push({ role: 'tool', content: sorted });
+  }
+  return messages;
+}
+
+/** Waits for `work`, or only until `signal` aborts (a tool that ignores the signal cannot hold the run). */
+function untilAborted(work: Promise<unknown>, signal: AbortSignal): Promise<unknown> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const onAbort = () => resolve(undefined);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 export function errorMessage(err: unknown): string {
