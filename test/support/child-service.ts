@@ -43,14 +43,18 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** Runs `src/server.ts` as a real child process (what `npm start` runs) and waits until it is ready. */
+/**
+ * Runs the service as a real child process and waits until it is ready: `src/server.ts` under tsx,
+ * or with `built` the compiled `dist/server.js` on bare Node (what `npm start` runs).
+ */
 export async function startChildService(
   env: Record<string, string>,
   nodeArgs: string[] = [],
-  opts: { waitReady?: boolean } = {},
+  opts: { waitReady?: boolean; built?: boolean } = {},
 ): Promise<ChildService> {
   const port = await freePort();
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(root, 'src/server.ts')], {
+  const entry = opts.built ? [path.join(root, 'dist/server.js')] : ['--import', 'tsx', path.join(root, 'src/server.ts')];
+  const child = spawn(process.execPath, [...nodeArgs, ...entry], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env, PORT: env.PORT ?? String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],

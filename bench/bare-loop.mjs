@@ -2,7 +2,8 @@
  * The bare loop `npm run bench` measures the service against: an ai SDK `streamText` loop in one
  * process, on the same scripted model, doing the same file work with tools written the plain way
  * (fs calls, no confinement, no events, no store). Run as its own process so that it shares its
- * event loop with nothing, like the service. Prints one JSON line:
+ * event loop with nothing, like the service, and in plain JavaScript, so that it runs on bare Node as
+ * the built service does (`node dist/server.js`). Prints one JSON line:
  * - `--tasks N --concurrency C [--marker M]`: `{ wallMs, latencies }` (per-task wall times);
  * - `--stream`: also `chunkLatencies`, model chunk (`|t=<ms since epoch>|` in its text) → the loop's
  *   reader, per chunk;
@@ -17,9 +18,9 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { hasToolCall, stepCountIs, streamText, tool } from 'ai';
 import { z } from 'zod';
 
-const arg = (name: string, fallback: string) => {
+const arg = (name, fallback) => {
   const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1]! : fallback;
+  return i >= 0 ? process.argv[i + 1] : fallback;
 };
 const tasks = Number(arg('tasks', '30'));
 const concurrency = Number(arg('concurrency', '1'));
@@ -28,9 +29,9 @@ const streaming = process.argv.includes('--stream');
 const sampling = process.argv.includes('--sample');
 const openai = createOpenAI({ baseURL: process.env.OPENAI_BASE_URL, apiKey: 'bench' });
 const root = mkdtempSync(path.join(tmpdir(), 'bare-loop-'));
-const chunkLatencies: number[] = [];
+const chunkLatencies = [];
 
-async function runTask(i: number, m = marker): Promise<number> {
+async function runTask(i, m = marker) {
   const dir = path.join(root, `P-${i % 50}`);
   await mkdir(dir, { recursive: true });
   const started = performance.now();
@@ -71,7 +72,7 @@ await runTask(0, 'WARMUP');
 let peakRss = 0;
 let loopP99 = 0;
 const delay = monitorEventLoopDelay({ resolution: 10 });
-const samplers: NodeJS.Timeout[] = [];
+const samplers = [];
 if (sampling) {
   delay.enable();
   samplers.push(setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage.rss())), 100));
@@ -82,7 +83,7 @@ if (sampling) {
     }, 1000),
   );
 }
-const latencies: number[] = [];
+const latencies = [];
 let next = 0;
 const started = performance.now();
 await Promise.all(
