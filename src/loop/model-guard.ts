@@ -89,7 +89,7 @@ export interface ModelGuardOptions {
 /**
  * Wraps a language model so that what the provider reported is never lost and a broken answer is
  * never taken for a complete one. It reads the provider's raw chunks (so usage that arrived before a
- * connection was cut still counts), reports usage the moment a call ends (before the SDK runs its
+ * connection was cut still counts), reports usage the moment a call ends (before the loop runs its
  * tools, so a cancel or crash during a tool loses no tokens), turns a stream that ends without a
  * finish reason into an error (retried while nothing had been passed on), and cuts a call that sends
  * no content for `stallTimeoutMs`.

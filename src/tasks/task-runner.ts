@@ -254,7 +254,7 @@ export function createTaskRunner(deps: RunnerDeps) {
     };
     const compactionModel = def.compactionModel === 'inherit' ? model : def.compactionModel;
     const observer = createObserver(row, model, trace, compactionModel);
-    // Every call is billed the moment it ends, before the SDK runs its tools.
+    // Every call is billed the moment it ends, before the loop runs its tools.
     const guarded = (id: string) =>
       guardModel(deps.modelProvider(id), {
         onUsage: (usage) => observer.modelUsage(usage, id),
