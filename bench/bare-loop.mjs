@@ -4,7 +4,8 @@
  * (fs calls, no confinement, no events, no store). Run as its own process so that it shares its
  * event loop with nothing, like the service, and in plain JavaScript, so that it runs on bare Node as
  * the built service does (`node dist/server.js`). Prints one JSON line:
- * - `--tasks N --concurrency C [--marker M]`: `{ wallMs, latencies }` (per-task wall times);
+ * - `--tasks N --concurrency C [--marker M] [--warmup W]`: `{ wallMs, latencies }` (per-task wall
+ *   times), after W warm-up tasks (1 by default);
  * - `--stream`: also `chunkLatencies`, model chunk (`|t=<ms since epoch>|` in its text) → the loop's
  *   reader, per chunk;
  * - `--sample`: also `peakRssMiB` and `loopP99Ms` (worst one-second window of event-loop delay).
@@ -67,8 +68,10 @@ async function runTask(i, m = marker) {
   return performance.now() - started;
 }
 
-// Modules load and compile on the first task: start-up, not steady state (the service warms up too).
+// Modules load and compile on the first tasks: start-up, not steady state (the service warms up
+// with as many).
 await runTask(0, 'WARMUP');
+for (let i = 1; i < Number(arg('warmup', '1')); i++) await runTask(-i);
 let peakRss = 0;
 let loopP99 = 0;
 const delay = monitorEventLoopDelay({ resolution: 10 });

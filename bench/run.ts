@@ -224,6 +224,9 @@ async function benchLoad(tasks = 1000) {
   };
 }
 
+/** Tasks each side of the compare benchmark runs before measuring (the WARMUP task included). */
+const WARMUP_TASKS = 20;
+
 /** The same 4-call task for the service and the bare loop: write, read, list, complete. */
 function scriptCompare(model: Awaited<ReturnType<typeof startScriptedModel>>) {
   const usage = { input: 500, output: 50 };
@@ -274,7 +277,9 @@ async function benchCompare(total = 300, concurrency = 32, sequential = 60) {
     if (out.status !== 'completed') throw new Error(`task ended ${out.status}`);
     return now() - t;
   };
-  await once(-1);
+  // Steady state, not start-up: both warm up with the same number of tasks before measuring (the
+  // JIT compiles hot code after some runs; the service has more of it than the bare loop).
+  for (let i = 1; i < WARMUP_TASKS; i++) await once(-i);
   const serviceSeq: number[] = [];
   for (let i = 0; i < sequential; i++) serviceSeq.push(await once(i));
   let next = 0;
@@ -286,8 +291,8 @@ async function benchCompare(total = 300, concurrency = 32, sequential = 60) {
   );
   const serviceWall = now() - started;
   const serviceRequests = svc.model.requests.length;
-  const bareSeq = await bareLoop(svc.model.url, sequential, 1);
-  const bareConc = await bareLoop(svc.model.url, total, concurrency);
+  const bareSeq = await bareLoop(svc.model.url, sequential, 1, ['--warmup', String(WARMUP_TASKS)]);
+  const bareConc = await bareLoop(svc.model.url, total, concurrency, ['--warmup', String(WARMUP_TASKS)]);
   // The size of a task's first model request (system prompt, tools, kickoff) as sent on the wire.
   const firstRequest = (from: number, to: number, prompt: string) =>
     JSON.stringify(svc.model.requests.slice(from, to).find((r) => JSON.stringify(r.body.messages).includes(prompt))?.body ?? {}).length;
