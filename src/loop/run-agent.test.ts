@@ -34,6 +34,18 @@ const failing = defineTool({
   },
 });
 
+/** A tool that ignores the abort signal and answers late. */
+const stubborn = defineTool({
+  name: 'stubborn',
+  description: 'answers after 400 ms whatever happens',
+  inputSchema: z.object({}),
+  readOnly: true,
+  execute: async () => {
+    await new Promise((r) => setTimeout(r, 400));
+    return 'late';
+  },
+});
+
 let runs = 0;
 async function run(
   turns: ScriptedTurn[],
@@ -64,7 +76,7 @@ async function run(
     model: guardModel(provider('m'), { onUsage: (u) => billed.push(u), stallTimeoutMs: opts.stallTimeoutMs ?? 10_000, maxRetries: 0 }),
     system: 'test',
     messages: [{ role: 'user', content: marker }],
-    tools: [createCompleteTool(undefined), failing],
+    tools: [createCompleteTool(undefined), failing, stubborn],
     toolContext,
     maxSteps: opts.maxSteps ?? 10,
     maxRetries: 0,
@@ -72,7 +84,7 @@ async function run(
     observer,
     takeMessages: opts.takeMessages,
   });
-  return { result, seen, billed };
+  return { result, seen, billed, marker };
 }
 
 const complete = (summary: string): ScriptedTurn => ({ toolCalls: [{ name: 'complete', args: { summary, paths: [] } }], usage: { input: 10, output: 2 } });
@@ -111,6 +123,37 @@ describe('runAgent', () => {
     const stalled = await run([{ fault: 'keepalive-only', chunkDelayMs: 50 }], { stallTimeoutMs: 300 });
     expect(stalled.result).toMatchObject({ aborted: false, stalled: true, complete: null });
     expect(stalled.result.error).toBeTruthy();
+  });
+
+  it('gives an unknown tool and input that fails its schema back to the model as errors, in call order', async () => {
+    const { result, seen, marker } = await run([
+      { toolCalls: [{ name: 'no_such_tool', args: {} }, { name: 'complete', args: { summary: 5 } }], usage: { input: 5, output: 1 } },
+      complete('fixed'),
+    ]);
+    expect(seen.slice(0, 5)).toEqual([
+      'step 1',
+      'call no_such_tool',
+      expect.stringMatching(/^result no_such_tool error: Model tried to call unavailable tool 'no_such_tool'\. Available tools: complete, explode, stubborn\.$/),
+      'call complete',
+      expect.stringMatching(/^result complete error: Invalid input for tool complete: /),
+    ]);
+    expect(result).toMatchObject({ stopReason: 'complete', complete: { summary: 'fixed' } });
+    // The second request carries the assistant's two calls and both errors, in call order.
+    const second = model.requests.filter((r) => JSON.stringify(r.body.messages).includes(marker))[1]!.body.messages;
+    const tools = second.filter((m) => m.role === 'tool');
+    expect(tools.map((m) => m.tool_call_id)).toEqual((second.find((m) => m.role === 'assistant')!.tool_calls as Array<{ id: string }>).map((c) => c.id));
+    expect(String(tools[0]!.content)).toContain('unavailable tool');
+  });
+
+  it('ends at once when aborted during a tool that ignores the signal, reporting no result for it', async () => {
+    const controller = new AbortController();
+    const started = Date.now();
+    setTimeout(() => controller.abort(), 150);
+    const { result, seen } = await run([{ toolCalls: [{ name: 'stubborn', args: {} }] }, complete('never')], { signal: controller.signal });
+    expect(Date.now() - started).toBeLessThan(400);
+    expect(result).toMatchObject({ aborted: true, complete: null });
+    await new Promise((r) => setTimeout(r, 450));
+    expect(seen).toEqual(['step 1', 'call stubborn']);
   });
 
   it('delivers steering messages before the next step, and gives a model that already answered one more step', async () => {

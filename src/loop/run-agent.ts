@@ -223,6 +223,8 @@ async function runStep<S>(step: number, conversation: ModelMessage[], setup: Run
   const calls: Array<{ toolCallId: string; toolName: string; input: unknown; tool: WorkspaceTool }> = [];
   const results: ToolResultPart[] = [];
   const record = (r: { toolCallId: string; toolName: string; output: unknown; isError: boolean }) => {
+    // A tool that ends after the run was aborted reports to no one: the task has ended.
+    if (signal.aborted) return;
     results.push({ type: 'tool-result', toolCallId: r.toolCallId, toolName: r.toolName, output: modelOutput(r.output, r.isError) });
     observer.toolResult(step, r);
   };
@@ -255,44 +257,54 @@ async function runStep<S>(step: number, conversation: ModelMessage[], setup: Run
       }),
     );
     const reader = stream.getReader();
-    for (;;) {
-      const { done, value: part } = await reader.read();
-      if (done) break;
-      if (MODEL_CONTENT.has(part.type)) observer.modelActivity?.();
-      switch (part.type) {
-        case 'text-start':
-        case 'reasoning-start':
-          append(part.type === 'text-start' ? 'text' : 'reasoning', part.id, '', part.providerMetadata);
-          break;
-        case 'text-delta':
-          if (part.delta.length === 0) break;
-          append('text', part.id, part.delta, part.providerMetadata);
-          out.text += part.delta;
-          observer.textDelta(step, part.delta);
-          break;
-        case 'reasoning-delta':
-          append('reasoning', part.id, part.delta, part.providerMetadata);
-          break;
-        case 'text-end':
-        case 'reasoning-end':
-          if (part.providerMetadata) append(part.type === 'text-end' ? 'text' : 'reasoning', part.id, '', part.providerMetadata);
-          break;
-        case 'tool-call': {
-          const call = parseToolCall(part, setup.tools);
-          content.push({ type: 'tool-call', toolCallId: part.toolCallId, toolName: part.toolName, input: call.input, providerOptions: part.providerMetadata });
-          observer.toolCall(step, { toolCallId: part.toolCallId, toolName: part.toolName, input: call.input });
-          if (call.tool) calls.push({ toolCallId: part.toolCallId, toolName: part.toolName, input: call.input, tool: call.tool });
-          else record({ toolCallId: part.toolCallId, toolName: part.toolName, output: errorMessage(call.error), isError: true });
+    let ended = false;
+    try {
+      for (;;) {
+        const { done, value: part } = await reader.read();
+        if (done) {
+          ended = true;
           break;
         }
-        case 'finish':
-          out.finishReason = part.finishReason.unified;
-          out.usage = toUsage(asLanguageModelUsage(part.usage));
-          break;
-        case 'error':
-          out.error ??= part.error;
-          break;
+        if (MODEL_CONTENT.has(part.type)) observer.modelActivity?.();
+        switch (part.type) {
+          case 'text-start':
+          case 'reasoning-start':
+            append(part.type === 'text-start' ? 'text' : 'reasoning', part.id, '', part.providerMetadata);
+            break;
+          case 'text-delta':
+            if (part.delta.length === 0) break;
+            append('text', part.id, part.delta, part.providerMetadata);
+            out.text += part.delta;
+            observer.textDelta(step, part.delta);
+            break;
+          case 'reasoning-delta':
+            append('reasoning', part.id, part.delta, part.providerMetadata);
+            break;
+          case 'text-end':
+          case 'reasoning-end':
+            if (part.providerMetadata) append(part.type === 'text-end' ? 'text' : 'reasoning', part.id, '', part.providerMetadata);
+            break;
+          case 'tool-call': {
+            const call = parseToolCall(part, setup.tools);
+            content.push({ type: 'tool-call', toolCallId: part.toolCallId, toolName: part.toolName, input: call.input, providerOptions: part.providerMetadata });
+            observer.toolCall(step, { toolCallId: part.toolCallId, toolName: part.toolName, input: call.input });
+            if (call.tool) calls.push({ toolCallId: part.toolCallId, toolName: part.toolName, input: call.input, tool: call.tool });
+            else record({ toolCallId: part.toolCallId, toolName: part.toolName, output: errorMessage(call.error), isError: true });
+            break;
+          }
+          case 'finish':
+            out.finishReason = part.finishReason.unified;
+            out.usage = toUsage(asLanguageModelUsage(part.usage));
+            break;
+          case 'error':
+            out.error ??= part.error;
+            break;
+        }
       }
+    } finally {
+      // Left before the end (an observer threw): cancelling the call lets the guard bill what it
+      // reported so far, as it does for an abort.
+      if (!ended) await reader.cancel().catch(() => {});
     }
     // As the SDK does: tools run once the answer is whole, and only for an answer that asks for them.
     if (!out.error && (out.finishReason === 'tool-calls' || out.finishReason === 'stop')) {
@@ -301,7 +313,7 @@ async function runStep<S>(step: number, conversation: ModelMessage[], setup: Run
           calls.map(async (c) => {
             try {
               const output = await c.tool.execute(c.input, opts.toolContext);
-              if (c.toolName === 'complete') out.complete = output as CompleteResult;
+              if (c.toolName === 'complete' && !signal.aborted) out.complete = output as CompleteResult;
               record({ toolCallId: c.toolCallId, toolName: c.toolName, output, isError: false });
             } catch (err) {
               record({ toolCallId: c.toolCallId, toolName: c.toolName, output: errorMessage(err), isError: true });
