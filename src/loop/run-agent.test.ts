@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ModelMessage } from 'ai';
 import { z } from 'zod';
 import { startScriptedModel, type ScriptedModel, type ScriptedTurn } from '../../scripted-model/server.ts';
 import type { TokenUsage as Usage } from '../shapes/usage.ts';
@@ -49,7 +50,7 @@ const stubborn = defineTool({
 let runs = 0;
 async function run(
   turns: ScriptedTurn[],
-  opts: { maxSteps?: number; signal?: AbortSignal; stallTimeoutMs?: number; takeMessages?: () => string[] } = {},
+  opts: { maxSteps?: number; signal?: AbortSignal; stallTimeoutMs?: number; takeMessages?: () => string[]; messages?: ModelMessage[] } = {},
 ) {
   const marker = `LOOP-${++runs}`;
   model.script(marker, turns);
@@ -75,7 +76,7 @@ async function run(
   const result = await runAgent({
     model: guardModel(provider('m'), { onUsage: (u) => billed.push(u), stallTimeoutMs: opts.stallTimeoutMs ?? 10_000, maxRetries: 0 }),
     system: 'test',
-    messages: [{ role: 'user', content: marker }],
+    messages: opts.messages ?? [{ role: 'user', content: marker }],
     tools: [createCompleteTool(undefined), failing, stubborn],
     toolContext,
     maxSteps: opts.maxSteps ?? 10,
@@ -143,6 +144,16 @@ describe('runAgent', () => {
     const tools = second.filter((m) => m.role === 'tool');
     expect(tools.map((m) => m.tool_call_id)).toEqual((second.find((m) => m.role === 'assistant')!.tool_calls as Array<{ id: string }>).map((c) => c.id));
     expect(String(tools[0]!.content)).toContain('unavailable tool');
+  });
+
+  it('ends a run whose conversation the SDK refuses as a failed call, before any model call', async () => {
+    const requests = model.requests.length;
+    const { result, seen, billed } = await run([complete('never')], { messages: [{ role: 'user', content: 42 } as unknown as ModelMessage] });
+    expect(result).toMatchObject({ complete: null, aborted: false, stopReason: 'text' });
+    expect(result.error).toBeTruthy();
+    expect(seen).toEqual([]);
+    expect(billed).toEqual([]);
+    expect(model.requests.length).toBe(requests);
   });
 
   it('ends at once when aborted during a tool that ignores the signal, reporting no result for it', async () => {

@@ -105,6 +105,7 @@ async function providerTools(tools: WorkspaceTool[]) {
   const set: ToolSet = Object.fromEntries(tools.map((t) => [t.name, tool({ description: t.description, inputSchema: toolSchema(t.inputSchema) })]));
   return prepareToolsAndToolChoice({ tools: set, toolChoice: undefined, activeTools: undefined });
 }
+
 /**
  * Runs one subagent, one model call per step, over a conversation this loop owns: before each step
  * it delivers waiting steering messages and compacts a conversation grown past its threshold; after
@@ -115,14 +116,21 @@ async function providerTools(tools: WorkspaceTool[]) {
 export async function runAgent<S>(opts: RunAgentOptions<S>): Promise<AgentRunResult<S>> {
   const { observer } = opts;
   // The conversation as given is checked once (the SDK's message schema); what the loop appends is
-  // built here from the provider's parts and needs no checking.
-  const { messages: start } = await standardizePrompt({ system: opts.system, messages: opts.messages });
-  const setup: RunSetup = {
-    model: opts.model as LanguageModelV3,
-    tools: new Map(opts.tools.map((t) => [t.name, t])),
-    callTools: await providerTools(opts.tools),
-    system: opts.system,
-  };
+  // built here from the provider's parts and needs no checking. A conversation or a tool the SDK
+  // refuses ends the run as a failed call would (streamText reported it the same way).
+  let setup: RunSetup;
+  let start: ModelMessage[];
+  try {
+    ({ messages: start } = await standardizePrompt({ system: opts.system, messages: opts.messages }));
+    setup = {
+      model: opts.model as LanguageModelV3,
+      tools: new Map(opts.tools.map((t) => [t.name, t])),
+      callTools: await providerTools(opts.tools),
+      system: opts.system,
+    };
+  } catch (error) {
+    return { finalText: '', complete: null, stopReason: 'text', error, aborted: false, stalled: false, stoppedBy: null };
+  }
   const conversation = [...start];
   let step = opts.doneSteps ?? 0;
   let finalText = '';
