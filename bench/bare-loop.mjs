@@ -8,7 +8,9 @@
  *   times), after W warm-up tasks (1 by default);
  * - `--stream`: also `chunkLatencies`, model chunk (`|t=<ms since epoch>|` in its text) → the loop's
  *   reader, per chunk;
- * - `--sample`: also `peakRssMiB` and `loopP99Ms` (worst one-second window of event-loop delay).
+ * - `--sample`: also `peakRssMiB` and `loopP99Ms` (worst one-second window of event-loop delay);
+ * - `--serve`: after the warm-up, runs `run N` lines from stdin (N tasks one at a time), answering
+ *   `{ latencies }` per line, so that the benchmark can alternate it with the service.
  */
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { mkdtempSync } from 'node:fs';
@@ -72,6 +74,20 @@ async function runTask(i, m = marker) {
 // with as many).
 await runTask(0, 'WARMUP');
 for (let i = 1; i < Number(arg('warmup', '1')); i++) await runTask(-i);
+if (process.argv.includes('--serve')) {
+  // Driven by the benchmark, alternating with the service: each line `run N` on stdin runs N tasks
+  // one at a time and answers `{ latencies }` on one line; the warm process stays between rounds.
+  const { createInterface } = await import('node:readline');
+  let next = 0;
+  console.log(JSON.stringify({ ready: true }));
+  for await (const line of createInterface({ input: process.stdin })) {
+    const n = Number(/^run (\d+)$/.exec(line.trim())?.[1] ?? 0);
+    const latencies = [];
+    for (let i = 0; i < n; i++) latencies.push(await runTask(next++));
+    console.log(JSON.stringify({ latencies }));
+  }
+  process.exit(0);
+}
 let peakRss = 0;
 let loopP99 = 0;
 const delay = monitorEventLoopDelay({ resolution: 10 });

@@ -4,7 +4,8 @@
  * runs on this machine over loopback: the service and the bare loop as their own processes, the
  * scripted model server and the clients in this one.
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -226,6 +227,8 @@ async function benchLoad(tasks = 1000) {
 
 /** Tasks each side of the compare benchmark runs before measuring (the WARMUP task included). */
 const WARMUP_TASKS = 20;
+/** The sequential tasks of the compare benchmark come in this many alternating rounds per side. */
+const SEQUENTIAL_ROUNDS = 3;
 
 /** The same 4-call task for the service and the bare loop: write, read, list, complete. */
 function scriptCompare(model: Awaited<ReturnType<typeof startScriptedModel>>) {
@@ -263,6 +266,30 @@ async function bareLoop(modelUrl: string, tasks: number, concurrency: number, ex
 }
 
 /**
+ * The bare loop as a warm process that runs tasks one at a time on demand (`--serve`), so that the
+ * compare benchmark can alternate it with the service.
+ */
+async function startBareServer(modelUrl: string, warmup: number) {
+  const child = spawn(process.execPath, ['bench/bare-loop.mjs', '--serve', '--warmup', String(warmup)], {
+    env: { ...process.env, OPENAI_BASE_URL: modelUrl },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+  const answer = async () => JSON.parse((await lines.next()).value as string);
+  await answer(); // { ready: true } once warm
+  return {
+    async run(n: number): Promise<number[]> {
+      child.stdin!.write(`run ${n}\n`);
+      return ((await answer()) as { latencies: number[] }).latencies;
+    },
+    async close() {
+      child.stdin!.end();
+      await new Promise((r) => child.once('exit', r));
+    },
+  };
+}
+
+/**
  * The service against a bare ai-SDK loop doing the same work on the same scripted model, in the
  * same run: one task at a time (latency), then `total` tasks `concurrency` at a time (wall time).
  */
@@ -280,8 +307,19 @@ async function benchCompare(total = 300, concurrency = 32, sequential = 60) {
   // Steady state, not start-up: both warm up with the same number of tasks before measuring (the
   // JIT compiles hot code after some runs; the service has more of it than the bare loop).
   for (let i = 1; i < WARMUP_TASKS; i++) await once(-i);
+  const bareFrom = svc.model.requests.length;
+  const bare = await startBareServer(svc.model.url, WARMUP_TASKS);
+  // One task at a time, in rounds that alternate the two, so that a slow spell of this shared
+  // machine weighs on both alike.
   const serviceSeq: number[] = [];
-  for (let i = 0; i < sequential; i++) serviceSeq.push(await once(i));
+  const bareSeqLatencies: number[] = [];
+  let index = 0;
+  for (let round = 0; round < SEQUENTIAL_ROUNDS; round++) {
+    for (let i = 0; i < sequential / SEQUENTIAL_ROUNDS; i++) serviceSeq.push(await once(index++));
+    bareSeqLatencies.push(...(await bare.run(sequential / SEQUENTIAL_ROUNDS)));
+  }
+  await bare.close();
+  const bareSeq = { latencies: bareSeqLatencies };
   let next = 0;
   const started = now();
   await Promise.all(
@@ -290,13 +328,11 @@ async function benchCompare(total = 300, concurrency = 32, sequential = 60) {
     }),
   );
   const serviceWall = now() - started;
-  const serviceRequests = svc.model.requests.length;
-  const bareSeq = await bareLoop(svc.model.url, sequential, 1, ['--warmup', String(WARMUP_TASKS)]);
   const bareConc = await bareLoop(svc.model.url, total, concurrency, ['--warmup', String(WARMUP_TASKS)]);
-  // The size of a task's first model request (system prompt, tools, kickoff) as sent on the wire.
+  // The size of each side's first model request (system prompt, tools, kickoff) as sent on the wire.
   const firstRequest = (from: number, to: number, prompt: string) =>
     JSON.stringify(svc.model.requests.slice(from, to).find((r) => JSON.stringify(r.body.messages).includes(prompt))?.body ?? {}).length;
-  const requestBytes = { service: firstRequest(0, serviceRequests, 'COMPARE -1'), bare: firstRequest(serviceRequests, Infinity, 'COMPARE 0') };
+  const requestBytes = { service: firstRequest(0, bareFrom, 'COMPARE -1'), bare: firstRequest(bareFrom, Infinity, 'COMPARE -1') };
   await svc.close();
   return {
     total,
