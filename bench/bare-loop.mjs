@@ -9,8 +9,9 @@
  * - `--stream`: also `chunkLatencies`, model chunk (`|t=<ms since epoch>|` in its text) → the loop's
  *   reader, per chunk;
  * - `--sample`: also `peakRssMiB` and `loopP99Ms` (worst one-second window of event-loop delay);
- * - `--serve`: after the warm-up, runs `run N` lines from stdin (N tasks one at a time), answering
- *   `{ latencies }` per line, so that the benchmark can alternate it with the service.
+ * - `--serve`: after the warm-up, runs `run N [C]` lines from stdin (N tasks, C at a time, 1 by
+ *   default), answering `{ wallMs, latencies }` per line, so that the benchmark can alternate it
+ *   with the service.
  */
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { mkdtempSync } from 'node:fs';
@@ -75,16 +76,22 @@ async function runTask(i, m = marker) {
 await runTask(0, 'WARMUP');
 for (let i = 1; i < Number(arg('warmup', '1')); i++) await runTask(-i);
 if (process.argv.includes('--serve')) {
-  // Driven by the benchmark, alternating with the service: each line `run N` on stdin runs N tasks
-  // one at a time and answers `{ latencies }` on one line; the warm process stays between rounds.
+  // Driven by the benchmark, alternating with the service: each line `run N [C]` on stdin runs N
+  // tasks C at a time and answers `{ wallMs, latencies }` on one line; the process stays warm.
   const { createInterface } = await import('node:readline');
   let next = 0;
   console.log(JSON.stringify({ ready: true }));
   for await (const line of createInterface({ input: process.stdin })) {
-    const n = Number(/^run (\d+)$/.exec(line.trim())?.[1] ?? 0);
+    const [, n, c] = /^run (\d+)(?: (\d+))?$/.exec(line.trim()) ?? [];
     const latencies = [];
-    for (let i = 0; i < n; i++) latencies.push(await runTask(next++));
-    console.log(JSON.stringify({ latencies }));
+    let left = Number(n ?? 0);
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: Number(c ?? 1) }, async () => {
+        while (left-- > 0) latencies.push(await runTask(next++));
+      }),
+    );
+    console.log(JSON.stringify({ wallMs: performance.now() - started, latencies }));
   }
   process.exit(0);
 }

@@ -153,14 +153,22 @@ function guardStream(source: ReadableStream<StreamPart>, opts: ModelGuardOptions
       // Reporting never breaks the model call; the store logs its own failures.
     }
   };
+  /** (Re)starts the stall clock: one timer per call, pushed back on each content part. */
   const armStall = () => {
-    clearTimeout(stallTimer);
+    if (stallTimer) {
+      stallTimer.refresh();
+      return;
+    }
     stallTimer = setTimeout(() => {
       stalled = new ModelStallError(opts.stallTimeoutMs, 'content');
       cut.abort(stalled);
       void reader.cancel(stalled).catch(() => {});
     }, opts.stallTimeoutMs);
     stallTimer.unref?.();
+  };
+  const stopStall = () => {
+    clearTimeout(stallTimer);
+    stallTimer = undefined;
   };
 
   /** Reads the next part from the provider, noting usage, finish and content on the way. */
@@ -170,7 +178,7 @@ function guardStream(source: ReadableStream<StreamPart>, opts: ModelGuardOptions
       try {
         r = await reader.read();
       } catch (err) {
-        clearTimeout(stallTimer);
+        stopStall();
         report();
         throw stalled ?? err;
       }
@@ -179,7 +187,7 @@ function guardStream(source: ReadableStream<StreamPart>, opts: ModelGuardOptions
         throw stalled;
       }
       if (r.done) {
-        clearTimeout(stallTimer);
+        stopStall();
         report();
         return null;
       }
@@ -199,7 +207,7 @@ function guardStream(source: ReadableStream<StreamPart>, opts: ModelGuardOptions
         if (part.type !== 'finish') content = true;
       }
       if (part.type === 'finish') {
-        clearTimeout(stallTimer);
+        stopStall();
         // A provider whose raw chunks carry no usage we can read still reports it here.
         usage ??= usageOfFinishPart(part.usage);
         report();
@@ -276,7 +284,7 @@ function guardStream(source: ReadableStream<StreamPart>, opts: ModelGuardOptions
       },
       async cancel(reason) {
         // Aborted by the caller (cancel, timeout, shutdown): what was reported so far still counts.
-        clearTimeout(stallTimer);
+        stopStall();
         report();
         await reader.cancel(reason).catch(() => {});
       },
