@@ -227,7 +227,8 @@ async function runStep<S>(step: number, conversation: ModelMessage[], setup: Run
   const out: StepOutcome = { finished: false, finishReason: '', usage: toUsage(undefined), text: '', complete: null, messages: [], error: null };
   /** The assistant's content in the order it arrived; open text and reasoning parts by id. */
   const content: AssistantPart[] = [];
-  const open = new Map<string, { type: 'text' | 'reasoning'; text: string; providerOptions?: ProviderOptions }>();
+  type OpenPart = { type: 'text' | 'reasoning'; text: string; providerOptions?: ProviderOptions };
+  const open = { text: new Map<string, OpenPart>(), reasoning: new Map<string, OpenPart>() };
   const calls: Array<{ toolCallId: string; toolName: string; input: unknown; tool: WorkspaceTool }> = [];
   const results: ToolResultPart[] = [];
   const record = (r: { toolCallId: string; toolName: string; output: unknown; isError: boolean }) => {
@@ -237,10 +238,10 @@ async function runStep<S>(step: number, conversation: ModelMessage[], setup: Run
     observer.toolResult(step, r);
   };
   const append = (type: 'text' | 'reasoning', id: string, delta: string, providerMetadata?: ProviderOptions) => {
-    let part = open.get(`${type}:${id}`);
+    let part = open[type].get(id);
     if (!part) {
       part = { type, text: '', providerOptions: providerMetadata };
-      open.set(`${type}:${id}`, part);
+      open[type].set(id, part);
       content.push(part);
     }
     part.text += delta;
@@ -282,7 +283,6 @@ async function runStep<S>(step: number, conversation: ModelMessage[], setup: Run
           case 'text-delta':
             if (part.delta.length === 0) break;
             append('text', part.id, part.delta, part.providerMetadata);
-            out.text += part.delta;
             observer.textDelta(step, part.delta);
             break;
           case 'reasoning-delta':
@@ -294,7 +294,9 @@ async function runStep<S>(step: number, conversation: ModelMessage[], setup: Run
             break;
           case 'tool-call': {
             const call = parseToolCall(part, setup.tools);
-            content.push({ type: 'tool-call', toolCallId: part.toolCallId, toolName: part.toolName, input: call.input, providerOptions: part.providerMetadata });
+            // As the SDK sends it back: a refused call's input only when it is an object.
+            const input = call.tool || (typeof call.input === 'object' && call.input !== undefined) ? call.input : {};
+            content.push({ type: 'tool-call', toolCallId: part.toolCallId, toolName: part.toolName, input, providerOptions: part.providerMetadata });
             observer.toolCall(step, { toolCallId: part.toolCallId, toolName: part.toolName, input: call.input });
             if (call.tool) calls.push({ toolCallId: part.toolCallId, toolName: part.toolName, input: call.input, tool: call.tool });
             else record({ toolCallId: part.toolCallId, toolName: part.toolName, output: errorMessage(call.error), isError: true });
@@ -313,6 +315,8 @@ async function runStep<S>(step: number, conversation: ModelMessage[], setup: Run
       // Left before the end (an observer threw): cancelling the call lets the guard bill what it
       // reported so far, as it does for an abort.
       if (!ended) await reader.cancel().catch(() => {});
+      // The step's text is what its text parts hold, whatever ended the read.
+      out.text = content.map((p) => (p.type === 'text' ? p.text : '')).join('');
     }
     // As the SDK does: tools run once the answer is whole, and only for an answer that asks for them.
     if (!out.error && (out.finishReason === 'tool-calls' || out.finishReason === 'stop')) {
