@@ -9,5 +9,7 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 20_000,
     pool: 'forks',
+    // TEST_DATABASE=postgres: a throwaway PostgreSQL cluster for the run (test/support/global-setup.ts).
+    globalSetup: ['test/support/global-setup.ts'],
   },
 });

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
-import { closeDatabase, openDatabase } from '../src/store/database';
+import { closeDatabase, openSqlite } from '../src/store/database';
 import { rebuildRollups } from '../src/store/rollups';
 import { startChildService } from '../test/support/child-service';
 import { startScriptedModel } from '../scripted-model/server';
@@ -355,8 +355,8 @@ async function benchCompare(total = 300, concurrency = 32, sequential = 60) {
 async function benchUsage(records = 1_000_000, runs = 30) {
   const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-bench-'));
   const seedStart = now();
-  const db = openDatabase(path.join(dir, 'db.sqlite'));
-  const insert = db.$client.prepare(
+  const db = openSqlite(path.join(dir, 'db.sqlite'));
+  const insert = db.sqlite!.prepare(
     `INSERT INTO subagent_records (id, task_id, tenant, subagent_type, parent_task_id, user_id, tool_call_id, description, model, steps,
        input_tokens, output_tokens, total_tokens, cached_input_tokens, reasoning_tokens, status, started_at, completed_at, duration_ms)
      VALUES (?, ?, 'default', ?, ?, ?, NULL, 'bench', ?, ?, ?, ?, ?, ?, ?, 'completed', ?, ?, ?)`,
@@ -364,7 +364,7 @@ async function benchUsage(records = 1_000_000, runs = 30) {
   const types = ['general', 'explore', 'shell', 'reviewer', 'writer'];
   const models = ['gpt-4.1-mini', 'gpt-4.1', 'qwen2.5', 'llama3'];
   const t0 = Date.parse('2026-09-01T00:00:00Z');
-  db.$client.transaction(() => {
+  db.sqlite!.transaction(() => {
     for (let i = 0; i < records; i++) {
       const input = 100 + (i % 5000);
       const output = 10 + (i % 700);
@@ -375,10 +375,10 @@ async function benchUsage(records = 1_000_000, runs = 30) {
   })();
   // The records were written by hand, not through the store: build their roll-ups as the migration does.
   const rollupStart = now();
-  rebuildRollups(db.$client);
+  await rebuildRollups(db.sql);
   const rollupMs = now() - rollupStart;
-  db.$client.exec('ANALYZE');
-  closeDatabase(db);
+  db.sqlite!.exec('ANALYZE');
+  await closeDatabase(db);
   const seedMs = now() - seedStart;
   const svc = await startBenchService({}, { dir });
   const queries: Array<[string, string]> = [
@@ -498,11 +498,11 @@ async function benchCrash(rounds = 20, tasksPerRound = 24, marginMs = 100) {
   await last.exited;
   spawnSync('pkill', ['-f', 'sleep 0\\.[12]']);
 
-  const db = openDatabase(path.join(dir, 'db.sqlite'));
-  const billedRows = db.$client.prepare('SELECT task_id AS taskId, count(*) AS n, sum(input_tokens) AS input FROM usage_reports GROUP BY task_id').all() as Array<{ taskId: string; n: number; input: number }>;
-  const records = db.$client.prepare('SELECT task_id AS taskId, input_tokens AS input, status FROM subagent_records').all() as Array<{ taskId: string; input: number; status: string }>;
-  const unfinished = (db.$client.prepare("SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')").pluck().get() as number);
-  closeDatabase(db);
+  const db = openSqlite(path.join(dir, 'db.sqlite'));
+  const billedRows = db.sqlite!.prepare('SELECT task_id AS taskId, count(*) AS n, sum(input_tokens) AS input FROM usage_reports GROUP BY task_id').all() as Array<{ taskId: string; n: number; input: number }>;
+  const records = db.sqlite!.prepare('SELECT task_id AS taskId, input_tokens AS input, status FROM subagent_records').all() as Array<{ taskId: string; input: number; status: string }>;
+  const unfinished = (db.sqlite!.prepare("SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')").pluck().get() as number);
+  await closeDatabase(db);
   const billedOf = new Map(billedRows.map((r) => [r.taskId, r]));
   const recordOf = new Map(records.map((r) => [r.taskId, r]));
   let served = 0;

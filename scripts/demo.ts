@@ -87,10 +87,10 @@ async function main() {
     HEARTBEAT_MS: '250',
     LOG_LEVEL: 'warn',
   });
-  const db = openDatabase(config.databasePath);
+  const db = await openDatabase(config.databaseUrl ?? config.databasePath);
   const app = await createApp({ config, db, logger: pino({ level: 'error' }) });
   await app.server.listen({ port: 0, host: '127.0.0.1' });
-  app.recover();
+  await app.recover();
   const base = `http://127.0.0.1:${(app.server.server.address() as { port: number }).port}`;
   console.log(bold(`subagentd listening on ${base}`), dim(`(scripted model at ${model.url})`));
 
@@ -150,7 +150,7 @@ async function main() {
   console.log(`${bold('GET /usage?userId=u-42&groupBy=subagentType')} ${dim('(all demo runs in ./data)')}\n${JSON.stringify(usage, null, 2)}`);
 
   await app.server.close();
-  closeDatabase(db);
+  await closeDatabase(db);
   await model.close();
   if (output.status !== 'completed') process.exit(1);
 }

@@ -12,13 +12,13 @@ import { apiTypesOf, OPENAPI_FILE, API_TYPES_FILE } from './openapi-files.ts';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-openapi-'));
 const config = loadConfig({ DATABASE_PATH: path.join(dir, 'db.sqlite'), WORKSPACES_DIR: path.join(dir, 'ws'), BASH_SANDBOX: 'none' });
-const db = openDatabase(config.databasePath);
+const db = await openDatabase(config.databaseUrl ?? config.databasePath);
 const app = await createApp({ config, db, logger: pino({ level: 'silent' }) });
 await app.server.ready();
 const doc = app.server.swagger();
 writeFileSync(OPENAPI_FILE, `${JSON.stringify(doc, null, 2)}\n`);
 writeFileSync(API_TYPES_FILE, await apiTypesOf(doc));
 await app.server.close();
-closeDatabase(db);
+await closeDatabase(db);
 rmSync(dir, { recursive: true, force: true });
 console.log(`wrote ${OPENAPI_FILE} and ${API_TYPES_FILE}`);

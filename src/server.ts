@@ -27,7 +27,7 @@ async function main() {
   const logger = createLogger(config.logLevel);
   let db;
   try {
-    db = openDatabase(config.databasePath);
+    db = await openDatabase(config.databaseUrl ?? config.databasePath);
   } catch (err) {
     if (err instanceof DatabaseInUseError || err instanceof DatabaseNotWritableError) {
       console.error(`subagentd: ${err.message}`);
@@ -48,14 +48,14 @@ async function main() {
         : `subagentd: cannot listen on ${config.host}:${config.port}: ${(err as Error).message}`,
     );
     await app.server.close().catch(() => {});
-    closeDatabase(db);
+    await closeDatabase(db);
     process.exit(1);
   }
   // Only once the service is reachable: a failed start leaves every task as it was.
-  app.recover();
+  await app.recover();
   logger.info(
     {
-      database: config.databasePath,
+      database: db.location,
       workspaces: config.workspacesDir,
       provider: config.openaiBaseUrl ?? 'https://api.openai.com/v1',
       api: config.openaiApi,
@@ -76,7 +76,7 @@ async function main() {
     }, SHUTDOWN_HARD_LIMIT_MS).unref();
     await app.tasks.close(SHUTDOWN_GRACE_MS);
     await app.server.close();
-    closeDatabase(db);
+    await closeDatabase(db);
     logger.info('bye');
     process.exit(0);
   };

@@ -54,7 +54,7 @@ export interface Services {
   budgets: Budgets;
   webhooks: WebhookStore;
   /** Ends or re-queues what a previous process left unfinished; the process calls it once it listens. */
-  recover(): { interrupted: number; requeued: number; resumed: number };
+  recover(): Promise<{ interrupted: number; requeued: number; resumed: number }>;
   /** Ends running tasks (as `interrupted`), writes what is pending, stops the reader thread. */
   close(): Promise<void>;
 }
@@ -90,12 +90,12 @@ export function createServices(deps: ServiceDeps): Services {
       onHttpError: (status) => metrics.providerHttpError(status),
     });
   const prices = loadPriceTable(config.pricesFile);
-  const budgets = createBudgets(db);
+  const budgets = createBudgets(db.sql);
   const workspacesDirOf = workspaceLayout(config.workspacesDir, config.apiKeys !== null);
   const sandbox = deps.sandbox ?? sandboxFor(config, logger);
 
   const storage = createStorageGuard({
-    probe: () => db.$client.pragma(`user_version = ${db.$client.pragma('user_version', { simple: true }) as number}`),
+    probe: () => db.probe(),
     onFault: (fault, err) => {
       logger.error({ fault, err }, 'the database cannot be written: new tasks are refused, running ones stopped; retrying every second');
       tasks.storageFailed(fault);
@@ -106,14 +106,14 @@ export function createServices(deps: ServiceDeps): Services {
     },
   });
   metrics.watchStorage(() => ({ writable: storage.fault === null, waiting: storage.waiting }));
-  const store = createTaskStore(db);
-  const reader = createSqlReader(db, config.databasePath);
-  const usage = createUsageStore(db, reader);
+  const store = createTaskStore(db.sql);
+  const reader = createSqlReader(db);
+  const usage = createUsageStore(db.dialect, reader);
   // A2A push configs share the outbox; their payload is the A2A status of the task.
-  const webhooks = createWebhookStore(db, store, (row, _event, version) => pushPayload(toTaskOutput(row), version));
+  const webhooks = createWebhookStore(db.sql, (row, _event, version) => pushPayload(toTaskOutput(row), version));
   const dispatcher = createDispatcher({ store: webhooks, logger, now, ...config.webhooks });
-  // Outbox rows are written in the events' own transaction; the dispatcher is woken after it.
-  const events = createEventLog(db, { now, storage, onWrite: (written) => webhooks.enqueue(written) && dispatcher.poke() });
+  // Outbox rows are written in the events' own transaction; the dispatcher is woken after it commits.
+  const events = createEventLog(db.sql, { now, storage, onWrite: (tx, written) => webhooks.enqueue(tx, written), onCommit: () => dispatcher.poke() });
   const liveness = createLiveness(now);
   const tracing = createTracing();
   const runner = createTaskRunner({
@@ -174,15 +174,15 @@ export function createServices(deps: ServiceDeps): Services {
     workspacesDirOf,
     budgets,
     webhooks,
-    recover() {
-      const recovered = tasks.recover();
+    async recover() {
+      const recovered = await tasks.recover();
       dispatcher.start();
       if (recovered.interrupted + recovered.requeued + recovered.resumed > 0) logger.warn(recovered, 'recovered unfinished tasks');
       return recovered;
     },
     async close() {
       await tasks.close();
-      events.flush();
+      await events.flush().catch((err) => logger.error({ err }, 'could not write the last events'));
       await dispatcher.close();
       await tracing.shutdown();
       await reader.close();

@@ -49,7 +49,7 @@ describe('?wait=true', () => {
 
 describe('a task whose own bookkeeping fails', () => {
   it('ends error/internal_error and its waiter is answered, instead of waiting forever', async () => {
-    svc.db.$client.exec(`CREATE TRIGGER fail_records BEFORE INSERT ON subagent_records
+    svc.db.sqlite!.exec(`CREATE TRIGGER fail_records BEFORE INSERT ON subagent_records
       WHEN NEW.description = 'doomed' BEGIN SELECT RAISE(ABORT, 'injected storage fault'); END`);
     try {
       svc.model.script('DOOMED', [{ text: 'never billed' }]);
@@ -59,7 +59,7 @@ describe('a task whose own bookkeeping fails', () => {
       // No model call was made for a task that could not be recorded.
       expect(svc.model.requests.some((r) => JSON.stringify(r.body).includes('DOOMED'))).toBe(false);
     } finally {
-      svc.db.$client.exec('DROP TRIGGER fail_records');
+      svc.db.sqlite!.exec('DROP TRIGGER fail_records');
     }
   });
 });

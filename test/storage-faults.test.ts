@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeDatabase, DatabaseNotWritableError, openDatabase } from '../src/store/database';
+import { closeDatabase, DatabaseNotWritableError, openSqlite } from '../src/store/database';
 import { startService, taskBody, type TestService } from './support/harness';
 import { openStream } from './support/ws-client';
 import { until } from './support/until';
@@ -95,11 +95,11 @@ describe('a full disk', () => {
 });
 
 describe('a database that cannot be written', () => {
-  it('is refused at start with a clear error', () => {
+  it('is refused at start with a clear error', async () => {
     const ro = mkdtempSync(path.join(tmpdir(), 'subagentd-ro-'));
     try {
       const file = path.join(ro, 'db.sqlite');
-      closeDatabase(openDatabase(file));
+      await closeDatabase(openSqlite(file));
       chmodSync(file, 0o444);
       mkdirSync(path.join(ro, 'x'));
       // Root ignores file modes; a read-only bind of the folder is what binds root too.
@@ -111,7 +111,7 @@ describe('a database that cannot be written', () => {
         // without mount rights, the file mode does it for a non-root user
       }
       try {
-        expect(() => openDatabase(file)).toThrow(DatabaseNotWritableError);
+        expect(() => openSqlite(file)).toThrow(DatabaseNotWritableError);
       } finally {
         if (readOnly) execFileSync('umount', [ro]);
       }

@@ -33,6 +33,7 @@ import { createTaskBodySchema, type TaskOutput } from '../shapes/task.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { resolveTarget, WebhookTargetError } from '../webhooks/safe-target.ts';
 import type { WebhookStore } from '../webhooks/webhook-store.ts';
+import type { TaskRow } from '../store/schema.ts';
 import { artifactsOf, FINAL_STATES, stateOf, statusUpdate, textPart, toA2aTask } from './mapping.ts';
 
 /** What the HTTP route puts in each call's context (`ServerCallContext.state`). */
@@ -96,13 +97,12 @@ function textOf(message: Message): string {
 export function createA2aHandler(deps: A2aHandlerDeps): A2ARequestHandler {
   const { tasks, events, webhooks } = deps;
 
-  const current = (tenant: string, id: string): TaskOutput => tasks.output(tasks.get(tenant, id));
-  const promptOf = (tenant: string, id: string) => {
-    const request = tasks.get(tenant, id).request;
-    return request.prompt ?? request.command ?? '';
+  const current = async (tenant: string, id: string): Promise<TaskOutput> => tasks.output(await tasks.get(tenant, id));
+  const promptOf = (row: TaskRow) => row.request.prompt ?? row.request.command ?? '';
+  const taskOf = async (state: CallState, id: string, historyLength?: number): Promise<Task> => {
+    const row = await tasks.get(state.tenant, id);
+    return toA2aTask(tasks.output(row), promptOf(row), state.origin, historyLength);
   };
-  const taskOf = (state: CallState, id: string, historyLength?: number): Task =>
-    toA2aTask(current(state.tenant, id), promptOf(state.tenant, id), state.origin, historyLength);
 
   /** Starts, steers or resumes the task a message is for; returns it and the seq updates start after. */
   async function start(params: SendMessageRequest, state: CallState): Promise<{ id: string; after: number }> {
@@ -110,13 +110,13 @@ export function createA2aHandler(deps: A2aHandlerDeps): A2ARequestHandler {
     if (!message) throw new JsonRpcRequestMalformedError({ message: 'message is required', envelopeCode: -32602 });
     const text = textOf(message);
     if (message.taskId) {
-      const t = current(state.tenant, message.taskId);
-      const after = events.lastSeq(t.id);
+      const t = await current(state.tenant, message.taskId);
+      const after = await events.lastSeq(t.id);
       if (t.status === 'paused') {
         const budget = (message.metadata?.budget ?? params.metadata?.budget) as Parameters<TaskService['resume']>[2];
         await tasks.resume(state.tenant, t.id, budget);
       } else if (t.status === 'queued' || t.status === 'running') {
-        if (text) tasks.steer(state.tenant, t.id, text);
+        if (text) await tasks.steer(state.tenant, t.id, text);
       } else {
         throw new UnsupportedOperationError({
           message: `task ${t.id} is ${t.status}; continue its conversation with a new message whose referenceTaskIds is ["${t.id}"]`,
@@ -139,7 +139,7 @@ export function createA2aHandler(deps: A2aHandlerDeps): A2ARequestHandler {
     }
     // The same messageId sent again (a retry) finds the first task instead of starting another.
     const key = message.messageId ? `a2a:${parsed.data.context.parentTaskId}:${message.messageId}` : undefined;
-    const { row } = tasks.submit(state.tenant, parsed.data, key);
+    const { row } = await tasks.submit(state.tenant, parsed.data, key);
     const push = params.configuration?.taskPushNotificationConfig;
     if (push) await setPush(state, { ...push, taskId: row.id });
     return { id: row.id, after: 0 };
@@ -147,7 +147,7 @@ export function createA2aHandler(deps: A2aHandlerDeps): A2ARequestHandler {
 
   /** Status and artifact updates from the task's events, until it ends or pauses. */
   async function* updates(state: CallState, id: string, after: number): AsyncGenerator<StreamResponse> {
-    const contextId = tasks.get(state.tenant, id).parentTaskId;
+    const contextId = (await tasks.get(state.tenant, id)).parentTaskId;
     const working = (at: string, text: string | null, metadata: Record<string, unknown>): StreamResponse => ({
       payload: {
         $case: 'statusUpdate',
@@ -179,7 +179,7 @@ export function createA2aHandler(deps: A2aHandlerDeps): A2ARequestHandler {
           yield working(e.at, null, { event: e.type, seq: e.seq, step: e.data.step, usage: e.data.usage });
           break;
         case 'task.paused': {
-          const t = current(state.tenant, id);
+          const t = await current(state.tenant, id);
           if (t.status !== 'paused') break; // an earlier pause, since resumed
           yield statusUpdate(t, { event: e.type, seq: e.seq });
           return; // input-required: the stream ends; a message with this taskId resumes it
@@ -195,7 +195,7 @@ export function createA2aHandler(deps: A2aHandlerDeps): A2ARequestHandler {
   }
 
   async function setPush(state: CallState, config: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
-    tasks.get(state.tenant, config.taskId);
+    await tasks.get(state.tenant, config.taskId);
     try {
       await resolveTarget(new URL(config.url), deps.allowPrivateTargets);
     } catch (err) {
@@ -204,11 +204,11 @@ export function createA2aHandler(deps: A2aHandlerDeps): A2ARequestHandler {
     }
     const auth = config.authentication?.scheme && config.authentication.credentials ? `${config.authentication.scheme} ${config.authentication.credentials}` : null;
     const id = config.id || randomUUID();
-    webhooks.putPush(state.tenant, { configId: id, taskId: config.taskId, url: config.url, token: config.token || null, authorization: auth, version: '1.0' }, deps.now());
+    await webhooks.putPush(state.tenant, { configId: id, taskId: config.taskId, url: config.url, token: config.token || null, authorization: auth, version: '1.0' }, deps.now());
     return { ...config, id };
   }
 
-  const pushView = (c: ReturnType<WebhookStore['pushConfigs']>[number]): TaskPushNotificationConfig => ({
+  const pushView = (c: Awaited<ReturnType<WebhookStore['pushConfigs']>>[number]): TaskPushNotificationConfig => ({
     tenant: '',
     id: c.configId,
     taskId: c.taskId,
@@ -238,16 +238,16 @@ export function createA2aHandler(deps: A2aHandlerDeps): A2ARequestHandler {
     async *sendMessageStream(params, ctx) {
       const state = stateOfCall(ctx);
       const { id, after } = await mapped(() => start(params, state));
-      yield { payload: { $case: 'task', value: taskOf(state, id) } };
+      yield { payload: { $case: 'task', value: await taskOf(state, id) } };
       yield* updates(state, id, after);
     },
     getTask: (params: GetTaskRequest, ctx) => mapped(() => taskOf(stateOfCall(ctx), params.id, params.historyLength)),
     cancelTask: (params: CancelTaskRequest, ctx) =>
       mapped(async () => {
         const state = stateOfCall(ctx);
-        const t = current(state.tenant, params.id);
+        const t = await current(state.tenant, params.id);
         if (FINAL_STATES.has(stateOf(t.status, t.error?.code))) throw new TaskNotCancelableError({ message: `task ${t.id} is already ${t.status}` });
-        const after = events.lastSeq(t.id);
+        const after = await events.lastSeq(t.id);
         await tasks.cancel(state.tenant, t.id);
         // A running task ends at its next await point: answer with it ended.
         const settle = AbortSignal.any([state.signal, AbortSignal.timeout(10_000)]);
@@ -260,19 +260,19 @@ export function createA2aHandler(deps: A2aHandlerDeps): A2ARequestHandler {
       if (FINAL_STATES.has(stateOf(t.status, t.error?.code))) {
         throw new UnsupportedOperationError({ message: `task ${t.id} is ${t.status} and cannot be subscribed to; get it with GetTask` });
       }
-      const after = events.lastSeq(t.id);
-      yield { payload: { $case: 'task', value: taskOf(state, t.id) } };
+      const after = await events.lastSeq(t.id);
+      yield { payload: { $case: 'task', value: await taskOf(state, t.id) } };
       yield* updates(state, t.id, after);
     },
     listTasks: (params: ListTasksRequest, ctx) =>
-      mapped((): ListTasksResponse => {
+      mapped(async (): Promise<ListTasksResponse> => {
         const state = stateOfCall(ctx);
         const limit = Math.min(Math.max(params.pageSize ?? 50, 1), 100);
-        const page = tasks.list(state.tenant, { parentTaskId: params.contextId || undefined }, limit, params.pageToken || undefined);
-        const all = page.rows.map((row) => tasks.output(row));
-        const wanted = params.status ? all.filter((t) => stateOf(t.status, t.error?.code) === params.status) : all;
+        const page = await tasks.list(state.tenant, { parentTaskId: params.contextId || undefined }, limit, params.pageToken || undefined);
+        const all = page.rows.map((row) => ({ row, t: tasks.output(row) }));
+        const wanted = params.status ? all.filter(({ t }) => stateOf(t.status, t.error?.code) === params.status) : all;
         return {
-          tasks: wanted.map((t) => toA2aTask(t, promptOf(state.tenant, t.id), state.origin, params.historyLength)),
+          tasks: wanted.map(({ row, t }) => toA2aTask(t, promptOf(row), state.origin, params.historyLength)),
           nextPageToken: page.nextCursor ?? '',
           pageSize: limit,
           totalSize: wanted.length,
@@ -280,24 +280,24 @@ export function createA2aHandler(deps: A2aHandlerDeps): A2ARequestHandler {
       }),
     createTaskPushNotificationConfig: (params, ctx) => mapped(() => setPush(stateOfCall(ctx), params)),
     getTaskPushNotificationConfig: (params: GetTaskPushNotificationConfigRequest, ctx) =>
-      mapped(() => {
+      mapped(async () => {
         const { tenant } = stateOfCall(ctx);
-        tasks.get(tenant, params.taskId);
-        const found = webhooks.pushConfigs(tenant, params.taskId, params.id)[0];
+        await tasks.get(tenant, params.taskId);
+        const found = (await webhooks.pushConfigs(tenant, params.taskId, params.id))[0];
         if (!found) throw new AppError(404, 'not_found', `push notification config ${params.id} of task ${params.taskId} not found`);
         return pushView(found);
       }),
     listTaskPushNotificationConfigs: (params: ListTaskPushNotificationConfigsRequest, ctx) =>
-      mapped((): ListTaskPushNotificationConfigsResponse => {
+      mapped(async (): Promise<ListTaskPushNotificationConfigsResponse> => {
         const { tenant } = stateOfCall(ctx);
-        tasks.get(tenant, params.taskId);
-        return { configs: webhooks.pushConfigs(tenant, params.taskId).map(pushView), nextPageToken: '' };
+        await tasks.get(tenant, params.taskId);
+        return { configs: (await webhooks.pushConfigs(tenant, params.taskId)).map(pushView), nextPageToken: '' };
       }),
     deleteTaskPushNotificationConfig: (params: DeleteTaskPushNotificationConfigRequest, ctx) =>
-      mapped(() => {
+      mapped(async () => {
         const { tenant } = stateOfCall(ctx);
-        tasks.get(tenant, params.taskId);
-        if (!webhooks.deletePush(tenant, params.taskId, params.id)) {
+        await tasks.get(tenant, params.taskId);
+        if (!(await webhooks.deletePush(tenant, params.taskId, params.id))) {
           throw new AppError(404, 'not_found', `push notification config ${params.id} of task ${params.taskId} not found`);
         }
       }),

@@ -10,6 +10,11 @@ export const configSchema = z.object({
   PORT: intFrom(8787, 0).pipe(z.number().max(65535)),
   HOST: z.string().min(1).default('127.0.0.1'),
   DATABASE_PATH: z.string().min(1).default('./data/subagentd.db'),
+  // Set, it selects PostgreSQL (and DATABASE_PATH is not used): several instances may share it.
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\/\S+$/i, { error: 'must be a PostgreSQL URL such as postgres://user:password@host:5432/subagentd' })
+    .optional(),
   WORKSPACES_DIR: z.string().min(1).default('./data/workspaces'),
   AGENTS_DIR: z.string().min(1).default('./agents'),
   OPENAI_API_KEY: z.string().min(1).optional(),
@@ -67,6 +72,7 @@ function toConfig(env: z.output<typeof configSchema>) {
     port: env.PORT,
     host: env.HOST,
     databasePath: env.DATABASE_PATH,
+    databaseUrl: env.DATABASE_URL ?? null,
     workspacesDir: path.resolve(env.WORKSPACES_DIR),
     agentsDir: path.resolve(env.AGENTS_DIR),
     openaiApiKey: env.OPENAI_API_KEY,

@@ -1,8 +1,6 @@
-import { and, asc, eq, gt } from 'drizzle-orm';
 import { iso } from '../shapes/time.ts';
-import type { Db } from '../store/database.ts';
+import type { SqlClient } from '../store/sql-client.ts';
 import type { StorageGuard } from '../store/storage-guard.ts';
-import { taskEvents } from '../store/schema.ts';
 import { TERMINAL_EVENT, type EventData, type EventType, type StoredEvent } from './event-types.ts';
 
 export type EventListener = (event: StoredEvent) => void;
@@ -22,15 +20,6 @@ const parentKey = (k: ParentKey) => `${k.parentTaskId}@${k.tenant}`;
 /** Parents whose last parent seq is cached; past it the cache is emptied once all is written. */
 const MAX_CACHED_PARENTS = 50_000;
 
-/**
- * The per-task event log: every event gets the next `seq` of its task, is written to SQLite, and
- * only then is handed to live listeners. Writes are group-committed: events appended in the same
- * tick go into one transaction (at thousands of events a second one commit each would cost more
- * than everything else), flushed on the next turn of the event loop or at once when an event must
- * be written together with other state (`transaction`). Because an event is published only
- * after it is stored, a reader that replays from the store and subscribes in the same tick sees
- * every event exactly once, in order, with no gap.
- */
 /** An event as the write hook sees it, inside the transaction that stores it. */
 export interface WrittenEvent {
   taskId: string;
@@ -41,55 +30,95 @@ export interface WrittenEvent {
 
 export interface EventLogOptions {
   now?: () => number;
-  storage?: StorageGuard;
-  /** Runs inside every transaction that stores events, after them (the webhook outbox). */
-  onWrite?: (events: WrittenEvent[]) => void;
+  /** The write queue every write of the log goes through, in order with the other writes. */
+  storage: StorageGuard;
+  /**
+   * Runs inside every transaction that stores events, after them (the webhook outbox); when it
+   * answers true, `onCommit` runs once the transaction has committed.
+   */
+  onWrite?: (tx: SqlClient, events: WrittenEvent[]) => Promise<boolean>;
+  onCommit?: () => void;
 }
 
-export function createEventLog(db: Db, opts: EventLogOptions = {}) {
+/** Appends events; inside `transaction`, they commit with the body's writes. */
+export type Append = <T extends EventType>(task: EventTask, type: T, data: EventData[T]) => void;
+
+/** An event appended and not yet written: numbered when it is. */
+interface Pending {
+  task: EventTask;
+  type: EventType;
+  at: number;
+  dataJson: string;
+}
+
+/** An event as written, with its numbers. */
+interface Numbered {
+  event: StoredEvent;
+  parent: string;
+  at: number;
+  dataJson: string;
+}
+
+/**
+ * The per-task event log: every event gets the next `seq` of its task (and of its parent), is
+ * written to the database, and only then is handed to live listeners. Writes are group-committed:
+ * events appended in the same tick go into one transaction (at thousands of events a second one
+ * commit each would cost more than everything else), written through the write queue on the next
+ * turn of the event loop, or together with other state (`transaction`). Events are numbered when
+ * they are written, in the queue's order, so numbers follow the order of the writes. Because an
+ * event is published only after it is stored, a reader that subscribes and then replays from the
+ * store sees every event exactly once, in order, with no gap.
+ */
+export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
   const now = opts.now ?? Date.now;
+  const storage = opts.storage;
   const lastSeq = new Map<string, number>();
   const taskListeners = new Map<string, Set<EventListener>>();
   const parentListeners = new Map<string, Set<EventListener>>();
   const lastParentSeq = new Map<string, number>();
-  const insert = db.$client.prepare(
-    'INSERT INTO task_events (task_id, seq, type, at, data, parent_key, parent_seq) VALUES (?, ?, ?, ?, ?, ?, ?)',
-  );
-  const maxSeq = db.$client.prepare('SELECT max(seq) AS seq FROM task_events WHERE task_id = ?').pluck();
-  const maxParentSeq = db.$client.prepare('SELECT max(parent_seq) FROM task_events WHERE parent_key = ?').pluck();
-  const readParent = db.$client.prepare(
-    `SELECT task_id AS taskId, seq, type, at, data, parent_seq AS parentSeq FROM task_events
-     WHERE parent_key = ? AND parent_seq > ? ORDER BY parent_seq LIMIT ?`,
-  );
-  const maxAt = db.$client.prepare('SELECT max(at) FROM task_events WHERE task_id = ?').pluck();
-  interface Pending {
-    event: StoredEvent;
-    parent: string;
-    at: number;
-    dataJson: string;
-  }
   let pending: Pending[] = [];
   let scheduled = false;
-  const insertRow = (r: Pending) =>
-    insert.run(r.event.taskId, r.event.seq, r.event.type, r.at, r.dataJson, r.parent, r.event.parentSeq);
-  const tellWritten = (rows: Pending[]) => {
-    if (!opts.onWrite || rows.length === 0) return;
-    opts.onWrite(rows.map((r) => ({ taskId: r.event.taskId, tenant: r.parent.slice(r.parent.indexOf('@') + 1), type: r.event.type, at: r.at })));
-  };
-  const writeBatch = db.$client.transaction((rows: Pending[]) => {
-    rows.forEach(insertRow);
-    tellWritten(rows);
-  });
-  function nextParentSeq(key: string): number {
-    const seq = (lastParentSeq.get(key) ?? (maxParentSeq.get(key) as number | null) ?? 0) + 1;
-    lastParentSeq.set(key, seq);
-    return seq;
+
+  /** Numbers and inserts `rows` in `tx`; on failure the caches are put back, so a retry takes the same numbers. */
+  let wrote = false;
+  async function writeRows(tx: SqlClient, rows: Pending[], undo: Map<string, number | undefined>[]): Promise<Numbered[]> {
+    const [seqs, parentSeqs] = undo;
+    const out: Numbered[] = [];
+    for (const r of rows) {
+      const parent = parentKey(r.task);
+      if (!seqs.has(r.task.id)) seqs.set(r.task.id, lastSeq.get(r.task.id));
+      if (!parentSeqs.has(parent)) parentSeqs.set(parent, lastParentSeq.get(parent));
+      let seq = lastSeq.get(r.task.id);
+      if (seq === undefined) seq = Number((await tx.rows('SELECT max(seq) FROM task_events WHERE task_id = ?', [r.task.id]))[0]?.[0] ?? 0);
+      seq += 1;
+      let parentSeq = lastParentSeq.get(parent);
+      if (parentSeq === undefined) parentSeq = Number((await tx.rows('SELECT max(parent_seq) FROM task_events WHERE parent_key = ?', [parent]))[0]?.[0] ?? 0);
+      parentSeq += 1;
+      // A finished task takes no more events: its number need not stay cached.
+      if (r.type === TERMINAL_EVENT) lastSeq.delete(r.task.id);
+      else lastSeq.set(r.task.id, seq);
+      lastParentSeq.set(parent, parentSeq);
+      await tx.run('INSERT INTO task_events (task_id, seq, type, at, data, parent_key, parent_seq) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+        r.task.id,
+        seq,
+        r.type,
+        r.at,
+        r.dataJson,
+        parent,
+        parentSeq,
+      ]);
+      out.push({ event: { taskId: r.task.id, seq, type: r.type, json: envelope(seq, r.type, r.task.id, r.at, r.dataJson, parentSeq), parentSeq }, parent, at: r.at, dataJson: r.dataJson });
+    }
+    if (opts.onWrite && out.length > 0) {
+      if (await opts.onWrite(tx, out.map((r) => ({ taskId: r.event.taskId, tenant: r.parent.slice(r.parent.indexOf('@') + 1), type: r.event.type, at: r.at })))) wrote = true;
+    }
+    return out;
   }
 
-  function nextSeq(taskId: string): number {
-    let seq = lastSeq.get(taskId);
-    if (seq === undefined) seq = (maxSeq.get(taskId) as number | null) ?? 0;
-    return seq + 1;
+  function restore(undo: Map<string, number | undefined>[]) {
+    const [seqs, parentSeqs] = undo;
+    for (const [id, seq] of seqs) seq === undefined ? lastSeq.delete(id) : lastSeq.set(id, seq);
+    for (const [key, seq] of parentSeqs) seq === undefined ? lastParentSeq.delete(key) : lastParentSeq.set(key, seq);
   }
 
   function notify(set: Set<EventListener> | undefined, event: StoredEvent) {
@@ -103,156 +132,113 @@ export function createEventLog(db: Db, opts: EventLogOptions = {}) {
     }
   }
 
-  function publish(rows: Pending[]) {
+  function publish(rows: Numbered[]) {
+    // Everything is stored now, so the cache can be rebuilt from the table when needed.
+    if (lastParentSeq.size > MAX_CACHED_PARENTS) lastParentSeq.clear();
     for (const r of rows) {
       notify(taskListeners.get(r.event.taskId), r.event);
       notify(parentListeners.get(r.parent), r.event);
     }
   }
 
-  /** Writes what is pending in one transaction, then publishes it in order; throws with nothing lost. */
-  function writePending() {
-    const rows = pending;
-    if (rows.length === 0) return;
-    writeBatch(rows);
-    pending = [];
-    // Everything is stored now, so the cache can be rebuilt from the table when needed.
-    if (lastParentSeq.size > MAX_CACHED_PARENTS) lastParentSeq.clear();
-    publish(rows);
-  }
-
-  let retrying = false;
   /**
-   * The group commit. When the disk is full or the database unwritable, the rows stay pending (not
-   * published: readers never see an event that is not stored) and the storage guard writes them,
-   * in order with the other waiting writes, once it can.
+   * Writes `rows` and whatever `body` writes in one transaction, then publishes the events in
+   * order. If it throws, nothing was written, the numbers are given back and the error goes on.
    */
-  function flush() {
-    if (retrying) return;
+  async function commit<R>(rows: Pending[], body?: (tx: SqlClient, append: Append) => Promise<R>): Promise<R> {
+    const undo = [new Map<string, number | undefined>(), new Map<string, number | undefined>()];
+    let written: Numbered[] = [];
     try {
-      writePending();
-    } catch (err) {
-      if (!opts.storage?.report(err)) throw err;
-      retrying = true;
-      void opts.storage.write(() => {
-        writePending();
-        retrying = false;
+      const result = await sql.transaction(async (tx) => {
+        written = await writeRows(tx, rows, undo);
+        if (!body) return undefined as R;
+        const mine: Pending[] = [];
+        const answer = await body(tx, (task, type, data) => mine.push(pendingOf(task, type, data)));
+        written = written.concat(await writeRows(tx, mine, undo));
+        return answer;
       });
+      publish(written);
+      if (wrote) {
+        wrote = false;
+        opts.onCommit?.();
+      }
+      return result;
+    } catch (err) {
+      wrote = false;
+      restore(undo);
+      throw err;
     }
   }
 
-  /** Numbers an event (its task's next seq, its parent's next seq) and serialises it once. */
-  function prepare<T extends EventType>(task: EventTask, type: T, data: EventData[T]): Pending {
-    const seq = nextSeq(task.id);
-    // A finished task takes no more events: its number need not stay cached.
-    if (type === TERMINAL_EVENT) lastSeq.delete(task.id);
-    else lastSeq.set(task.id, seq);
-    const at = now();
-    const parent = parentKey(task);
-    const parentSeq = nextParentSeq(parent);
-    const dataJson = JSON.stringify(data);
-    return { event: { taskId: task.id, seq, type, json: envelope(seq, type, task.id, at, dataJson, parentSeq), parentSeq }, parent, at, dataJson };
+  function pendingOf<T extends EventType>(task: EventTask, type: T, data: EventData[T]): Pending {
+    return { task: { id: task.id, tenant: task.tenant, parentTaskId: task.parentTaskId }, type, at: now(), dataJson: JSON.stringify(data) };
+  }
+
+  /** The group commit: what is pending now, written after the writes queued before it. */
+  function flush(): Promise<void> {
+    const rows = pending;
+    pending = [];
+    if (rows.length === 0) return Promise.resolve();
+    return storage.write(() => commit(rows));
   }
 
   return {
     /** Appends one event; it is written with the next group commit, then handed to listeners. */
     append<T extends EventType>(task: EventTask, type: T, data: EventData[T]): void {
-      pending.push(prepare(task, type, data));
+      pending.push(pendingOf(task, type, data));
       if (!scheduled) {
         scheduled = true;
         setImmediate(() => {
           scheduled = false;
-          flush();
+          void flush().catch(() => {
+            // A write that is not a storage fault failed: the events are lost, as the task's own writes will be.
+          });
         });
       }
     },
 
     /**
-     * Runs `body` in one transaction with the events pending before it and the events it appends
-     * (written at once, in order), so that an event and the state it reports commit together or not
-     * at all. Listeners hear of them after the commit. If it throws, nothing was written and the
-     * numbers the events took are given back, so a retry takes the same ones.
+     * Runs `body` in one transaction with the events appended before it and the events it appends
+     * (numbered and written in order), so that an event and the state it reports commit together
+     * or not at all; the body writes through `tx`. Listeners hear of them after the commit. It is
+     * queued after the writes asked for before it (with the storage guard's waiting and retries).
      */
-    transaction<R>(body: (append: <T extends EventType>(task: EventTask, type: T, data: EventData[T]) => void) => R): R {
+    transaction<R>(body: (tx: SqlClient, append: Append) => Promise<R>): Promise<R> {
       const before = pending;
-      const written: Pending[] = [];
-      const seqs = new Map<string, number | undefined>();
-      const parentSeqs = new Map<string, number | undefined>();
-      let result: R;
-      try {
-        result = db.$client.transaction(() => {
-          before.forEach(insertRow);
-          tellWritten(before);
-          const answer = body((task, type, data) => {
-            if (!seqs.has(task.id)) seqs.set(task.id, lastSeq.get(task.id));
-            const parent = parentKey(task);
-            if (!parentSeqs.has(parent)) parentSeqs.set(parent, lastParentSeq.get(parent));
-            const row = prepare(task, type, data);
-            insertRow(row);
-            written.push(row);
-          });
-          tellWritten(written);
-          return answer;
-        })();
-      } catch (err) {
-        for (const [id, seq] of seqs) seq === undefined ? lastSeq.delete(id) : lastSeq.set(id, seq);
-        for (const [key, seq] of parentSeqs) seq === undefined ? lastParentSeq.delete(key) : lastParentSeq.set(key, seq);
-        throw err;
-      }
       pending = [];
-      if (lastParentSeq.size > MAX_CACHED_PARENTS) lastParentSeq.clear();
-      publish(before);
-      publish(written);
-      return result;
+      return storage.write(() => commit(before, body));
     },
 
     /** Writes and publishes everything appended so far (at shutdown). */
-    flush: () => flush(),
+    flush,
 
     /** Stored events of a task with `seq > after`, in order. */
-    read(taskId: string, after = 0, limit = 10_000): StoredEvent[] {
-      return db
-        .select()
-        .from(taskEvents)
-        .where(and(eq(taskEvents.taskId, taskId), gt(taskEvents.seq, after)))
-        .orderBy(asc(taskEvents.seq))
-        .limit(limit)
-        .all()
-        .map((r) => ({
-          taskId: r.taskId,
-          seq: r.seq,
-          type: r.type as EventType,
-          parentSeq: r.parentSeq ?? undefined,
-          json: envelope(r.seq, r.type, r.taskId, r.at, r.data, r.parentSeq),
-        }));
+    async read(taskId: string, after = 0, limit = 10_000): Promise<StoredEvent[]> {
+      const rows = await sql.rows(
+        'SELECT task_id, seq, type, at, data, parent_seq FROM task_events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?',
+        [taskId, after, limit],
+      );
+      return rows.map(storedOf);
     },
 
     /** Stored events of every task of a parent with `parentSeq > after`, in the order they were written. */
-    readParent(key: ParentKey, after = 0, limit = 10_000): StoredEvent[] {
-      const rows = readParent.all(parentKey(key), after, limit) as Array<{
-        taskId: string;
-        seq: number;
-        type: string;
-        at: number;
-        data: string;
-        parentSeq: number;
-      }>;
-      return rows.map((r) => ({
-        taskId: r.taskId,
-        seq: r.seq,
-        type: r.type as EventType,
-        parentSeq: r.parentSeq,
-        json: envelope(r.seq, r.type, r.taskId, r.at, r.data, r.parentSeq),
-      }));
+    async readParent(key: ParentKey, after = 0, limit = 10_000): Promise<StoredEvent[]> {
+      const rows = await sql.rows(
+        'SELECT task_id, seq, type, at, data, parent_seq FROM task_events WHERE parent_key = ? AND parent_seq > ? ORDER BY parent_seq LIMIT ?',
+        [parentKey(key), after, limit],
+      );
+      return rows.map(storedOf);
     },
 
     /** When the task's last stored event was written (null without events). */
-    lastAt(taskId: string): number | null {
-      return (maxAt.get(taskId) as number | null) ?? null;
+    async lastAt(taskId: string): Promise<number | null> {
+      const value = (await sql.rows('SELECT max(at) FROM task_events WHERE task_id = ?', [taskId]))[0]?.[0];
+      return value === null || value === undefined ? null : Number(value);
     },
 
-    lastSeq(taskId: string): number {
-      return lastSeq.get(taskId) ?? (maxSeq.get(taskId) as number | null) ?? 0;
+    /** The seq of the task's last stored event (0 without events). */
+    async lastSeq(taskId: string): Promise<number> {
+      return Number((await sql.rows('SELECT max(seq) FROM task_events WHERE task_id = ?', [taskId]))[0]?.[0] ?? 0);
     },
 
     subscribe(taskId: string, listener: EventListener): () => void {
@@ -267,6 +253,17 @@ export function createEventLog(db: Db, opts: EventLogOptions = {}) {
     listenerCount(taskId: string): number {
       return taskListeners.get(taskId)?.size ?? 0;
     },
+  };
+}
+
+function storedOf(r: unknown[]): StoredEvent {
+  const [taskId, seq, type, at, data, parentSeq] = r as [string, number, string, number, string, number | null];
+  return {
+    taskId,
+    seq: Number(seq),
+    type: type as EventType,
+    parentSeq: parentSeq === null ? undefined : Number(parentSeq),
+    json: envelope(Number(seq), type, taskId, Number(at), data, parentSeq === null ? null : Number(parentSeq)),
   };
 }
 

@@ -24,7 +24,7 @@ export async function* followTask(events: EventLog, taskId: string, opts: { afte
   try {
     let last = opts.after ?? 0;
     for (;;) {
-      const page = events.read(taskId, last, 1000);
+      const page = await events.read(taskId, last, 1000);
       for (const stored of page) {
         const message = JSON.parse(stored.json) as TaskEventMessage;
         last = message.seq;

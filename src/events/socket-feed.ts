@@ -15,7 +15,7 @@ export interface SocketFeedOptions {
   closeOnFinish?: boolean;
   now?: () => number;
   /** A task stream's heartbeats also say what the task is doing now. */
-  progress?: () => Progress | null;
+  progress?: () => Promise<Progress | null> | Progress | null;
 }
 
 /** Close codes: 1000 after `task.finished`, 1013 for a reader too far behind (it may reconnect with `?after=`). */
@@ -57,10 +57,13 @@ export function createSocketFeed(opts: SocketFeedOptions) {
   function sendHeartbeat() {
     heartbeat = null;
     if (closed) return;
-    const progress = opts.progress?.() ?? undefined;
-    // The contract's heartbeat data carries the progress fields themselves, next to lastSeq.
-    const beat: Heartbeat = { type: 'heartbeat', taskId: opts.taskId, at: iso(now()), data: { lastSeq, ...progress } };
-    write(JSON.stringify(beat));
+    void Promise.resolve(opts.progress?.())
+      .catch(() => null)
+      .then((progress) => {
+        // The contract's heartbeat data carries the progress fields themselves, next to lastSeq.
+        const beat: Heartbeat = { type: 'heartbeat', taskId: opts.taskId, at: iso(now()), data: { lastSeq, ...(progress ?? undefined) } };
+        write(JSON.stringify(beat));
+      });
   }
 
   function write(json: string) {
@@ -125,13 +128,13 @@ export function createSocketFeed(opts: SocketFeedOptions) {
 
     /**
      * Sends stored events from `source`, waiting for the socket to drain between them, then the live
-     * events that arrived meanwhile. `source` must read the store lazily: its final (empty) read and
-     * the switch to live delivery happen in the same tick, so no event falls in between.
+     * events that arrived meanwhile (the listener is attached before the replay starts, and events
+     * are published only once stored, so no event falls in between; the overlap is sent once).
      */
-    async replay(source: Iterable<StoredEvent>): Promise<void> {
+    async replay(source: AsyncIterable<StoredEvent> | Iterable<StoredEvent>): Promise<void> {
       replaying = true;
       try {
-        for (const event of source) {
+        for await (const event of source) {
           while (!closed && socket.bufferedAmount > opts.maxBufferedBytes / 2) await sleep(5);
           if (closed) return;
           sendOnce(event);

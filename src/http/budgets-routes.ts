@@ -6,15 +6,15 @@ import { standingBudgetBodySchema, standingBudgetParamsSchema as paramsSchema, s
 import { errors, json } from './openapi.ts';
 
 export const budgetsRoutes: FastifyPluginAsyncZod<{ budgets: Budgets; now: () => number }> = async (app, { budgets, now }) => {
-  const view = (tenant: string, scope: BudgetScope, id: string) => {
-    const b = budgets.get(tenant, scope, id);
+  const view = async (tenant: string, scope: BudgetScope, id: string) => {
+    const b = await budgets.get(tenant, scope, id);
     if (!b) throw notFound(`budget ${scope}/${id}`);
     return {
       scope,
       id,
       maxTokens: b.maxTokens,
       maxCostUsd: b.maxCostMicroUsd === null ? null : b.maxCostMicroUsd / 1_000_000,
-      spent: budgets.spent(tenant, scope, id),
+      spent: await budgets.spent(tenant, scope, id),
     };
   };
 
@@ -34,7 +34,7 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ budgets: Budgets; now: () =>
     },
     async (request) => {
       const { scope, id } = request.params;
-      budgets.put(
+      await budgets.put(
         request.tenant,
         scope,
         id,
@@ -69,7 +69,7 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ budgets: Budgets; now: () =>
       },
     },
     async (request, reply) => {
-      if (!budgets.delete(request.tenant, request.params.scope, request.params.id)) throw notFound(`budget ${request.params.scope}/${request.params.id}`);
+      if (!(await budgets.delete(request.tenant, request.params.scope, request.params.id))) throw notFound(`budget ${request.params.scope}/${request.params.id}`);
       return reply.status(204).send();
     },
   );

@@ -37,9 +37,9 @@ async function upgradeRequired(): Promise<never> {
 }
 
 /** A parent's stored events after the cursor `after`, page by page. */
-function* storedParentEvents(events: EventLog, key: ParentKey, after: number): Generator<StoredEvent> {
+async function* storedParentEvents(events: EventLog, key: ParentKey, after: number): AsyncGenerator<StoredEvent> {
   for (let from = after; ; ) {
-    const page = events.readParent(key, from, REPLAY_PAGE);
+    const page = await events.readParent(key, from, REPLAY_PAGE);
     yield* page;
     if (page.length < REPLAY_PAGE) return;
     from = page[page.length - 1].parentSeq!;
@@ -47,9 +47,9 @@ function* storedParentEvents(events: EventLog, key: ParentKey, after: number): G
 }
 
 /** A task's stored events after `after`, read page by page as the consumer advances. */
-function* storedEvents(events: EventLog, taskId: string, after: number): Generator<StoredEvent> {
+async function* storedEvents(events: EventLog, taskId: string, after: number): AsyncGenerator<StoredEvent> {
   for (let from = after; ; ) {
-    const page = events.read(taskId, from, REPLAY_PAGE);
+    const page = await events.read(taskId, from, REPLAY_PAGE);
     yield* page;
     if (page.length < REPLAY_PAGE) return;
     from = page[page.length - 1].seq;
@@ -77,7 +77,7 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
     },
     // Refuse an unknown (or another tenant's) task with a 404 before the upgrade.
     preHandler: async (request) => {
-      tasks.get(request.tenant, (request.params as { id: string }).id);
+      await tasks.get(request.tenant, (request.params as { id: string }).id);
     },
     wsHandler: async (socket, request) => {
       const { id } = request.params as { id: string };
@@ -113,8 +113,8 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
       await feed.replay(
         after !== undefined
           ? storedParentEvents(events, key, after)
-          : (function* () {
-              for (const task of store.unfinishedOfParent(request.tenant, parentTaskId)) yield* storedEvents(events, task.id, 0);
+          : (async function* () {
+              for (const task of await store.unfinishedOfParent(request.tenant, parentTaskId)) yield* storedEvents(events, task.id, 0);
             })(),
       );
     },

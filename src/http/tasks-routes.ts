@@ -54,7 +54,7 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
       // A malformed traceparent is ignored, as W3C Trace Context asks.
       const traceparent = request.headers.traceparent;
       const parent = typeof traceparent === 'string' && TRACEPARENT.test(traceparent) ? traceparent : undefined;
-      const { row, created } = tasks.submit(request.tenant, request.body, request.headers['idempotency-key'], parent);
+      const { row, created } = await tasks.submit(request.tenant, request.body, request.headers['idempotency-key'], parent);
       if (request.query.wait === 'true') {
         if (row.status !== 'queued' && row.status !== 'running') return reply.status(200).send(tasks.output(row));
         const body = new PassThrough();
@@ -90,7 +90,7 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
     },
     async (request) => {
       const { limit, cursor, ...filter } = request.query;
-      const page = tasks.list(request.tenant, filter, limit, cursor);
+      const page = await tasks.list(request.tenant, filter, limit, cursor);
       return { tasks: page.rows.map((row) => tasks.output(row)), nextCursor: page.nextCursor };
     },
   );
@@ -105,7 +105,7 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
         response: { 200: json('The task', taskOutputSchema), ...errors(400, 404) },
       },
     },
-    async (request) => tasks.output(tasks.get(request.tenant, request.params.id)),
+    async (request) => tasks.output(await tasks.get(request.tenant, request.params.id)),
   );
 
   app.post(
@@ -138,7 +138,7 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
       },
     },
     async (request, reply) => {
-      tasks.steer(request.tenant, request.params.id, request.body.prompt);
+      await tasks.steer(request.tenant, request.params.id, request.body.prompt);
       return reply.status(202).send({ accepted: true });
     },
   );
@@ -156,7 +156,7 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
         response: { 200: json('The conversation, oldest first', taskMessagesSchema), ...errors(400, 404) },
       },
     },
-    async (request) => ({ messages: tasks.messages(request.tenant, request.params.id) }),
+    async (request) => ({ messages: await tasks.messages(request.tenant, request.params.id) }),
   );
 
   app.post(

@@ -50,7 +50,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<WebhooksRoutesOptions> = asyn
         if (err instanceof WebhookTargetError) throw new AppError(400, 'invalid_webhook_url', err.message);
         throw err;
       }
-      const row = webhooks.create(request.tenant, request.body.url, request.body.events ?? [...WEBHOOK_EVENTS], now());
+      const row = await webhooks.create(request.tenant, request.body.url, request.body.events ?? [...WEBHOOK_EVENTS], now());
       return reply.status(201).send({ ...view(row), secret: row.secret });
     },
   );
@@ -58,7 +58,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<WebhooksRoutesOptions> = asyn
   app.get(
     '/webhooks',
     { schema: { operationId: 'listWebhooks', summary: "The tenant's webhook endpoints (without secrets)", response: { 200: json('The endpoints', webhookListSchema) } } },
-    async (request) => ({ webhooks: webhooks.list(request.tenant).map(view) }),
+    async (request) => ({ webhooks: (await webhooks.list(request.tenant)).map(view) }),
   );
 
   app.delete(
@@ -72,7 +72,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<WebhooksRoutesOptions> = asyn
       },
     },
     async (request, reply) => {
-      if (!webhooks.delete(request.tenant, request.params.id)) throw notFound(`webhook ${request.params.id}`);
+      if (!(await webhooks.delete(request.tenant, request.params.id))) throw notFound(`webhook ${request.params.id}`);
       return reply.status(204).send();
     },
   );
@@ -89,8 +89,8 @@ export const webhooksRoutes: FastifyPluginAsyncZod<WebhooksRoutesOptions> = asyn
       },
     },
     async (request) => {
-      if (!webhooks.get(request.tenant, request.params.id)) throw notFound(`webhook ${request.params.id}`);
-      const page = nextPage(webhooks.deliveries(request.params.id, request.query.limit + 1, request.query.cursor), request.query.limit);
+      if (!(await webhooks.get(request.tenant, request.params.id))) throw notFound(`webhook ${request.params.id}`);
+      const page = nextPage(await webhooks.deliveries(request.params.id, request.query.limit + 1, request.query.cursor), request.query.limit);
       return { deliveries: page.rows.map(deliveryView), nextCursor: page.nextCursor };
     },
   );
@@ -106,7 +106,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<WebhooksRoutesOptions> = asyn
       },
     },
     async (request, reply) => {
-      const row = webhooks.retry(request.tenant, request.params.deliveryId, now());
+      const row = await webhooks.retry(request.tenant, request.params.deliveryId, now());
       if (!row) throw notFound(`delivery ${request.params.deliveryId}`);
       return reply.status(202).send(deliveryView(row));
     },

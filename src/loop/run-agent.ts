@@ -70,7 +70,9 @@ export interface RunAgentOptions<S = unknown> {
   /** Steering messages waiting for the next step (each is taken once). */
   takeMessages?: () => string[];
   /** Asked before every model call: a reason to stop here (a budget reached), or null to go on. */
-  beforeCall?: () => S | null;
+  beforeCall?: () => S | null | Promise<S | null>;
+  /** Awaited once a call's answer is whole and before its tools run (the runner: its writes are stored). */
+  beforeTools?: () => Promise<void>;
   compaction?: CompactionOptions;
 }
 
@@ -142,7 +144,7 @@ export async function runAgent<S>(opts: RunAgentOptions<S>): Promise<AgentRunRes
   let stoppedBy: S | null = null;
 
   while (step < opts.maxSteps && !complete && !error && !opts.signal.aborted) {
-    stoppedBy = opts.beforeCall?.() ?? null;
+    stoppedBy = (await opts.beforeCall?.()) ?? null;
     if (stoppedBy) break;
     if (opts.compaction && lastInputTokens >= opts.compaction.atTokens) {
       const compacted = await compact(conversation, opts.compaction, opts, lastInputTokens, () => observer.compactionStarted?.());
@@ -320,6 +322,8 @@ async function runStep<S>(step: number, conversation: ModelMessage[], setup: Run
     }
     // As the SDK does: tools run once the answer is whole, and only for an answer that asks for them.
     if (!out.error && (out.finishReason === 'tool-calls' || out.finishReason === 'stop')) {
+      // What the call cost is stored before its tools act on the world (a crash then bills it).
+      if (calls.length > 0) await untilAborted(Promise.resolve(opts.beforeTools?.()), signal);
       await untilAborted(
         Promise.all(
           calls.map(async (c) => {

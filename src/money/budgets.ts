@@ -1,4 +1,4 @@
-import type { Db } from '../store/database.ts';
+import type { SqlClient } from '../store/sql-client.ts';
 import type { TaskRow } from '../store/schema.ts';
 import { iso } from '../shapes/time.ts';
 import type { Pause, TaskBudget } from '../shapes/task.ts';
@@ -24,41 +24,44 @@ export const microUsd = (usd: number) => Math.round(usd * 1_000_000);
  * task or a user, per tenant. What a parent or user has spent is the sum of its usage records,
  * running tasks included (their records count every call as it is billed), read from the roll-ups.
  */
-export function createBudgets(db: Db) {
-  const sqlite = db.$client;
-  const read = sqlite.prepare('SELECT max_tokens AS maxTokens, max_cost_micro_usd AS maxCostMicroUsd FROM budgets WHERE tenant = ? AND scope = ? AND scope_id = ?');
-  const write = sqlite.prepare(
-    `INSERT INTO budgets (tenant, scope, scope_id, max_tokens, max_cost_micro_usd, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-     ON CONFLICT (tenant, scope, scope_id) DO UPDATE SET max_tokens = excluded.max_tokens,
-       max_cost_micro_usd = excluded.max_cost_micro_usd, updated_at = excluded.updated_at`,
-  );
-  const remove = sqlite.prepare('DELETE FROM budgets WHERE tenant = ? AND scope = ? AND scope_id = ?');
-  // What a scope spent is its all-time roll-up row (kept in the records' own transactions): one key
-  // lookup before every model call, however many records the parent or user has.
-  const spentOf = sqlite.prepare(
-    `SELECT total_tokens AS tokens, cost_micro_usd AS costMicroUsd FROM usage_rollups WHERE tenant = ? AND dim = ? AND day = '*' AND key = ?`,
-  );
-
+export function createBudgets(sql: SqlClient) {
   const budgets = {
-    get(tenant: string, scope: BudgetScope, id: string): StandingBudget | null {
-      return (read.get(tenant, scope, id) as StandingBudget | undefined) ?? null;
+    async get(tenant: string, scope: BudgetScope, id: string): Promise<StandingBudget | null> {
+      const row = await sql.get<StandingBudget>(
+        'SELECT max_tokens AS "maxTokens", max_cost_micro_usd AS "maxCostMicroUsd" FROM budgets WHERE tenant = ? AND scope = ? AND scope_id = ?',
+        [tenant, scope, id],
+      );
+      return row ?? null;
     },
-    put(tenant: string, scope: BudgetScope, id: string, b: StandingBudget, now: number): void {
-      write.run(tenant, scope, id, b.maxTokens, b.maxCostMicroUsd, now);
+    async put(tenant: string, scope: BudgetScope, id: string, b: StandingBudget, now: number): Promise<void> {
+      await sql.run(
+        `INSERT INTO budgets (tenant, scope, scope_id, max_tokens, max_cost_micro_usd, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (tenant, scope, scope_id) DO UPDATE SET max_tokens = excluded.max_tokens,
+           max_cost_micro_usd = excluded.max_cost_micro_usd, updated_at = excluded.updated_at`,
+        [tenant, scope, id, b.maxTokens, b.maxCostMicroUsd, now],
+      );
     },
     /** True when there was one to delete. */
-    delete(tenant: string, scope: BudgetScope, id: string): boolean {
-      return remove.run(tenant, scope, id).changes > 0;
+    async delete(tenant: string, scope: BudgetScope, id: string): Promise<boolean> {
+      return (await sql.run('DELETE FROM budgets WHERE tenant = ? AND scope = ? AND scope_id = ?', [tenant, scope, id])) > 0;
     },
-    spent(tenant: string, scope: BudgetScope, id: string): Spent {
-      return (spentOf.get(tenant, scope, id) as Spent | undefined) ?? { tokens: 0, costMicroUsd: 0 };
+    /**
+     * What a scope spent: its all-time roll-up row (kept in the records' own transactions), one key
+     * lookup before every model call, however many records the parent or user has.
+     */
+    async spent(tenant: string, scope: BudgetScope, id: string): Promise<Spent> {
+      const row = await sql.get<Spent>(
+        `SELECT total_tokens AS tokens, cost_micro_usd AS "costMicroUsd" FROM usage_rollups WHERE tenant = ? AND dim = ? AND day = '*' AND key = ?`,
+        [tenant, scope, id],
+      );
+      return row ?? { tokens: 0, costMicroUsd: 0 };
     },
 
     /**
      * The first budget `task` has reached, checked in this order: its own (tokens, cost, running
      * time), its parent's, its user's; null when it may make its next model call.
      */
-    reached(task: TaskRow, own: TaskBudget | undefined, now: number): Pause | null {
+    async reached(task: TaskRow, own: TaskBudget | undefined, now: number): Promise<Pause | null> {
       const since = iso(now);
       const over = (budget: Pause['budget'], measure: Pause['measure'], limit: number | null | undefined, spent: number): Pause | null =>
         limit !== null && limit !== undefined && spent >= limit ? { reason: 'budget', budget, measure, limit, spent, since } : null;
@@ -71,9 +74,9 @@ export function createBudgets(db: Db) {
         if (hit) return hit;
       }
       for (const [scope, id] of [['parent', task.parentTaskId], ['user', task.userId]] as const) {
-        const standing = budgets.get(task.tenant, scope, id);
+        const standing = await budgets.get(task.tenant, scope, id);
         if (!standing) continue;
-        const spent = budgets.spent(task.tenant, scope, id);
+        const spent = await budgets.spent(task.tenant, scope, id);
         const hit = over(scope, 'tokens', standing.maxTokens, spent.tokens) ?? over(scope, 'costMicroUsd', standing.maxCostMicroUsd, spent.costMicroUsd);
         if (hit) return hit;
       }

@@ -2,15 +2,23 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
+import { drizzle } from 'drizzle-orm/better-sqlite3';
 import { migrate } from 'drizzle-orm/better-sqlite3/migrator';
 import * as schema from './schema.ts';
+import { createSqliteClient, type Dialect, type SqlClient } from './sql-client.ts';
 
-export type Db = BetterSQLite3Database<typeof schema> & {
-  $client: Database.Database;
-  /** The connection holding this process's exclusive lock on the database (none for `:memory:`). */
-  $lock: Database.Database | null;
-};
+/** An open database: the client the stores use, and what the engine needs around it. */
+export interface Db {
+  dialect: Dialect;
+  sql: SqlClient;
+  /** Where it is: the SQLite file (`:memory:` too) or the PostgreSQL URL without its password. */
+  location: string;
+  /** A small write that fails while the database cannot be written (the storage guard's probe). */
+  probe(): Promise<void>;
+  close(): Promise<void>;
+  /** SQLite only: the connection itself (benches and fault tests reach under the stores with it). */
+  sqlite?: Database.Database;
+}
 
 /** Another process (or another app of this one) already runs on this database. */
 export class DatabaseInUseError extends Error {}
@@ -47,7 +55,7 @@ const migrationsFolder = path.resolve(path.dirname(fileURLToPath(import.meta.url
  * Opens (creating if needed) the SQLite file in WAL mode and applies the committed migrations.
  * `:memory:` is accepted for throwaway stores.
  */
-export function openDatabase(file: string): Db {
+export function openSqlite(file: string): Db {
   if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const lock = file === ':memory:' ? null : lockDatabase(file);
   let sqlite: Database.Database | undefined;
@@ -58,15 +66,40 @@ export function openDatabase(file: string): Db {
     sqlite.pragma('synchronous = NORMAL');
     sqlite.pragma('busy_timeout = 5000');
     sqlite.pragma('foreign_keys = ON');
-    const db = Object.assign(drizzle(sqlite, { schema }), { $lock: lock }) as Db;
-    migrate(db, { migrationsFolder });
-    probeWrite(sqlite, file);
-    return db;
+    const conn = sqlite;
+    migrate(drizzle(conn, { schema }), { migrationsFolder });
+    probeWrite(conn, file);
+    return {
+      dialect: 'sqlite',
+      sql: createSqliteClient(conn),
+      location: file,
+      sqlite: conn,
+      probe: async () => void conn.pragma(`user_version = ${conn.pragma('user_version', { simple: true }) as number}`),
+      close: async () => {
+        conn.close();
+        lock?.close();
+      },
+    };
   } catch (err) {
     sqlite?.close();
     lock?.close();
     throw err;
   }
+}
+
+/** Is `location` a PostgreSQL URL (`postgres://` or `postgresql://`) rather than a SQLite file? */
+export const isPostgresUrl = (location: string) => /^postgres(ql)?:\/\//i.test(location);
+
+/**
+ * Opens the database at `location`: a PostgreSQL URL (`DATABASE_URL`), or a SQLite file
+ * (`DATABASE_PATH`, `:memory:` too). Either way the committed migrations of its engine are applied.
+ */
+export async function openDatabase(location: string): Promise<Db> {
+  if (isPostgresUrl(location)) {
+    const { openPostgres } = await import('./postgres.ts');
+    return openPostgres(location);
+  }
+  return openSqlite(location);
 }
 
 /** Refuses a database that opens but cannot be written, instead of failing every task later. */
@@ -80,7 +113,6 @@ function probeWrite(sqlite: Database.Database, file: string) {
 }
 
 /** Closes the database and releases this process's lock on it. */
-export function closeDatabase(db: Db): void {
-  db.$client.close();
-  db.$lock?.close();
+export function closeDatabase(db: Db): Promise<void> {
+  return db.close();
 }

@@ -19,15 +19,16 @@ export interface JsonPage {
 }
 
 /**
- * A reader on a worker thread with its own connection to `file` (see sqlite-read-thread.mjs). For an
- * in-memory database, which another connection cannot see, it reads on the main connection.
+ * A reader on a worker thread with its own connection to the SQLite file (see
+ * sqlite-read-thread.mjs). PostgreSQL reads are asynchronous already, and an in-memory SQLite
+ * database cannot be seen from another connection: those read through the database's own client.
  */
-export function createSqlReader(db: Db, file: string): SqlReader {
-  if (file === ':memory:') {
+export function createSqlReader(db: Db): SqlReader {
+  if (db.dialect !== 'sqlite' || db.location === ':memory:') {
     return {
-      all: async ({ sql, params }) => db.$client.prepare(sql).raw(true).all(...params) as unknown[][],
+      all: ({ sql, params }) => db.sql.rows(sql, params),
       json: async ({ sql, params }, names, limit) => {
-        let rows = db.$client.prepare(sql).raw(true).all(...params) as unknown[][];
+        let rows = await db.sql.rows(sql, params);
         const more = limit !== undefined && rows.length > limit;
         if (more) rows = rows.slice(0, limit);
         const objects = rows.map((row) => Object.fromEntries(names.map((n, i) => [n, i === 0 ? String(row[i]) : Number(row[i] ?? 0)])));
@@ -36,6 +37,7 @@ export function createSqlReader(db: Db, file: string): SqlReader {
       close: async () => {},
     };
   }
+  const file = db.location;
   const worker = new Worker(new URL('./sqlite-read-thread.mjs', import.meta.url), { workerData: { file } });
   worker.unref();
   let next = 0;

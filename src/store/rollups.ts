@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3';
+import type { Dialect, SqlClient } from './sql-client.ts';
 
 /** The measures a roll-up row sums, as record columns. */
 const MEASURES = [
@@ -19,41 +19,42 @@ export type RollupDelta = Partial<Record<(typeof MEASURES)[number], number>>;
 export const ROLLUP_DIMS = { all: "''", user: 'user_id', parent: 'parent_task_id', type: 'subagent_type', model: "coalesce(model, '')" } as const;
 export type RollupDim = keyof typeof ROLLUP_DIMS;
 
-/** `'YYYY-MM-DD'` (UTC) of a record's start, in SQL. */
-export const DAY_SQL = "strftime('%Y-%m-%d', started_at / 1000, 'unixepoch')";
-
-/** Rows (dim, key, day) of the records `where` selects, for INSERT ... SELECT. */
-const rowsOf = (where: string, measures: string) =>
-  Object.entries(ROLLUP_DIMS)
-    .flatMap(([dim, key]) =>
-      [DAY_SQL, "'*'"].map((day) => `SELECT tenant, '${dim}' AS dim, ${key} AS key, ${day} AS day, ${measures} FROM subagent_records WHERE ${where}`),
-    )
-    .join(' UNION ALL ');
-
-const upsert = (select: string) =>
-  `INSERT INTO usage_rollups (tenant, dim, key, day, ${MEASURES.join(', ')}) ${select} WHERE true
-   ON CONFLICT (tenant, dim, key, day) DO UPDATE SET ${MEASURES.map((m) => `${m} = ${m} + excluded.${m}`).join(', ')}`;
-
-/**
- * Adds a change of one task's record to its ten roll-up rows (five dimensions, its day and all
- * time). Call it in the transaction that changes the record, with the same amounts.
- */
-export function createRollupWriter(sqlite: Database.Database) {
-  const measures = MEASURES.map((m) => `@${m} AS ${m}`).join(', ');
-  const add = sqlite.prepare(upsert(`SELECT * FROM (${rowsOf('task_id = @taskId', measures)})`));
-  return (taskId: string, delta: RollupDelta) => {
-    const params: Record<string, number | string> = { taskId };
-    for (const m of MEASURES) params[m] = delta[m] ?? 0;
-    add.run(params);
-  };
+/** `'YYYY-MM-DD'` (UTC) of an epoch-ms column, in SQL. */
+export function daySql(dialect: Dialect, column = 'started_at'): string {
+  return dialect === 'sqlite'
+    ? `strftime('%Y-%m-%d', ${column} / 1000, 'unixepoch')`
+    : `to_char(to_timestamp(${column} / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')`;
 }
 
-/** The INSERT that fills the roll-ups from the records (migration 0005 holds a copy of it). */
-export function rollupsFromRecordsSql(): string {
+/**
+ * The statement adding a change of one task's record to its ten roll-up rows (five dimensions,
+ * its day and all time): the record joined with the ten (dimension, day or all time) pairs, each
+ * parameter once (measures, then the task id).
+ */
+function addSql(dialect: Dialect): string {
+  const pairs = Object.keys(ROLLUP_DIMS).flatMap((dim) => [`('${dim}', 1)`, `('${dim}', 0)`]);
+  const key = `CASE d.dim ${Object.entries(ROLLUP_DIMS).map(([dim, col]) => `WHEN '${dim}' THEN ${col === "''" ? "''" : col}`).join(' ')} END`;
+  return `WITH d(dim, daily) AS (VALUES ${pairs.join(', ')})
+    INSERT INTO usage_rollups (tenant, dim, key, day, ${MEASURES.join(', ')})
+    SELECT tenant, d.dim, ${key}, CASE WHEN d.daily = 1 THEN ${daySql(dialect)} ELSE '*' END, ${MEASURES.map(() => 'CAST(? AS BIGINT)').join(', ')}
+      FROM subagent_records CROSS JOIN d WHERE task_id = ?
+    ON CONFLICT (tenant, dim, key, day) DO UPDATE SET ${MEASURES.map((m) => `${m} = usage_rollups.${m} + excluded.${m}`).join(', ')}`;
+}
+
+/**
+ * Adds a change of one task's record to its roll-up rows. Call it in the transaction that
+ * changes the record, with the same amounts.
+ */
+export function addToRollups(sql: SqlClient, taskId: string, delta: RollupDelta): Promise<number> {
+  return sql.run(addSql(sql.dialect), [...MEASURES.map((m) => delta[m] ?? 0), taskId]);
+}
+
+/** The INSERT that fills the roll-ups from the records (SQLite's migration 0005 holds a copy of it). */
+export function rollupsFromRecordsSql(dialect: Dialect = 'sqlite'): string {
   const measures = MEASURES.map((m) => (m === 'tasks' ? 'count(*) AS tasks' : `sum(${m}) AS ${m}`)).join(', ');
   const grouped = Object.entries(ROLLUP_DIMS)
     .flatMap(([dim, key]) =>
-      [DAY_SQL, "'*'"].map(
+      [daySql(dialect), "'*'"].map(
         (day) => `SELECT tenant, '${dim}', ${key}, ${day}, ${measures} FROM subagent_records GROUP BY tenant, ${key}, ${day}`,
       ),
     )
@@ -62,9 +63,9 @@ export function rollupsFromRecordsSql(): string {
 }
 
 /** Rebuilds every roll-up row from the records (records written by hand, as the usage bench does). */
-export function rebuildRollups(sqlite: Database.Database): void {
-  sqlite.transaction(() => {
-    sqlite.exec('DELETE FROM usage_rollups');
-    sqlite.exec(rollupsFromRecordsSql());
-  })();
+export function rebuildRollups(sql: SqlClient): Promise<void> {
+  return sql.transaction(async (tx) => {
+    await tx.run('DELETE FROM usage_rollups');
+    await tx.run(rollupsFromRecordsSql(sql.dialect));
+  });
 }

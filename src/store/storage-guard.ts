@@ -1,12 +1,22 @@
 /** Why the database cannot be written right now. */
 export type StorageFault = 'storage_full' | 'storage_unavailable';
 
-/** The SQLite error codes that mean "the disk or the file", not "this statement". */
+/**
+ * The error codes that mean "the disk, the file or the server", not "this statement": SQLite's,
+ * PostgreSQL's (disk full, out of resources, read-only, shutting down, connection lost) and the
+ * socket errors of a server that cannot be reached.
+ */
 export function storageFaultOf(err: unknown): StorageFault | null {
   const code = (err as { code?: unknown })?.code;
-  if (typeof code !== 'string') return null;
-  if (code === 'SQLITE_FULL') return 'storage_full';
+  if (typeof code !== 'string') {
+    // The pool's own errors carry no code (a connection timeout, a connection ended under a query).
+    const message = (err as { message?: unknown })?.message;
+    return typeof message === 'string' && /^(timeout exceeded when trying to connect|Connection terminated)/.test(message) ? 'storage_unavailable' : null;
+  }
+  if (code === 'SQLITE_FULL' || code === '53100') return 'storage_full';
   if (/^SQLITE_(READONLY|IOERR|CANTOPEN|NOTADB|CORRUPT)/.test(code)) return 'storage_unavailable';
+  if (/^(08|53|57P)/.test(code) || code === '25006') return 'storage_unavailable';
+  if (/^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EHOSTUNREACH)$/.test(code)) return 'storage_unavailable';
   return null;
 }
 
@@ -14,7 +24,7 @@ export interface StorageGuardOptions {
   /** How often writes that failed for lack of storage are tried again. */
   retryMs?: number;
   /** A small write that succeeds once the database can be written again. */
-  probe?(): void;
+  probe?(): Promise<void> | void;
   onFault?(fault: StorageFault, err: unknown): void;
   onRecover?(): void;
 }
@@ -26,17 +36,19 @@ interface Queued {
 }
 
 /**
- * Keeps the service running through a full disk or an unwritable database. Writes go through
- * `write`: while the database is fine they run at once; when one fails for lack of storage it and
- * every later write wait in order, in memory, and are tried again every `retryMs` until the
- * database takes them, so nothing already done is lost and the order of writes (a step's events
- * before its task's end) holds. `fault` tells admission and health what is wrong meanwhile.
+ * The service's write queue, which also keeps it running through a full disk or an unwritable
+ * database. Writes that must keep their order (a step's usage, its events, its end) go through
+ * `write` and run one after the other, in the order they were asked for, each once the one before
+ * has committed. When one fails for lack of storage, it and every later write wait in order, in
+ * memory, and are tried again every `retryMs` until the database takes them, so nothing already
+ * done is lost. `fault` tells admission and health what is wrong meanwhile.
  */
 export function createStorageGuard(opts: StorageGuardOptions = {}) {
   const retryMs = opts.retryMs ?? 1000;
   const queue: Queued[] = [];
   let fault: StorageFault | null = null;
   let timer: NodeJS.Timeout | null = null;
+  let draining = false;
   let closed = false;
 
   function setFault(f: StorageFault, err: unknown) {
@@ -50,40 +62,47 @@ export function createStorageGuard(opts: StorageGuardOptions = {}) {
     if (timer || closed) return;
     timer = setTimeout(() => {
       timer = null;
-      drain();
+      void drain();
     }, retryMs);
     timer.unref();
   }
 
   /** Runs waiting writes in order until one fails for lack of storage (or none is left). */
-  function drain() {
-    while (queue.length > 0) {
-      const item = queue[0];
-      let value: unknown;
-      try {
-        value = item.fn();
-      } catch (err) {
-        const f = storageFaultOf(err);
-        if (f) {
-          setFault(f, err);
-          return;
+  async function drain() {
+    if (draining) return;
+    draining = true;
+    try {
+      while (queue.length > 0) {
+        const item = queue[0];
+        let value: unknown;
+        try {
+          value = await item.fn();
+        } catch (err) {
+          const f = storageFaultOf(err);
+          if (f) {
+            setFault(f, err);
+            return;
+          }
+          queue.shift();
+          item.reject(err);
+          continue;
         }
         queue.shift();
-        item.reject(err);
-        continue;
+        item.resolve(value);
       }
-      queue.shift();
-      item.resolve(value);
-    }
-    if (fault !== null) {
-      try {
-        opts.probe?.();
-      } catch (err) {
-        setFault(storageFaultOf(err) ?? 'storage_unavailable', err);
-        return;
+      if (fault !== null) {
+        try {
+          await opts.probe?.();
+        } catch (err) {
+          setFault(storageFaultOf(err) ?? 'storage_unavailable', err);
+          return;
+        }
+        fault = null;
+        opts.onRecover?.();
+        if (queue.length > 0) queueMicrotask(() => void drain());
       }
-      fault = null;
-      opts.onRecover?.();
+    } finally {
+      draining = false;
     }
   }
 
@@ -92,21 +111,29 @@ export function createStorageGuard(opts: StorageGuardOptions = {}) {
       return fault;
     },
 
-    /** Writes waiting for storage to come back. */
+    /** Writes queued and not yet done (while storage is fine, the few in flight). */
     get waiting(): number {
       return queue.length;
     },
 
     /**
-     * Runs `fn` (a synchronous store write) now, or after the writes already waiting; resolves
-     * with its result once it succeeded. A non-storage error rejects at once.
+     * Runs `fn` (a store write) after the writes asked for before it; resolves with its result
+     * once it succeeded. A non-storage error rejects at once.
      */
-    write<T>(fn: () => T): Promise<T> {
+    write<T>(fn: () => T | Promise<T>): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
-        if (queue.length === 1 && fault === null) drain();
+        if (fault === null) void drain();
         else schedule();
       });
+    },
+
+    /**
+     * Resolves once the writes asked for so far are done (a read that must see them waits for
+     * it); at once while storage is failing, when they may wait for minutes.
+     */
+    async settled(): Promise<void> {
+      if (fault === null && queue.length > 0) await this.write(() => undefined).catch(() => undefined);
     },
 
     /** Notes a storage failure seen by a write outside `write`; false when `err` is not one. */

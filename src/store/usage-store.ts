@@ -1,9 +1,9 @@
 import { and, desc, eq, gt, gte, lt, ne, sql, type SQL } from 'drizzle-orm';
-import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
-import type { Db } from './database.ts';
+import { QueryBuilder, type SQLiteColumn } from 'drizzle-orm/sqlite-core';
+import type { Dialect } from './sql-client.ts';
 import type { JsonPage, SqlReader } from './read-worker.ts';
 import { subagentRecords as r, usageRollups as u } from './schema.ts';
-import type { RollupDim } from './rollups.ts';
+import { daySql, type RollupDim } from './rollups.ts';
 import { tokenFields, type Usage } from '../shapes/usage.ts';
 import type { StoredUsageRecord, UsageTotals } from '../shapes/usage-report.ts';
 
@@ -30,13 +30,13 @@ const rollupDimOf: Record<Exclude<UsageGroupBy, 'day'>, RollupDim> = { user: 'us
 const DAY_MS = 86_400_000;
 const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
-const groupColumns: Record<UsageGroupBy, SQL> = {
+const groupColumnsOf = (dialect: Dialect): Record<UsageGroupBy, SQL> => ({
   user: sql`${r.userId}`,
   parentTask: sql`${r.parentTaskId}`,
   subagentType: sql`${r.subagentType}`,
   model: sql`coalesce(${r.model}, '')`,
-  day: sql`strftime('%Y-%m-%d', ${r.startedAt} / 1000, 'unixepoch')`,
-};
+  day: sql.raw(daySql(dialect, '"subagent_records"."started_at"')),
+});
 
 const sumOf = (column: SQLiteColumn) => sql<number>`coalesce(sum(${column}), 0)`.mapWith(Number);
 const sums = {
@@ -104,10 +104,14 @@ export interface GroupPage {
 
 /**
  * Usage records: sums for billing and the raw rows, always scoped to one tenant. Queries are built
- * here and run by `reader` (a worker thread): a sum over a million records takes most of a second,
- * which must not stall the streams of running tasks.
+ * here and run by `reader` (on SQLite a worker thread: a sum over a million records takes most of a
+ * second, which must not stall the streams of running tasks).
  */
-export function createUsageStore(db: Db, reader: SqlReader) {
+export function createUsageStore(dialect: Dialect, reader: SqlReader) {
+  // Statements are built with drizzle's SQLite builder; what it writes runs on PostgreSQL too
+  // (quoted names, `?` parameters), the one dialect-bound expression aside (the day of a record).
+  const db = new QueryBuilder();
+  const groupColumns = groupColumnsOf(dialect);
   function where(tenant: string, f: UsageFilter): SQL {
     const c: SQL[] = [eq(r.tenant, tenant)];
     if (f.userId) c.push(eq(r.userId, f.userId));

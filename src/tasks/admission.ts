@@ -45,11 +45,11 @@ export function checkAgainstDefinition(registry: AgentRegistry, body: CreateTask
  * The task an earlier request with this Idempotency-Key created, if the key is still in its
  * window and the body is the same (a different body is a 409). A key past its window is freed.
  */
-export function earlierTask(store: TaskStore, tenant: string, key: string, requestHash: string, now: number): TaskRow | null {
-  const earlier = store.findByIdempotencyKey(tenant, key);
+export async function earlierTask(store: TaskStore, tenant: string, key: string, requestHash: string, now: number): Promise<TaskRow | null> {
+  const earlier = await store.findByIdempotencyKey(tenant, key);
   if (!earlier) return null;
   if (now - earlier.createdAt >= IDEMPOTENCY_WINDOW_MS) {
-    store.clearIdempotencyKey(earlier.id);
+    await store.clearIdempotencyKey(earlier.id);
     return null;
   }
   if (earlier.requestHash !== requestHash) {
@@ -68,9 +68,9 @@ export interface SessionLink {
  * The chain a follow-up (`task_id`) continues: the earlier task must be this tenant's (else 404),
  * finished (else 409 task_not_finished), of the same type and parent (else 400 session_mismatch).
  */
-export function sessionOf(store: TaskStore, tenant: string, body: CreateTaskBody): SessionLink | null {
+export async function sessionOf(store: TaskStore, tenant: string, body: CreateTaskBody): Promise<SessionLink | null> {
   if (!body.task_id) return null;
-  const earlier = store.get(tenant, body.task_id);
+  const earlier = await store.get(tenant, body.task_id);
   if (!earlier) throw notFound(`task ${body.task_id}`);
   if (earlier.status === 'queued' || earlier.status === 'running' || earlier.status === 'paused') {
     throw new AppError(409, 'task_not_finished', `task ${earlier.id} is ${earlier.status}; continue it once it has ended, or steer it with POST /tasks/${earlier.id}/messages`);

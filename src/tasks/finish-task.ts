@@ -1,6 +1,6 @@
 import type { EventLog } from '../events/event-log.ts';
 import type { TaskRow } from '../store/schema.ts';
-import type { FinishFields, TaskStore } from '../store/task-store.ts';
+import { createTaskStore, type FinishFields, type TaskStore } from '../store/task-store.ts';
 import { toTaskOutput } from './task-output.ts';
 
 /** What a task ended with, before its end time is stamped. */
@@ -35,13 +35,14 @@ export function endingOfAbort(abort: { code: string; message: string }): Ending 
 }
 
 /**
- * Every path that ends a task goes through here, and writes in one transaction, in this order:
+ * Every path that ends a task goes through here, and writes in one transaction (queued after the
+ * writes asked for before it), in this order:
  * the events still pending, the task's end state with its usage record closed, then
  * `task.finished` carrying the final TaskOutput.
  */
-export function finishTask(deps: { store: TaskStore; events: EventLog }, row: TaskRow, ending: Ending, completedAt: number): TaskRow {
-  return deps.events.transaction((append) => {
-    const finished = deps.store.finish(row.id, { ...ending, completedAt });
+export function finishTask(deps: { store: TaskStore; events: EventLog }, row: TaskRow, ending: Ending, completedAt: number): Promise<TaskRow> {
+  return deps.events.transaction(async (tx, append) => {
+    const finished = await createTaskStore(tx).finish(row.id, { ...ending, completedAt });
     append(row, 'task.finished', toTaskOutput(finished));
     return finished;
   });

@@ -13,7 +13,7 @@ import { capPayload } from '../events/cap-payload.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { TaskRow } from '../store/schema.ts';
-import type { TaskStore } from '../store/task-store.ts';
+import { createTaskStore, type TaskStore } from '../store/task-store.ts';
 import { runCommand } from '../tools/run-command.ts';
 import { checkArtifacts } from '../tools/artifacts.ts';
 import { runAcp } from '../acp/run-acp.ts';
@@ -86,7 +86,7 @@ export function createTaskRunner(deps: RunnerDeps) {
     const trace = deps.tracing.startTask(row, model);
     let ending: Ending;
     try {
-      if (!resumed) store.markStarted(row, model, startedAt);
+      if (!resumed) await store.markStarted(row, model, startedAt);
       log.info(
         { subagentType: row.subagentType, parentTaskId: row.parentTaskId, userId: row.userId, model, ...(resumed && { resumedAfterStep: row.steps }) },
         resumed ? 'task resumed' : 'task started',
@@ -117,14 +117,14 @@ export function createTaskRunner(deps: RunnerDeps) {
     deps.liveness.forget(row.id);
     if (signal.aborted && abortCode(signal).code === 'handed_over') {
       // The service is stopping: the task stays `running`, its record open, for the next start.
-      log.info({ steps: store.getById(row.id)?.steps }, 'task left running for the next start to resume');
-      const left = store.getById(row.id) ?? row;
+      const left = (await store.getById(row.id).catch(() => undefined)) ?? row;
+      log.info({ steps: left.steps }, 'task left running for the next start to resume');
       trace.end(left, null);
       return left;
     }
     const completedAt = deps.now();
     // Waits (holding the task's slot) while the database cannot be written, then writes in order.
-    const finished = await deps.storage.write(() => finishTask(deps, row, ending, completedAt));
+    const finished = await finishTask(deps, row, ending, completedAt);
     trace.end(finished, finished.errorMessage);
     deps.metrics.taskFinished(finished, completedAt - startedAt);
     log.info(
@@ -215,14 +215,13 @@ export function createTaskRunner(deps: RunnerDeps) {
     const model = def.model ?? `acp:${def.type}`;
     const usage = out.usage ?? { inputTokens: 0, outputTokens: 0, totalTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
     const cost = out.usage ? costOf(model, out.usage) : null;
-    await deps.storage.write(() =>
-      events.transaction((append) => {
-        if (out.usage) store.addUsage(row.id, step, out.usage, { model, costMicroUsd: cost }, deps.now());
-        else store.usageUnreported(row.id);
-        store.countStep(row.id);
-        append(row, 'step.finished', { step, finishReason: out.stopReason ?? 'error', usage: { ...usage, costMicroUsd: cost } });
-      }),
-    );
+    await events.transaction(async (tx, append) => {
+      const s = createTaskStore(tx);
+      if (out.usage) await s.addUsage(row.id, step, out.usage, { model, costMicroUsd: cost }, deps.now());
+      else await s.usageUnreported(row.id);
+      await s.countStep(row.id);
+      append(row, 'step.finished', { step, finishReason: out.stopReason ?? 'error', usage: { ...usage, costMicroUsd: cost } });
+    });
     if (out.usage) deps.metrics.callBilled(out.usage, cost);
     const checked = await checkArtifacts(workspace, out.written);
     const delivered = { summary: out.summary || null, ...checked, output: null };
@@ -270,10 +269,13 @@ export function createTaskRunner(deps: RunnerDeps) {
         tools: toolNames,
       }),
       messages: await conversationOf(row, body),
-      beforeCall: (): Pause | null => {
-        const now = store.getById(row.id)!;
+      beforeCall: async (): Promise<Pause | null> => {
+        // What the last calls cost is billed before it is compared with the budgets.
+        await deps.storage.settled();
+        const now = (await store.getById(row.id))!;
         return deps.budgets.reached(now, now.budget ?? undefined, deps.now());
       },
+      beforeTools: () => deps.storage.settled(),
       doneSteps: row.steps,
       takeMessages,
       compaction: { atTokens: def.compactAtTokens, model: guarded(compactionModel), modelId: compactionModel },
@@ -306,14 +308,12 @@ export function createTaskRunner(deps: RunnerDeps) {
 
   /** A budget was reached: `running → paused` with `task.paused`, in one transaction; the slot is freed. */
   async function pause(row: TaskRow, why: Pause, log: Logger): Promise<TaskRow> {
-    await deps.storage.write(() =>
-      events.transaction((append) => {
-        store.pause(row.id, why, deps.now());
-        append(row, 'task.paused', why);
-      }),
-    );
+    await events.transaction(async (tx, append) => {
+      await createTaskStore(tx).pause(row.id, why, deps.now());
+      append(row, 'task.paused', why);
+    });
     log.info({ pause: why }, 'task paused at a budget');
-    return store.getById(row.id)!;
+    return (await store.getById(row.id))!;
   }
 
   /**
@@ -321,9 +321,9 @@ export function createTaskRunner(deps: RunnerDeps) {
    * starts with (the earlier task's conversation for a follow-up, then the prompt), stored as its step 0.
    */
   async function conversationOf(row: TaskRow, body: CreateTaskBody): Promise<ModelMessage[]> {
-    const stored = store.messages(row.id);
+    const stored = await store.messages(row.id);
     if (stored.length > 0) return stored;
-    const earlier = row.previousTaskId ? store.messages(row.previousTaskId) : [];
+    const earlier = row.previousTaskId ? await store.messages(row.previousTaskId) : [];
     const start: ModelMessage[] = [...earlier, { role: 'user', content: body.prompt! }];
     await deps.storage.write(() => store.appendMessages(row.id, 0, start));
     return start;
@@ -337,6 +337,7 @@ export function createTaskRunner(deps: RunnerDeps) {
 
   function createObserver(row: TaskRow, model: string, trace: TaskTrace, compactionModel: string): AgentObserver & { close(): void; modelUsage(usage: TokenUsage, model: string): void } {
     const deltas = createDeltaCoalescer((step, text) => events.append(row, 'text.delta', { step, text }));
+    const log = logger.child({ taskId: row.id });
     let current = 0;
     return {
       close: deltas.close,
@@ -349,13 +350,13 @@ export function createTaskRunner(deps: RunnerDeps) {
       },
       modelUsage(usage, calledModel) {
         trace.modelCallEnded(calledModel, usage);
-        // Events appended before stay before it in the store.
-        events.flush();
+        // Events appended before stay before it in the store (the write queue keeps the order).
+        void events.flush().catch(() => undefined);
         const step = Math.max(current, 1);
         const at = deps.now();
         const cost = costOf(calledModel, usage);
         const billed = deps.storage.write(() => store.addUsage(row.id, step, usage, { model: calledModel, costMicroUsd: cost }, at));
-        if (deps.storage.waiting > 0) {
+        if (deps.storage.fault !== null) {
           // The only copy is in memory until the database takes it: say so where operators look.
           logger.warn({ taskId: row.id, step, usage }, 'usage kept in memory until the database can be written');
         }
@@ -382,13 +383,14 @@ export function createTaskRunner(deps: RunnerDeps) {
         // The step count, what the step added to the conversation and the event that reports the
         // step commit together: a resume continues exactly after the last step that has all three.
         const messages = forStorage(added);
-        void deps.storage.write(() =>
-          events.transaction((append) => {
-            store.countStep(row.id);
-            store.appendMessages(row.id, step, messages);
+        events
+          .transaction(async (tx, append) => {
+            const s = createTaskStore(tx);
+            await s.countStep(row.id);
+            await s.appendMessages(row.id, step, messages);
             append(row, 'step.finished', { step, finishReason, usage: { ...usage, costMicroUsd: costOf(model, usage) } });
-          }),
-        );
+          })
+          .catch((err) => log.error({ err, taskId: row.id, step }, 'could not store the finished step'));
       },
       messageReceived(_step, text) {
         deltas.flush();
@@ -397,12 +399,12 @@ export function createTaskRunner(deps: RunnerDeps) {
       compacted(step, info, conversation) {
         deltas.flush();
         const messages = forStorage(conversation);
-        void deps.storage.write(() =>
-          events.transaction((append) => {
-            store.replaceMessages(row.id, step - 1, messages);
+        events
+          .transaction(async (tx, append) => {
+            await createTaskStore(tx).replaceMessages(row.id, step - 1, messages);
             append(row, 'context.compacted', info);
-          }),
-        );
+          })
+          .catch((err) => log.error({ err, taskId: row.id, step }, 'could not store the compacted conversation'));
       },
     };
   }

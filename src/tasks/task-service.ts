@@ -8,6 +8,7 @@ import type { TaskRow } from '../store/schema.ts';
 import { storageFaultOf, type StorageFault, type StorageGuard } from '../store/storage-guard.ts';
 import { nextPage } from '../store/paging.ts';
 import type { TaskFilter, TaskStore } from '../store/task-store.ts';
+import { isUniqueViolation } from '../store/sql-client.ts';
 import { createFairQueue } from './fair-queue.ts';
 import { checkAgainstDefinition, earlierTask, newTaskRow, sessionOf } from './admission.ts';
 import { hashBody } from './hash-body.ts';
@@ -80,6 +81,8 @@ export function createTaskService(deps: TaskServiceDeps) {
     return waiting;
   };
   let closing = false;
+  /** Tasks admitted and being stored, by id: they count in the queue's bounds until they are in it. */
+  const admitting = new Map<string, string>();
 
   function updateGauges() {
     deps.metrics.setQueue(queue.size, active.size);
@@ -112,24 +115,25 @@ export function createTaskService(deps: TaskServiceDeps) {
     active.set(row.id, { controller, timer, resumable: registry.get(row.subagentType)?.kind === 'model' });
     void deps.runner
       .run(row, controller.signal, { takeMessages: takeMessages(row.id), resumeReason: resumeReasons.get(row.id) })
-      .then(settle, (err) => {
+      .catch(async (err): Promise<TaskRow> => {
         // The runner never throws by design; if it did (its store writes failed), the task still
         // ends error/internal_error where that can be written, and its waiters are answered.
         deps.logger.error({ err, taskId: row.id }, 'runner failed');
-        const current = store.getById(row.id) ?? row;
+        const current = (await store.getById(row.id).catch(() => undefined)) ?? row;
         const fault = storageFaultOf(err);
         const ending = fault ? failed(fault, 'the database could not be written') : failed('internal_error', 'the task failed inside the service');
-        return deps.storage.write(() => finishTask(deps, current, ending, deps.now())).then(settle, (finishErr) => {
+        return finishTask(deps, current, ending, deps.now()).catch((finishErr) => {
           deps.logger.error({ err: finishErr, taskId: row.id }, 'could not record the end of the task');
-          settle(current);
+          return current;
         });
       })
-      .finally(() => {
+      .then((ended) => {
+        settle(ended);
         clearTimeout(timer);
         active.delete(row.id);
         resumeReasons.delete(row.id);
         // A paused task keeps the messages sent to it for when it resumes.
-        if (store.getById(row.id)?.status !== 'paused') inboxes.delete(row.id);
+        if (ended.status !== 'paused') inboxes.delete(row.id);
         queue.done(row);
         pump();
       });
@@ -137,14 +141,16 @@ export function createTaskService(deps: TaskServiceDeps) {
 
   /** The queue's bounds: the whole queue's, and each tenant's own so one cannot refuse the others. */
   function checkQueueRoom(tenant: string) {
-    if (queue.size >= deps.maxQueued) {
-      throw new AppError(429, 'queue_full', `too many queued tasks (${queue.size}); retry later`, undefined, { 'retry-after': '5' });
+    const queued = queue.size + admitting.size;
+    if (queued >= deps.maxQueued) {
+      throw new AppError(429, 'queue_full', `too many queued tasks (${queued}); retry later`, undefined, { 'retry-after': '5' });
     }
-    if (queue.queuedIn(tenant) >= deps.maxQueuedPerTenant) {
+    const queuedIn = queue.queuedIn(tenant) + [...admitting.values()].filter((t) => t === tenant).length;
+    if (queuedIn >= deps.maxQueuedPerTenant) {
       throw new AppError(
         429,
         'queue_full',
-        `this tenant has ${queue.queuedIn(tenant)} queued tasks, its limit (MAX_QUEUED_PER_TENANT); retry later`,
+        `this tenant has ${queuedIn} queued tasks, its limit (MAX_QUEUED_PER_TENANT); retry later`,
         undefined,
         { 'retry-after': '5' },
       );
@@ -152,27 +158,24 @@ export function createTaskService(deps: TaskServiceDeps) {
   }
 
   /** Ends the tasks paused longer than PAUSED_TTL_MS as `aborted` / `budget_exceeded`. */
-  function expirePaused() {
+  async function expirePaused() {
     if (deps.storage.fault) return;
-    for (const id of store.pausedBefore(deps.now() - deps.pausedTtlMs)) {
-      const row = store.getById(id)!;
-      const ended = finishTask(deps, row, aborted('budget_exceeded', `the task stayed paused at its ${row.pause?.budget ?? ''} budget longer than PAUSED_TTL_MS (${deps.pausedTtlMs} ms)`), deps.now());
+    for (const id of await store.pausedBefore(deps.now() - deps.pausedTtlMs)) {
+      const row = (await store.getById(id))!;
+      const why = aborted('budget_exceeded', `the task stayed paused at its ${row.pause?.budget ?? ''} budget longer than PAUSED_TTL_MS (${deps.pausedTtlMs} ms)`);
+      const ended = await finishTask(deps, row, why, deps.now());
       inboxes.delete(id);
       settle(ended);
     }
   }
   const expiry = setInterval(() => {
-    try {
-      expirePaused();
-    } catch (err) {
-      deps.logger.error({ err }, 'could not end the expired paused tasks; retrying');
-    }
+    expirePaused().catch((err) => deps.logger.error({ err }, 'could not end the expired paused tasks; retrying'));
   }, Math.min(60_000, Math.max(250, deps.pausedTtlMs / 4)));
   expiry.unref();
 
   /** Ends a task that was cancelled before it started. */
   async function endQueued(row: TaskRow, message: string): Promise<TaskRow> {
-    const finished = await deps.storage.write(() => finishTask(deps, row, aborted('cancelled', message), deps.now()));
+    const finished = await finishTask(deps, row, aborted('cancelled', message), deps.now());
     settle(finished);
     return finished;
   }
@@ -182,28 +185,34 @@ export function createTaskService(deps: TaskServiceDeps) {
      * Admits a task. Returns the stored row and whether it was created now (false: an earlier
      * request with the same Idempotency-Key and body).
      */
-    submit(tenant: string, body: CreateTaskBody, idempotencyKey?: string, traceParent?: string): { row: TaskRow; created: boolean } {
+    async submit(tenant: string, body: CreateTaskBody, idempotencyKey?: string, traceParent?: string): Promise<{ row: TaskRow; created: boolean }> {
       if (closing) throw shuttingDown();
       if (deps.storage.fault) throw storageRefusal(deps.storage.fault);
       checkAgainstDefinition(registry, body);
       const now = deps.now();
       const idempotency = idempotencyKey ? { key: idempotencyKey, requestHash: hashBody(body) } : null;
       if (idempotency) {
-        const earlier = earlierTask(store, tenant, idempotency.key, idempotency.requestHash, now);
+        const earlier = await earlierTask(store, tenant, idempotency.key, idempotency.requestHash, now);
         if (earlier) return { row: earlier, created: false };
       }
-      const session = sessionOf(store, tenant, body);
+      const session = await sessionOf(store, tenant, body);
       checkQueueRoom(tenant);
       const row = newTaskRow(`tsk_${newId(now)}`, tenant, body, now, idempotency, session, traceParent ?? null);
+      admitting.set(row.id, tenant);
       try {
-        store.insert(row);
+        await store.insert(row);
       } catch (err) {
         if (deps.storage.report(err)) throw storageRefusal(storageFaultOf(err)!);
+        // The same key came in twice at once: the other request stored its task first.
+        const earlier = idempotency && isUniqueViolation(err) ? await earlierTask(store, tenant, idempotency.key, idempotency.requestHash, now) : null;
+        if (earlier) return { row: earlier, created: false };
         throw err;
+      } finally {
+        admitting.delete(row.id);
       }
       queue.push(row);
       pump();
-      return { row: store.getById(row.id)!, created: true };
+      return { row: (await store.getById(row.id))!, created: true };
     },
 
     /** The contract's TaskOutput, with what the task is doing now while it has not ended. */
@@ -212,19 +221,19 @@ export function createTaskService(deps: TaskServiceDeps) {
     },
 
     /** What a task is doing now (null once it ended or when it is unknown). */
-    progress(id: string): Progress | null {
-      const row = store.getById(id);
+    async progress(id: string): Promise<Progress | null> {
+      const row = await store.getById(id);
       return row ? deps.liveness.of(row) : null;
     },
 
-    get(tenant: string, id: string): TaskRow {
-      const row = store.get(tenant, id);
+    async get(tenant: string, id: string): Promise<TaskRow> {
+      const row = await store.get(tenant, id);
       if (!row) throw notFound(`task ${id}`);
       return row;
     },
 
-    list(tenant: string, filter: TaskFilter, limit: number, cursor?: string) {
-      return nextPage(store.list(tenant, filter, limit + 1, cursor), limit);
+    async list(tenant: string, filter: TaskFilter, limit: number, cursor?: string) {
+      return nextPage(await store.list(tenant, filter, limit + 1, cursor), limit);
     },
 
     /**
@@ -232,8 +241,8 @@ export function createTaskService(deps: TaskServiceDeps) {
      * step (event `message.received`). A finished task is a 409 `task_finished`. Messages wait in
      * memory: one accepted but not yet delivered when the process stops is lost.
      */
-    steer(tenant: string, id: string, prompt: string): void {
-      const row = this.get(tenant, id);
+    async steer(tenant: string, id: string, prompt: string): Promise<void> {
+      const row = await this.get(tenant, id);
       if (row.status !== 'queued' && row.status !== 'running' && row.status !== 'paused') {
         throw new AppError(409, 'task_finished', `task ${id} is ${row.status}; continue it with a new task whose task_id is ${id}`);
       }
@@ -254,8 +263,8 @@ export function createTaskService(deps: TaskServiceDeps) {
     },
 
     /** The conversation of a task as the model saw it (the system prompt aside). */
-    messages(tenant: string, id: string) {
-      this.get(tenant, id);
+    async messages(tenant: string, id: string) {
+      await this.get(tenant, id);
       return store.messages(id);
     },
 
@@ -264,29 +273,29 @@ export function createTaskService(deps: TaskServiceDeps) {
      * 409 `task_not_paused` unless it is paused; 409 `budget_exceeded` while a budget is still reached.
      */
     async resume(tenant: string, id: string, budget: TaskBudget | undefined): Promise<TaskRow> {
-      const row = this.get(tenant, id);
+      const row = await this.get(tenant, id);
       if (row.status !== 'paused') throw new AppError(409, 'task_not_paused', `task ${id} is ${row.status}, not paused`);
       if (closing) throw shuttingDown();
       const now = deps.now();
       const own = budget ?? row.budget ?? undefined;
-      const still = deps.budgets.reached({ ...row, pausedMs: row.pausedMs + (now - (row.pausedAt ?? now)) }, own, now);
+      const still = await deps.budgets.reached({ ...row, pausedMs: row.pausedMs + (now - (row.pausedAt ?? now)) }, own, now);
       if (still) {
         throw new AppError(409, 'budget_exceeded', `the ${still.budget} budget is still reached (${still.measure}: ${still.spent} of ${still.limit}); raise it first`, still);
       }
-      const resumed = await deps.storage.write(() => {
-        if (!store.unpause(id, budget ?? null, now)) return null;
-        return store.getById(id)!;
+      const resumed = await deps.storage.write(async () => {
+        if (!(await store.unpause(id, budget ?? null, now))) return null;
+        return (await store.getById(id))!;
       });
-      if (!resumed) return store.getById(id)!;
+      if (!resumed) return (await store.getById(id))!;
       resumeReasons.set(id, 'budget');
       queue.push(resumed);
       pump();
-      return store.getById(id)!;
+      return (await store.getById(id))!;
     },
 
     /** Cancels a queued, running or paused task; a finished task is returned as it is. */
     async cancel(tenant: string, id: string): Promise<TaskRow> {
-      const row = this.get(tenant, id);
+      const row = await this.get(tenant, id);
       if (row.status === 'paused') return endQueued(row, 'the task was cancelled while paused');
       // A queued task, or a resumed one still waiting for a slot (it is `running` since before the restart).
       if ((row.status === 'queued' || row.status === 'running') && queue.remove((t) => t.id === id)) {
@@ -295,7 +304,7 @@ export function createTaskService(deps: TaskServiceDeps) {
         return endQueued(row, 'the task was cancelled before it started');
       }
       active.get(id)?.controller.abort(new TaskAbort('cancelled', 'the task was cancelled'));
-      return store.getById(id)!;
+      return (await store.getById(id))!;
     },
 
     /**
@@ -313,12 +322,18 @@ export function createTaskService(deps: TaskServiceDeps) {
 
     /** Resolves with the task's final row once it has ended. */
     waitForEnd(id: string): Promise<TaskRow> {
-      const row = store.getById(id);
-      if (!row || !['queued', 'running'].includes(row.status)) return Promise.resolve(row!);
-      return new Promise((resolve) => {
+      // Listening first, then reading: an end between the two is not missed.
+      return new Promise((resolve, reject) => {
         const list = waiters.get(id) ?? [];
         list.push(resolve);
         waiters.set(id, list);
+        store.getById(id).then((row) => {
+          if (row && ['queued', 'running'].includes(row.status)) return;
+          const left = (waiters.get(id) ?? []).filter((w) => w !== resolve);
+          if (left.length > 0) waiters.set(id, left);
+          else waiters.delete(id);
+          resolve(row!);
+        }, reject);
       });
     },
 
@@ -328,11 +343,11 @@ export function createTaskService(deps: TaskServiceDeps) {
      * the same id, record and stream. Otherwise it ends `error` / `interrupted` (its record keeps the
      * tokens of every finished step). A `queued` one never ran and is queued again.
      */
-    recover(): { interrupted: number; requeued: number; resumed: number } {
+    async recover(): Promise<{ interrupted: number; requeued: number; resumed: number }> {
       let interrupted = 0;
       let requeued = 0;
       let resumed = 0;
-      for (const row of store.unfinished()) {
+      for (const row of await store.unfinished()) {
         if (row.status === 'queued') {
           queue.push(row);
           requeued++;
@@ -340,18 +355,18 @@ export function createTaskService(deps: TaskServiceDeps) {
         }
         const def = registry.get(row.subagentType);
         if (deps.recovery.mode === 'resume' && def?.kind === 'model' && row.resumes < deps.recovery.maxResumes) {
-          store.countResume(row.id);
-          queue.push(store.getById(row.id)!);
+          await store.countResume(row.id);
+          queue.push((await store.getById(row.id))!);
           resumed++;
           continue;
         }
         // It ended when its last event was stored, not when the service came back.
-        const endedAt = Math.max(row.startedAt ?? row.createdAt, deps.events.lastAt(row.id) ?? 0);
+        const endedAt = Math.max(row.startedAt ?? row.createdAt, (await deps.events.lastAt(row.id)) ?? 0);
         const why = row.resumes > 0 ? `the service stopped while the task was running (${row.resumes} resumes already)` : 'the service stopped while the task was running';
-        finishTask(deps, row, { ...failed('interrupted', why), summary: row.summary }, endedAt);
+        await finishTask(deps, row, { ...failed('interrupted', why), summary: row.summary }, endedAt);
         interrupted++;
       }
-      expirePaused();
+      await expirePaused();
       pump();
       return { interrupted, requeued, resumed };
     },
@@ -383,7 +398,7 @@ export function createTaskService(deps: TaskServiceDeps) {
         await Promise.all(pending);
       }
       for (const id of [...waiters.keys()]) {
-        const row = store.getById(id);
+        const row = await store.getById(id);
         if (row) settle(row);
       }
     },

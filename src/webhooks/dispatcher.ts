@@ -92,18 +92,18 @@ export function createDispatcher(opts: DispatcherOptions) {
     try {
       for (;;) {
         again = false;
-        const due = store.due(opts.now(), BATCH);
+        const due = await store.due(opts.now(), BATCH);
         await Promise.all(
           due.map(async (delivery) => {
             try {
               await send(delivery);
-              store.delivered(delivery.id, opts.now());
+              await store.delivered(delivery.id, opts.now());
             } catch (err) {
               const attempts = delivery.attempts + 1;
               const wait = Math.min(opts.retryBaseMs * 2 ** (attempts - 1), 3_600_000);
               const next = opts.now() + wait;
               const giveUp = next - delivery.createdAt > opts.giveUpAfterMs;
-              store.attemptFailed(delivery.id, (err as Error).message, giveUp ? null : next);
+              await store.attemptFailed(delivery.id, (err as Error).message, giveUp ? null : next);
               logger.warn({ delivery: delivery.id, webhook: delivery.webhookId, attempts, err: (err as Error).message, giveUp }, 'webhook delivery failed');
             }
           }),
@@ -119,7 +119,7 @@ export function createDispatcher(opts: DispatcherOptions) {
 
   return {
     start() {
-      store.dropOrphans();
+      store.dropOrphans().catch((err) => logger.error({ err }, 'could not drop the deliveries of deleted webhooks'));
       timer = setInterval(() => void tick(), Math.max(50, Math.min(1000, opts.retryBaseMs / 2)));
       timer.unref();
       void tick();

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { and, desc, eq, lt, sql } from 'drizzle-orm';
 import { ulid } from 'ulid';
 import type { WrittenEvent } from '../events/event-log.ts';
-import type { Db } from '../store/database.ts';
+import { rowReader } from '../store/rows.ts';
+import type { SqlClient } from '../store/sql-client.ts';
 import { webhookDeliveries as d, webhooks as w } from '../store/schema.ts';
-import type { TaskStore } from '../store/task-store.ts';
+import { createTaskStore } from '../store/task-store.ts';
+import type { TaskRow } from '../store/schema.ts';
 
 /** The task events a webhook can ask for. */
 export const WEBHOOK_EVENTS = ['task.started', 'task.finished', 'task.paused', 'task.resumed'] as const;
@@ -12,7 +13,7 @@ export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 export type WebhookRow = typeof w.$inferSelect;
 export type DeliveryRow = typeof d.$inferSelect;
-export type TaskRowOf = NonNullable<ReturnType<TaskStore['getById']>>;
+export type TaskRowOf = TaskRow;
 
 /** An A2A push-notification config as stored (one task's, in the webhook outbox's endpoints). */
 export interface PushConfig {
@@ -31,95 +32,86 @@ export type A2aPayload = (task: TaskRowOf, event: WrittenEvent, version: string)
  * Webhook endpoints and their outbox. `enqueue` runs inside the event log's transaction: a
  * delivery row exists exactly when its event does, whatever happens to the process after.
  */
-export function createWebhookStore(db: Db, store: TaskStore, a2aPayload?: A2aPayload) {
-  const sqlite = db.$client;
-  const endpointsOf = sqlite.prepare(
-    'SELECT id, events, kind, a2a_version AS version FROM webhooks WHERE tenant = ? AND (task_id IS NULL OR task_id = ?)',
-  );
-  const anyEndpoint = sqlite.prepare('SELECT 1 FROM webhooks WHERE tenant = ? LIMIT 1');
-  const webhook = eq(w.kind, 'webhook');
-  const insertDelivery = sqlite.prepare(
-    `INSERT INTO webhook_deliveries (id, webhook_id, tenant, event, task_id, payload, status, attempts, next_attempt_at, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)`,
-  );
-  const dueSql = sqlite.prepare(
-    `SELECT d.id, d.webhook_id AS webhookId, d.tenant, d.event, d.task_id AS taskId, d.payload, d.status, d.attempts,
-             d.next_attempt_at AS nextAttemptAt, d.last_error AS lastError, d.created_at AS createdAt, d.delivered_at AS deliveredAt,
-             w.url, w.secret, w.kind, w.token, w.authorization, t.trace_parent AS traceparent
-           FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id LEFT JOIN tasks t ON t.id = d.task_id
-           WHERE d.status = 'pending' AND d.next_attempt_at <= ? ORDER BY d.next_attempt_at LIMIT ?`,
-  );
+export function createWebhookStore(sql: SqlClient, a2aPayload?: A2aPayload) {
+  const ENDPOINTS_OF = 'SELECT id, events, kind, a2a_version AS version FROM webhooks WHERE tenant = ? AND (task_id IS NULL OR task_id = ?)';
+  const INSERT_DELIVERY = `INSERT INTO webhook_deliveries (id, webhook_id, tenant, event, task_id, payload, status, attempts, next_attempt_at, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)`;
+  const DUE = `SELECT d.*, w.url, w.secret, w.kind, w.token, w."authorization", t.trace_parent AS traceparent
+     FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id LEFT JOIN tasks t ON t.id = d.task_id
+     WHERE d.status = 'pending' AND d.next_attempt_at <= ? ORDER BY d.next_attempt_at LIMIT ?`;
+  const INSERT_WEBHOOK = `INSERT INTO webhooks (id, tenant, url, events, secret, created_at, kind, task_id, config_id, token, "authorization", a2a_version)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+  const PUSH = `tenant = ? AND kind = 'a2a' AND task_id = ?`;
   /** Tenants with no webhook cost one cached lookup per event batch. */
   const tenantsWithout = new Set<string>();
 
   return {
-    create(tenant: string, url: string, events: WebhookEvent[], now: number): WebhookRow {
-      const row = { id: `whk_${ulid(now)}`, tenant, url, events, secret: `whsec_${randomBytes(24).toString('base64')}`, createdAt: now };
-      db.insert(w).values(row).run();
+    async create(tenant: string, url: string, events: WebhookEvent[], now: number): Promise<WebhookRow> {
+      const id = `whk_${ulid(now)}`;
+      const secret = `whsec_${randomBytes(24).toString('base64')}`;
+      await sql.run(INSERT_WEBHOOK, [id, tenant, url, JSON.stringify(events), secret, now, 'webhook', null, null, null, null, null]);
       tenantsWithout.delete(tenant);
-      return db.select().from(w).where(eq(w.id, row.id)).get()!;
+      return webhookOf((await sql.get('SELECT * FROM webhooks WHERE id = ?', [id]))!);
     },
-    list(tenant: string): WebhookRow[] {
-      return db.select().from(w).where(and(eq(w.tenant, tenant), webhook)).orderBy(w.id).all();
+    async list(tenant: string): Promise<WebhookRow[]> {
+      return (await sql.all(`SELECT * FROM webhooks WHERE tenant = ? AND kind = 'webhook' ORDER BY id`, [tenant])).map(webhookOf);
     },
-    get(tenant: string, id: string): WebhookRow | undefined {
-      return db.select().from(w).where(and(eq(w.tenant, tenant), eq(w.id, id), webhook)).get();
+    async get(tenant: string, id: string): Promise<WebhookRow | undefined> {
+      const raw = await sql.get(`SELECT * FROM webhooks WHERE tenant = ? AND id = ? AND kind = 'webhook'`, [tenant, id]);
+      return raw && webhookOf(raw);
     },
-    delete(tenant: string, id: string): boolean {
-      return db.delete(w).where(and(eq(w.tenant, tenant), eq(w.id, id), webhook)).run().changes > 0;
+    async delete(tenant: string, id: string): Promise<boolean> {
+      return (await sql.run(`DELETE FROM webhooks WHERE tenant = ? AND id = ? AND kind = 'webhook'`, [tenant, id])) > 0;
     },
 
     /** Sets (creates or replaces) a push-notification config of a task. */
-    putPush(tenant: string, config: PushConfig, now: number): PushConfig {
-      sqlite.transaction(() => {
-        db.delete(w).where(and(eq(w.tenant, tenant), eq(w.kind, 'a2a'), eq(w.taskId, config.taskId), eq(w.configId, config.configId))).run();
-        db.insert(w)
-          .values({
-            id: `whk_${ulid(now)}`,
-            tenant,
-            url: config.url,
-            events: [...WEBHOOK_EVENTS],
-            secret: `whsec_${randomBytes(24).toString('base64')}`,
-            createdAt: now,
-            kind: 'a2a',
-            taskId: config.taskId,
-            configId: config.configId,
-            token: config.token,
-            authorization: config.authorization,
-            a2aVersion: config.version,
-          })
-          .run();
-      })();
+    async putPush(tenant: string, config: PushConfig, now: number): Promise<PushConfig> {
+      await sql.transaction(async (tx) => {
+        await tx.run(`DELETE FROM webhooks WHERE ${PUSH} AND config_id = ?`, [tenant, config.taskId, config.configId]);
+        await tx.run(INSERT_WEBHOOK, [
+          `whk_${ulid(now)}`,
+          tenant,
+          config.url,
+          JSON.stringify(WEBHOOK_EVENTS),
+          `whsec_${randomBytes(24).toString('base64')}`,
+          now,
+          'a2a',
+          config.taskId,
+          config.configId,
+          config.token,
+          config.authorization,
+          config.version,
+        ]);
+      });
       tenantsWithout.delete(tenant);
       return config;
     },
     /** A task's push-notification configs, oldest first (`configId` narrows to one). */
-    pushConfigs(tenant: string, taskId: string, configId?: string): PushConfig[] {
-      const where = and(eq(w.tenant, tenant), eq(w.kind, 'a2a'), eq(w.taskId, taskId), configId === undefined ? undefined : eq(w.configId, configId));
-      return db
-        .select()
-        .from(w)
-        .where(where)
-        .orderBy(w.id)
-        .all()
+    async pushConfigs(tenant: string, taskId: string, configId?: string): Promise<PushConfig[]> {
+      const rows =
+        configId === undefined
+          ? await sql.all(`SELECT * FROM webhooks WHERE ${PUSH} ORDER BY id`, [tenant, taskId])
+          : await sql.all(`SELECT * FROM webhooks WHERE ${PUSH} AND config_id = ? ORDER BY id`, [tenant, taskId, configId]);
+      return rows
+        .map(webhookOf)
         .map((r) => ({ configId: r.configId!, taskId, url: r.url, token: r.token, authorization: r.authorization, version: r.a2aVersion ?? '1.0' }));
     },
-    deletePush(tenant: string, taskId: string, configId: string): boolean {
-      return db.delete(w).where(and(eq(w.tenant, tenant), eq(w.kind, 'a2a'), eq(w.taskId, taskId), eq(w.configId, configId))).run().changes > 0;
+    async deletePush(tenant: string, taskId: string, configId: string): Promise<boolean> {
+      return (await sql.run(`DELETE FROM webhooks WHERE ${PUSH} AND config_id = ?`, [tenant, taskId, configId])) > 0;
     },
 
-    /** Outbox rows for the events just written, one per endpoint that asked for them. */
-    enqueue(events: WrittenEvent[]): boolean {
+    /** Outbox rows for the events just written, one per endpoint that asked for them (`tx`: the events' transaction). */
+    async enqueue(tx: SqlClient, events: WrittenEvent[]): Promise<boolean> {
       let any = false;
       for (const e of events) {
         if (!(WEBHOOK_EVENTS as readonly string[]).includes(e.type) || tenantsWithout.has(e.tenant)) continue;
-        const endpoints = endpointsOf.all(e.tenant, e.taskId) as Array<{ id: string; events: string; kind: string; version: string | null }>;
+        const endpoints = await tx.all<{ id: string; events: string; kind: string; version: string | null }>(ENDPOINTS_OF, [e.tenant, e.taskId]);
         if (endpoints.length === 0) {
           // Only a tenant with no endpoint at all is skipped from now on (a push config is per task).
-          if (!anyEndpoint.get(e.tenant)) tenantsWithout.add(e.tenant);
+          if (!(await tx.get('SELECT 1 AS one FROM webhooks WHERE tenant = ? LIMIT 1', [e.tenant]))) tenantsWithout.add(e.tenant);
           continue;
         }
-        const task = store.getById(e.taskId);
+        const task = await createTaskStore(tx).getById(e.taskId);
         if (!task) continue;
         for (const endpoint of endpoints) {
           if (!(JSON.parse(endpoint.events) as string[]).includes(e.type)) continue;
@@ -137,7 +129,7 @@ export function createWebhookStore(db: Db, store: TaskStore, a2aPayload?: A2aPay
               sessionId: task.sessionId ?? task.id,
             },
           });
-          insertDelivery.run(id, endpoint.id, e.tenant, e.type, task.id, payload, e.at, e.at);
+          await tx.run(INSERT_DELIVERY, [id, endpoint.id, e.tenant, e.type, task.id, payload, e.at, e.at]);
           any = true;
         }
       }
@@ -145,35 +137,51 @@ export function createWebhookStore(db: Db, store: TaskStore, a2aPayload?: A2aPay
     },
 
     /** Pending deliveries whose time has come, oldest first, with their endpoint. */
-    due(now: number, limit: number): DueDelivery[] {
-      return dueSql.all(now, limit) as DueDelivery[];
+    async due(now: number, limit: number): Promise<DueDelivery[]> {
+      const rows = await sql.all(DUE, [now, limit]);
+      return rows.map((raw) => ({
+        ...deliveryOf(raw),
+        url: raw.url as string,
+        secret: raw.secret as string,
+        kind: raw.kind as DueDelivery['kind'],
+        token: (raw.token as string | null) ?? null,
+        authorization: (raw.authorization as string | null) ?? null,
+        traceparent: (raw.traceparent as string | null) ?? null,
+      }));
     },
     /** Deliveries of an endpoint whose endpoint was deleted are dropped. */
-    dropOrphans(): void {
-      sqlite.exec(`DELETE FROM webhook_deliveries WHERE status = 'pending' AND webhook_id NOT IN (SELECT id FROM webhooks)`);
+    async dropOrphans(): Promise<void> {
+      await sql.run(`DELETE FROM webhook_deliveries WHERE status = 'pending' AND webhook_id NOT IN (SELECT id FROM webhooks)`);
     },
-    delivered(id: string, now: number): void {
-      db.update(d).set({ status: 'delivered', deliveredAt: now, attempts: sql`${d.attempts} + 1`, lastError: null }).where(eq(d.id, id)).run();
+    async delivered(id: string, now: number): Promise<void> {
+      await sql.run(`UPDATE webhook_deliveries SET status = 'delivered', delivered_at = ?, attempts = attempts + 1, last_error = NULL WHERE id = ?`, [now, id]);
     },
-    attemptFailed(id: string, error: string, next: number | null): void {
-      db.update(d)
-        .set({ attempts: sql`${d.attempts} + 1`, lastError: error.slice(0, 500), ...(next === null ? { status: 'failed' as const } : { nextAttemptAt: next }) })
-        .where(eq(d.id, id))
-        .run();
+    async attemptFailed(id: string, error: string, next: number | null): Promise<void> {
+      await sql.run(
+        next === null
+          ? `UPDATE webhook_deliveries SET attempts = attempts + 1, last_error = ?, status = 'failed' WHERE id = ?`
+          : `UPDATE webhook_deliveries SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE id = ?`,
+        next === null ? [error.slice(0, 500), id] : [error.slice(0, 500), next, id],
+      );
     },
     /** A delivery again at once (a failed one becomes pending); undefined when it is not this tenant's. */
-    retry(tenant: string, id: string, now: number): DeliveryRow | undefined {
-      db.update(d).set({ status: 'pending', nextAttemptAt: now }).where(and(eq(d.tenant, tenant), eq(d.id, id), eq(d.status, 'failed'))).run();
-      db.update(d).set({ nextAttemptAt: now }).where(and(eq(d.tenant, tenant), eq(d.id, id), eq(d.status, 'pending'))).run();
-      return db.select().from(d).where(and(eq(d.tenant, tenant), eq(d.id, id))).get();
+    async retry(tenant: string, id: string, now: number): Promise<DeliveryRow | undefined> {
+      await sql.run(`UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ? WHERE tenant = ? AND id = ? AND status IN ('failed', 'pending')`, [now, tenant, id]);
+      const raw = await sql.get('SELECT * FROM webhook_deliveries WHERE tenant = ? AND id = ?', [tenant, id]);
+      return raw && deliveryOf(raw);
     },
     /** An endpoint's deliveries, newest first; `cursor` is the id of the last of the previous page. */
-    deliveries(webhookId: string, limit: number, cursor?: string): DeliveryRow[] {
-      const where = cursor ? and(eq(d.webhookId, webhookId), lt(d.id, cursor)) : eq(d.webhookId, webhookId);
-      return db.select().from(d).where(where).orderBy(desc(d.id)).limit(limit).all();
+    async deliveries(webhookId: string, limit: number, cursor?: string): Promise<DeliveryRow[]> {
+      const rows = cursor
+        ? await sql.all('SELECT * FROM webhook_deliveries WHERE webhook_id = ? AND id < ? ORDER BY id DESC LIMIT ?', [webhookId, cursor, limit])
+        : await sql.all('SELECT * FROM webhook_deliveries WHERE webhook_id = ? ORDER BY id DESC LIMIT ?', [webhookId, limit]);
+      return rows.map(deliveryOf);
     },
   };
 }
+
+const webhookOf = rowReader(w);
+const deliveryOf = rowReader(d);
 
 export type WebhookStore = ReturnType<typeof createWebhookStore>;
 

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+import { testDatabaseUrl } from './postgres';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -53,6 +54,9 @@ export async function startChildService(
   opts: { waitReady?: boolean; built?: boolean } = {},
 ): Promise<ChildService> {
   const port = await freePort();
+  // On a PostgreSQL run, the folder's database (the same one each time the folder's service starts).
+  const databaseUrl = env.DATABASE_PATH ? await testDatabaseUrl(path.dirname(env.DATABASE_PATH)) : null;
+  if (databaseUrl) env = { ...env, DATABASE_URL: databaseUrl };
   const entry = opts.built ? [path.join(root, 'dist/server.js')] : ['--import', 'tsx', path.join(root, 'src/server.ts')];
   const child = spawn(process.execPath, [...nodeArgs, ...entry], {
     cwd: root,

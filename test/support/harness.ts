@@ -7,6 +7,7 @@ import { loadConfig, type Config } from '../../src/config/config';
 import { closeDatabase, openDatabase, type Db } from '../../src/store/database';
 import type { Sandbox } from '../../src/tools/sandbox';
 import { startScriptedModel, type ScriptedModel } from '../../scripted-model/server';
+import { testDatabaseUrl } from './postgres';
 import { until } from './until';
 import { openStream, type StreamMessage } from './ws-client';
 
@@ -26,7 +27,8 @@ export interface TestService {
 }
 
 /**
- * Starts the real app on a fresh SQLite file and workspace folder, talking over HTTP to a scripted
+ * Starts the real app on a fresh SQLite file (a fresh PostgreSQL database with TEST_DATABASE=postgres)
+ * and workspace folder, talking over HTTP to a scripted
  * model server. `env` overrides configuration variables as the process environment would.
  */
 export async function startService(
@@ -34,8 +36,10 @@ export async function startService(
 ): Promise<TestService> {
   const model = opts.model ?? (await startScriptedModel());
   const dir = opts.dir ?? mkdtempSync(path.join(tmpdir(), 'subagentd-test-'));
+  const databaseUrl = await testDatabaseUrl(dir);
   const config = loadConfig({
     DATABASE_PATH: path.join(dir, 'subagentd.db'),
+    ...(databaseUrl && { DATABASE_URL: databaseUrl }),
     WORKSPACES_DIR: path.join(dir, 'workspaces'),
     AGENTS_DIR: path.join(dir, 'agents'),
     OPENAI_BASE_URL: model.url,
@@ -47,10 +51,10 @@ export async function startService(
     BASH_SANDBOX: 'none',
     ...opts.env,
   });
-  const db = openDatabase(config.databasePath);
+  const db = await openDatabase(config.databaseUrl ?? config.databasePath);
   const app = await createApp({ config, db, logger: opts.logger ?? pino({ level: 'silent' }), sandbox: opts.sandbox });
   await app.server.listen({ port: 0, host: '127.0.0.1' });
-  app.recover();
+  await app.recover();
   const address = app.server.server.address() as { port: number };
   return {
     app,
@@ -62,7 +66,7 @@ export async function startService(
     inject: app.server.inject.bind(app.server),
     async close() {
       await app.server.close();
-      closeDatabase(db);
+      await closeDatabase(db);
       if (!opts.model) await model.close();
       if (!opts.dir) rmSync(dir, { recursive: true, force: true });
     },

@@ -1,0 +1,112 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { drizzle } from 'drizzle-orm/node-postgres';
+import { migrate } from 'drizzle-orm/node-postgres/migrator';
+import pg from 'pg';
+import type { Db } from './database.ts';
+import type { SqlClient } from './sql-client.ts';
+
+const migrationsFolder = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../migrations-pg');
+
+/** Any number to every migration run of subagentd, so instances starting together migrate one at a time. */
+const MIGRATION_LOCK = 0x5a6d_0001;
+
+/**
+ * BIGINT and the sums over it come back as numbers, as SQLite answers them: epoch milliseconds
+ * and token counts stay far below 2^53. Set per pool, not on the driver's global parsers.
+ */
+const types = {
+  getTypeParser(oid: number, format?: string) {
+    if (oid === pg.types.builtins.INT8 || oid === pg.types.builtins.NUMERIC) return (v: string) => Number(v);
+    return pg.types.getTypeParser(oid, format as 'text');
+  },
+};
+
+/** `?` placeholders numbered as PostgreSQL wants them (`$1`, `$2`...); the stores' SQL holds no `?` in literals. */
+const numbered = new Map<string, string>();
+function toPg(sql: string): string {
+  let out = numbered.get(sql);
+  if (out === undefined) {
+    let n = 0;
+    out = sql.replace(/\?/g, () => `$${++n}`);
+    if (numbered.size < 10_000) numbered.set(sql, out);
+  }
+  return out;
+}
+
+function clientOver(q: pg.Pool | pg.PoolClient, transaction: SqlClient['transaction']): SqlClient {
+  const client: SqlClient = {
+    dialect: 'postgres',
+    run: async (sql, params = []) => (await q.query(toPg(sql), params as unknown[])).rowCount ?? 0,
+    all: async <T>(sql: string, params: readonly unknown[] = []) => (await q.query(toPg(sql), params as unknown[])).rows as T[],
+    get: async <T>(sql: string, params: readonly unknown[] = []) => (await q.query(toPg(sql), params as unknown[])).rows[0] as T | undefined,
+    rows: async (sql, params = []) => (await q.query({ text: toPg(sql), values: params as unknown[], rowMode: 'array' })).rows as unknown[][],
+    transaction,
+  };
+  return client;
+}
+
+/** The database's URL with its password hidden, for logs. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return 'postgres://(unparsable URL)';
+  }
+}
+
+/**
+ * Opens a PostgreSQL database through a connection pool and applies `migrations-pg/` (under an
+ * advisory lock, so instances starting together do not race). Several instances may share it.
+ */
+export async function openPostgres(url: string): Promise<Db> {
+  const pool = new pg.Pool({ connectionString: url, types, max: 10, connectionTimeoutMillis: 10_000 });
+  // An idle connection the server dropped is replaced by the pool; its error must not kill the process.
+  pool.on('error', () => undefined);
+  try {
+    const lock = await pool.connect();
+    try {
+      await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+      try {
+        await migrate(drizzle(lock), { migrationsFolder });
+      } finally {
+        await lock.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+      }
+    } finally {
+      lock.release();
+    }
+  } catch (err) {
+    await pool.end();
+    throw err;
+  }
+
+  async function transaction<R>(body: (tx: SqlClient) => Promise<R>): Promise<R> {
+    const conn = await pool.connect();
+    let broken = false;
+    try {
+      await conn.query('BEGIN');
+      const tx = clientOver(conn, (inner) => inner(tx));
+      try {
+        const result = await body(tx);
+        await conn.query('COMMIT');
+        return result;
+      } catch (err) {
+        await conn.query('ROLLBACK').catch(() => (broken = true));
+        throw err;
+      }
+    } finally {
+      conn.release(broken);
+    }
+  }
+
+  return {
+    dialect: 'postgres',
+    sql: clientOver(pool, transaction),
+    location: redactUrl(url),
+    // Assigning a transaction id fails where nothing can be written (a read-only standby, say).
+    probe: async () => void (await pool.query('SELECT txid_current()')),
+    close: () => pool.end(),
+  };
+}

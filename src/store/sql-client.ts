@@ -1,0 +1,109 @@
+import type Database from 'better-sqlite3';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+/**
+ * What the stores need of a database, the same on SQLite and PostgreSQL: statements written once
+ * with `?` placeholders (PostgreSQL's client numbers them), rows as plain objects named by the
+ * statement's columns, and transactions whose body gets the client it must use.
+ *
+ * A transaction body does database work only: on SQLite it holds the one connection's write lock
+ * while it runs, so awaiting anything else (a request, a timer) in it would stall every write.
+ */
+export interface SqlClient {
+  readonly dialect: Dialect;
+  /** Runs a statement; resolves with the number of rows it changed. */
+  run(sql: string, params?: readonly unknown[]): Promise<number>;
+  all<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T[]>;
+  get<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T | undefined>;
+  /** Rows as arrays of column values, in select order (reports that build their own shapes). */
+  rows(sql: string, params?: readonly unknown[]): Promise<unknown[][]>;
+  /** Runs `body` in one transaction; inside one already, `body` joins it. */
+  transaction<R>(body: (tx: SqlClient) => Promise<R>): Promise<R>;
+}
+
+/** `select ... where x = ?` as drizzle's `toSQL()` answers it. */
+export interface Query {
+  sql: string;
+  params: unknown[];
+}
+
+/**
+ * SQLite through better-sqlite3 (its calls are synchronous; they are answered as settled
+ * promises). Statements are prepared once per text. One connection means one transaction at a
+ * time: a transaction takes the connection's turn, and statements from outside it wait for their
+ * turn too, so they neither land in it (and roll back with it) nor read what it has not committed.
+ */
+export function createSqliteClient(sqlite: Database.Database): SqlClient {
+  const prepared = new Map<string, Database.Statement>();
+  const prepare = (sql: string) => {
+    let s = prepared.get(sql);
+    if (!s) prepared.set(sql, (s = sqlite.prepare(sql)));
+    return s;
+  };
+  const exec = {
+    run: (sql: string, params: readonly unknown[] = []) => prepare(sql).run(...params).changes,
+    all: (sql: string, params: readonly unknown[] = []) => {
+      const s = prepare(sql);
+      return (s.reader ? s.all(...params) : (s.run(...params), [])) as never[];
+    },
+    get: (sql: string, params: readonly unknown[] = []) => prepare(sql).get(...params) as never,
+    rows: (sql: string, params: readonly unknown[] = []) => prepare(sql).raw(true).all(...params) as unknown[][],
+  };
+
+  /** Settles once the transaction holding the connection (if any) has ended. */
+  let turn: Promise<void> = Promise.resolve();
+  let held = false;
+  const later = <T>(fn: () => T): Promise<T> => (held ? turn.then(() => later(fn)) : settle(fn));
+
+  const inside: SqlClient = {
+    dialect: 'sqlite',
+    run: async (sql, params) => exec.run(sql, params),
+    all: async (sql, params) => exec.all(sql, params),
+    get: async (sql, params) => exec.get(sql, params),
+    rows: async (sql, params) => exec.rows(sql, params),
+    transaction: (body) => body(inside),
+  };
+
+  return {
+    dialect: 'sqlite',
+    run: (sql, params) => later(() => exec.run(sql, params)),
+    all: (sql, params) => later(() => exec.all(sql, params)),
+    get: (sql, params) => later(() => exec.get(sql, params)),
+    rows: (sql, params) => later(() => exec.rows(sql, params)),
+    async transaction(body) {
+      while (held) await turn;
+      held = true;
+      let release!: () => void;
+      turn = new Promise((r) => (release = r));
+      try {
+        sqlite.exec('BEGIN IMMEDIATE');
+        try {
+          const result = await body(inside);
+          sqlite.exec('COMMIT');
+          return result;
+        } catch (err) {
+          if (sqlite.inTransaction) sqlite.exec('ROLLBACK');
+          throw err;
+        }
+      } finally {
+        held = false;
+        release();
+      }
+    },
+  };
+}
+
+/** A unique index refused the row (SQLite and PostgreSQL). */
+export function isUniqueViolation(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === '23505';
+}
+
+function settle<T>(fn: () => T): Promise<T> {
+  try {
+    return Promise.resolve(fn());
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
