@@ -54,6 +54,8 @@ export interface Services {
   budgets: Budgets;
   webhooks: WebhookStore;
   /** Ends or re-queues what a previous process left unfinished; the process calls it once it listens. */
+  /** True once `recover` has run: `/healthz` answers 503 `starting` before. */
+  readonly recovered: boolean;
   recover(): Promise<{ interrupted: number; requeued: number; resumed: number }>;
   /** Ends running tasks (as `interrupted`), writes what is pending, stops the reader thread. */
   close(): Promise<void>;
@@ -160,6 +162,7 @@ export function createServices(deps: ServiceDeps): Services {
     storage,
   });
 
+  let recoveredAll = false;
   if (!config.apiKeys) logger.warn('API_KEYS is not set: authentication is off and every caller shares one tenant');
   return {
     config,
@@ -174,8 +177,12 @@ export function createServices(deps: ServiceDeps): Services {
     workspacesDirOf,
     budgets,
     webhooks,
+    get recovered() {
+      return recoveredAll;
+    },
     async recover() {
       const recovered = await tasks.recover();
+      recoveredAll = true;
       dispatcher.start();
       if (recovered.interrupted + recovered.requeued + recovered.resumed > 0) logger.warn(recovered, 'recovered unfinished tasks');
       return recovered;

@@ -49,8 +49,14 @@ describe('?wait=true', () => {
 
 describe('a task whose own bookkeeping fails', () => {
   it('ends error/internal_error and its waiter is answered, instead of waiting forever', async () => {
-    svc.db.sqlite!.exec(`CREATE TRIGGER fail_records BEFORE INSERT ON subagent_records
-      WHEN NEW.description = 'doomed' BEGIN SELECT RAISE(ABORT, 'injected storage fault'); END`);
+    if (svc.db.sqlite) {
+      svc.db.sqlite.exec(`CREATE TRIGGER fail_records BEFORE INSERT ON subagent_records
+        WHEN NEW.description = 'doomed' BEGIN SELECT RAISE(ABORT, 'injected storage fault'); END`);
+    } else {
+      await svc.db.sql.run(`CREATE FUNCTION fail_records() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+        IF NEW.description = 'doomed' THEN RAISE EXCEPTION 'injected storage fault'; END IF; RETURN NEW; END $$`);
+      await svc.db.sql.run('CREATE TRIGGER fail_records BEFORE INSERT ON subagent_records FOR EACH ROW EXECUTE FUNCTION fail_records()');
+    }
     try {
       svc.model.script('DOOMED', [{ text: 'never billed' }]);
       const res = await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: 'DOOMED', description: 'doomed' }) });
@@ -59,7 +65,8 @@ describe('a task whose own bookkeeping fails', () => {
       // No model call was made for a task that could not be recorded.
       expect(svc.model.requests.some((r) => JSON.stringify(r.body).includes('DOOMED'))).toBe(false);
     } finally {
-      svc.db.sqlite!.exec('DROP TRIGGER fail_records');
+      if (svc.db.sqlite) svc.db.sqlite.exec('DROP TRIGGER fail_records');
+      else await svc.db.sql.run('DROP TRIGGER fail_records ON subagent_records');
     }
   });
 });

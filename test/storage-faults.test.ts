@@ -43,7 +43,8 @@ function fill(file: string) {
   }
 }
 
-describe('a full disk', () => {
+// SQLite's file on a full or read-only disk; on PostgreSQL the database is another server's disk.
+describe.skipIf(process.env.TEST_DATABASE === 'postgres')('a full disk', () => {
   let svc: TestService;
   afterAll(async () => svc?.close());
 
@@ -94,7 +95,7 @@ describe('a full disk', () => {
   });
 });
 
-describe('a database that cannot be written', () => {
+describe.skipIf(process.env.TEST_DATABASE === 'postgres')('a database that cannot be written', () => {
   it('is refused at start with a clear error', async () => {
     const ro = mkdtempSync(path.join(tmpdir(), 'subagentd-ro-'));
     try {

@@ -9,7 +9,7 @@ export interface paths {
         };
         /**
          * Health (no key needed)
-         * @description 200 while the service can take tasks; 503 storage_full / storage_unavailable while its database cannot be written.
+         * @description 200 while the service can take tasks; 503 storage_full / storage_unavailable while its database cannot be written; 503 starting until it has taken up the tasks a previous process left unfinished.
          */
         get: operations["getHealth"];
         put?: never;

@@ -87,7 +87,7 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
 
   await registerOpenApi(server, { isPublic });
 
-  await server.register(healthRoutes, { metrics, storage });
+  await server.register(healthRoutes, { metrics, storage, recovered: () => services.recovered });
   await server.register(agentsRoutes, { registry });
   await server.register(tasksRoutes, { tasks, keepAliveMs: config.heartbeatMs });
   await server.register(usageRoutes, { usage });

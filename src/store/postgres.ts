@@ -3,13 +3,15 @@ import { fileURLToPath } from 'node:url';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
-import type { Db } from './database.ts';
+import { DatabaseInUseError, type Db } from './database.ts';
 import type { SqlClient } from './sql-client.ts';
 
 const migrationsFolder = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../migrations-pg');
 
 /** Any number to every migration run of subagentd, so instances starting together migrate one at a time. */
 const MIGRATION_LOCK = 0x5a6d_0001;
+/** Held by the one process that runs on the database (see `openPostgres`). */
+const INSTANCE_LOCK = 0x5a6d_0002;
 
 /**
  * BIGINT and the sums over it come back as numbers, as SQLite answers them: epoch milliseconds
@@ -59,9 +61,20 @@ export function redactUrl(url: string): string {
 
 /**
  * Opens a PostgreSQL database through a connection pool and applies `migrations-pg/` (under an
- * advisory lock, so instances starting together do not race). Several instances may share it.
+ * advisory lock, so processes starting together do not race).
  */
 export async function openPostgres(url: string): Promise<Db> {
+  // One process per database, as on SQLite, until tasks have owners with leases: a second one would
+  // take the first one's running tasks for a crash's leftovers. A session lock on a connection of
+  // its own, which the server releases when the process (and so the connection) dies.
+  const holder = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+  holder.on('error', () => undefined);
+  await holder.connect();
+  const held = (await holder.query('SELECT pg_try_advisory_lock($1) AS held', [INSTANCE_LOCK])).rows[0]?.held === true;
+  if (!held) {
+    await holder.end();
+    throw new DatabaseInUseError(`the database ${redactUrl(url)} is in use by another subagentd process; only one process may run on a database`);
+  }
   const pool = new pg.Pool({ connectionString: url, types, max: 10, connectionTimeoutMillis: 10_000 });
   // An idle connection the server dropped is replaced by the pool; its error must not kill the process.
   pool.on('error', () => undefined);
@@ -79,6 +92,7 @@ export async function openPostgres(url: string): Promise<Db> {
     }
   } catch (err) {
     await pool.end();
+    await holder.end();
     throw err;
   }
 
@@ -107,6 +121,9 @@ export async function openPostgres(url: string): Promise<Db> {
     location: redactUrl(url),
     // Assigning a transaction id fails where nothing can be written (a read-only standby, say).
     probe: async () => void (await pool.query('SELECT txid_current()')),
-    close: () => pool.end(),
+    close: async () => {
+      await pool.end();
+      await holder.end();
+    },
   };
 }

@@ -34,6 +34,8 @@ export interface RunOptions {
   takeMessages?: () => string[];
   /** Why a `running` task is run again. */
   resumeReason?: 'restart' | 'budget';
+  /** Called once the task is stored as started (or could not be). */
+  onStarted?: () => void;
 }
 
 export interface RunnerDeps {
@@ -86,7 +88,11 @@ export function createTaskRunner(deps: RunnerDeps) {
     const trace = deps.tracing.startTask(row, model);
     let ending: Ending;
     try {
-      if (!resumed) await store.markStarted(row, model, startedAt);
+      try {
+        if (!resumed) await store.markStarted(row, model, startedAt);
+      } finally {
+        opts.onStarted?.();
+      }
       log.info(
         { subagentType: row.subagentType, parentTaskId: row.parentTaskId, userId: row.userId, model, ...(resumed && { resumedAfterStep: row.steps }) },
         resumed ? 'task resumed' : 'task started',

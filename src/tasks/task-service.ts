@@ -83,6 +83,8 @@ export function createTaskService(deps: TaskServiceDeps) {
   let closing = false;
   /** Tasks admitted and being stored, by id: they count in the queue's bounds until they are in it. */
   const admitting = new Map<string, string>();
+  /** Tasks started and not yet stored as started: admission answers once they are. */
+  const starting = new Map<string, Promise<void>>();
 
   function updateGauges() {
     deps.metrics.setQueue(queue.size, active.size);
@@ -113,8 +115,14 @@ export function createTaskService(deps: TaskServiceDeps) {
       timeoutMs,
     );
     active.set(row.id, { controller, timer, resumable: registry.get(row.subagentType)?.kind === 'model' });
+    let started!: () => void;
+    starting.set(row.id, new Promise<void>((resolve) => (started = resolve)));
+    const onStarted = () => {
+      starting.delete(row.id);
+      started();
+    };
     void deps.runner
-      .run(row, controller.signal, { takeMessages: takeMessages(row.id), resumeReason: resumeReasons.get(row.id) })
+      .run(row, controller.signal, { takeMessages: takeMessages(row.id), resumeReason: resumeReasons.get(row.id), onStarted })
       .catch(async (err): Promise<TaskRow> => {
         // The runner never throws by design; if it did (its store writes failed), the task still
         // ends error/internal_error where that can be written, and its waiters are answered.
@@ -128,6 +136,7 @@ export function createTaskService(deps: TaskServiceDeps) {
         });
       })
       .then((ended) => {
+        onStarted();
         settle(ended);
         clearTimeout(timer);
         active.delete(row.id);
@@ -212,6 +221,8 @@ export function createTaskService(deps: TaskServiceDeps) {
       }
       queue.push(row);
       pump();
+      // A task that started at once is answered as `running`, as stored.
+      await starting.get(row.id);
       return { row: (await store.getById(row.id))!, created: true };
     },
 

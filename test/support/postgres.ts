@@ -50,18 +50,19 @@ export async function startTestPostgres(): Promise<TestPostgres> {
   const bin = binDir();
   if (!bin) throw new Error('PostgreSQL is not installed: apt-get install postgresql (or put initdb on PATH)');
   const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-pg-'));
-  const asRoot = process.getuid?.() === 0;
-  const run = (cmd: string, args: string[]) =>
-    asRoot ? execFileSync('runuser', ['-u', 'postgres', '--', path.join(bin, cmd), ...args], { stdio: 'pipe' }) : execFileSync(path.join(bin, cmd), args, { stdio: 'pipe' });
-  if (asRoot) chownSync(dir, Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })), Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' })));
+  // As root, the cluster's processes run as the `postgres` user (the process itself switches to
+  // it, so signals reach the server directly).
+  const user =
+    process.getuid?.() === 0
+      ? { uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })), gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' })) }
+      : {};
+  if (user.uid !== undefined) chownSync(dir, user.uid, user.gid!);
   const data = path.join(dir, 'data');
-  run('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale=C']);
+  execFileSync(path.join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale=C'], { stdio: 'pipe', cwd: dir, ...user });
   const port = await freePort();
   // Durability of the cluster itself is not under test (the service's processes are what get killed).
   const args = ['-D', data, '-p', String(port), '-h', '127.0.0.1', '-k', dir, '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=400'];
-  const server: ChildProcess = asRoot
-    ? spawn('runuser', ['-u', 'postgres', '--', path.join(bin, 'postgres'), ...args], { stdio: 'ignore' })
-    : spawn(path.join(bin, 'postgres'), args, { stdio: 'ignore' });
+  const server: ChildProcess = spawn(path.join(bin, 'postgres'), args, { stdio: 'ignore', cwd: dir, ...user });
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   const deadline = Date.now() + 30_000;
   for (;;) {
@@ -80,9 +81,14 @@ export async function startTestPostgres(): Promise<TestPostgres> {
     url,
     urlOf: (name) => `postgres://postgres@127.0.0.1:${port}/${name}`,
     async stop() {
-      const exited = new Promise((r) => server.once('exit', r));
-      server.kill('SIGINT');
-      await exited;
+      if (server.exitCode === null && server.signalCode === null) {
+        const exited = new Promise((r) => server.once('exit', r));
+        // Fast shutdown; a server that does not stop in 10 s is killed.
+        server.kill('SIGINT');
+        const late = setTimeout(() => server.kill('SIGKILL'), 10_000);
+        await exited;
+        clearTimeout(late);
+      }
       rmSync(dir, { recursive: true, force: true });
     },
   };
