@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
-import { testDatabaseUrl } from './postgres';
+import { freePort, testDatabaseUrl } from './postgres';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -32,16 +31,6 @@ export interface ChildService {
   url: string;
   output: () => string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /**

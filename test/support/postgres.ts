@@ -36,7 +36,8 @@ function binDir(): string | null {
 /** Whether this machine can start a test cluster (PostgreSQL's binaries are installed). */
 export const postgresAvailable = () => binDir() !== null;
 
-async function freePort(): Promise<number> {
+/** A free TCP port on loopback. */
+export async function freePort(): Promise<number> {
   return new Promise((resolve) => {
     const s = createServer();
     s.listen(0, '127.0.0.1', () => {
