@@ -16,6 +16,7 @@ import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { closeDatabase, openSqlite } from '../src/store/database';
 import { rebuildRollups } from '../src/store/rollups';
+import { startTestPostgres } from '../test/support/postgres';
 import { startChildService } from '../test/support/child-service';
 import { startScriptedModel } from '../scripted-model/server';
 
@@ -605,9 +606,22 @@ interface GoalRow {
 
 async function main() {
   const which = process.argv[2] ?? 'all';
+  // BENCH_DATABASE=postgres: the service on PostgreSQL (a throwaway local cluster, fsync off, as
+  // the tests use: the figures leave out a production server's commit flushes).
+  const postgres = process.env.BENCH_DATABASE === 'postgres' ? await startTestPostgres() : null;
+  if (postgres) process.env.TEST_POSTGRES_URL = postgres.url;
+  try {
+    await benchmarks(which);
+  } finally {
+    await postgres?.stop();
+  }
+}
+
+async function benchmarks(which: string) {
+  const sqliteOnly = process.env.BENCH_DATABASE === 'postgres';
   const goals: GoalRow[] = [];
   const wants = (name: string) => which === 'all' || which === 'goals' || which === name;
-  console.log(`subagentd benchmarks — node ${process.version}, ${new Date().toISOString()}\n`);
+  console.log(`subagentd benchmarks — node ${process.version}, ${new Date().toISOString()}, ${sqliteOnly ? 'PostgreSQL' : 'SQLite'}\n`);
   // The service runs as built (`node dist/server.js`, as `npm start` does), not under tsx.
   const build = spawnSync(process.execPath, ['scripts/build.mjs'], { encoding: 'utf8' });
   if (build.status !== 0) throw new Error(`npm run build failed:\n${build.stdout}${build.stderr}`);
@@ -660,7 +674,9 @@ async function main() {
       { goal: '1,000 running tasks: event-loop delay p99', service: `${f(r.loopP99Ms)} ms`, bare: `${f(r.bare.loopP99Ms)} ms`, ratio: r.loopP99Ms / r.bare.loopP99Ms, target: '< 50 ms', met: r.loopP99Ms < 50 },
     );
   }
-  if (which === 'all' || which === 'crash') {
+  // These two read and seed the SQLite file directly.
+  if (sqliteOnly && ['all', 'crash', 'usage'].includes(which)) console.log('(crash and usage benches: SQLite only)\n');
+  if (!sqliteOnly && (which === 'all' || which === 'crash')) {
     const r = await benchCrash();
     console.log(`kill -9 at a random moment under load, ${r.rounds} rounds, then one clean start (4-step tasks, 2 with a command)`);
     console.log('| tasks | answers served (settled) | billed of them | lost | duplicated | in flight at a kill | billed of them | records ≠ their reports | tasks left unfinished |');
@@ -678,7 +694,7 @@ async function main() {
     for (const r of rows) console.log(`| ${r.mode} | ${r.tasks} | ${f(r.mean)} | ${f(r.p50)} | ${f(r.p99)} | ${r.spans} |`);
     console.log('');
   }
-  if (which === 'all' || which === 'usage') {
+  if (!sqliteOnly && (which === 'all' || which === 'usage')) {
     const r = await benchUsage();
     console.log(`GET /usage over ${r.records.toLocaleString("en")} records (seeded in ${f(r.seedMs / 1000)} s, roll-ups built in ${f(r.rollupMs / 1000)} s), 30 requests each`);
     console.log('| query | groups/rows | p50 ms | p99 ms |');

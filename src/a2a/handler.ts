@@ -32,7 +32,7 @@ import { followTask } from '../events/follow.ts';
 import { createTaskBodySchema, type TaskOutput } from '../shapes/task.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { resolveTarget, WebhookTargetError } from '../webhooks/safe-target.ts';
-import type { WebhookStore } from '../webhooks/webhook-store.ts';
+import type { PushConfig, WebhookStore } from '../webhooks/webhook-store.ts';
 import type { TaskRow } from '../store/schema.ts';
 import { artifactsOf, FINAL_STATES, stateOf, statusUpdate, textPart, toA2aTask } from './mapping.ts';
 
@@ -139,9 +139,13 @@ export function createA2aHandler(deps: A2aHandlerDeps): A2ARequestHandler {
     }
     // The same messageId sent again (a retry) finds the first task instead of starting another.
     const key = message.messageId ? `a2a:${parsed.data.context.parentTaskId}:${message.messageId}` : undefined;
-    const { row } = await tasks.submit(state.tenant, parsed.data, key);
+    // A push config given with the message is stored before its task can start, so its first
+    // notification (`working`) is never written before the config exists.
     const push = params.configuration?.taskPushNotificationConfig;
-    if (push) await setPush(state, { ...push, taskId: row.id });
+    const config = push ? await checkedPush(push) : null;
+    const storePush = (taskId: string) => webhooks.putPush(state.tenant, { ...config!, taskId }, deps.now());
+    const { row, created } = await tasks.submit(state.tenant, parsed.data, key, undefined, config ? (r) => storePush(r.id) : undefined);
+    if (config && !created) await storePush(row.id);
     return { id: row.id, after: 0 };
   }
 
@@ -196,6 +200,13 @@ export function createA2aHandler(deps: A2aHandlerDeps): A2ARequestHandler {
 
   async function setPush(state: CallState, config: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
     await tasks.get(state.tenant, config.taskId);
+    const stored = await checkedPush(config);
+    await webhooks.putPush(state.tenant, { ...stored, taskId: config.taskId }, deps.now());
+    return { ...config, id: stored.configId };
+  }
+
+  /** A push config as stored, once its target is known to be allowed (before its task exists). */
+  async function checkedPush(config: TaskPushNotificationConfig): Promise<PushConfig> {
     try {
       await resolveTarget(new URL(config.url), deps.allowPrivateTargets);
     } catch (err) {
@@ -203,9 +214,7 @@ export function createA2aHandler(deps: A2aHandlerDeps): A2ARequestHandler {
       throw new JsonRpcRequestMalformedError({ message: why, envelopeCode: -32602 });
     }
     const auth = config.authentication?.scheme && config.authentication.credentials ? `${config.authentication.scheme} ${config.authentication.credentials}` : null;
-    const id = config.id || randomUUID();
-    await webhooks.putPush(state.tenant, { configId: id, taskId: config.taskId, url: config.url, token: config.token || null, authorization: auth, version: '1.0' }, deps.now());
-    return { ...config, id };
+    return { configId: config.id || randomUUID(), taskId: config.taskId, url: config.url, token: config.token || null, authorization: auth, version: '1.0' };
   }
 
   const pushView = (c: Awaited<ReturnType<WebhookStore['pushConfigs']>>[number]): TaskPushNotificationConfig => ({

@@ -194,7 +194,14 @@ export function createTaskService(deps: TaskServiceDeps) {
      * Admits a task. Returns the stored row and whether it was created now (false: an earlier
      * request with the same Idempotency-Key and body).
      */
-    async submit(tenant: string, body: CreateTaskBody, idempotencyKey?: string, traceParent?: string): Promise<{ row: TaskRow; created: boolean }> {
+    async submit(
+      tenant: string,
+      body: CreateTaskBody,
+      idempotencyKey?: string,
+      traceParent?: string,
+      /** Stores what must exist before the new task can start (an A2A push config). */
+      beforeQueue?: (row: TaskRow) => Promise<unknown>,
+    ): Promise<{ row: TaskRow; created: boolean }> {
       if (closing) throw shuttingDown();
       if (deps.storage.fault) throw storageRefusal(deps.storage.fault);
       checkAgainstDefinition(registry, body);
@@ -218,6 +225,15 @@ export function createTaskService(deps: TaskServiceDeps) {
         throw err;
       } finally {
         admitting.delete(row.id);
+      }
+      if (beforeQueue) {
+        try {
+          await beforeQueue(row);
+        } catch (err) {
+          // Stored but never to run: it ends at once rather than being found queued by the next start.
+          await finishTask(deps, row, failed('internal_error', 'the task could not be set up'), deps.now()).catch(() => undefined);
+          throw err;
+        }
       }
       queue.push(row);
       pump();
