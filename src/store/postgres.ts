@@ -36,16 +36,44 @@ function toPg(sql: string): string {
   return out;
 }
 
-function clientOver(q: pg.Pool | pg.PoolClient, transaction: SqlClient['transaction']): SqlClient {
+/** `check` throws while this process may not write (its instance lock is lost). */
+function clientOver(q: pg.Pool | pg.PoolClient, transaction: SqlClient['transaction'], check: () => void): SqlClient {
+  const query = (config: string | pg.QueryConfig | pg.QueryArrayConfig, params?: readonly unknown[]) => {
+    check();
+    return q.query(config as string, params as unknown[]);
+  };
   const client: SqlClient = {
     dialect: 'postgres',
-    run: async (sql, params = []) => (await q.query(toPg(sql), params as unknown[])).rowCount ?? 0,
-    all: async <T>(sql: string, params: readonly unknown[] = []) => (await q.query(toPg(sql), params as unknown[])).rows as T[],
-    get: async <T>(sql: string, params: readonly unknown[] = []) => (await q.query(toPg(sql), params as unknown[])).rows[0] as T | undefined,
-    rows: async (sql, params = []) => (await q.query({ text: toPg(sql), values: params as unknown[], rowMode: 'array' })).rows as unknown[][],
+    run: async (sql, params = []) => (await query(toPg(sql), params)).rowCount ?? 0,
+    all: async <T>(sql: string, params: readonly unknown[] = []) => (await query(toPg(sql), params)).rows as T[],
+    get: async <T>(sql: string, params: readonly unknown[] = []) => (await query(toPg(sql), params)).rows[0] as T | undefined,
+    rows: async (sql, params = []) => (await query({ text: toPg(sql), values: params as unknown[], rowMode: 'array' })).rows as unknown[][],
     transaction,
   };
   return client;
+}
+
+/** The lock's connection is gone: a storage fault (connection failure) until it is taken again. */
+class InstanceLockLost extends Error {
+  readonly code = '08006';
+}
+
+/**
+ * Takes the instance lock on a connection of its own; null when another process holds it. The
+ * server releases a session lock when its connection ends, so the process that holds it must be
+ * connected: if the connection drops (a server restart, a network cut), `onLost` is told.
+ */
+async function takeInstanceLock(url: string, onLost: () => void): Promise<pg.Client | null> {
+  const holder = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+  holder.on('error', () => undefined);
+  await holder.connect();
+  const held = (await holder.query('SELECT pg_try_advisory_lock($1) AS held', [INSTANCE_LOCK])).rows[0]?.held === true;
+  if (!held) {
+    await holder.end();
+    return null;
+  }
+  holder.once('end', onLost);
+  return holder;
 }
 
 /** The database's URL with its password hidden, for logs. */
@@ -66,13 +94,45 @@ export function redactUrl(url: string): string {
 export async function openPostgres(url: string): Promise<Db> {
   // One process per database, as on SQLite, until tasks have owners with leases: a second one would
   // take the first one's running tasks for a crash's leftovers. A session lock on a connection of
-  // its own, which the server releases when the process (and so the connection) dies.
-  const holder = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
-  holder.on('error', () => undefined);
-  await holder.connect();
-  const held = (await holder.query('SELECT pg_try_advisory_lock($1) AS held', [INSTANCE_LOCK])).rows[0]?.held === true;
-  if (!held) {
-    await holder.end();
+  // its own, which the server releases when the process (and so the connection) dies. While that
+  // connection is lost, every statement fails as a storage fault (the storage guard stops the
+  // tasks and holds the writes), and the lock is taken again once the server answers; if another
+  // process took it meanwhile, this one stays refused.
+  let closing = false;
+  let lost: InstanceLockLost | null = null;
+  let retaking = false;
+  const onLost = () => {
+    if (closing) return;
+    lost = new InstanceLockLost('the connection holding this process\'s lock on the database was lost; retrying');
+    void retake();
+  };
+  async function retake() {
+    if (retaking) return;
+    retaking = true;
+    try {
+      while (!closing && lost) {
+        try {
+          const again = await takeInstanceLock(url, onLost);
+          if (again) {
+            holder = again;
+            lost = null;
+          } else {
+            lost = new InstanceLockLost('another subagentd process took the database while this one was cut off from it');
+          }
+        } catch {
+          // The server is not back yet.
+        }
+        if (lost) await new Promise((r) => setTimeout(r, 1000).unref());
+      }
+    } finally {
+      retaking = false;
+    }
+  }
+  const check = () => {
+    if (lost) throw lost;
+  };
+  let holder = await takeInstanceLock(url, onLost);
+  if (!holder) {
     throw new DatabaseInUseError(`the database ${redactUrl(url)} is in use by another subagentd process; only one process may run on a database`);
   }
   const pool = new pg.Pool({ connectionString: url, types, max: 10, connectionTimeoutMillis: 10_000 });
@@ -91,17 +151,19 @@ export async function openPostgres(url: string): Promise<Db> {
       lock.release();
     }
   } catch (err) {
+    closing = true;
     await pool.end();
     await holder.end();
     throw err;
   }
 
   async function transaction<R>(body: (tx: SqlClient) => Promise<R>): Promise<R> {
+    check();
     const conn = await pool.connect();
     let broken = false;
     try {
       await conn.query('BEGIN');
-      const tx = clientOver(conn, (inner) => inner(tx));
+      const tx = clientOver(conn, (inner) => inner(tx), check);
       try {
         const result = await body(tx);
         await conn.query('COMMIT');
@@ -117,13 +179,17 @@ export async function openPostgres(url: string): Promise<Db> {
 
   return {
     dialect: 'postgres',
-    sql: clientOver(pool, transaction),
+    sql: clientOver(pool, transaction, check),
     location: redactUrl(url),
     // Assigning a transaction id fails where nothing can be written (a read-only standby, say).
-    probe: async () => void (await pool.query('SELECT txid_current()')),
+    probe: async () => {
+      check();
+      await pool.query('SELECT txid_current()');
+    },
     close: async () => {
+      closing = true;
       await pool.end();
-      await holder.end();
+      await holder?.end();
     },
   };
 }

@@ -17,6 +17,9 @@ export interface TestPostgres {
   url: string;
   /** The URL of database `name` on this cluster. */
   urlOf(name: string): string;
+  /** Stops the server, keeping its data (an outage); `start` brings it back on the same port. */
+  pause(): Promise<void>;
+  start(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -63,33 +66,41 @@ export async function startTestPostgres(): Promise<TestPostgres> {
   const port = await freePort();
   // Durability of the cluster itself is not under test (the service's processes are what get killed).
   const args = ['-D', data, '-p', String(port), '-h', '127.0.0.1', '-k', dir, '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=400'];
-  const server: ChildProcess = spawn(path.join(bin, 'postgres'), args, { stdio: 'ignore', cwd: dir, ...user });
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const c = new pg.Client({ connectionString: url });
-    try {
-      await c.connect();
-      await c.end();
-      break;
-    } catch (err) {
-      await c.end().catch(() => undefined);
-      if (server.exitCode !== null || Date.now() > deadline) throw new Error(`PostgreSQL did not start: ${(err as Error).message}`);
-      await new Promise((r) => setTimeout(r, 100));
+  let server: ChildProcess;
+  async function start() {
+    server = spawn(path.join(bin!, 'postgres'), args, { stdio: 'ignore', cwd: dir, ...user });
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const c = new pg.Client({ connectionString: url });
+      try {
+        await c.connect();
+        await c.end();
+        return;
+      } catch (err) {
+        await c.end().catch(() => undefined);
+        if (server.exitCode !== null || Date.now() > deadline) throw new Error(`PostgreSQL did not start: ${(err as Error).message}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
     }
   }
+  async function pause() {
+    if (server.exitCode !== null || server.signalCode !== null) return;
+    const exited = new Promise((r) => server.once('exit', r));
+    // Fast shutdown (sessions are ended); a server that does not stop in 10 s is killed.
+    server.kill('SIGINT');
+    const late = setTimeout(() => server.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(late);
+  }
+  await start();
   return {
     url,
     urlOf: (name) => `postgres://postgres@127.0.0.1:${port}/${name}`,
+    pause,
+    start,
     async stop() {
-      if (server.exitCode === null && server.signalCode === null) {
-        const exited = new Promise((r) => server.once('exit', r));
-        // Fast shutdown; a server that does not stop in 10 s is killed.
-        server.kill('SIGINT');
-        const late = setTimeout(() => server.kill('SIGKILL'), 10_000);
-        await exited;
-        clearTimeout(late);
-      }
+      await pause();
       rmSync(dir, { recursive: true, force: true });
     },
   };
