@@ -111,9 +111,9 @@ export function createStorageGuard(opts: StorageGuardOptions = {}) {
       return fault;
     },
 
-    /** Writes queued and not yet done (while storage is fine, the few in flight). */
+    /** Writes held in memory while storage fails (0 while it is fine: the few in flight are not held). */
     get waiting(): number {
-      return queue.length;
+      return fault === null ? 0 : queue.length;
     },
 
     /**

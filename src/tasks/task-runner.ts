@@ -396,7 +396,7 @@ export function createTaskRunner(deps: RunnerDeps) {
             await s.appendMessages(row.id, step, messages);
             append(row, 'step.finished', { step, finishReason, usage: { ...usage, costMicroUsd: costOf(model, usage) } });
           })
-          .catch((err) => log.error({ err, taskId: row.id, step }, 'could not store the finished step'));
+          .catch((err) => log.error({ err, step }, 'could not store the finished step'));
       },
       messageReceived(_step, text) {
         deltas.flush();
@@ -410,7 +410,7 @@ export function createTaskRunner(deps: RunnerDeps) {
             await createTaskStore(tx).replaceMessages(row.id, step - 1, messages);
             append(row, 'context.compacted', info);
           })
-          .catch((err) => log.error({ err, taskId: row.id, step }, 'could not store the compacted conversation'));
+          .catch((err) => log.error({ err, step }, 'could not store the compacted conversation'));
       },
     };
   }
