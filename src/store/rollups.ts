@@ -46,8 +46,11 @@ function addSql(dialect: Dialect): string {
  * changes the record, with the same amounts.
  */
 export function addToRollups(sql: SqlClient, taskId: string, delta: RollupDelta): Promise<number> {
-  return sql.run(addSql(sql.dialect), [...MEASURES.map((m) => delta[m] ?? 0), taskId]);
+  return sql.run(ADD_SQL[sql.dialect], [...MEASURES.map((m) => delta[m] ?? 0), taskId]);
 }
+
+/** Built once per dialect: it runs for every start, step, call and end. */
+const ADD_SQL: Record<Dialect, string> = { sqlite: addSql('sqlite'), postgres: addSql('postgres') };
 
 /** The INSERT that fills the roll-ups from the records (SQLite's migration 0005 holds a copy of it). */
 export function rollupsFromRecordsSql(dialect: Dialect = 'sqlite'): string {
