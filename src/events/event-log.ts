@@ -174,6 +174,17 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
     return { task: { id: task.id, tenant: task.tenant, parentTaskId: task.parentTaskId }, type, at: now(), dataJson: JSON.stringify(data) };
   }
 
+  function schedule() {
+    if (scheduled || pending.length === 0) return;
+    scheduled = true;
+    setImmediate(() => {
+      scheduled = false;
+      void flush().catch(() => {
+        // A write that is not a storage fault failed: the events are lost, as the task's own writes will be.
+      });
+    });
+  }
+
   /** The group commit: what is pending now, written after the writes queued before it. */
   function flush(): Promise<void> {
     const rows = pending;
@@ -186,15 +197,7 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
     /** Appends one event; it is written with the next group commit, then handed to listeners. */
     append<T extends EventType>(task: EventTask, type: T, data: EventData[T]): void {
       pending.push(pendingOf(task, type, data));
-      if (!scheduled) {
-        scheduled = true;
-        setImmediate(() => {
-          scheduled = false;
-          void flush().catch(() => {
-            // A write that is not a storage fault failed: the events are lost, as the task's own writes will be.
-          });
-        });
-      }
+      schedule();
     },
 
     /**
@@ -206,7 +209,13 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
     transaction<R>(body: (tx: SqlClient, append: Append) => Promise<R>): Promise<R> {
       const before = pending;
       pending = [];
-      return storage.write(() => commit(before, body));
+      return storage.write(() => commit(before, body)).catch((err) => {
+        // The body failed (not for storage: those wait and retry): the events appended before it
+        // did not, and are written on their own with the next group commit.
+        pending = before.concat(pending);
+        schedule();
+        throw err;
+      });
     },
 
     /** Writes and publishes everything appended so far (at shutdown). */
