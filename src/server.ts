@@ -27,7 +27,7 @@ async function main() {
   const logger = createLogger(config.logLevel);
   let db;
   try {
-    db = await openDatabase(config.databaseUrl ?? config.databasePath);
+    db = await openDatabase(config.databaseUrl ?? config.databasePath, config.instanceId);
   } catch (err) {
     if (err instanceof DatabaseInUseError || err instanceof DatabaseNotWritableError) {
       console.error(`subagentd: ${err.message}`);

@@ -16,6 +16,7 @@ import type { Db } from './store/database.ts';
 import { createSqlReader } from './store/read-worker.ts';
 import { createStorageGuard, type StorageGuard } from './store/storage-guard.ts';
 import { createTaskStore, type TaskStore } from './store/task-store.ts';
+import { CHANNELS, createClusterStore } from './store/cluster-store.ts';
 import { createUsageStore, type UsageStore } from './store/usage-store.ts';
 import { createTaskRunner } from './tasks/task-runner.ts';
 import { createLiveness } from './tasks/liveness.ts';
@@ -59,6 +60,16 @@ export interface Services {
   recover(): Promise<{ interrupted: number; requeued: number; resumed: number }>;
   /** Ends running tasks (as `interrupted`), writes what is pending, stops the reader thread. */
   close(): Promise<void>;
+}
+
+/** Who announced events of which task (null for anything else sent on the channel). */
+function announcementOf(payload: string): { i: string; t: string } | null {
+  try {
+    const a = JSON.parse(payload) as { i?: unknown; t?: unknown };
+    return typeof a.i === 'string' && typeof a.t === 'string' ? { i: a.i, t: a.t } : null;
+  } catch {
+    return null;
+  }
 }
 
 /** The built-in definitions, overridden by type by the valid `AGENTS_DIR/*.md` files. */
@@ -112,10 +123,18 @@ export function createServices(deps: ServiceDeps): Services {
   const reader = createSqlReader(db);
   const usage = createUsageStore(db.dialect, reader);
   // A2A push configs share the outbox; their payload is the A2A status of the task.
-  const webhooks = createWebhookStore(db.sql, (row, _event, version) => pushPayload(toTaskOutput(row), version));
+  const webhooks = createWebhookStore(db.sql, (row, _event, version) => pushPayload(toTaskOutput(row), version), Boolean(db.cluster));
+  // PostgreSQL: the instances sharing the database share its tasks (cluster-store.ts).
+  const cluster = db.cluster ? createClusterStore(db.sql, db.cluster.instanceId) : null;
   const dispatcher = createDispatcher({ store: webhooks, logger, now, ...config.webhooks });
   // Outbox rows are written in the events' own transaction; the dispatcher is woken after it commits.
-  const events = createEventLog(db.sql, { now, storage, onWrite: (tx, written) => webhooks.enqueue(tx, written), onCommit: () => dispatcher.poke() });
+  const events = createEventLog(db.sql, {
+    now,
+    storage,
+    onWrite: (tx, written) => webhooks.enqueue(tx, written),
+    onCommit: () => dispatcher.poke(),
+    ...(db.cluster && { cluster: { instanceId: db.cluster.instanceId } }),
+  });
   const liveness = createLiveness(now);
   const tracing = createTracing();
   const runner = createTaskRunner({
@@ -141,6 +160,7 @@ export function createServices(deps: ServiceDeps): Services {
     budgets,
     sandbox,
     storage,
+    instanceId: cluster?.instanceId ?? null,
   });
   const tasks = createTaskService({
     liveness,
@@ -160,6 +180,21 @@ export function createServices(deps: ServiceDeps): Services {
     budgets,
     pausedTtlMs: config.pausedTtlMs,
     storage,
+    ...(cluster && { cluster: { store: cluster, leaseMs: config.taskLeaseMs } }),
+  });
+  db.cluster?.onNotification((channel, payload) => {
+    if (channel === CHANNELS.wake) tasks.wake();
+    else if (channel === CHANNELS.control) tasks.control(payload);
+    else if (channel === CHANNELS.events) {
+      events.announced(payload);
+      const from = announcementOf(payload);
+      if (from && from.i !== cluster!.instanceId) void tasks.changedElsewhere(from.t).catch(() => undefined);
+    }
+  });
+  db.cluster?.onReconnect(() => {
+    events.caughtUp();
+    tasks.wake();
+    void tasks.changedElsewhere().catch(() => undefined);
   });
 
   let recoveredAll = false;

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -15,6 +16,11 @@ export const configSchema = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\/\S+$/i, { error: 'must be a PostgreSQL URL such as postgres://user:password@host:5432/subagentd' })
     .optional(),
+  // PostgreSQL: this instance's name among those sharing the database (default host:PORT). One
+  // process per id; a restarted instance takes its own running tasks back at once.
+  INSTANCE_ID: z.string().min(1).max(200).optional(),
+  // PostgreSQL: how long an instance's claim on a running task holds unless renewed (every third of it).
+  TASK_LEASE_MS: intFrom(30_000, 300),
   WORKSPACES_DIR: z.string().min(1).default('./data/workspaces'),
   AGENTS_DIR: z.string().min(1).default('./agents'),
   OPENAI_API_KEY: z.string().min(1).optional(),
@@ -73,6 +79,8 @@ function toConfig(env: z.output<typeof configSchema>) {
     host: env.HOST,
     databasePath: env.DATABASE_PATH,
     databaseUrl: env.DATABASE_URL ?? null,
+    instanceId: env.INSTANCE_ID ?? `${hostname()}:${env.PORT}`,
+    taskLeaseMs: env.TASK_LEASE_MS,
     workspacesDir: path.resolve(env.WORKSPACES_DIR),
     agentsDir: path.resolve(env.AGENTS_DIR),
     openaiApiKey: env.OPENAI_API_KEY,

@@ -1,5 +1,6 @@
 import { iso } from '../shapes/time.ts';
 import type { SqlClient } from '../store/sql-client.ts';
+import { CHANNELS } from '../store/cluster-store.ts';
 import type { StorageGuard } from '../store/storage-guard.ts';
 import { TERMINAL_EVENT, type EventData, type EventType, type StoredEvent } from './event-types.ts';
 
@@ -16,6 +17,9 @@ export type EventTask = { id: string } & ParentKey;
 
 /** `<parentTaskId>@<tenant>`: a parentTaskId never holds `@`, so the first one ends it. */
 const parentKey = (k: ParentKey) => `${k.parentTaskId}@${k.tenant}`;
+
+/** Cluster: the advisory-lock namespace of parent streams, and the channel commits are announced on. */
+const PARENT_LOCK = 0x5a6d_0004;
 
 /** Parents whose last parent seq is cached; past it the cache is emptied once all is written. */
 const MAX_CACHED_PARENTS = 50_000;
@@ -38,7 +42,25 @@ export interface EventLogOptions {
    */
   onWrite?: (tx: SqlClient, events: WrittenEvent[]) => Promise<boolean>;
   onCommit?: () => void;
+  /**
+   * PostgreSQL, where several instances write events: numbers are taken under a per-parent lock
+   * (no cache), and every commit is announced on `subagentd_events` for the readers on the others.
+   */
+  cluster?: { instanceId: string };
 }
+
+/** What a commit announces per task: instance, task, parent key, and the seq and parent-seq ranges written. */
+interface Announcement {
+  i: string;
+  t: string;
+  k: string;
+  s: [number, number];
+  p: [number, number];
+}
+
+/** A deadlock or a serialization failure (PostgreSQL): the transaction is run again. */
+const isConflict = (err: unknown) => ['40P01', '40001'].includes((err as { code?: string } | null)?.code ?? '');
+const MAX_CONFLICT_RETRIES = 5;
 
 /** Appends events; inside `transaction`, they commit with the body's writes. */
 export type Append = <T extends EventType>(task: EventTask, type: T, data: EventData[T]) => void;
@@ -78,12 +100,26 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
   const lastParentSeq = new Map<string, number>();
   let pending: Pending[] = [];
   let scheduled = false;
+  const cluster = opts.cluster ?? null;
+  /** Cluster: the last seq (task) and parent seq (parent) handed to this instance's listeners. */
+  const taskSeen = new Map<string, number>();
+  const parentSeen = new Map<string, number>();
 
   /** Numbers and inserts `rows` in `tx`; on failure the caches are put back, so a retry takes the same numbers. */
   let wrote = false;
   async function writeRows(tx: SqlClient, rows: Pending[], undo: Map<string, number | undefined>[]): Promise<Numbered[]> {
     const [seqs, parentSeqs] = undo;
     const out: Numbered[] = [];
+    if (cluster) {
+      // Another instance may write events of the same parent (or task) now: its numbers are taken
+      // under a lock held to the commit, so they follow the commit order, gap-free. Locks are taken
+      // in one order; a deadlock between two bodies' late events is retried by `commit`.
+      for (const key of [...new Set(rows.map((r) => parentKey(r.task)))].sort()) {
+        await tx.run('SELECT pg_advisory_xact_lock(?, hashtext(?))', [PARENT_LOCK, key]);
+      }
+      lastSeq.clear();
+      lastParentSeq.clear();
+    }
     for (const r of rows) {
       const parent = parentKey(r.task);
       if (!seqs.has(r.task.id)) seqs.set(r.task.id, lastSeq.get(r.task.id));
@@ -108,6 +144,19 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
         parentSeq,
       ]);
       out.push({ event: { taskId: r.task.id, seq, type: r.type, json: envelope(seq, r.type, r.task.id, r.at, r.dataJson, parentSeq), parentSeq }, parent, at: r.at, dataJson: r.dataJson });
+    }
+    if (cluster && out.length > 0) {
+      lastSeq.clear();
+      lastParentSeq.clear();
+      const byTask = new Map<string, Announcement>();
+      for (const r of out) {
+        const a = byTask.get(r.event.taskId);
+        if (a) {
+          a.s[1] = r.event.seq;
+          a.p[1] = r.event.parentSeq!;
+        } else byTask.set(r.event.taskId, { i: cluster.instanceId, t: r.event.taskId, k: r.parent, s: [r.event.seq, r.event.seq], p: [r.event.parentSeq!, r.event.parentSeq!] });
+      }
+      for (const a of byTask.values()) await tx.run('SELECT pg_notify(?, ?)', [CHANNELS.events, JSON.stringify(a)]);
     }
     if (opts.onWrite && out.length > 0) {
       if (await opts.onWrite(tx, out.map((r) => ({ taskId: r.event.taskId, tenant: r.parent.slice(r.parent.indexOf('@') + 1), type: r.event.type, at: r.at })))) wrote = true;
@@ -136,9 +185,71 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
     // Everything is stored now, so the cache can be rebuilt from the table when needed.
     if (lastParentSeq.size > MAX_CACHED_PARENTS) lastParentSeq.clear();
     for (const r of rows) {
-      notify(taskListeners.get(r.event.taskId), r.event);
-      notify(parentListeners.get(r.parent), r.event);
+      const listeners = taskListeners.get(r.event.taskId);
+      if (cluster && listeners) taskSeen.set(r.event.taskId, Math.max(taskSeen.get(r.event.taskId) ?? 0, r.event.seq));
+      notify(listeners, r.event);
+      // Cluster: a parent's events come from several instances; all reach its readers through the
+      // announcements, in commit order (which is parent-seq order), this instance's too.
+      if (!cluster) notify(parentListeners.get(r.parent), r.event);
     }
+  }
+
+  /** Hands `events` (read back from the table) to the listeners of a task or a parent not yet given them. */
+  function deliver(events: StoredEvent[], seen: Map<string, number>, key: string, listeners: Set<EventListener> | undefined, seqOf: (e: StoredEvent) => number) {
+    for (const e of events) {
+      if (seqOf(e) <= (seen.get(key) ?? 0)) continue;
+      seen.set(key, seqOf(e));
+      notify(listeners, e);
+    }
+  }
+
+  let remoteChain: Promise<void> = Promise.resolve();
+  /**
+   * Cluster: an announcement of committed events. Readers here of that task (written by another
+   * instance) or of that parent get them from the table, in order, one announcement after the other;
+   * what a lost notification skipped is read too (from the last seq handed over).
+   */
+  function announced(payload: string): void {
+    let a: Announcement;
+    try {
+      a = JSON.parse(payload) as Announcement;
+    } catch {
+      return;
+    }
+    remoteChain = remoteChain.then(async () => {
+      const task = taskListeners.get(a.t);
+      if (task && a.i !== cluster?.instanceId) {
+        const from = Math.min(taskSeen.get(a.t) ?? a.s[0] - 1, a.s[0] - 1);
+        deliver(await log.read(a.t, from, a.s[1] - from), taskSeen, a.t, task, (e) => e.seq);
+      }
+      const parent = parentListeners.get(a.k);
+      if (parent) {
+        const from = Math.min(parentSeen.get(a.k) ?? a.p[0] - 1, a.p[0] - 1);
+        deliver(await readParentKey(a.k, from, a.p[1] - from), parentSeen, a.k, parent, (e) => e.parentSeq ?? 0);
+      }
+    }).catch(() => {
+      // The database is unreachable: the readers catch up from the table when they reconnect.
+    });
+  }
+
+  /** Cluster: the listening connection was lost and is back; every reader here catches up from the table. */
+  function caughtUp(): void {
+    remoteChain = remoteChain.then(async () => {
+      for (const [taskId, listeners] of taskListeners) {
+        deliver(await log.read(taskId, taskSeen.get(taskId) ?? 0), taskSeen, taskId, listeners, (e) => e.seq);
+      }
+      for (const [key, listeners] of parentListeners) {
+        deliver(await readParentKey(key, parentSeen.get(key) ?? 0), parentSeen, key, listeners, (e) => e.parentSeq ?? 0);
+      }
+    }).catch(() => undefined);
+  }
+
+  async function readParentKey(key: string, after: number, limit = 10_000): Promise<StoredEvent[]> {
+    const rows = await sql.rows(
+      'SELECT task_id, seq, type, at, data, parent_seq FROM task_events WHERE parent_key = ? AND parent_seq > ? ORDER BY parent_seq LIMIT ?',
+      [key, after, limit],
+    );
+    return rows.map(storedOf);
   }
 
   /**
@@ -149,14 +260,26 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
     const undo = [new Map<string, number | undefined>(), new Map<string, number | undefined>()];
     let written: Numbered[] = [];
     try {
-      const result = await sql.transaction(async (tx) => {
-        written = await writeRows(tx, rows, undo);
-        if (!body) return undefined as R;
-        const mine: Pending[] = [];
-        const answer = await body(tx, (task, type, data) => mine.push(pendingOf(task, type, data)));
-        written = written.concat(await writeRows(tx, mine, undo));
-        return answer;
-      });
+      const once = () =>
+        sql.transaction(async (tx) => {
+          written = await writeRows(tx, rows, undo);
+          if (!body) return undefined as R;
+          const mine: Pending[] = [];
+          const answer = await body(tx, (task, type, data) => mine.push(pendingOf(task, type, data)));
+          written = written.concat(await writeRows(tx, mine, undo));
+          return answer;
+        });
+      let result: R;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          result = await once();
+          break;
+        } catch (err) {
+          if (!isConflict(err) || attempt >= MAX_CONFLICT_RETRIES) throw err;
+          restore(undo);
+          wrote = false;
+        }
+      }
       publish(written);
       if (wrote) {
         wrote = false;
@@ -193,7 +316,7 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
     return storage.write(() => commit(rows));
   }
 
-  return {
+  const log = {
     /** Appends one event; it is written with the next group commit, then handed to listeners. */
     append<T extends EventType>(task: EventTask, type: T, data: EventData[T]): void {
       pending.push(pendingOf(task, type, data));
@@ -231,13 +354,12 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
     },
 
     /** Stored events of every task of a parent with `parentSeq > after`, in the order they were written. */
-    async readParent(key: ParentKey, after = 0, limit = 10_000): Promise<StoredEvent[]> {
-      const rows = await sql.rows(
-        'SELECT task_id, seq, type, at, data, parent_seq FROM task_events WHERE parent_key = ? AND parent_seq > ? ORDER BY parent_seq LIMIT ?',
-        [parentKey(key), after, limit],
-      );
-      return rows.map(storedOf);
+    readParent(key: ParentKey, after = 0, limit = 10_000): Promise<StoredEvent[]> {
+      return readParentKey(parentKey(key), after, limit);
     },
+
+    announced,
+    caughtUp,
 
     /** When the task's last stored event was written (null without events). */
     async lastAt(taskId: string): Promise<number | null> {
@@ -251,11 +373,12 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
     },
 
     subscribe(taskId: string, listener: EventListener): () => void {
-      return addListener(taskListeners, taskId, listener);
+      return addListener(taskListeners, taskId, listener, () => taskSeen.delete(taskId));
     },
 
     subscribeParent(key: ParentKey, listener: EventListener): () => void {
-      return addListener(parentListeners, parentKey(key), listener);
+      const k = parentKey(key);
+      return addListener(parentListeners, k, listener, () => parentSeen.delete(k));
     },
 
     /** Live readers of a task (for metrics and tests). */
@@ -263,6 +386,7 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
       return taskListeners.get(taskId)?.size ?? 0;
     },
   };
+  return log;
 }
 
 function storedOf(r: unknown[]): StoredEvent {
@@ -278,13 +402,16 @@ function storedOf(r: unknown[]): StoredEvent {
 
 export type EventLog = ReturnType<typeof createEventLog>;
 
-function addListener(map: Map<string, Set<EventListener>>, key: string, listener: EventListener): () => void {
+function addListener(map: Map<string, Set<EventListener>>, key: string, listener: EventListener, onLast: () => void): () => void {
   let set = map.get(key);
   if (!set) map.set(key, (set = new Set()));
   set.add(listener);
   return () => {
     set.delete(listener);
-    if (set.size === 0 && map.get(key) === set) map.delete(key);
+    if (set.size === 0 && map.get(key) === set) {
+      map.delete(key);
+      onLast();
+    }
   };
 }
 

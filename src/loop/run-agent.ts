@@ -68,7 +68,7 @@ export interface RunAgentOptions<S = unknown> {
   signal: AbortSignal;
   observer: AgentObserver;
   /** Steering messages waiting for the next step (each is taken once). */
-  takeMessages?: () => string[];
+  takeMessages?: () => Promise<string[]> | string[];
   /** Asked before every model call: a reason to stop here (a budget reached), or null to go on. */
   beforeCall?: () => S | null | Promise<S | null>;
   /** Awaited once a call's answer is whole and before its tools run (the runner: its writes are stored). */
@@ -159,7 +159,7 @@ export async function runAgent<S>(opts: RunAgentOptions<S>): Promise<AgentRunRes
     }
     step += 1;
     const added: ModelMessage[] = [];
-    for (const text of [...steering.splice(0), ...(opts.takeMessages?.() ?? [])]) {
+    for (const text of [...steering.splice(0), ...((await opts.takeMessages?.()) ?? [])]) {
       added.push({ role: 'user', content: text });
       observer.messageReceived(step, text);
     }
@@ -176,7 +176,7 @@ export async function runAgent<S>(opts: RunAgentOptions<S>): Promise<AgentRunRes
     observer.stepFinished(step, r.finishReason, r.usage, [...added, ...r.messages]);
     if (r.finishReason !== 'tool-calls') {
       // The model answered, but a steering message came in meanwhile: it gets one more step.
-      steering.push(...(opts.takeMessages?.() ?? []));
+      steering.push(...((await opts.takeMessages?.()) ?? []));
       if (steering.length === 0) break;
     }
   }

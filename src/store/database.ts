@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
@@ -16,6 +17,16 @@ export interface Db {
   /** A small write that fails while the database cannot be written (the storage guard's probe). */
   probe(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * PostgreSQL only: this instance among those sharing the database, and what the others say
+   * (NOTIFY on the channels of cluster-store.ts, delivered in commit order; none are lost unless
+   * the listening connection is, after which `onReconnect` listeners catch up).
+   */
+  cluster?: {
+    instanceId: string;
+    onNotification(listener: (channel: string, payload: string) => void): void;
+    onReconnect(listener: () => void): void;
+  };
   /** SQLite only: the connection itself (benches and fault tests reach under the stores with it). */
   sqlite?: Database.Database;
 }
@@ -94,10 +105,10 @@ export const isPostgresUrl = (location: string) => /^postgres(ql)?:\/\//i.test(l
  * Opens the database at `location`: a PostgreSQL URL (`DATABASE_URL`), or a SQLite file
  * (`DATABASE_PATH`, `:memory:` too). Either way the committed migrations of its engine are applied.
  */
-export async function openDatabase(location: string): Promise<Db> {
+export async function openDatabase(location: string, instanceId = `${hostname()}:${process.pid}`): Promise<Db> {
   if (isPostgresUrl(location)) {
     const { openPostgres } = await import('./postgres.ts');
-    return openPostgres(location);
+    return openPostgres(location, instanceId);
   }
   return openSqlite(location);
 }

@@ -5,12 +5,13 @@ import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
 import { DatabaseInUseError, type Db } from './database.ts';
 import type { SqlClient } from './sql-client.ts';
+import { CHANNELS } from './cluster-store.ts';
 
 const migrationsFolder = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../migrations-pg');
 
 /** Any number to every migration run of subagentd, so instances starting together migrate one at a time. */
 const MIGRATION_LOCK = 0x5a6d_0001;
-/** Held by the one process that runs on the database (see `openPostgres`). */
+/** With the hash of the instance id: held by the one process that runs as that instance (see `openPostgres`). */
 const INSTANCE_LOCK = 0x5a6d_0002;
 
 /**
@@ -59,19 +60,27 @@ class InstanceLockLost extends Error {
 }
 
 /**
- * Takes the instance lock on a connection of its own; null when another process holds it. The
- * server releases a session lock when its connection ends, so the process that holds it must be
- * connected: if the connection drops (a server restart, a network cut), `onLost` is told.
+ * Takes the lock of `instanceId` on a connection of its own, and listens there to what the other
+ * instances say; null when another process holds it. The server releases a session lock when its
+ * connection ends, so the process that holds it must be connected: if the connection drops (a
+ * server restart, a network cut), `onLost` is told.
  */
-async function takeInstanceLock(url: string, onLost: () => void): Promise<pg.Client | null> {
+async function takeInstanceLock(
+  url: string,
+  instanceId: string,
+  onLost: () => void,
+  onNotification: (channel: string, payload: string) => void,
+): Promise<pg.Client | null> {
   const holder = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
   holder.on('error', () => undefined);
   await holder.connect();
-  const held = (await holder.query('SELECT pg_try_advisory_lock($1) AS held', [INSTANCE_LOCK])).rows[0]?.held === true;
+  const held = (await holder.query('SELECT pg_try_advisory_lock($1, hashtext($2)) AS held', [INSTANCE_LOCK, instanceId])).rows[0]?.held === true;
   if (!held) {
     await holder.end();
     return null;
   }
+  holder.on('notification', (n) => onNotification(n.channel, n.payload ?? ''));
+  for (const channel of Object.values(CHANNELS)) await holder.query(`LISTEN ${channel}`);
   holder.once('end', onLost);
   return holder;
 }
@@ -91,13 +100,19 @@ export function redactUrl(url: string): string {
  * Opens a PostgreSQL database through a connection pool and applies `migrations-pg/` (under an
  * advisory lock, so processes starting together do not race).
  */
-export async function openPostgres(url: string): Promise<Db> {
-  // One process per database, as on SQLite, until tasks have owners with leases: a second one would
-  // take the first one's running tasks for a crash's leftovers. A session lock on a connection of
-  // its own, which the server releases when the process (and so the connection) dies. While that
-  // connection is lost, every statement fails as a storage fault (the storage guard stops the
-  // tasks and holds the writes), and the lock is taken again once the server answers; if another
-  // process took it meanwhile, this one stays refused.
+export async function openPostgres(url: string, instanceId: string): Promise<Db> {
+  // Several instances share the database; each runs under its own id, and one process per id: a
+  // second one would take the first one's running tasks for a crash's leftovers. A session lock
+  // on a connection of its own, which the server releases when the process (and so the
+  // connection) dies; the same connection LISTENs. While it is lost, every statement fails as a
+  // storage fault (the storage guard stops the tasks and holds the writes; other instances take
+  // them over once their leases expire), and the lock is taken again once the server answers; if
+  // another process took it meanwhile, this one stays refused.
+  const listeners: Array<(channel: string, payload: string) => void> = [];
+  const reconnects: Array<() => void> = [];
+  const onNotification = (channel: string, payload: string) => {
+    for (const l of listeners) l(channel, payload);
+  };
   let closing = false;
   let lost: InstanceLockLost | null = null;
   let retaking = false;
@@ -112,10 +127,12 @@ export async function openPostgres(url: string): Promise<Db> {
     try {
       while (!closing && lost) {
         try {
-          const again = await takeInstanceLock(url, onLost);
+          const again = await takeInstanceLock(url, instanceId, onLost, onNotification);
           if (again) {
             holder = again;
             lost = null;
+            // Notifications sent while it was cut off are lost: whoever listens catches up.
+            for (const r of reconnects) r();
           } else {
             lost = new InstanceLockLost('another subagentd process took the database while this one was cut off from it');
           }
@@ -131,9 +148,11 @@ export async function openPostgres(url: string): Promise<Db> {
   const check = () => {
     if (lost) throw lost;
   };
-  let holder = await takeInstanceLock(url, onLost);
+  let holder = await takeInstanceLock(url, instanceId, onLost, onNotification);
   if (!holder) {
-    throw new DatabaseInUseError(`the database ${redactUrl(url)} is in use by another subagentd process; only one process may run on a database`);
+    throw new DatabaseInUseError(
+      `another subagentd process runs as instance "${instanceId}" on the database ${redactUrl(url)}; give each instance its own INSTANCE_ID`,
+    );
   }
   const pool = new pg.Pool({ connectionString: url, types, max: 10, connectionTimeoutMillis: 10_000 });
   // An idle connection the server dropped is replaced by the pool; its error must not kill the process.
@@ -181,6 +200,11 @@ export async function openPostgres(url: string): Promise<Db> {
     dialect: 'postgres',
     sql: clientOver(pool, transaction, check),
     location: redactUrl(url),
+    cluster: {
+      instanceId,
+      onNotification: (listener) => listeners.push(listener),
+      onReconnect: (listener) => reconnects.push(listener),
+    },
     // Assigning a transaction id fails where nothing can be written (a read-only standby, say).
     probe: async () => {
       check();

@@ -65,12 +65,22 @@ export const tasks = pgTable(
     budget: text('budget'),
     pausedAt: bigint('paused_at', { mode: 'number' }),
     pausedMs: bigint('paused_ms', { mode: 'number' }).notNull().default(0),
+    /**
+     * On PostgreSQL, the instance running the task (null while nobody runs it) and until when its
+     * lease holds (epoch ms): the owner renews it; past it another instance takes the task over.
+     * Always null on SQLite, where one process runs everything.
+     */
+    owner: text('owner'),
+    leaseUntil: bigint('lease_until', { mode: 'number' }),
+    /** Why a `running` task nobody owns runs again when claimed: `restart` or `budget`. */
+    resumeReason: text('resume_reason'),
   },
   (t) => [
     index('tasks_tenant_id').on(t.tenant, t.id),
     index('tasks_session').on(t.tenant, t.sessionId, t.id),
     index('tasks_parent').on(t.tenant, t.parentTaskId, t.id),
     index('tasks_status').on(t.status),
+    index('tasks_owner').on(t.owner, t.status),
     uniqueIndex('tasks_idempotency').on(t.tenant, t.idempotencyKey),
   ],
 );
@@ -151,6 +161,21 @@ export const taskMessages = pgTable(
     n: bigint('n', { mode: 'number' }).notNull(),
     step: bigint('step', { mode: 'number' }).notNull(),
     message: text('message').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.taskId, t.n] })],
+);
+
+/**
+ * Steering messages accepted for a task and not yet handed to its model: in the database, so they
+ * reach the task on whichever instance runs it, and survive a restart. Taken at its next step.
+ */
+export const taskInbox = pgTable(
+  'task_inbox',
+  {
+    taskId: text('task_id').notNull(),
+    n: bigint('n', { mode: 'number' }).notNull(),
+    text: text('text').notNull(),
+    at: bigint('at', { mode: 'number' }).notNull(),
   },
   (t) => [primaryKey({ columns: [t.taskId, t.n] })],
 );

@@ -61,12 +61,22 @@ export const tasks = sqliteTable(
     budget: text('budget', { mode: 'json' }).$type<TaskBudget>(),
     pausedAt: integer('paused_at'),
     pausedMs: integer('paused_ms').notNull().default(0),
+    /**
+     * On PostgreSQL, the instance running the task (null while nobody runs it) and until when its
+     * lease holds (epoch ms): the owner renews it; past it another instance takes the task over.
+     * Always null on SQLite, where one process runs everything.
+     */
+    owner: text('owner'),
+    leaseUntil: integer('lease_until'),
+    /** Why a `running` task nobody owns runs again when claimed: `restart` or `budget`. */
+    resumeReason: text('resume_reason'),
   },
   (t) => [
     index('tasks_tenant_id').on(t.tenant, t.id),
     index('tasks_session').on(t.tenant, t.sessionId, t.id),
     index('tasks_parent').on(t.tenant, t.parentTaskId, t.id),
     index('tasks_status').on(t.status),
+    index('tasks_owner').on(t.owner, t.status),
     uniqueIndex('tasks_idempotency').on(t.tenant, t.idempotencyKey),
   ],
 );
@@ -147,6 +157,21 @@ export const taskMessages = sqliteTable(
     n: integer('n').notNull(),
     step: integer('step').notNull(),
     message: text('message', { mode: 'json' }).notNull().$type<ModelMessage>(),
+  },
+  (t) => [primaryKey({ columns: [t.taskId, t.n] })],
+);
+
+/**
+ * Steering messages accepted for a task and not yet handed to its model: in the database, so they
+ * reach the task on whichever instance runs it, and survive a restart. Taken at its next step.
+ */
+export const taskInbox = sqliteTable(
+  'task_inbox',
+  {
+    taskId: text('task_id').notNull(),
+    n: integer('n').notNull(),
+    text: text('text').notNull(),
+    at: integer('at').notNull(),
   },
   (t) => [primaryKey({ columns: [t.taskId, t.n] })],
 );

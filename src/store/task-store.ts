@@ -196,7 +196,8 @@ export function createTaskStore(sql: SqlClient) {
     /** `running → paused` (the task and its record), holding why (run inside the event's transaction). */
     pause(taskId: string, pause: Pause, at: number): Promise<void> {
       return atomically(async (tx) => {
-        await tx.run(`UPDATE tasks SET status = 'paused', pause = ?, paused_at = ? WHERE id = ?`, [JSON.stringify(pause), at, taskId]);
+        // A paused task holds no slot: nobody owns it until it is resumed.
+        await tx.run(`UPDATE tasks SET status = 'paused', pause = ?, paused_at = ?, owner = NULL WHERE id = ?`, [JSON.stringify(pause), at, taskId]);
         await tx.run(`UPDATE subagent_records SET status = 'paused' WHERE task_id = ?`, [taskId]);
       });
     },
@@ -207,7 +208,8 @@ export function createTaskStore(sql: SqlClient) {
         const changed = await tx.run(
           `UPDATE tasks SET status = 'running', pause = NULL,
              paused_ms = paused_ms + (CASE WHEN paused_at IS NULL OR CAST(? AS BIGINT) < paused_at THEN 0 ELSE CAST(? AS BIGINT) - paused_at END),
-             paused_at = NULL, budget = coalesce(CAST(? AS TEXT), budget) WHERE id = ? AND status = 'paused'`,
+             paused_at = NULL, budget = coalesce(CAST(? AS TEXT), budget), owner = NULL, resume_reason = 'budget'
+           WHERE id = ? AND status = 'paused'`,
           [at, at, budget ? JSON.stringify(budget) : null, taskId],
         );
         if (changed > 0) await tx.run(`UPDATE subagent_records SET status = 'running' WHERE task_id = ?`, [taskId]);
@@ -226,12 +228,18 @@ export function createTaskStore(sql: SqlClient) {
       await sql.run('UPDATE tasks SET resumes = resumes + 1 WHERE id = ?', [taskId]);
     },
 
-    /** Writes the end state of a task and closes its record (if it started). Returns the new row. */
-    finish(taskId: string, f: FinishFields): Promise<TaskRow> {
+    /**
+     * Writes the end state of a task and closes its record (if it started), with the messages still
+     * waiting for it. Returns the new row. `owner` (on PostgreSQL, this instance) fences the write:
+     * a task another instance took over, or one that already ended, is not ended again
+     * (`TaskTakenOver`, and nothing of the transaction is written).
+     */
+    finish(taskId: string, f: FinishFields, owner: string | null = null): Promise<TaskRow> {
       return atomically(async (tx) => {
-        await tx.run(
+        const changed = await tx.run(
           `UPDATE tasks SET status = ?, summary = ?, artifacts = ?, skipped = ?, output = ?, stop_reason = ?, error_code = ?,
-             error_message = ?, completed_at = ? WHERE id = ?`,
+             error_message = ?, completed_at = ?
+           WHERE id = ? AND status IN ('queued', 'running', 'paused') AND (owner IS NULL OR owner = CAST(? AS TEXT))`,
           [
             f.status,
             f.summary,
@@ -243,8 +251,11 @@ export function createTaskStore(sql: SqlClient) {
             f.errorMessage,
             f.completedAt,
             taskId,
+            owner,
           ],
         );
+        if (changed === 0) throw new TaskTakenOver(taskId);
+        await tx.run('DELETE FROM task_inbox WHERE task_id = ?', [taskId]);
         // A record's duration is written once, at its end (0 before): its roll-ups add the same.
         const before = await tx.get<{ d: number }>('SELECT duration_ms AS d FROM subagent_records WHERE task_id = ?', [taskId]);
         await tx.run(
@@ -264,6 +275,38 @@ export function createTaskStore(sql: SqlClient) {
       return rows.map(taskOf);
     },
 
+    /**
+     * Accepts a steering message unless the task already has `max.messages` waiting or their
+     * characters would pass `max.chars`; answers what is waiting (before it, when refused).
+     */
+    offerMessage(taskId: string, text: string, at: number, max: { messages: number; chars: number }): Promise<{ accepted: boolean; waiting: number; chars: number }> {
+      return atomically(async (tx) => {
+        // Two messages for one task at once (from two instances) are numbered one after the other.
+        await tx.run('UPDATE tasks SET id = id WHERE id = ?', [taskId]);
+        const [count, chars] = (await tx.rows('SELECT count(*), coalesce(sum(length(text)), 0) FROM task_inbox WHERE task_id = ?', [taskId]))[0] as [number, number];
+        const waiting = Number(count);
+        const used = Number(chars);
+        if (waiting >= max.messages || used + text.length > max.chars) return { accepted: false, waiting, chars: used };
+        await tx.run('INSERT INTO task_inbox (task_id, n, text, at) VALUES (?, (SELECT coalesce(max(n), 0) + 1 FROM task_inbox WHERE task_id = ?), ?, ?)', [
+          taskId,
+          taskId,
+          text,
+          at,
+        ]);
+        return { accepted: true, waiting: waiting + 1, chars: used + text.length };
+      });
+    },
+
+    /** Hands over the messages waiting for a task, oldest first, and removes them. */
+    takeMessages(taskId: string): Promise<string[]> {
+      return atomically(async (tx) => {
+        const rows = await tx.rows('SELECT n, text FROM task_inbox WHERE task_id = ? ORDER BY n', [taskId]);
+        if (rows.length === 0) return [];
+        await tx.run('DELETE FROM task_inbox WHERE task_id = ? AND n <= ?', [taskId, rows[rows.length - 1][0]]);
+        return rows.map((r) => r[1] as string);
+      });
+    },
+
     /** Tasks a previous process left unfinished. */
     async unfinished(): Promise<TaskRow[]> {
       const rows = await sql.all(`SELECT * FROM tasks WHERE ${UNFINISHED} ORDER BY id`);
@@ -272,6 +315,14 @@ export function createTaskStore(sql: SqlClient) {
 
   };
   return store;
+}
+
+/** The task is no longer this instance's to end: another one took it over, or it already ended. */
+export class TaskTakenOver extends Error {
+  constructor(readonly taskId: string) {
+    super(`task ${taskId} was taken over by another instance or has already ended`);
+    this.name = 'TaskTakenOver';
+  }
 }
 
 async function taskById(sql: SqlClient, id: string): Promise<TaskRow | undefined> {

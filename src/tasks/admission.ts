@@ -137,6 +137,9 @@ export function newTaskRow(
     traceParent,
     pausedAt: null,
     pausedMs: 0,
+    owner: null,
+    leaseUntil: null,
+    resumeReason: null,
   };
 }
 

@@ -40,9 +40,14 @@ export function endingOfAbort(abort: { code: string; message: string }): Ending 
  * the events still pending, the task's end state with its usage record closed, then
  * `task.finished` carrying the final TaskOutput.
  */
-export function finishTask(deps: { store: TaskStore; events: EventLog }, row: TaskRow, ending: Ending, completedAt: number): Promise<TaskRow> {
+export function finishTask(
+  deps: { store: TaskStore; events: EventLog; instanceId?: string | null },
+  row: TaskRow,
+  ending: Ending,
+  completedAt: number,
+): Promise<TaskRow> {
   return deps.events.transaction(async (tx, append) => {
-    const finished = await createTaskStore(tx).finish(row.id, { ...ending, completedAt });
+    const finished = await createTaskStore(tx).finish(row.id, { ...ending, completedAt }, deps.instanceId ?? null);
     append(row, 'task.finished', toTaskOutput(finished));
     return finished;
   });

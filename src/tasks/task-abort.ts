@@ -1,10 +1,11 @@
 /**
- * Why a task's signal was aborted; becomes the task's `error.code`, except `handed_over`: the
- * service stopped and the task stays `running` for the next start to resume.
+ * Why a task's signal was aborted; becomes the task's `error.code`, except `handed_over` (the
+ * service stopped and the task stays `running` for the next start to resume) and `taken_over`
+ * (another instance took it over: this one writes nothing more of it).
  */
 export class TaskAbort extends Error {
   constructor(
-    readonly code: 'cancelled' | 'timeout' | 'interrupted' | 'handed_over' | 'storage_full' | 'storage_unavailable',
+    readonly code: 'cancelled' | 'timeout' | 'interrupted' | 'handed_over' | 'taken_over' | 'storage_full' | 'storage_unavailable',
     message: string,
   ) {
     super(message);

@@ -31,7 +31,7 @@ import type { Liveness } from './liveness.ts';
 import type { TaskTrace, Tracing } from '../telemetry/tracing.ts';
 
 export interface RunOptions {
-  takeMessages?: () => string[];
+  takeMessages?: () => Promise<string[]>;
   /** Why a `running` task is run again. */
   resumeReason?: 'restart' | 'budget';
   /** Called once the task is stored as started (or could not be). */
@@ -61,6 +61,8 @@ export interface RunnerDeps {
   secrets: string[];
   /** Where an ACP definition's allowed variables are read from. */
   serviceEnv: Record<string, string | undefined>;
+  /** PostgreSQL: this instance; a task's end is written only while it owns the task. */
+  instanceId?: string | null;
 }
 
 /**
@@ -78,7 +80,7 @@ export function createTaskRunner(deps: RunnerDeps) {
    * Returns the task as it is now: ended, or `paused` at a budget (or left `running` at shutdown).
    */
   async function run(row: TaskRow, signal: AbortSignal, opts: RunOptions = {}): Promise<TaskRow> {
-    const takeMessages = opts.takeMessages ?? (() => []);
+    const takeMessages = opts.takeMessages ?? (() => store.takeMessages(row.id));
     const body = row.request;
     const def = deps.registry.get(row.subagentType);
     const model = def && def.kind === 'model' ? (body.options?.model ?? def.model) : null;
@@ -121,12 +123,14 @@ export function createTaskRunner(deps: RunnerDeps) {
     }
 
     deps.liveness.forget(row.id);
-    if (signal.aborted && abortCode(signal).code === 'handed_over') {
-      // The service is stopping: the task stays `running`, its record open, for the next start.
-      const left = (await store.getById(row.id).catch(() => undefined)) ?? row;
-      log.info({ steps: left.steps }, 'task left running for the next start to resume');
-      trace.end(left, null);
-      return left;
+    const left = signal.aborted ? abortCode(signal).code : null;
+    if (left === 'handed_over' || left === 'taken_over') {
+      // The service is stopping (the task stays `running`, its record open, for the next start),
+      // or another instance runs the task now: nothing more of it is written here.
+      const now = (await store.getById(row.id).catch(() => undefined)) ?? row;
+      log.info({ steps: now.steps }, left === 'handed_over' ? 'task left running for the next start to resume' : 'task taken over by another instance');
+      trace.end(now, null);
+      return now;
     }
     const completedAt = deps.now();
     // Waits (holding the task's slot) while the database cannot be written, then writes in order.
@@ -243,7 +247,7 @@ export function createTaskRunner(deps: RunnerDeps) {
     model: string,
     workspace: Workspace,
     signal: AbortSignal,
-    takeMessages: () => string[],
+    takeMessages: () => Promise<string[]>,
     trace: TaskTrace,
   ): Promise<Ending | { pause: Pause }> {
     const toolNames = def.tools;

@@ -10,6 +10,8 @@ import { nextPage } from '../store/paging.ts';
 import type { TaskFilter, TaskStore } from '../store/task-store.ts';
 import { isUniqueViolation } from '../store/sql-client.ts';
 import { createFairQueue } from './fair-queue.ts';
+import { CHANNELS, type ClusterStore } from '../store/cluster-store.ts';
+import { TaskTakenOver } from '../store/task-store.ts';
 import { checkAgainstDefinition, earlierTask, newTaskRow, sessionOf } from './admission.ts';
 import { hashBody } from './hash-body.ts';
 import { aborted, failed, finishTask } from './finish-task.ts';
@@ -40,12 +42,11 @@ export interface TaskServiceDeps {
   /** What `recover` does with a task a previous process left running. */
   recovery: { mode: 'resume' | 'interrupt'; maxResumes: number };
   storage: StorageGuard;
+  /** PostgreSQL: the tasks table shared with the other instances is the queue (see cluster-store.ts). */
+  cluster?: { store: ClusterStore; leaseMs: number };
 }
 
-/**
- * Steering messages one task may have waiting at once, and their characters: with the queue's own
- * bounds, the memory all inboxes can hold stays bounded (1,250 tasks × 64 Ki characters at most).
- */
+/** Steering messages one task may have waiting at once, and their characters (they wait in the database). */
 const MAX_WAITING_MESSAGES = 100;
 const MAX_WAITING_CHARS = 64 * 1024;
 
@@ -56,6 +57,90 @@ interface Active {
   resumable: boolean;
 }
 
+type ResumeReason = 'restart' | 'budget';
+
+/**
+ * Where tasks wait for a slot: this process's fair queue (SQLite: one process runs everything), or
+ * the tasks table every instance shares (PostgreSQL), claimed with the same fairness across them.
+ */
+interface Scheduler {
+  /** A stored task may start: a queued one, or a `running` one to resume (`reason`). */
+  offer(row: TaskRow, reason?: ResumeReason): void;
+  /** The next task to start here, now this instance's (undefined: none may start). */
+  next(): Promise<{ row: TaskRow; reason?: ResumeReason } | undefined>;
+  /** A task `next` gave has stopped running here. */
+  done(row: TaskRow): void;
+  /** Takes a waiting task out, to cancel it; false when it is not waiting. */
+  withdraw(id: string): Promise<boolean>;
+  /** Tasks waiting, in all and of one tenant. */
+  waiting(tenant: string): Promise<{ all: number; tenant: number }>;
+  /** Waiting tasks, for the gauge (the cluster's as last counted). */
+  readonly size: number;
+  /** Counts the waiting tasks again (the cluster's change elsewhere). */
+  recount?(): Promise<void>;
+}
+
+/** The fair queue of one process: fairness and quotas between its own tasks. */
+function localScheduler(maxRunningPerTenant: number): Scheduler {
+  const queue = createFairQueue<TaskRow>({
+    groupOf: (t) => t.tenant,
+    keyOf: (t) => `${t.tenant}\u0000${t.userId}`,
+    maxRunningPerGroup: maxRunningPerTenant,
+  });
+  const reasons = new Map<string, ResumeReason>();
+  return {
+    offer(row, reason) {
+      if (reason) reasons.set(row.id, reason);
+      queue.push(row);
+    },
+    async next() {
+      const row = queue.shift();
+      if (!row) return undefined;
+      const reason = reasons.get(row.id);
+      reasons.delete(row.id);
+      return { row, reason };
+    },
+    done: (row) => queue.done(row),
+    async withdraw(id) {
+      reasons.delete(id);
+      return queue.remove((t) => t.id === id);
+    },
+    waiting: async (tenant) => ({ all: queue.size, tenant: queue.queuedIn(tenant) }),
+    get size() {
+      return queue.size;
+    },
+  };
+}
+
+/** The shared queue: claims in the database; whoever has a free slot takes the fairest task. */
+function clusterScheduler(cluster: ClusterStore, deps: { maxRunningPerTenant: number; leaseMs: number; now: () => number; logger: Logger }): Scheduler {
+  let size = 0;
+  const wake = () => void cluster.notify(CHANNELS.wake).catch((err) => deps.logger.warn({ err }, 'could not wake the other instances'));
+  return {
+    // Stored without an owner, it is waiting already: the other instances are told.
+    offer: wake,
+    async next() {
+      const row = await cluster.claim(deps.maxRunningPerTenant, deps.now() + deps.leaseMs);
+      if (!row) return undefined;
+      return { row, reason: row.status === 'running' ? ((row.resumeReason as ResumeReason | null) ?? 'restart') : undefined };
+    },
+    // A slot of its tenant is free: a task of it waiting for its quota may start elsewhere.
+    done: wake,
+    withdraw: (id) => cluster.claimWaiting(id, deps.now() + deps.leaseMs),
+    async waiting(tenant) {
+      const counts = await cluster.waiting(tenant);
+      size = counts.all;
+      return counts;
+    },
+    get size() {
+      return size;
+    },
+    async recount() {
+      size = (await cluster.waiting('')).all;
+    },
+  };
+}
+
 /**
  * The task lifecycle. `submit` admits (the checks live in admission.ts, then the queue's bounds);
  * the rest schedules: a fair queue under a concurrency cap, timeouts, cancellation, waiting for
@@ -64,22 +149,15 @@ interface Active {
 export function createTaskService(deps: TaskServiceDeps) {
   const { store, registry } = deps;
   const newId = monotonicFactory();
-  const queue = createFairQueue<TaskRow>({
-    groupOf: (t) => t.tenant,
-    keyOf: (t) => `${t.tenant}\u0000${t.userId}`,
-    maxRunningPerGroup: deps.maxConcurrentPerTenant,
-  });
+  const cluster = deps.cluster?.store ?? null;
+  const leaseMs = deps.cluster?.leaseMs ?? 0;
+  const queue: Scheduler = cluster
+    ? clusterScheduler(cluster, { maxRunningPerTenant: deps.maxConcurrentPerTenant, leaseMs, now: deps.now, logger: deps.logger })
+    : localScheduler(deps.maxConcurrentPerTenant);
   const active = new Map<string, Active>();
   const waiters = new Map<string, Array<(row: TaskRow) => void>>();
-  /** Steering messages accepted for queued or running tasks, waiting for their next step. */
-  const inboxes = new Map<string, string[]>();
-  /** Why a `running` task in the queue runs again (absent: after a restart). */
-  const resumeReasons = new Map<string, 'budget'>();
-  const takeMessages = (id: string) => () => {
-    const waiting = inboxes.get(id) ?? [];
-    inboxes.delete(id);
-    return waiting;
-  };
+  /** Ends written by this instance are fenced by its ownership (PostgreSQL). */
+  const finishDeps = { ...deps, instanceId: cluster?.instanceId ?? null };
   let closing = false;
   /** Tasks admitted and being stored, by id: they count in the queue's bounds until they are in it. */
   const admitting = new Map<string, string>();
@@ -96,17 +174,39 @@ export function createTaskService(deps: TaskServiceDeps) {
     for (const resolve of list ?? []) resolve(row);
   }
 
-  function pump() {
-    // Nothing starts while the database cannot be written: its tokens could not be billed.
-    while (!closing && deps.storage.fault === null && active.size < deps.maxConcurrent) {
-      const next = queue.shift();
-      if (!next) break;
-      start(next);
+  let pumping: Promise<void> | null = null;
+  let pumpAgain = false;
+  /** Starts what may start; resolves once the tasks it took are started (or being). */
+  function pump(): Promise<void> {
+    if (pumping) {
+      pumpAgain = true;
+      return pumping;
     }
-    updateGauges();
+    const pass = async () => {
+      try {
+        do {
+          pumpAgain = false;
+          // Nothing starts while the database cannot be written: its tokens could not be billed.
+          while (!closing && deps.storage.fault === null && active.size < deps.maxConcurrent) {
+            const next = await queue.next();
+            if (!next) break;
+            start(next.row, next.reason);
+          }
+        } while (pumpAgain);
+      } catch (err) {
+        if (!deps.storage.report(err)) deps.logger.error({ err }, 'could not take the next task');
+      }
+    };
+    // Cleared in a later turn, after it is set (a pass with nothing to do ends synchronously).
+    pumping = pass().finally(async () => {
+      pumping = null;
+      await queue.recount?.().catch(() => undefined);
+      updateGauges();
+    });
+    return pumping;
   }
 
-  function start(row: TaskRow) {
+  function start(row: TaskRow, resumeReason: ResumeReason | undefined) {
     const body = row.request;
     const timeoutMs = Math.min(body.options?.timeoutMs ?? deps.taskTimeoutMs, deps.taskTimeoutMs);
     const controller = new AbortController();
@@ -122,39 +222,46 @@ export function createTaskService(deps: TaskServiceDeps) {
       started();
     };
     void deps.runner
-      .run(row, controller.signal, { takeMessages: takeMessages(row.id), resumeReason: resumeReasons.get(row.id), onStarted })
-      .catch(async (err): Promise<TaskRow> => {
+      .run(row, controller.signal, { resumeReason, onStarted })
+      .catch(async (err): Promise<TaskRow | null> => {
+        if (err instanceof TaskTakenOver) {
+          // Another instance runs it now (this one lost its lease): its end will come from there.
+          deps.logger.warn({ taskId: row.id }, 'the task was taken over by another instance; stopped here');
+          return null;
+        }
         // The runner never throws by design; if it did (its store writes failed), the task still
         // ends error/internal_error where that can be written, and its waiters are answered.
         deps.logger.error({ err, taskId: row.id }, 'runner failed');
         const current = (await store.getById(row.id).catch(() => undefined)) ?? row;
         const fault = storageFaultOf(err);
         const ending = fault ? failed(fault, 'the database could not be written') : failed('internal_error', 'the task failed inside the service');
-        return finishTask(deps, current, ending, deps.now()).catch((finishErr) => {
+        return finishTask(finishDeps, current, ending, deps.now()).catch((finishErr) => {
           deps.logger.error({ err: finishErr, taskId: row.id }, 'could not record the end of the task');
           return current;
         });
       })
       .then((ended) => {
         onStarted();
-        settle(ended);
+        // Left running (handed over at shutdown, taken over elsewhere): its end comes later, or from elsewhere.
+        if (ended && (closing || !['queued', 'running'].includes(ended.status))) settle(ended);
         clearTimeout(timer);
         active.delete(row.id);
-        resumeReasons.delete(row.id);
-        // A paused task keeps the messages sent to it for when it resumes.
-        if (ended.status !== 'paused') inboxes.delete(row.id);
         queue.done(row);
-        pump();
+        void pump();
       });
   }
 
-  /** The queue's bounds: the whole queue's, and each tenant's own so one cannot refuse the others. */
-  function checkQueueRoom(tenant: string) {
-    const queued = queue.size + admitting.size;
+  /**
+   * The queue's bounds: the whole queue's, and each tenant's own so one cannot refuse the others
+   * (across the cluster on PostgreSQL, where tasks being admitted elsewhere that moment are not counted).
+   */
+  async function checkQueueRoom(tenant: string) {
+    const waiting = await queue.waiting(tenant);
+    const queued = waiting.all + admitting.size;
     if (queued >= deps.maxQueued) {
       throw new AppError(429, 'queue_full', `too many queued tasks (${queued}); retry later`, undefined, { 'retry-after': '5' });
     }
-    const queuedIn = queue.queuedIn(tenant) + [...admitting.values()].filter((t) => t === tenant).length;
+    const queuedIn = waiting.tenant + [...admitting.values()].filter((t) => t === tenant).length;
     if (queuedIn >= deps.maxQueuedPerTenant) {
       throw new AppError(
         429,
@@ -172,9 +279,12 @@ export function createTaskService(deps: TaskServiceDeps) {
     for (const id of await store.pausedBefore(deps.now() - deps.pausedTtlMs)) {
       const row = (await store.getById(id))!;
       const why = aborted('budget_exceeded', `the task stayed paused at its ${row.pause?.budget ?? ''} budget longer than PAUSED_TTL_MS (${deps.pausedTtlMs} ms)`);
-      const ended = await finishTask(deps, row, why, deps.now());
-      inboxes.delete(id);
-      settle(ended);
+      try {
+        settle(await finishTask(finishDeps, row, why, deps.now()));
+      } catch (err) {
+        // Another instance ended (or resumed) it first.
+        if (!(err instanceof TaskTakenOver)) throw err;
+      }
     }
   }
   const expiry = setInterval(() => {
@@ -182,9 +292,71 @@ export function createTaskService(deps: TaskServiceDeps) {
   }, Math.min(60_000, Math.max(250, deps.pausedTtlMs / 4)));
   expiry.unref();
 
+  /** May a task a stopped process left `running` be resumed (else it ends `interrupted`)? */
+  function resumable(row: TaskRow): boolean {
+    return deps.recovery.mode === 'resume' && registry.get(row.subagentType)?.kind === 'model' && row.resumes < deps.recovery.maxResumes;
+  }
+
+  /** Ends a task whose process stopped under it: at its last stored event, not now. */
+  async function interrupt(row: TaskRow): Promise<void> {
+    const endedAt = Math.max(row.startedAt ?? row.createdAt, (await deps.events.lastAt(row.id)) ?? 0);
+    const why = row.resumes > 0 ? `the service stopped while the task was running (${row.resumes} resumes already)` : 'the service stopped while the task was running';
+    settle(await finishTask(finishDeps, row, { ...failed('interrupted', why), summary: row.summary }, endedAt));
+  }
+
+  let leases: NodeJS.Timeout | null = null;
+  let renewing = false;
+
+  /**
+   * PostgreSQL: takes over the tasks whose owner stopped renewing (`own`: also those this instance's
+   * previous process left): a resumable one is released for any instance to resume (a resume is
+   * counted), any other ends `interrupted`; a queued one an admission left held is released.
+   */
+  async function takeOver(own: boolean): Promise<{ interrupted: number; resumed: number }> {
+    let interrupted = 0;
+    let resumed = 0;
+    const now = deps.now();
+    for (const row of await cluster!.takeExpired(now, now + leaseMs, own)) {
+      if (row.status === 'queued') {
+        await cluster!.release(row.id, null);
+      } else if (resumable(row)) {
+        await cluster!.release(row.id, 'restart');
+        resumed++;
+      } else {
+        await interrupt(row);
+        interrupted++;
+      }
+    }
+    if (interrupted + resumed > 0) {
+      deps.logger.warn({ interrupted, resumed }, 'took over the tasks of an instance that stopped renewing its leases');
+      await cluster!.notify(CHANNELS.wake);
+    }
+    return { interrupted, resumed };
+  }
+
+  /**
+   * PostgreSQL, every third of TASK_LEASE_MS: renews this instance's leases, stops the tasks it
+   * lost (another instance took them over while it could not renew), takes over expired ones and
+   * looks for work (a missed notification costs at most this long).
+   */
+  async function renewLeases() {
+    if (renewing || closing || deps.storage.fault) return;
+    renewing = true;
+    try {
+      const lost = await cluster!.renew([...active.keys()], deps.now() + leaseMs);
+      for (const id of lost) active.get(id)?.controller.abort(new TaskAbort('taken_over', 'another instance took the task over'));
+      await takeOver(false);
+      void pump();
+    } catch (err) {
+      if (!deps.storage.report(err)) deps.logger.error({ err }, 'could not renew the task leases');
+    } finally {
+      renewing = false;
+    }
+  }
+
   /** Ends a task that was cancelled before it started. */
   async function endQueued(row: TaskRow, message: string): Promise<TaskRow> {
-    const finished = await finishTask(deps, row, aborted('cancelled', message), deps.now());
+    const finished = await finishTask(finishDeps, row, aborted('cancelled', message), deps.now());
     settle(finished);
     return finished;
   }
@@ -212,8 +384,12 @@ export function createTaskService(deps: TaskServiceDeps) {
         if (earlier) return { row: earlier, created: false };
       }
       const session = await sessionOf(store, tenant, body);
-      checkQueueRoom(tenant);
+      await checkQueueRoom(tenant);
       const row = newTaskRow(`tsk_${newId(now)}`, tenant, body, now, idempotency, session, traceParent ?? null);
+      // What must exist before the task starts is stored while this instance holds it (PostgreSQL:
+      // another instance could claim it the moment it is stored).
+      const held = Boolean(cluster && beforeQueue);
+      if (held) Object.assign(row, { owner: cluster!.instanceId, leaseUntil: now + leaseMs });
       admitting.set(row.id, tenant);
       try {
         await store.insert(row);
@@ -231,12 +407,13 @@ export function createTaskService(deps: TaskServiceDeps) {
           await beforeQueue(row);
         } catch (err) {
           // Stored but never to run: it ends at once rather than being found queued by the next start.
-          await finishTask(deps, row, failed('internal_error', 'the task could not be set up'), deps.now()).catch(() => undefined);
+          await finishTask(finishDeps, row, failed('internal_error', 'the task could not be set up'), deps.now()).catch(() => undefined);
           throw err;
         }
+        if (held) await cluster!.release(row.id, null);
       }
-      queue.push(row);
-      pump();
+      queue.offer(row);
+      await pump();
       // A task that started at once is answered as `running`, as stored.
       await starting.get(row.id);
       return { row: (await store.getById(row.id))!, created: true };
@@ -264,9 +441,9 @@ export function createTaskService(deps: TaskServiceDeps) {
     },
 
     /**
-     * Accepts a steering message for a queued or running task: the model gets it before its next
-     * step (event `message.received`). A finished task is a 409 `task_finished`. Messages wait in
-     * memory: one accepted but not yet delivered when the process stops is lost.
+     * Accepts a steering message for a queued, running or paused task: the model gets it before its
+     * next step (event `message.received`), on whichever instance runs it. A finished task is a 409
+     * `task_finished`. Messages wait in the database: a restart or a takeover does not lose them.
      */
     async steer(tenant: string, id: string, prompt: string): Promise<void> {
       const row = await this.get(tenant, id);
@@ -276,17 +453,14 @@ export function createTaskService(deps: TaskServiceDeps) {
       const kind = row.subagentType === 'shell' ? 'shell' : registry.get(row.subagentType)?.kind;
       if (kind === 'shell') throw new AppError(400, 'not_steerable', 'a shell task has no model to steer');
       if (kind === 'acp') throw new AppError(400, 'not_steerable', 'an external ACP agent cannot be given messages during its turn');
-      const inbox = inboxes.get(id) ?? [];
-      const waiting = inbox.reduce((n, m) => n + m.length, 0);
-      if (inbox.length >= MAX_WAITING_MESSAGES || waiting + prompt.length > MAX_WAITING_CHARS) {
+      const offer = await deps.storage.write(() => store.offerMessage(id, prompt, deps.now(), { messages: MAX_WAITING_MESSAGES, chars: MAX_WAITING_CHARS }));
+      if (!offer.accepted) {
         throw new AppError(
           429,
           'inbox_full',
-          `task ${id} already has ${inbox.length} messages (${waiting} characters) waiting for its next step; at most ${MAX_WAITING_MESSAGES} and ${MAX_WAITING_CHARS} characters`,
+          `task ${id} already has ${offer.waiting} messages (${offer.chars} characters) waiting for its next step; at most ${MAX_WAITING_MESSAGES} and ${MAX_WAITING_CHARS} characters`,
         );
       }
-      inbox.push(prompt);
-      inboxes.set(id, inbox);
     },
 
     /** The conversation of a task as the model saw it (the system prompt aside). */
@@ -314,9 +488,8 @@ export function createTaskService(deps: TaskServiceDeps) {
         return (await store.getById(id))!;
       });
       if (!resumed) return (await store.getById(id))!;
-      resumeReasons.set(id, 'budget');
-      queue.push(resumed);
-      pump();
+      queue.offer(resumed, 'budget');
+      await pump();
       return (await store.getById(id))!;
     },
 
@@ -325,12 +498,14 @@ export function createTaskService(deps: TaskServiceDeps) {
       const row = await this.get(tenant, id);
       if (row.status === 'paused') return endQueued(row, 'the task was cancelled while paused');
       // A queued task, or a resumed one still waiting for a slot (it is `running` since before the restart).
-      if ((row.status === 'queued' || row.status === 'running') && queue.remove((t) => t.id === id)) {
-        inboxes.delete(id);
+      if ((row.status === 'queued' || row.status === 'running') && (await queue.withdraw(id))) {
         updateGauges();
         return endQueued(row, 'the task was cancelled before it started');
       }
-      active.get(id)?.controller.abort(new TaskAbort('cancelled', 'the task was cancelled'));
+      const here = active.get(id);
+      if (here) here.controller.abort(new TaskAbort('cancelled', 'the task was cancelled'));
+      // Running on another instance: its owner stops it.
+      else if (cluster && row.status === 'running') await cluster.notify(CHANNELS.control, JSON.stringify({ op: 'cancel', id }));
       return (await store.getById(id))!;
     },
 
@@ -371,31 +546,69 @@ export function createTaskService(deps: TaskServiceDeps) {
      * tokens of every finished step). A `queued` one never ran and is queued again.
      */
     async recover(): Promise<{ interrupted: number; requeued: number; resumed: number }> {
+      if (cluster) {
+        // Waiting tasks wait in the table already; running ones this instance's previous process
+        // left (its id is this one's) are taken back at once, other instances' when their leases expire.
+        const { all: requeued } = await queue.waiting('');
+        const taken = await takeOver(true);
+        await expirePaused();
+        leases = setInterval(() => void renewLeases(), Math.max(100, Math.floor(leaseMs / 3)));
+        leases.unref();
+        await pump();
+        return { interrupted: taken.interrupted, requeued, resumed: taken.resumed };
+      }
       let interrupted = 0;
       let requeued = 0;
       let resumed = 0;
       for (const row of await store.unfinished()) {
         if (row.status === 'queued') {
-          queue.push(row);
+          queue.offer(row);
           requeued++;
           continue;
         }
-        const def = registry.get(row.subagentType);
-        if (deps.recovery.mode === 'resume' && def?.kind === 'model' && row.resumes < deps.recovery.maxResumes) {
+        if (resumable(row)) {
           await store.countResume(row.id);
-          queue.push((await store.getById(row.id))!);
+          queue.offer((await store.getById(row.id))!);
           resumed++;
           continue;
         }
-        // It ended when its last event was stored, not when the service came back.
-        const endedAt = Math.max(row.startedAt ?? row.createdAt, (await deps.events.lastAt(row.id)) ?? 0);
-        const why = row.resumes > 0 ? `the service stopped while the task was running (${row.resumes} resumes already)` : 'the service stopped while the task was running';
-        await finishTask(deps, row, { ...failed('interrupted', why), summary: row.summary }, endedAt);
+        await interrupt(row);
         interrupted++;
       }
       await expirePaused();
-      pump();
+      await pump();
       return { interrupted, requeued, resumed };
+    },
+
+    /**
+     * Something happened to a task on another instance (PostgreSQL): whoever waits here for its
+     * end is answered once it has ended or paused. Without an id: to every task waited for (after
+     * notifications may have been lost).
+     */
+    async changedElsewhere(id?: string): Promise<void> {
+      for (const waited of id === undefined ? [...waiters.keys()] : [id]) {
+        if (!waiters.has(waited)) continue;
+        const row = await store.getById(waited);
+        if (row && !['queued', 'running'].includes(row.status)) settle(row);
+      }
+    },
+
+    /** What another instance asked of this one (PostgreSQL `subagentd_control`). */
+    control(payload: string): void {
+      let message: { op?: unknown; id?: unknown };
+      try {
+        message = JSON.parse(payload) as typeof message;
+      } catch {
+        return;
+      }
+      if (message.op === 'cancel' && typeof message.id === 'string') {
+        active.get(message.id)?.controller.abort(new TaskAbort('cancelled', 'the task was cancelled'));
+      }
+    },
+
+    /** Another instance stored, resumed or released a task, or freed a slot: start what may start. */
+    wake(): void {
+      void pump();
     },
 
     stats() {
@@ -411,18 +624,31 @@ export function createTaskService(deps: TaskServiceDeps) {
     async close(graceMs = 0): Promise<void> {
       closing = true;
       clearInterval(expiry);
+      if (leases) clearInterval(leases);
       const pending = [...active.keys()].map((id) => this.waitForEnd(id));
+      const handedOver: string[] = [];
       if (pending.length > 0) {
         const grace = new Promise((r) => setTimeout(r, graceMs).unref());
         await Promise.race([Promise.all(pending), grace]);
-        for (const a of active.values()) {
+        for (const [id, a] of active) {
+          const handOver = deps.recovery.mode === 'resume' && a.resumable;
+          if (handOver) handedOver.push(id);
           a.controller.abort(
-            deps.recovery.mode === 'resume' && a.resumable
+            handOver
               ? new TaskAbort('handed_over', 'the service stopped; the next start resumes the task')
               : new TaskAbort('interrupted', 'the service stopped while the task was running'),
           );
         }
         await Promise.all(pending);
+      }
+      if (cluster && handedOver.length > 0) {
+        // Another instance resumes them now rather than when their leases expire.
+        try {
+          for (const id of handedOver) await cluster.release(id, 'restart');
+          await cluster.notify(CHANNELS.wake);
+        } catch (err) {
+          deps.logger.warn({ err }, 'could not hand the running tasks over; they are taken over when their leases expire');
+        }
       }
       for (const id of [...waiters.keys()]) {
         const row = await store.getById(id);

@@ -92,7 +92,8 @@ export function createDispatcher(opts: DispatcherOptions) {
     try {
       for (;;) {
         again = false;
-        const due = await store.due(opts.now(), BATCH);
+        // A send takes at most three timeouts (connect, headers, body); its claim outlasts it.
+        const due = await store.due(opts.now(), BATCH, opts.now() + 3 * opts.timeoutMs + 5_000);
         await Promise.all(
           due.map(async (delivery) => {
             try {

@@ -32,13 +32,25 @@ export type A2aPayload = (task: TaskRowOf, event: WrittenEvent, version: string)
  * Webhook endpoints and their outbox. `enqueue` runs inside the event log's transaction: a
  * delivery row exists exactly when its event does, whatever happens to the process after.
  */
-export function createWebhookStore(sql: SqlClient, a2aPayload?: A2aPayload) {
+export function createWebhookStore(
+  sql: SqlClient,
+  a2aPayload?: A2aPayload,
+  /** Several instances share the database (PostgreSQL): deliveries are claimed, nothing is cached. */
+  shared = false,
+) {
   const ENDPOINTS_OF = 'SELECT id, events, kind, a2a_version AS version FROM webhooks WHERE tenant = ? AND (task_id IS NULL OR task_id = ?)';
   const INSERT_DELIVERY = `INSERT INTO webhook_deliveries (id, webhook_id, tenant, event, task_id, payload, status, attempts, next_attempt_at, created_at)
      VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)`;
   const DUE = `SELECT d.*, w.url, w.secret, w.kind, w.token, w."authorization", t.trace_parent AS traceparent
      FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id LEFT JOIN tasks t ON t.id = d.task_id
      WHERE d.status = 'pending' AND d.next_attempt_at <= ? ORDER BY d.next_attempt_at LIMIT ?`;
+  // Shared: the due deliveries are claimed (their next attempt moved past the send) by one instance.
+  const CLAIM = `UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id IN (
+       SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED)
+     RETURNING id`;
+  const CLAIMED = `SELECT d.*, w.url, w.secret, w.kind, w.token, w."authorization", t.trace_parent AS traceparent
+     FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id LEFT JOIN tasks t ON t.id = d.task_id
+     WHERE d.id = ANY(?) ORDER BY d.next_attempt_at`;
   const INSERT_WEBHOOK = `INSERT INTO webhooks (id, tenant, url, events, secret, created_at, kind, task_id, config_id, token, "authorization", a2a_version)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
   const PUSH = `tenant = ? AND kind = 'a2a' AND task_id = ?`;
@@ -104,7 +116,7 @@ export function createWebhookStore(sql: SqlClient, a2aPayload?: A2aPayload) {
     async enqueue(tx: SqlClient, events: WrittenEvent[]): Promise<boolean> {
       let any = false;
       for (const e of events) {
-        if (!(WEBHOOK_EVENTS as readonly string[]).includes(e.type) || tenantsWithout.has(e.tenant)) continue;
+        if (!(WEBHOOK_EVENTS as readonly string[]).includes(e.type) || (!shared && tenantsWithout.has(e.tenant))) continue;
         const endpoints = await tx.all<{ id: string; events: string; kind: string; version: string | null }>(ENDPOINTS_OF, [e.tenant, e.taskId]);
         if (endpoints.length === 0) {
           // Only a tenant with no endpoint at all is skipped from now on (a push config is per task).
@@ -136,9 +148,17 @@ export function createWebhookStore(sql: SqlClient, a2aPayload?: A2aPayload) {
       return any;
     },
 
-    /** Pending deliveries whose time has come, oldest first, with their endpoint. */
-    async due(now: number, limit: number): Promise<DueDelivery[]> {
-      const rows = await sql.all(DUE, [now, limit]);
+    /**
+     * Pending deliveries whose time has come, oldest first, with their endpoint. Shared, they are
+     * claimed until `claimUntil` (no other instance sends them meanwhile; past it, if this one
+     * stopped before recording the attempt, another one does).
+     */
+    async due(now: number, limit: number, claimUntil: number): Promise<DueDelivery[]> {
+      let rows: Record<string, unknown>[];
+      if (shared) {
+        const ids = (await sql.rows(CLAIM, [claimUntil, now, limit])).map((r) => r[0]);
+        rows = ids.length > 0 ? await sql.all(CLAIMED, [ids]) : [];
+      } else rows = await sql.all(DUE, [now, limit]);
       return rows.map((raw) => ({
         ...deliveryOf(raw),
         url: raw.url as string,

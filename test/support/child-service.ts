@@ -45,7 +45,9 @@ export async function startChildService(
   const port = await freePort();
   // On a PostgreSQL run, the folder's database (the same one each time the folder's service starts).
   const databaseUrl = env.DATABASE_PATH ? await testDatabaseUrl(path.dirname(env.DATABASE_PATH)) : null;
-  if (databaseUrl) env = { ...env, DATABASE_URL: databaseUrl };
+  // A restarted service keeps its instance's name (as a container keeps its hostname), so it takes
+  // its own running tasks back at once rather than when their leases expire.
+  if (databaseUrl) env = { INSTANCE_ID: `test-${path.basename(path.dirname(env.DATABASE_PATH))}`, ...env, DATABASE_URL: databaseUrl };
   const entry = opts.built ? [path.join(root, 'dist/server.js')] : ['--import', 'tsx', path.join(root, 'src/server.ts')];
   const child = spawn(process.execPath, [...nodeArgs, ...entry], {
     cwd: root,

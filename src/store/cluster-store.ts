@@ -1,0 +1,123 @@
+import { rowReader } from './rows.ts';
+import { tasks, type TaskRow } from './schema.ts';
+import type { SqlClient } from './sql-client.ts';
+
+const taskOf = rowReader(tasks);
+
+/** Any number for subagentd's claims: one instance claims at a time, so the quotas are exact. */
+const CLAIM_LOCK = 0x5a6d_0003;
+
+/** What the instances tell each other (PostgreSQL NOTIFY channels). */
+export const CHANNELS = {
+  /** A task may start somewhere (stored, resumed, released) or a slot of a tenant was freed. */
+  wake: 'subagentd_wake',
+  /** `{"op":"cancel","id":...}`: the owner of the task stops it. */
+  control: 'subagentd_control',
+  /** Events were committed (see event-log.ts). */
+  events: 'subagentd_events',
+} as const;
+
+/**
+ * The next task to start across the cluster, fairly: from the tenant with the fewest tasks running
+ * anywhere, then its user with the fewest, then the oldest (ids grow with time). A tenant at its
+ * quota of running tasks waits. `queued` tasks and `running` ones nobody owns (to be resumed) wait.
+ */
+const NEXT = `WITH busy AS (
+    SELECT tenant, user_id, count(*) AS n FROM tasks WHERE owner IS NOT NULL AND status = 'running' GROUP BY tenant, user_id
+  ), busy_tenants AS (SELECT tenant, sum(n) AS n FROM busy GROUP BY tenant)
+  SELECT t.id FROM tasks t
+    LEFT JOIN busy_tenants g ON g.tenant = t.tenant
+    LEFT JOIN busy b ON b.tenant = t.tenant AND b.user_id = t.user_id
+  WHERE t.owner IS NULL AND t.status IN ('queued', 'running') AND coalesce(g.n, 0) < ?
+  ORDER BY coalesce(g.n, 0), coalesce(b.n, 0), t.id
+  LIMIT 1`;
+
+/**
+ * Task ownership on PostgreSQL, where several instances share the tasks. The `tasks` table is the
+ * queue: a task is waiting while nobody owns it; an instance claims it (owner + lease), renews the
+ * lease while it runs it, and whoever finds a lease expired takes the task over (resumes it or ends
+ * it, as a restart would). No job-queue library carries this: see docs/reference.md.
+ */
+export function createClusterStore(sql: SqlClient, instanceId: string) {
+  return {
+    instanceId,
+
+    /** Claims the fairest waiting task for this instance (`maxPerTenant`: the tenants' running quota). */
+    claim(maxPerTenant: number, leaseUntil: number): Promise<TaskRow | undefined> {
+      return sql.transaction(async (tx) => {
+        await tx.run('SELECT pg_advisory_xact_lock(?)', [CLAIM_LOCK]);
+        const next = await tx.get<{ id: string }>(NEXT, [Math.min(maxPerTenant, 1e9)]);
+        if (!next) return undefined;
+        const raw = await tx.get(
+          'UPDATE tasks SET owner = ?, lease_until = ? WHERE id = ? AND owner IS NULL RETURNING *',
+          [instanceId, leaseUntil, next.id],
+        );
+        return raw && taskOf(raw);
+      });
+    },
+
+    /** Claims one waiting task by id (to cancel it); false when somebody owns it or it is not waiting. */
+    async claimWaiting(id: string, leaseUntil: number): Promise<boolean> {
+      const changed = await sql.run(
+        `UPDATE tasks SET owner = ?, lease_until = ? WHERE id = ? AND owner IS NULL AND status IN ('queued', 'running')`,
+        [instanceId, leaseUntil, id],
+      );
+      return changed > 0;
+    },
+
+    /**
+     * Renews the leases of the tasks this instance runs; answers those of `mine` it no longer
+     * owns (another instance took them over while this one could not renew).
+     */
+    async renew(mine: string[], leaseUntil: number): Promise<string[]> {
+      await sql.run(`UPDATE tasks SET lease_until = ? WHERE owner = ? AND status = 'running'`, [leaseUntil, instanceId]);
+      if (mine.length === 0) return [];
+      const lost = await sql.rows(`SELECT id FROM tasks WHERE id = ANY(?) AND status = 'running' AND owner IS DISTINCT FROM ?`, [mine, instanceId]);
+      return lost.map((r) => r[0] as string);
+    },
+
+    /**
+     * Takes over the running tasks whose lease expired before `now` (and, with `ownToo`, those a
+     * previous process with this instance's id left): they are this instance's until it released
+     * them for a resume or ended them.
+     */
+    async takeExpired(now: number, leaseUntil: number, ownToo: boolean): Promise<TaskRow[]> {
+      const rows = await sql.all(
+        `UPDATE tasks SET owner = ?, lease_until = ? WHERE id IN (
+           SELECT id FROM tasks WHERE status = 'running' AND owner IS NOT NULL
+             AND (lease_until < ? OR (CAST(? AS INTEGER) = 1 AND owner = ?)) ORDER BY id FOR UPDATE SKIP LOCKED)
+         RETURNING *`,
+        [instanceId, leaseUntil, now, ownToo ? 1 : 0, instanceId],
+      );
+      return rows.map(taskOf).sort((a, b) => (a.id < b.id ? -1 : 1));
+    },
+
+    /**
+     * Gives up a task this instance owns so any instance starts it: a running one is resumed after
+     * a `restart` (counted as a resume); a queued one (null) simply waits again.
+     */
+    async release(id: string, reason: 'restart' | null): Promise<void> {
+      await sql.run(
+        `UPDATE tasks SET owner = NULL, lease_until = NULL, resume_reason = CAST(? AS TEXT),
+           resumes = resumes + (CASE WHEN CAST(? AS TEXT) IS NULL THEN 0 ELSE 1 END) WHERE id = ? AND owner = ?`,
+        [reason, reason, id, instanceId],
+      );
+    },
+
+    /** Tasks waiting across the cluster, in all and of one tenant (the queue's bounds). */
+    async waiting(tenant: string): Promise<{ all: number; tenant: number }> {
+      const [all, mine] = (await sql.rows(
+        `SELECT count(*), count(*) FILTER (WHERE tenant = ?) FROM tasks WHERE owner IS NULL AND status IN ('queued', 'running')`,
+        [tenant],
+      ))[0] as [number, number];
+      return { all: Number(all), tenant: Number(mine) };
+    },
+
+    /** Tells every instance (this one too) on `channel`, now or when the caller's transaction commits. */
+    async notify(channel: string, payload = '', tx: SqlClient = sql): Promise<void> {
+      await tx.run('SELECT pg_notify(?, ?)', [channel, payload]);
+    },
+  };
+}
+
+export type ClusterStore = ReturnType<typeof createClusterStore>;
