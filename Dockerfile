@@ -18,6 +18,7 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY scripts/build.mjs ./scripts/build.mjs
 COPY src ./src
 COPY migrations ./migrations
+COPY migrations-pg ./migrations-pg
 RUN npm run build && npm prune --omit=dev
 
 # Runtime stage: no compiler, no TypeScript, a non-root user, bubblewrap for the bash sandbox, data on a volume.
@@ -32,12 +33,13 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends bubblewrap ca-certificates tini \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system subagentd && useradd --system --gid subagentd --home /data subagentd \
- && mkdir -p /data /app/agents && chown subagentd:subagentd /data
+ && mkdir -p /data/workspaces /app/agents && chown -R subagentd:subagentd /data
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/package.json ./
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/migrations ./migrations
+COPY --from=build /app/migrations-pg ./migrations-pg
 USER subagentd
 VOLUME ["/data"]
 EXPOSE 8787

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [goals|compare|stream|load|crash|usage|tracing]`: the benchmarks of BENCHMARKS.md
+ * `npm run bench [goals|compare|stream|load|crash|usage|tracing|instances]`: the benchmarks of BENCHMARKS.md
  * (`goals`: only those of issue 16, each next to the bare loop's figure from the same run). Everything
  * runs on this machine over loopback: the service and the bare loop as their own processes, the
  * scripted model server and the clients in this one.
@@ -16,8 +16,8 @@ import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { closeDatabase, openSqlite } from '../src/store/database';
 import { rebuildRollups } from '../src/store/rollups';
-import { startTestPostgres } from '../test/support/postgres';
-import { startChildService } from '../test/support/child-service';
+import { ensureDatabase, startTestPostgres } from '../test/support/postgres';
+import { startChildService, type ChildService } from '../test/support/child-service';
 import { startScriptedModel } from '../scripted-model/server';
 
 const now = () => performance.timeOrigin + performance.now();
@@ -350,6 +350,94 @@ async function benchCompare(total = 300, concurrency = 32, sequential = 60) {
     bare: { p50: pct(bareSeq, 50), p99: pct(bareSeq, 99), wallMs: bareWall },
     requestBytes,
   };
+}
+
+/** Busy and total CPU time of the whole machine so far (/proc/stat, clock ticks). */
+function machineCpu(): { busy: number; total: number } {
+  const [, ...ticks] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).map(Number);
+  const idle = ticks[3] + ticks[4];
+  const total = ticks.reduce((a, b) => a + b, 0);
+  return { busy: total - idle, total };
+}
+
+/**
+ * Throughput with 1, 2 and 3 instances on one PostgreSQL database (a local cluster, fsync off):
+ * `total` 4-call tasks (the compare script) submitted round-robin, `concurrency` at a time, each
+ * waited for (?wait=true) on the instance it was sent to, whichever instance runs it.
+ */
+async function benchInstances(total = 300, concurrency = 48) {
+  const postgres = await startTestPostgres();
+  const model = await startScriptedModel();
+  scriptCompare(model);
+  model.script('WARMUP', [{ toolCalls: [{ name: 'complete', args: { summary: 'warm', paths: [] } }] }]);
+  const rows: Array<{ instances: number; wallMs: number; perSecond: number; p50: number; p99: number; serviceCpuPct: number; machineCpuPct: number; completed: number }> = [];
+  try {
+    for (const n of [1, 2, 3]) {
+      const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-bench-instances-'));
+      await ensureDatabase(postgres.url, `instances_${n}`);
+      const { DATABASE_PATH: _file, ...env } = benchEnv(dir, model.url);
+      const services: ChildService[] = [];
+      for (let i = 0; i < n; i++) {
+        services.push(
+          await startChildService(
+            {
+              ...env,
+              DATABASE_URL: postgres.urlOf(`instances_${n}`),
+              INSTANCE_ID: `bench-${i}`,
+              MAX_CONCURRENT_TASKS: String(concurrency),
+              MAX_CONCURRENT_PER_TENANT: String(concurrency * 3),
+              MAX_QUEUED_TASKS: String(total),
+            },
+            [],
+            { built: true },
+          ),
+        );
+      }
+      try {
+        for (const svc of services) for (let w = 0; w < WARMUP_TASKS; w++) await warmUp(svc.url);
+        const latencies: number[] = [];
+        let next = 0;
+        let completed = 0;
+        const cpuBefore = services.map((s) => cpuMsOf(s.child.pid!));
+        const machineBefore = machineCpu();
+        const started = now();
+        await Promise.all(
+          Array.from({ length: concurrency }, async () => {
+            for (let i = next++; i < total; i = next++) {
+              const t = now();
+              const res = await fetch(`${services[i % n].url}/tasks?wait=true`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body(`COMPARE ${i}`, i)) });
+              const out = (await res.json()) as { status: string };
+              if (out.status === 'completed') completed++;
+              latencies.push(now() - t);
+            }
+          }),
+        );
+        const wallMs = now() - started;
+        const machineAfter = machineCpu();
+        const serviceCpuMs = services.reduce((sum, s, i) => sum + cpuMsOf(s.child.pid!) - cpuBefore[i], 0);
+        rows.push({
+          instances: n,
+          wallMs,
+          perSecond: (total / wallMs) * 1000,
+          p50: pct(latencies, 50),
+          p99: pct(latencies, 99),
+          serviceCpuPct: (serviceCpuMs / wallMs) * 100,
+          machineCpuPct: ((machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total)) * 100,
+          completed,
+        });
+      } finally {
+        for (const svc of services) {
+          svc.child.kill('SIGTERM');
+          await svc.exited;
+        }
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+  } finally {
+    await model.close();
+    await postgres.stop();
+  }
+  return { total, concurrency, rows };
 }
 
 /** GET /usage over 1,000,000 seeded records, per groupBy, over HTTP to the service process. */
@@ -701,6 +789,18 @@ async function benchmarks(which: string) {
     console.log('|---|---:|---:|---:|');
     for (const row of r.rows) console.log(`| ${row.name} (\`${row.url}\`) | ${row.groups} | ${f(row.p50)} | ${f(row.p99)} |`);
     console.log(`\nGET /healthz while 5 \`groupBy=user\` aggregates run: ${r.healthDuring.n} requests, p50 ${f(r.healthDuring.p50)} ms, p99 ${f(r.healthDuring.p99)} ms`);
+    console.log();
+  }
+  if (which === 'instances') {
+    const r = await benchInstances();
+    console.log(`Instances on one PostgreSQL database (local cluster, fsync off): ${r.total} 4-call tasks, ${r.concurrency} at a time, sent round-robin, each waited for where it was sent`);
+    console.log('| instances | completed | wall | tasks/s | task p50 | task p99 | CPU of the instances (100% = one core) | machine CPU busy (2 cores) |');
+    console.log('|---:|---:|---:|---:|---:|---:|---:|---:|');
+    for (const row of r.rows) {
+      console.log(
+        `| ${row.instances} | ${row.completed} | ${f(row.wallMs, 0)} ms | ${f(row.perSecond)} | ${f(row.p50)} ms | ${f(row.p99)} ms | ${f(row.serviceCpuPct, 0)}% | ${f(row.machineCpuPct, 0)}% |`,
+      );
+    }
     console.log();
   }
   if (goals.length > 0) {

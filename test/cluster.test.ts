@@ -159,4 +159,29 @@ describe.skipIf(!run)('three instances on one PostgreSQL database', () => {
     await until(async () => (await json(`${other.url}/tasks/${id}`)).body.status === 'aborted', 10_000);
     expect((await json(`${a.url}/tasks/${id}`)).body).toMatchObject({ status: 'aborted', error: { code: 'cancelled' } });
   }, 30_000);
+  it('stops a task whose lease another instance took, writes nothing more of it there, and completes it once elsewhere', async () => {
+    model.script('STOLEN', (ctx) =>
+      ctx.attempt === 1
+        ? { toolCalls: [{ name: 'bash', args: { command: 'sleep 12; echo late' } }], usage: { input: 40, output: 4 } }
+        : { toolCalls: [{ name: 'complete', args: { summary: 'finished elsewhere', paths: [] } }], usage: { input: 50, output: 5 } },
+    );
+    const { a } = instances as Record<'a', ChildService>;
+    const id = (await post(a, taskBody({ prompt: 'STOLEN', context: { parentTaskId: 'T-stolen', userId: 'u-1' } }))).body.id;
+    await until(async () => (await db.query(`SELECT count(*)::int AS n FROM task_events WHERE task_id = $1 AND type = 'tool.call'`, [id])).rows[0].n === 1);
+    const thief = (await ownerOf(id)) === 'a' ? 'b' : 'a';
+    const victim = thief === 'a' ? 'b' : 'a';
+    // As if the owner had been cut off from the database longer than its lease: an instance that
+    // no longer exists took the task, and its own lease runs out in two seconds.
+    await db.query('UPDATE tasks SET owner = $1, lease_until = $2 WHERE id = $3', ['gone', Date.now() + 2000, id]);
+    await until(async () => (instances[victim as 'a' | 'b'] as ChildService).output().includes('task taken over by another instance'), 10_000);
+    await until(async () => (await json(`${a.url}/tasks/${id}`)).body.status === 'completed', 20_000);
+    const task = (await json(`${a.url}/tasks/${id}`)).body;
+    expect(task).toMatchObject({ status: 'completed', summary: 'finished elsewhere', steps: 1 });
+    const events = (await db.query('SELECT type FROM task_events WHERE task_id = $1 ORDER BY seq', [id])).rows.map((r) => r.type);
+    // The stopped command's result was not written by the instance that lost the task.
+    expect(events.filter((t) => t === 'tool.result')).toHaveLength(1);
+    expect(events.filter((t) => t === 'task.finished')).toHaveLength(1);
+    expect(events.filter((t) => t === 'task.resumed')).toHaveLength(1);
+    expect(task.usage.inputTokens).toBe(90);
+  }, 40_000);
 });

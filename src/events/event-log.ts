@@ -110,6 +110,16 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
   async function writeRows(tx: SqlClient, rows: Pending[], undo: Map<string, number | undefined>[]): Promise<Numbered[]> {
     const [seqs, parentSeqs] = undo;
     const out: Numbered[] = [];
+    if (cluster && rows.length > 0) {
+      // Events of a task another instance took over from this one (cut off longer than its lease)
+      // are not written: the task's stream goes on from its new owner only.
+      const lost = new Set(
+        (await tx.rows('SELECT id FROM tasks WHERE id = ANY(?) AND owner IS NOT NULL AND owner <> ?', [[...new Set(rows.map((r) => r.task.id))], cluster.instanceId])).map(
+          (r) => r[0] as string,
+        ),
+      );
+      if (lost.size > 0) rows = rows.filter((r) => !lost.has(r.task.id));
+    }
     if (cluster) {
       // Another instance may write events of the same parent (or task) now: its numbers are taken
       // under a lock held to the commit, so they follow the commit order, gap-free. Locks are taken

@@ -28,7 +28,7 @@ const NEXT = `WITH busy AS (
   SELECT t.id FROM tasks t
     LEFT JOIN busy_tenants g ON g.tenant = t.tenant
     LEFT JOIN busy b ON b.tenant = t.tenant AND b.user_id = t.user_id
-  WHERE t.owner IS NULL AND t.status IN ('queued', 'running') AND coalesce(g.n, 0) < ?
+  WHERE t.owner IS NULL AND t.status IN ('queued', 'running') AND coalesce(g.n, 0) < ? AND NOT (t.id = ANY(?))
   ORDER BY coalesce(g.n, 0), coalesce(b.n, 0), t.id
   LIMIT 1`;
 
@@ -42,11 +42,14 @@ export function createClusterStore(sql: SqlClient, instanceId: string) {
   return {
     instanceId,
 
-    /** Claims the fairest waiting task for this instance (`maxPerTenant`: the tenants' running quota). */
-    claim(maxPerTenant: number, leaseUntil: number): Promise<TaskRow | undefined> {
+    /**
+     * Claims the fairest waiting task for this instance (`maxPerTenant`: the tenants' running
+     * quota), but none of `busy` (tasks this instance is still stopping).
+     */
+    claim(maxPerTenant: number, leaseUntil: number, busy: string[]): Promise<TaskRow | undefined> {
       return sql.transaction(async (tx) => {
         await tx.run('SELECT pg_advisory_xact_lock(?)', [CLAIM_LOCK]);
-        const next = await tx.get<{ id: string }>(NEXT, [Math.min(maxPerTenant, 1e9)]);
+        const next = await tx.get<{ id: string }>(NEXT, [Math.min(maxPerTenant, 1e9), busy]);
         if (!next) return undefined;
         const raw = await tx.get(
           'UPDATE tasks SET owner = ?, lease_until = ? WHERE id = ? AND owner IS NULL RETURNING *',
@@ -77,17 +80,17 @@ export function createClusterStore(sql: SqlClient, instanceId: string) {
     },
 
     /**
-     * Takes over the running tasks whose lease expired before `now` (and, with `ownToo`, those a
-     * previous process with this instance's id left): they are this instance's until it released
-     * them for a resume or ended them.
+     * Takes over the tasks whose lease expired before `now` (and, with `ownToo`, those a previous
+     * process with this instance's id left), but none of `busy` (tasks this instance is still
+     * stopping): they are this instance's until it released them for a resume or ended them.
      */
-    async takeExpired(now: number, leaseUntil: number, ownToo: boolean): Promise<TaskRow[]> {
+    async takeExpired(now: number, leaseUntil: number, ownToo: boolean, busy: string[]): Promise<TaskRow[]> {
       const rows = await sql.all(
         `UPDATE tasks SET owner = ?, lease_until = ? WHERE id IN (
-           SELECT id FROM tasks WHERE status = 'running' AND owner IS NOT NULL
-             AND (lease_until < ? OR (CAST(? AS INTEGER) = 1 AND owner = ?)) ORDER BY id FOR UPDATE SKIP LOCKED)
+           SELECT id FROM tasks WHERE status IN ('queued', 'running') AND owner IS NOT NULL
+             AND (lease_until < ? OR (CAST(? AS INTEGER) = 1 AND owner = ?)) AND NOT (id = ANY(?)) ORDER BY id FOR UPDATE SKIP LOCKED)
          RETURNING *`,
-        [instanceId, leaseUntil, now, ownToo ? 1 : 0, instanceId],
+        [instanceId, leaseUntil, now, ownToo ? 1 : 0, instanceId, busy],
       );
       return rows.map(taskOf).sort((a, b) => (a.id < b.id ? -1 : 1));
     },

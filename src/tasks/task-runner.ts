@@ -72,6 +72,8 @@ export interface RunnerDeps {
  */
 export function createTaskRunner(deps: RunnerDeps) {
   const { store, events, logger } = deps;
+  /** PostgreSQL: a task's steps are stored only while this instance owns it. */
+  const owner = deps.instanceId ?? null;
 
   /**
    * Runs a queued task, or resumes one (`row.status` is then `running`: after a restart, or after
@@ -227,6 +229,7 @@ export function createTaskRunner(deps: RunnerDeps) {
     const cost = out.usage ? costOf(model, out.usage) : null;
     await events.transaction(async (tx, append) => {
       const s = createTaskStore(tx);
+      await s.assertOwned(row.id, owner);
       if (out.usage) await s.addUsage(row.id, step, out.usage, { model, costMicroUsd: cost }, deps.now());
       else await s.usageUnreported(row.id);
       await s.countStep(row.id);
@@ -319,7 +322,9 @@ export function createTaskRunner(deps: RunnerDeps) {
   /** A budget was reached: `running → paused` with `task.paused`, in one transaction; the slot is freed. */
   async function pause(row: TaskRow, why: Pause, log: Logger): Promise<TaskRow> {
     await events.transaction(async (tx, append) => {
-      await createTaskStore(tx).pause(row.id, why, deps.now());
+      const s = createTaskStore(tx);
+      await s.assertOwned(row.id, owner);
+      await s.pause(row.id, why, deps.now());
       append(row, 'task.paused', why);
     });
     log.info({ pause: why }, 'task paused at a budget');
@@ -335,7 +340,11 @@ export function createTaskRunner(deps: RunnerDeps) {
     if (stored.length > 0) return stored;
     const earlier = row.previousTaskId ? await store.messages(row.previousTaskId) : [];
     const start: ModelMessage[] = [...earlier, { role: 'user', content: body.prompt! }];
-    await deps.storage.write(() => store.appendMessages(row.id, 0, start));
+    await events.transaction(async (tx) => {
+      const s = createTaskStore(tx);
+      await s.assertOwned(row.id, owner);
+      await s.appendMessages(row.id, 0, start);
+    });
     return start;
   }
 
@@ -396,6 +405,7 @@ export function createTaskRunner(deps: RunnerDeps) {
         events
           .transaction(async (tx, append) => {
             const s = createTaskStore(tx);
+            await s.assertOwned(row.id, owner);
             await s.countStep(row.id);
             await s.appendMessages(row.id, step, messages);
             append(row, 'step.finished', { step, finishReason, usage: { ...usage, costMicroUsd: costOf(model, usage) } });
@@ -411,7 +421,9 @@ export function createTaskRunner(deps: RunnerDeps) {
         const messages = forStorage(conversation);
         events
           .transaction(async (tx, append) => {
-            await createTaskStore(tx).replaceMessages(row.id, step - 1, messages);
+            const s = createTaskStore(tx);
+            await s.assertOwned(row.id, owner);
+            await s.replaceMessages(row.id, step - 1, messages);
             append(row, 'context.compacted', info);
           })
           .catch((err) => log.error({ err, step }, 'could not store the compacted conversation'));

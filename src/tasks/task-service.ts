@@ -113,14 +113,17 @@ function localScheduler(maxRunningPerTenant: number): Scheduler {
 }
 
 /** The shared queue: claims in the database; whoever has a free slot takes the fairest task. */
-function clusterScheduler(cluster: ClusterStore, deps: { maxRunningPerTenant: number; leaseMs: number; now: () => number; logger: Logger }): Scheduler {
+function clusterScheduler(
+  cluster: ClusterStore,
+  deps: { maxRunningPerTenant: number; leaseMs: number; now: () => number; logger: Logger; busy: () => string[] },
+): Scheduler {
   let size = 0;
   const wake = () => void cluster.notify(CHANNELS.wake).catch((err) => deps.logger.warn({ err }, 'could not wake the other instances'));
   return {
     // Stored without an owner, it is waiting already: the other instances are told.
     offer: wake,
     async next() {
-      const row = await cluster.claim(deps.maxRunningPerTenant, deps.now() + deps.leaseMs);
+      const row = await cluster.claim(deps.maxRunningPerTenant, deps.now() + deps.leaseMs, deps.busy());
       if (!row) return undefined;
       return { row, reason: row.status === 'running' ? ((row.resumeReason as ResumeReason | null) ?? 'restart') : undefined };
     },
@@ -152,7 +155,7 @@ export function createTaskService(deps: TaskServiceDeps) {
   const cluster = deps.cluster?.store ?? null;
   const leaseMs = deps.cluster?.leaseMs ?? 0;
   const queue: Scheduler = cluster
-    ? clusterScheduler(cluster, { maxRunningPerTenant: deps.maxConcurrentPerTenant, leaseMs, now: deps.now, logger: deps.logger })
+    ? clusterScheduler(cluster, { maxRunningPerTenant: deps.maxConcurrentPerTenant, leaseMs, now: deps.now, logger: deps.logger, busy: () => [...active.keys()] })
     : localScheduler(deps.maxConcurrentPerTenant);
   const active = new Map<string, Active>();
   const waiters = new Map<string, Array<(row: TaskRow) => void>>();
@@ -316,7 +319,8 @@ export function createTaskService(deps: TaskServiceDeps) {
     let interrupted = 0;
     let resumed = 0;
     const now = deps.now();
-    for (const row of await cluster!.takeExpired(now, now + leaseMs, own)) {
+    // A task still stopping here (its lease lost) is not taken back until it has stopped.
+    for (const row of await cluster!.takeExpired(now, now + leaseMs, own, [...active.keys()])) {
       if (row.status === 'queued') {
         await cluster!.release(row.id, null);
       } else if (resumable(row)) {
