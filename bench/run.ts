@@ -13,6 +13,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import pg from 'pg';
 import WebSocket from 'ws';
 import { closeDatabase, openSqlite } from '../src/store/database';
 import { rebuildRollups } from '../src/store/rollups';
@@ -370,7 +371,21 @@ async function benchInstances(total = 300, concurrency = 48) {
   const model = await startScriptedModel();
   scriptCompare(model);
   model.script('WARMUP', [{ toolCalls: [{ name: 'complete', args: { summary: 'warm', paths: [] } }] }]);
-  const rows: Array<{ instances: number; wallMs: number; perSecond: number; p50: number; p99: number; serviceCpuPct: number; machineCpuPct: number; completed: number }> = [];
+  const rows: Array<{
+    instances: number;
+    wallMs: number;
+    perSecond: number;
+    p50: number;
+    p99: number;
+    serviceCpuPct: number;
+    machineCpuPct: number;
+    completed: number;
+    commitsPerTask: number;
+  }> = [];
+  const admin = new pg.Client({ connectionString: postgres.url });
+  await admin.connect();
+  const commits = async (db: string) =>
+    Number((await admin.query('SELECT pg_stat_clear_snapshot(), xact_commit FROM pg_stat_database WHERE datname = $1', [db])).rows[0].xact_commit);
   try {
     for (const n of [1, 2, 3]) {
       const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-bench-instances-'));
@@ -400,6 +415,7 @@ async function benchInstances(total = 300, concurrency = 48) {
         let completed = 0;
         const cpuBefore = services.map((s) => cpuMsOf(s.child.pid!));
         const machineBefore = machineCpu();
+        const commitsBefore = await commits(`instances_${n}`);
         const started = now();
         await Promise.all(
           Array.from({ length: concurrency }, async () => {
@@ -414,6 +430,9 @@ async function benchInstances(total = 300, concurrency = 48) {
         );
         const wallMs = now() - started;
         const machineAfter = machineCpu();
+        // The statistics collector reports with a delay of up to half a second.
+        await sleep(1000);
+        const commitsPerTask = ((await commits(`instances_${n}`)) - commitsBefore) / total;
         const serviceCpuMs = services.reduce((sum, s, i) => sum + cpuMsOf(s.child.pid!) - cpuBefore[i], 0);
         rows.push({
           instances: n,
@@ -424,6 +443,7 @@ async function benchInstances(total = 300, concurrency = 48) {
           serviceCpuPct: (serviceCpuMs / wallMs) * 100,
           machineCpuPct: ((machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total)) * 100,
           completed,
+          commitsPerTask,
         });
       } finally {
         for (const svc of services) {
@@ -434,6 +454,7 @@ async function benchInstances(total = 300, concurrency = 48) {
       }
     }
   } finally {
+    await admin.end();
     await model.close();
     await postgres.stop();
   }
@@ -794,11 +815,11 @@ async function benchmarks(which: string) {
   if (which === 'instances') {
     const r = await benchInstances();
     console.log(`Instances on one PostgreSQL database (local cluster, fsync off): ${r.total} 4-call tasks, ${r.concurrency} at a time, sent round-robin, each waited for where it was sent`);
-    console.log('| instances | completed | wall | tasks/s | task p50 | task p99 | CPU of the instances (100% = one core) | machine CPU busy (2 cores) |');
-    console.log('|---:|---:|---:|---:|---:|---:|---:|---:|');
+    console.log('| instances | completed | wall | tasks/s | task p50 | task p99 | commits per task | CPU of the instances (100% = one core) | machine CPU busy (2 cores) |');
+    console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const row of r.rows) {
       console.log(
-        `| ${row.instances} | ${row.completed} | ${f(row.wallMs, 0)} ms | ${f(row.perSecond)} | ${f(row.p50)} ms | ${f(row.p99)} ms | ${f(row.serviceCpuPct, 0)}% | ${f(row.machineCpuPct, 0)}% |`,
+        `| ${row.instances} | ${row.completed} | ${f(row.wallMs, 0)} ms | ${f(row.perSecond)} | ${f(row.p50)} ms | ${f(row.p99)} ms | ${f(row.commitsPerTask)} | ${f(row.serviceCpuPct, 0)}% | ${f(row.machineCpuPct, 0)}% |`,
       );
     }
     console.log();

@@ -62,13 +62,13 @@ export interface Services {
   close(): Promise<void>;
 }
 
-/** Who announced events of which task (null for anything else sent on the channel). */
-function announcementOf(payload: string): { i: string; t: string } | null {
+/** The tasks whose events another instance than `self` announced (none for anything else sent on the channel). */
+function announcedElsewhere(payload: string, self: string): string[] {
   try {
-    const a = JSON.parse(payload) as { i?: unknown; t?: unknown };
-    return typeof a.i === 'string' && typeof a.t === 'string' ? { i: a.i, t: a.t } : null;
+    const list = JSON.parse(payload) as Array<{ i?: unknown; t?: unknown }>;
+    return Array.isArray(list) ? list.filter((a) => typeof a.t === 'string' && a.i !== self).map((a) => a.t as string) : [];
   } catch {
-    return null;
+    return [];
   }
 }
 
@@ -183,12 +183,13 @@ export function createServices(deps: ServiceDeps): Services {
     ...(cluster && { cluster: { store: cluster, leaseMs: config.taskLeaseMs } }),
   });
   db.cluster?.onNotification((channel, payload) => {
-    if (channel === CHANNELS.wake) tasks.wake();
-    else if (channel === CHANNELS.control) tasks.control(payload);
+    // This instance's own wake-ups: it pumped already.
+    if (channel === CHANNELS.wake) {
+      if (payload !== cluster!.instanceId) tasks.wake();
+    } else if (channel === CHANNELS.control) tasks.control(payload);
     else if (channel === CHANNELS.events) {
       events.announced(payload);
-      const from = announcementOf(payload);
-      if (from && from.i !== cluster!.instanceId) void tasks.changedElsewhere(from.t).catch(() => undefined);
+      for (const id of announcedElsewhere(payload, cluster!.instanceId)) void tasks.changedElsewhere(id).catch(() => undefined);
     }
   });
   db.cluster?.onReconnect(() => {

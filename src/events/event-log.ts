@@ -20,6 +20,10 @@ const parentKey = (k: ParentKey) => `${k.parentTaskId}@${k.tenant}`;
 
 /** Cluster: the advisory-lock namespace of parent streams, and the channel commits are announced on. */
 const PARENT_LOCK = 0x5a6d_0004;
+/** Events per INSERT statement (7 parameters each: within SQLite's and PostgreSQL's limits). */
+const INSERT_CHUNK = 500;
+/** PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more (task ids and parent keys are ASCII-bounded). */
+const MAX_NOTIFY_BYTES = 7000;
 
 /** Parents whose last parent seq is cached; past it the cache is emptied once all is written. */
 const MAX_CACHED_PARENTS = 50_000;
@@ -113,22 +117,27 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
     if (cluster && rows.length > 0) {
       // Events of a task another instance took over from this one (cut off longer than its lease)
       // are not written: the task's stream goes on from its new owner only.
+      const taskIds = [...new Set(rows.map((r) => r.task.id))];
       const lost = new Set(
-        (await tx.rows('SELECT id FROM tasks WHERE id = ANY(?) AND owner IS NOT NULL AND owner <> ?', [[...new Set(rows.map((r) => r.task.id))], cluster.instanceId])).map(
-          (r) => r[0] as string,
-        ),
+        (await tx.rows('SELECT id FROM tasks WHERE id = ANY(?) AND owner IS NOT NULL AND owner <> ?', [taskIds, cluster.instanceId])).map((r) => r[0] as string),
       );
       if (lost.size > 0) rows = rows.filter((r) => !lost.has(r.task.id));
-    }
-    if (cluster) {
       // Another instance may write events of the same parent (or task) now: its numbers are taken
       // under a lock held to the commit, so they follow the commit order, gap-free. Locks are taken
-      // in one order; a deadlock between two bodies' late events is retried by `commit`.
-      for (const key of [...new Set(rows.map((r) => parentKey(r.task)))].sort()) {
-        await tx.run('SELECT pg_advisory_xact_lock(?, hashtext(?))', [PARENT_LOCK, key]);
-      }
+      // in one order; a deadlock between two bodies' late events is retried by `commit`. The last
+      // numbers are read after the locks, for every task and parent of the batch at once.
+      const parents = [...new Set(rows.map((r) => parentKey(r.task)))].sort();
       lastSeq.clear();
       lastParentSeq.clear();
+      if (rows.length > 0) {
+        await tx.run('SELECT pg_advisory_xact_lock(?, hashtext(k)) FROM (SELECT k FROM unnest(CAST(? AS TEXT[])) AS k ORDER BY k) AS keys', [PARENT_LOCK, parents]);
+        const maxSeqs = await tx.rows('SELECT task_id, max(seq) FROM task_events WHERE task_id = ANY(?) GROUP BY task_id', [taskIds]);
+        const maxParentSeqs = await tx.rows('SELECT parent_key, max(parent_seq) FROM task_events WHERE parent_key = ANY(?) GROUP BY parent_key', [parents]);
+        for (const id of taskIds) lastSeq.set(id, 0);
+        for (const key of parents) lastParentSeq.set(key, 0);
+        for (const [id, max] of maxSeqs) lastSeq.set(id as string, Number(max ?? 0));
+        for (const [key, max] of maxParentSeqs) lastParentSeq.set(key as string, Number(max ?? 0));
+      }
     }
     for (const r of rows) {
       const parent = parentKey(r.task);
@@ -144,16 +153,15 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
       if (r.type === TERMINAL_EVENT) lastSeq.delete(r.task.id);
       else lastSeq.set(r.task.id, seq);
       lastParentSeq.set(parent, parentSeq);
-      await tx.run('INSERT INTO task_events (task_id, seq, type, at, data, parent_key, parent_seq) VALUES (?, ?, ?, ?, ?, ?, ?)', [
-        r.task.id,
-        seq,
-        r.type,
-        r.at,
-        r.dataJson,
-        parent,
-        parentSeq,
-      ]);
       out.push({ event: { taskId: r.task.id, seq, type: r.type, json: envelope(seq, r.type, r.task.id, r.at, r.dataJson, parentSeq), parentSeq }, parent, at: r.at, dataJson: r.dataJson });
+    }
+    // One statement per INSERT_CHUNK events (a group commit holds hundreds of text deltas).
+    for (let i = 0; i < out.length; i += INSERT_CHUNK) {
+      const chunk = out.slice(i, i + INSERT_CHUNK);
+      await tx.run(
+        `INSERT INTO task_events (task_id, seq, type, at, data, parent_key, parent_seq) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+        chunk.flatMap((r) => [r.event.taskId, r.event.seq, r.event.type, r.at, r.dataJson, r.parent, r.event.parentSeq]),
+      );
     }
     if (cluster && out.length > 0) {
       lastSeq.clear();
@@ -166,7 +174,21 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
           a.p[1] = r.event.parentSeq!;
         } else byTask.set(r.event.taskId, { i: cluster.instanceId, t: r.event.taskId, k: r.parent, s: [r.event.seq, r.event.seq], p: [r.event.parentSeq!, r.event.parentSeq!] });
       }
-      for (const a of byTask.values()) await tx.run('SELECT pg_notify(?, ?)', [CHANNELS.events, JSON.stringify(a)]);
+      // A notification carries less than 8,000 bytes: the announcements go in as few as fit.
+      let batch: string[] = [];
+      let size = 2;
+      const send = async () => {
+        if (batch.length > 0) await tx.run('SELECT pg_notify(?, ?)', [CHANNELS.events, `[${batch.join(',')}]`]);
+        batch = [];
+        size = 2;
+      };
+      for (const a of byTask.values()) {
+        const json = JSON.stringify(a);
+        if (size + json.length + 1 > MAX_NOTIFY_BYTES) await send();
+        batch.push(json);
+        size += json.length + 1;
+      }
+      await send();
     }
     if (opts.onWrite && out.length > 0) {
       if (await opts.onWrite(tx, out.map((r) => ({ taskId: r.event.taskId, tenant: r.parent.slice(r.parent.indexOf('@') + 1), type: r.event.type, at: r.at })))) wrote = true;
@@ -220,26 +242,31 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
    * what a lost notification skipped is read too (from the last seq handed over).
    */
   function announced(payload: string): void {
-    let a: Announcement;
+    let list: Announcement[];
     try {
-      a = JSON.parse(payload) as Announcement;
+      list = JSON.parse(payload) as Announcement[];
     } catch {
       return;
     }
-    remoteChain = remoteChain.then(async () => {
-      const task = taskListeners.get(a.t);
-      if (task && a.i !== cluster?.instanceId) {
-        const from = Math.min(taskSeen.get(a.t) ?? a.s[0] - 1, a.s[0] - 1);
-        deliver(await log.read(a.t, from, a.s[1] - from), taskSeen, a.t, task, (e) => e.seq);
-      }
-      const parent = parentListeners.get(a.k);
-      if (parent) {
-        const from = Math.min(parentSeen.get(a.k) ?? a.p[0] - 1, a.p[0] - 1);
-        deliver(await readParentKey(a.k, from, a.p[1] - from), parentSeen, a.k, parent, (e) => e.parentSeq ?? 0);
-      }
-    }).catch(() => {
-      // The database is unreachable: the readers catch up from the table when they reconnect.
-    });
+    if (!Array.isArray(list)) return;
+    remoteChain = remoteChain
+      .then(async () => {
+        for (const a of list) {
+          const task = taskListeners.get(a.t);
+          if (task && a.i !== cluster?.instanceId) {
+            const from = Math.min(taskSeen.get(a.t) ?? a.s[0] - 1, a.s[0] - 1);
+            deliver(await log.read(a.t, from, a.s[1] - from), taskSeen, a.t, task, (e) => e.seq);
+          }
+          const parent = parentListeners.get(a.k);
+          if (parent) {
+            const from = Math.min(parentSeen.get(a.k) ?? a.p[0] - 1, a.p[0] - 1);
+            deliver(await readParentKey(a.k, from, a.p[1] - from), parentSeen, a.k, parent, (e) => e.parentSeq ?? 0);
+          }
+        }
+      })
+      .catch(() => {
+        // The database is unreachable: the readers catch up from the table when they reconnect.
+      });
   }
 
   /** Cluster: the listening connection was lost and is back; every reader here catches up from the table. */

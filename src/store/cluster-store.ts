@@ -9,7 +9,7 @@ const CLAIM_LOCK = 0x5a6d_0003;
 
 /** What the instances tell each other (PostgreSQL NOTIFY channels). */
 export const CHANNELS = {
-  /** A task may start somewhere (stored, resumed, released) or a slot of a tenant was freed. */
+  /** A task may start somewhere (stored, resumed, released) or a slot of a tenant was freed; the payload is the sender's id. */
   wake: 'subagentd_wake',
   /** `{"op":"cancel","id":...}`: the owner of the task stops it. */
   control: 'subagentd_control',

@@ -297,14 +297,10 @@ export function createTaskStore(sql: SqlClient) {
       });
     },
 
-    /** Hands over the messages waiting for a task, oldest first, and removes them. */
-    takeMessages(taskId: string): Promise<string[]> {
-      return atomically(async (tx) => {
-        const rows = await tx.rows('SELECT n, text FROM task_inbox WHERE task_id = ? ORDER BY n', [taskId]);
-        if (rows.length === 0) return [];
-        await tx.run('DELETE FROM task_inbox WHERE task_id = ? AND n <= ?', [taskId, rows[rows.length - 1][0]]);
-        return rows.map((r) => r[1] as string);
-      });
+    /** Hands over the messages waiting for a task, oldest first, and removes them (one statement: one per step). */
+    async takeMessages(taskId: string): Promise<string[]> {
+      const rows = await sql.rows('DELETE FROM task_inbox WHERE task_id = ? RETURNING n, text', [taskId]);
+      return rows.sort((a, b) => Number(a[0]) - Number(b[0])).map((r) => r[1] as string);
     },
 
     /**

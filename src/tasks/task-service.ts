@@ -118,7 +118,7 @@ function clusterScheduler(
   deps: { maxRunningPerTenant: number; leaseMs: number; now: () => number; logger: Logger; busy: () => string[] },
 ): Scheduler {
   let size = 0;
-  const wake = () => void cluster.notify(CHANNELS.wake).catch((err) => deps.logger.warn({ err }, 'could not wake the other instances'));
+  const wake = () => void cluster.notify(CHANNELS.wake, cluster.instanceId).catch((err) => deps.logger.warn({ err }, 'could not wake the other instances'));
   return {
     // Stored without an owner, it is waiting already: the other instances are told.
     offer: wake,
@@ -333,7 +333,7 @@ export function createTaskService(deps: TaskServiceDeps) {
     }
     if (interrupted + resumed > 0) {
       deps.logger.warn({ interrupted, resumed }, 'took over the tasks of an instance that stopped renewing its leases');
-      await cluster!.notify(CHANNELS.wake);
+      await cluster!.notify(CHANNELS.wake, cluster!.instanceId);
     }
     return { interrupted, resumed };
   }
@@ -649,7 +649,7 @@ export function createTaskService(deps: TaskServiceDeps) {
         // Another instance resumes them now rather than when their leases expire.
         try {
           for (const id of handedOver) await cluster.release(id, 'restart');
-          await cluster.notify(CHANNELS.wake);
+          await cluster.notify(CHANNELS.wake, cluster.instanceId);
         } catch (err) {
           deps.logger.warn({ err }, 'could not hand the running tasks over; they are taken over when their leases expire');
         }
