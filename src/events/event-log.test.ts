@@ -10,7 +10,7 @@ describe('the event log', () => {
     const task = { id: 'tsk_1', tenant: 'default', parentTaskId: 'P-1' };
     events.append(task, 'step.started', { step: 1 });
     await expect(
-      events.transaction(async (_tx, append) => {
+      events.transaction(task.id, async (_tx, append) => {
         append(task, 'step.started', { step: 99 });
         throw new Error('the body failed');
       }),

@@ -88,9 +88,11 @@ interface Numbered {
 /**
  * The per-task event log: every event gets the next `seq` of its task (and of its parent), is
  * written to the database, and only then is handed to live listeners. Writes are group-committed:
- * events appended in the same tick go into one transaction (at thousands of events a second one
- * commit each would cost more than everything else), written through the write queue on the next
- * turn of the event loop, or together with other state (`transaction`). Events are numbered when
+ * the events appended until the write queue reaches their batch (at least one turn of the event
+ * loop; under load, every task's events of that while) go into one transaction (at thousands of
+ * events a second one commit each would cost more than everything else); an event and the state it
+ * reports commit together through `transaction`. A batch takes no event appended after a later
+ * write was asked for, so a task's writes keep their order. Events are numbered when
  * they are written, in the queue's order, so numbers follow the order of the writes. Because an
  * event is published only after it is stored, a reader that subscribes and then replays from the
  * store sees every event exactly once, in order, with no gap.
@@ -102,8 +104,15 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
   const taskListeners = new Map<string, Set<EventListener>>();
   const parentListeners = new Map<string, Set<EventListener>>();
   const lastParentSeq = new Map<string, number>();
-  let pending: Pending[] = [];
-  let scheduled = false;
+  /**
+   * The open batch: its group commit is queued at its first event and takes, when it runs, every
+   * event appended until then, except those of a task that asked for another write meanwhile
+   * (`sealed`: that task's next events go in a batch queued after that write). Under load one
+   * commit carries the events of many tasks.
+   */
+  let open: { rows: Pending[]; sealed: Set<string> } | null = null;
+  /** The group commit of the last batch (what `flush` waits for). */
+  let lastBatch: Promise<void> = Promise.resolve();
   const cluster = opts.cluster ?? null;
   /** Cluster: the last seq (task) and parent seq (parent) handed to this instance's listeners. */
   const taskSeen = new Map<string, number>();
@@ -334,51 +343,56 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
     return { task: { id: task.id, tenant: task.tenant, parentTaskId: task.parentTaskId }, type, at: now(), dataJson: JSON.stringify(data) };
   }
 
-  function schedule() {
-    if (scheduled || pending.length === 0) return;
-    scheduled = true;
-    setImmediate(() => {
-      scheduled = false;
-      void flush().catch(() => {
-        // A write that is not a storage fault failed: the events are lost, as the task's own writes will be.
-      });
+  function batchFor(taskId: string): Pending[] {
+    if (open && !open.sealed.has(taskId)) return open.rows;
+    const batch = { rows: [] as Pending[], sealed: new Set<string>() };
+    open = batch;
+    lastBatch = storage.write(async () => {
+      // A turn of the event loop first: the events appended in this tick go in as well.
+      await new Promise((resolve) => setImmediate(resolve));
+      if (open === batch) open = null;
+      await commit(batch.rows);
     });
+    // A write that is not a storage fault failed: the events are lost, as the task's own writes will be.
+    lastBatch.catch(() => undefined);
+    return batch.rows;
   }
 
-  /** The group commit: what is pending now, written after the writes queued before it. */
-  function flush(): Promise<void> {
-    const rows = pending;
-    pending = [];
-    if (rows.length === 0) return Promise.resolve();
-    return storage.write(() => commit(rows));
+  /** The task's (every task's, without one) later events go after the writes asked for from now on. */
+  function seal(taskId?: string): void {
+    if (!open) return;
+    if (taskId === undefined) open = null;
+    else open.sealed.add(taskId);
+  }
+
+  /** Seals and resolves once everything appended so far is written and published. */
+  function flush(taskId?: string): Promise<void> {
+    seal(taskId);
+    return lastBatch;
   }
 
   const log = {
     /** Appends one event; it is written with the next group commit, then handed to listeners. */
     append<T extends EventType>(task: EventTask, type: T, data: EventData[T]): void {
-      pending.push(pendingOf(task, type, data));
-      schedule();
+      batchFor(task.id).push(pendingOf(task, type, data));
     },
 
     /**
-     * Runs `body` in one transaction with the events appended before it and the events it appends
-     * (numbered and written in order), so that an event and the state it reports commit together
-     * or not at all; the body writes through `tx`. Listeners hear of them after the commit. It is
-     * queued after the writes asked for before it (with the storage guard's waiting and retries).
+     * Runs `body`, a write of task `taskId`, in one transaction with the events it appends (numbered and written in order),
+     * so that an event and the state it reports commit together or not at all; the body writes
+     * through `tx`. Listeners hear of them after the commit. It is queued after the writes asked
+     * for before it (the events appended before it included, whether or not the body fails), with
+     * the storage guard's waiting and retries.
      */
-    transaction<R>(body: (tx: SqlClient, append: Append) => Promise<R>): Promise<R> {
-      const before = pending;
-      pending = [];
-      return storage.write(() => commit(before, body)).catch((err) => {
-        // The body failed (not for storage: those wait and retry): the events appended before it
-        // did not, and are written on their own with the next group commit.
-        pending = before.concat(pending);
-        schedule();
-        throw err;
-      });
+    transaction<R>(taskId: string, body: (tx: SqlClient, append: Append) => Promise<R>): Promise<R> {
+      seal(taskId);
+      return storage.write(() => commit([], body));
     },
 
-    /** Writes and publishes everything appended so far (at shutdown). */
+    /**
+     * Resolves once everything appended so far is written and published; with a task, that task's
+     * next events are written after whatever write it asks for next (its usage after its events).
+     */
     flush,
 
     /** Stored events of a task with `seq > after`, in order. */

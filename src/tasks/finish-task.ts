@@ -35,10 +35,9 @@ export function endingOfAbort(abort: { code: string; message: string }): Ending 
 }
 
 /**
- * Every path that ends a task goes through here, and writes in one transaction (queued after the
- * writes asked for before it), in this order:
- * the events still pending, the task's end state with its usage record closed, then
- * `task.finished` carrying the final TaskOutput.
+ * Every path that ends a task goes through here: after the writes asked for before it (the task's
+ * events appended so far among them), one transaction writes the task's end state with its usage
+ * record closed, then `task.finished` carrying the final TaskOutput.
  */
 export function finishTask(
   deps: { store: TaskStore; events: EventLog; instanceId?: string | null },
@@ -46,7 +45,7 @@ export function finishTask(
   ending: Ending,
   completedAt: number,
 ): Promise<TaskRow> {
-  return deps.events.transaction(async (tx, append) => {
+  return deps.events.transaction(row.id, async (tx, append) => {
     const finished = await createTaskStore(tx).finish(row.id, { ...ending, completedAt }, deps.instanceId ?? null);
     append(row, 'task.finished', toTaskOutput(finished));
     return finished;

@@ -227,7 +227,7 @@ export function createTaskRunner(deps: RunnerDeps) {
     const model = def.model ?? `acp:${def.type}`;
     const usage = out.usage ?? { inputTokens: 0, outputTokens: 0, totalTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
     const cost = out.usage ? costOf(model, out.usage) : null;
-    await events.transaction(async (tx, append) => {
+    await events.transaction(row.id, async (tx, append) => {
       const s = createTaskStore(tx);
       await s.assertOwned(row.id, owner);
       if (out.usage) await s.addUsage(row.id, step, out.usage, { model, costMicroUsd: cost }, deps.now());
@@ -321,7 +321,7 @@ export function createTaskRunner(deps: RunnerDeps) {
 
   /** A budget was reached: `running → paused` with `task.paused`, in one transaction; the slot is freed. */
   async function pause(row: TaskRow, why: Pause, log: Logger): Promise<TaskRow> {
-    await events.transaction(async (tx, append) => {
+    await events.transaction(row.id, async (tx, append) => {
       const s = createTaskStore(tx);
       await s.assertOwned(row.id, owner);
       await s.pause(row.id, why, deps.now());
@@ -340,7 +340,7 @@ export function createTaskRunner(deps: RunnerDeps) {
     if (stored.length > 0) return stored;
     const earlier = row.previousTaskId ? await store.messages(row.previousTaskId) : [];
     const start: ModelMessage[] = [...earlier, { role: 'user', content: body.prompt! }];
-    await events.transaction(async (tx) => {
+    await events.transaction(row.id, async (tx) => {
       const s = createTaskStore(tx);
       await s.assertOwned(row.id, owner);
       await s.appendMessages(row.id, 0, start);
@@ -370,7 +370,7 @@ export function createTaskRunner(deps: RunnerDeps) {
       modelUsage(usage, calledModel) {
         trace.modelCallEnded(calledModel, usage);
         // Events appended before stay before it in the store (the write queue keeps the order).
-        void events.flush().catch(() => undefined);
+        void events.flush(row.id).catch(() => undefined);
         const step = Math.max(current, 1);
         const at = deps.now();
         const cost = costOf(calledModel, usage);
@@ -403,7 +403,7 @@ export function createTaskRunner(deps: RunnerDeps) {
         // step commit together: a resume continues exactly after the last step that has all three.
         const messages = forStorage(added);
         events
-          .transaction(async (tx, append) => {
+          .transaction(row.id, async (tx, append) => {
             const s = createTaskStore(tx);
             await s.assertOwned(row.id, owner);
             await s.countStep(row.id);
@@ -420,7 +420,7 @@ export function createTaskRunner(deps: RunnerDeps) {
         deltas.flush();
         const messages = forStorage(conversation);
         events
-          .transaction(async (tx, append) => {
+          .transaction(row.id, async (tx, append) => {
             const s = createTaskStore(tx);
             await s.assertOwned(row.id, owner);
             await s.replaceMessages(row.id, step - 1, messages);
