@@ -499,6 +499,16 @@ export function createTaskService(deps: TaskServiceDeps) {
 
     /** Cancels a queued, running or paused task; a finished task is returned as it is. */
     async cancel(tenant: string, id: string): Promise<TaskRow> {
+      try {
+        return await this.cancelOnce(tenant, id);
+      } catch (err) {
+        // Another instance resumed or ended it meanwhile (PostgreSQL): once more, from where it is now.
+        if (err instanceof TaskTakenOver) return this.cancelOnce(tenant, id);
+        throw err;
+      }
+    },
+
+    async cancelOnce(tenant: string, id: string): Promise<TaskRow> {
       const row = await this.get(tenant, id);
       if (row.status === 'paused') return endQueued(row, 'the task was cancelled while paused');
       // A queued task, or a resumed one still waiting for a slot (it is `running` since before the restart).
