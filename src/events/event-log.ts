@@ -22,7 +22,7 @@ const parentKey = (k: ParentKey) => `${k.parentTaskId}@${k.tenant}`;
 const PARENT_LOCK = 0x5a6d_0004;
 /** Events per INSERT statement (7 parameters each: within SQLite's and PostgreSQL's limits). */
 const INSERT_CHUNK = 500;
-/** PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more (task ids and parent keys are ASCII-bounded). */
+/** PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more (one announcement is at most ~1 KB: ids of 128 characters). */
 const MAX_NOTIFY_BYTES = 7000;
 
 /** Parents whose last parent seq is cached; past it the cache is emptied once all is written. */
@@ -193,9 +193,10 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
       };
       for (const a of byTask.values()) {
         const json = JSON.stringify(a);
-        if (size + json.length + 1 > MAX_NOTIFY_BYTES) await send();
+        const bytes = Buffer.byteLength(json) + 1;
+        if (size + bytes > MAX_NOTIFY_BYTES) await send();
         batch.push(json);
-        size += json.length + 1;
+        size += bytes;
       }
       await send();
     }
