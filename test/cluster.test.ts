@@ -68,7 +68,7 @@ describe.skipIf(!run)('three instances on one PostgreSQL database', () => {
       if (ctx.turn === 1) {
         // The first time, a command long enough for an instance to be killed under it.
         return ctx.attempt === 1
-          ? { toolCalls: [{ name: 'bash', args: { command: 'sleep 3' } }], usage: { input: 200, output: 20 } }
+          ? { toolCalls: [{ name: 'bash', args: { command: 'sleep 5' } }], usage: { input: 200, output: 20 } }
           : { toolCalls: [{ name: 'write_file', args: { path: `t${n}/two.txt`, content: 'again' } }], usage: { input: 210, output: 21 } };
       }
       return { toolCalls: [{ name: 'complete', args: { summary: `done ${n}`, paths: [`t${n}/one.txt`] } }], usage: { input: 300, output: 30 } };
@@ -94,6 +94,11 @@ describe.skipIf(!run)('three instances on one PostgreSQL database', () => {
       const rows = await Promise.all(ids.map(async (id) => (await json(`${a.url}/tasks/${id}`)).body));
       return rows.every((t) => t.steps === 1 && t.usage.inputTokens >= 300);
     }, 15_000);
+    // Asked on A, a task B runs says what it is doing (as B stored it with its lease), not only when it started.
+    await until(async () => {
+      const progress = (await json(`${a.url}/tasks/${onB}`)).body.progress;
+      return progress?.phase === 'tool' && progress.tool === 'bash';
+    }, 3_000);
     const onC = ids.filter((_, i) => owners[i] === 'c');
     expect(onC.length).toBeGreaterThan(0);
     c.child.kill('SIGKILL');

@@ -69,13 +69,20 @@ export function createClusterStore(sql: SqlClient, instanceId: string) {
     },
 
     /**
-     * Renews the leases of the tasks this instance runs; answers those of `mine` it no longer
-     * owns (another instance took them over while this one could not renew).
+     * Renews the leases of the tasks this instance runs, storing what each is doing (`activity`,
+     * JSON, for the other instances' answers); answers those of `mine` it no longer owns (another
+     * instance took them over while this one could not renew).
      */
-    async renew(mine: string[], leaseUntil: number): Promise<string[]> {
+    async renew(mine: Array<{ id: string; activity: string | null }>, leaseUntil: number): Promise<string[]> {
       await sql.run(`UPDATE tasks SET lease_until = ? WHERE owner = ? AND status = 'running'`, [leaseUntil, instanceId]);
       if (mine.length === 0) return [];
-      const lost = await sql.rows(`SELECT id FROM tasks WHERE id = ANY(?) AND status = 'running' AND owner IS DISTINCT FROM ?`, [mine, instanceId]);
+      const ids = mine.map((m) => m.id);
+      await sql.run(
+        `UPDATE tasks SET activity = a.activity FROM unnest(CAST(? AS TEXT[]), CAST(? AS TEXT[])) AS a(id, activity)
+         WHERE tasks.id = a.id AND tasks.owner = ? AND tasks.status = 'running'`,
+        [ids, mine.map((m) => m.activity), instanceId],
+      );
+      const lost = await sql.rows(`SELECT id FROM tasks WHERE id = ANY(?) AND status = 'running' AND owner IS DISTINCT FROM ?`, [ids, instanceId]);
       return lost.map((r) => r[0] as string);
     },
 

@@ -74,6 +74,11 @@ export const tasks = pgTable(
     leaseUntil: bigint('lease_until', { mode: 'number' }),
     /** Why a `running` task nobody owns runs again when claimed: `restart` or `budget`. */
     resumeReason: text('resume_reason'),
+    /**
+     * On PostgreSQL, what the task is doing as its owner last said (with each lease renewal): what
+     * another instance answers as its progress. JSON of the liveness state; null on SQLite.
+     */
+    activity: text('activity'),
   },
   (t) => [
     index('tasks_tenant_id').on(t.tenant, t.id),

@@ -70,6 +70,11 @@ export const tasks = sqliteTable(
     leaseUntil: integer('lease_until'),
     /** Why a `running` task nobody owns runs again when claimed: `restart` or `budget`. */
     resumeReason: text('resume_reason'),
+    /**
+     * On PostgreSQL, what the task is doing as its owner last said (with each lease renewal): what
+     * another instance answers as its progress. JSON of the liveness state; null on SQLite.
+     */
+    activity: text('activity', { mode: 'json' }).$type<Activity>(),
   },
   (t) => [
     index('tasks_tenant_id').on(t.tenant, t.id),
@@ -264,6 +269,15 @@ export const budgets = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.tenant, t.scope, t.scopeId] })],
 );
+
+/** A running task's liveness as its owner instance last stored it (epoch ms). */
+export interface Activity {
+  phase: 'model' | 'tool';
+  step: number;
+  tool?: string;
+  phaseSince: number;
+  lastActivityAt: number;
+}
 
 export type TaskRow = typeof tasks.$inferSelect;
 export type NewTaskRow = typeof tasks.$inferInsert;

@@ -140,6 +140,7 @@ export function newTaskRow(
     owner: null,
     leaseUntil: null,
     resumeReason: null,
+    activity: null,
   };
 }
 

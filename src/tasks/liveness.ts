@@ -1,20 +1,15 @@
 import { iso } from '../shapes/time.ts';
 import type { Progress } from '../shapes/task.ts';
-import type { TaskRow } from '../store/schema.ts';
+import type { Activity, TaskRow } from '../store/schema.ts';
 import { pricedUsageOf } from '../shapes/usage.ts';
 
-interface State {
-  phase: 'model' | 'tool';
-  step: number;
-  tool?: string;
-  phaseSince: number;
-  lastActivityAt: number;
-}
+type State = Activity;
 
 /**
  * What each running task is doing now, in memory: its phase (waiting for the model, or running a
  * tool), since when, and when it last showed a sign of life (a byte of the model's answer, a line
- * of a command's output). An orchestrator tells a busy subagent from a stuck one by it.
+ * of a command's output). An orchestrator tells a busy subagent from a stuck one by it. A task
+ * running on another instance is answered as that instance last stored it (every lease renewal).
  */
 export function createLiveness(now: () => number) {
   const states = new Map<string, State>();
@@ -35,6 +30,10 @@ export function createLiveness(now: () => number) {
     forget(id: string) {
       states.delete(id);
     },
+    /** What a task running here is doing (for the other instances: stored with its lease). */
+    snapshot(id: string): Activity | null {
+      return states.get(id) ?? null;
+    },
     /** The progress of a task that has not ended (null once it has). */
     of(row: TaskRow): Progress | null {
       const usage = pricedUsageOf(row);
@@ -44,7 +43,8 @@ export function createLiveness(now: () => number) {
         return { phase: 'paused', step: row.steps, phaseSince: since, lastActivityAt: since, usage };
       }
       if (row.status !== 'running') return null;
-      const s = states.get(row.id);
+      // Running on another instance (PostgreSQL): as its owner last stored it with its lease.
+      const s = states.get(row.id) ?? row.activity;
       const started = iso(row.startedAt ?? row.createdAt);
       if (!s) return { phase: 'model', step: row.steps + 1, phaseSince: started, lastActivityAt: started, usage };
       return { phase: s.phase, step: s.step, ...(s.tool && { tool: s.tool }), phaseSince: iso(s.phaseSince), lastActivityAt: iso(s.lastActivityAt), usage };

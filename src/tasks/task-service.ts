@@ -347,7 +347,11 @@ export function createTaskService(deps: TaskServiceDeps) {
     if (renewing || closing || deps.storage.fault) return;
     renewing = true;
     try {
-      const lost = await cluster!.renew([...active.keys()], deps.now() + leaseMs);
+      const mine = [...active.keys()].map((id) => {
+        const activity = deps.liveness.snapshot(id);
+        return { id, activity: activity && JSON.stringify(activity) };
+      });
+      const lost = await cluster!.renew(mine, deps.now() + leaseMs);
       for (const id of lost) active.get(id)?.controller.abort(new TaskAbort('taken_over', 'another instance took the task over'));
       await takeOver(false);
       void pump();
