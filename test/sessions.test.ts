@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TurnContext } from '../scripted-model/server';
 import { startService, storedEvents, taskBody, taskEnd, wsUrl, type TestService } from './support/harness';
 import { openStream } from './support/ws-client';
+import { until } from './support/until';
 
 const A = { authorization: 'Bearer key-a' };
 const B = { authorization: 'Bearer key-b' };
@@ -119,6 +120,8 @@ describe('steering bounds', () => {
   it('refuses what would make a task\'s waiting messages larger than 64 Ki characters', async () => {
     svc.model.script('STEER-BOUND', [{ delayMs: 800, ...complete('done') }]);
     const { id } = (await post(taskBody({ prompt: 'STEER-BOUND' }))).json();
+    // In its first model call: the messages sent now wait for its second step.
+    await until(async () => svc.model.requests.some((r) => JSON.stringify(r.body).includes('STEER-BOUND')));
     const send = (prompt: string) => svc.inject({ method: 'POST', url: `/tasks/${id}/messages`, headers: A, payload: { prompt } });
     expect((await send('x'.repeat(40_000))).statusCode).toBe(202);
     const over = await send('y'.repeat(40_000));
