@@ -4,7 +4,8 @@
  * command runs in the sandbox inside the container, and a shell task. The container shares the
  * host's network (the scripted model listens on loopback) and gets the two options bubblewrap
  * needs inside a container: seccomp=unconfined and systempaths=unconfined (on AppArmor hosts add
- * apparmor=unconfined).
+ * apparmor=unconfined). With DATABASE_URL set, the container runs on that PostgreSQL database
+ * (reachable from the host's network) instead of its SQLite file.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -39,6 +40,7 @@ async function main() {
     '--security-opt', 'seccomp=unconfined', '--security-opt', 'systempaths=unconfined',
     '-e', `PORT=${port}`, '-e', 'HOST=127.0.0.1', '-e', `OPENAI_BASE_URL=${model.url}`, '-e', 'OPENAI_API_KEY=image-check',
     '-e', 'BASH_SANDBOX=bwrap', '-e', 'LOG_LEVEL=info',
+    ...(process.env.DATABASE_URL ? ['-e', `DATABASE_URL=${process.env.DATABASE_URL}`] : []),
     image,
   ], { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
@@ -52,7 +54,7 @@ async function main() {
       if (child.exitCode !== null || Date.now() > until) throw new Error(`the container did not become healthy:\n${log}`);
       await new Promise((r) => setTimeout(r, 250));
     }
-    console.log('healthz:', await (await fetch(`${base}/healthz`)).text());
+    console.log('healthz:', await (await fetch(`${base}/healthz`)).text(), process.env.DATABASE_URL ? '(PostgreSQL)' : '(SQLite)');
     const post = async (body: unknown) =>
       (await fetch(`${base}/tasks?wait=true`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<Record<string, any>>;
     const modelTask = await post({ subagent_type: 'general', description: 'image check', prompt: 'IMAGE-CHECK', context: { parentTaskId: 'T-image', userId: 'u-1' } });
