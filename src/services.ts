@@ -182,6 +182,7 @@ export function createServices(deps: ServiceDeps): Services {
     storage,
     ...(cluster && { cluster: { store: cluster, leaseMs: config.taskLeaseMs } }),
   });
+  metrics.watchQueue(() => tasks.depth());
   db.cluster?.onNotification((channel, payload) => {
     // This instance's own wake-ups: it pumped already.
     if (channel === CHANNELS.wake) {

@@ -28,8 +28,26 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900],
     registers: [registry],
   });
-  const queued = new Gauge({ name: 'subagentd_queue_depth', help: 'Tasks waiting to run', registers: [registry] });
-  const running = new Gauge({ name: 'subagentd_tasks_running', help: 'Tasks running now', registers: [registry] });
+  let depth = async () => ({ queued: 0, running: 0 });
+  new Gauge({
+    name: 'subagentd_queue_depth',
+    help: 'Tasks waiting to run (on PostgreSQL: across the instances)',
+    registers: [registry],
+    async collect() {
+      // While the database cannot be read the gauge keeps its last value (metrics never fail).
+      const d = await depth().catch(() => null);
+      if (d) this.set(d.queued);
+    },
+  });
+  new Gauge({
+    name: 'subagentd_tasks_running',
+    help: 'Tasks running now (in this instance)',
+    registers: [registry],
+    async collect() {
+      const d = await depth().catch(() => null);
+      if (d) this.set(d.running);
+    },
+  });
 
   const http = new Histogram({
     name: 'subagentd_http_request_duration_seconds',
@@ -108,9 +126,9 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
       tokens.inc({ kind: 'cached_input' }, u.cachedInputTokens);
       tokens.inc({ kind: 'reasoning' }, u.reasoningTokens);
     },
-    setQueue(depth: number, active: number) {
-      queued.set(depth);
-      running.set(active);
+    /** Where the queue gauges read their values, when the metrics are read. */
+    watchQueue(read: () => Promise<{ queued: number; running: number }>) {
+      depth = read;
     },
   };
 }

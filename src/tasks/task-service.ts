@@ -72,12 +72,8 @@ interface Scheduler {
   done(row: TaskRow): void;
   /** Takes a waiting task out, to cancel it; false when it is not waiting. */
   withdraw(id: string): Promise<boolean>;
-  /** Tasks waiting, in all and of one tenant. */
+  /** Tasks waiting (the cluster's: counted in the database), in all and of one tenant. */
   waiting(tenant: string): Promise<{ all: number; tenant: number }>;
-  /** Waiting tasks, for the gauge (the cluster's as last counted). */
-  readonly size: number;
-  /** Counts the waiting tasks again (the cluster's change elsewhere). */
-  recount?(): Promise<void>;
 }
 
 /** The fair queue of one process: fairness and quotas between its own tasks. */
@@ -106,9 +102,6 @@ function localScheduler(maxRunningPerTenant: number): Scheduler {
       return queue.remove((t) => t.id === id);
     },
     waiting: async (tenant) => ({ all: queue.size, tenant: queue.queuedIn(tenant) }),
-    get size() {
-      return queue.size;
-    },
   };
 }
 
@@ -117,7 +110,6 @@ function clusterScheduler(
   cluster: ClusterStore,
   deps: { maxRunningPerTenant: number; leaseMs: number; now: () => number; logger: Logger; busy: () => string[] },
 ): Scheduler {
-  let size = 0;
   const wake = () => void cluster.notify(CHANNELS.wake, cluster.instanceId).catch((err) => deps.logger.warn({ err }, 'could not wake the other instances'));
   return {
     // Stored without an owner, it is waiting already: the other instances are told.
@@ -130,17 +122,7 @@ function clusterScheduler(
     // A slot of its tenant is free: a task of it waiting for its quota may start elsewhere.
     done: wake,
     withdraw: (id) => cluster.claimWaiting(id, deps.now() + deps.leaseMs),
-    async waiting(tenant) {
-      const counts = await cluster.waiting(tenant);
-      size = counts.all;
-      return counts;
-    },
-    get size() {
-      return size;
-    },
-    async recount() {
-      size = (await cluster.waiting('')).all;
-    },
+    waiting: (tenant) => cluster.waiting(tenant),
   };
 }
 
@@ -166,10 +148,6 @@ export function createTaskService(deps: TaskServiceDeps) {
   const admitting = new Map<string, string>();
   /** Tasks started and not yet stored as started: admission answers once they are. */
   const starting = new Map<string, Promise<void>>();
-
-  function updateGauges() {
-    deps.metrics.setQueue(queue.size, active.size);
-  }
 
   function settle(row: TaskRow) {
     const list = waiters.get(row.id);
@@ -201,10 +179,8 @@ export function createTaskService(deps: TaskServiceDeps) {
       }
     };
     // Cleared in a later turn, after it is set (a pass with nothing to do ends synchronously).
-    pumping = pass().finally(async () => {
+    pumping = pass().finally(() => {
       pumping = null;
-      await queue.recount?.().catch(() => undefined);
-      updateGauges();
     });
     return pumping;
   }
@@ -517,7 +493,6 @@ export function createTaskService(deps: TaskServiceDeps) {
       if (row.status === 'paused') return endQueued(row, 'the task was cancelled while paused');
       // A queued task, or a resumed one still waiting for a slot (it is `running` since before the restart).
       if ((row.status === 'queued' || row.status === 'running') && (await queue.withdraw(id))) {
-        updateGauges();
         return endQueued(row, 'the task was cancelled before it started');
       }
       const here = active.get(id);
@@ -629,8 +604,9 @@ export function createTaskService(deps: TaskServiceDeps) {
       void pump();
     },
 
-    stats() {
-      return { queued: queue.size, running: active.size };
+    /** Tasks waiting to start (the whole cluster's on PostgreSQL) and running here: read when the metrics are. */
+    async depth(): Promise<{ queued: number; running: number }> {
+      return { queued: (await queue.waiting('')).all, running: active.size };
     },
 
     /**
