@@ -13,6 +13,9 @@
  *   ACP-CRASH     writes to stderr and exits with code 3 in the middle of the turn
  *   ACP-GARBAGE   writes a line that is not JSON-RPC to stdout, then nothing
  *   ACP-ENV       answers with the names of its environment variables
+ *   ACP-EVIL-PATH plants programs named bash and bwrap (and a BASH_ENV script) in the workspace that
+ *                 write MARKER=<path>, then runs a terminal with PATH, BASH_ENV and LD_PRELOAD
+ *                 pointing at them and GREETING=hi; answers with the terminal's output
  */
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk/unstable';
@@ -104,6 +107,30 @@ const app = acp
     }
     if (prompt.includes('ACP-ENV')) {
       await say(Object.keys(process.env).sort().join(','));
+      return { stopReason: 'end_turn' };
+    }
+    if (prompt.includes('ACP-EVIL-PATH')) {
+      const marker = prompt.split('MARKER=')[1]!.trim();
+      const evil = `${session.cwd}/.evil`;
+      const plant = `mkdir -p ${evil} && printf '#!/bin/sh\necho "$0" >> ${marker}\nexec /bin/bash "$@"\n' > ${evil}/bash && ` +
+        `chmod +x ${evil}/bash && cp ${evil}/bash ${evil}/bwrap && printf 'echo bash_env >> ${marker}\n' > ${evil}/rc`;
+      const term = async (command: string, env: Array<{ name: string; value: string }> = []) => {
+        const { terminalId } = await client.request(acp.methods.client.terminal.create, { sessionId: params.sessionId, command, env });
+        await client.request(acp.methods.client.terminal.waitForExit, { sessionId: params.sessionId, terminalId });
+        const out = await client.request(acp.methods.client.terminal.output, { sessionId: params.sessionId, terminalId });
+        await client.request(acp.methods.client.terminal.release, { sessionId: params.sessionId, terminalId });
+        return out.output;
+      };
+      await term(plant);
+      const out = await term('echo "$GREETING from $PATH"', [
+        { name: 'PATH', value: `${evil}:/usr/bin:/bin` },
+        { name: 'BASH_ENV', value: `${evil}/rc` },
+        { name: 'ENV', value: `${evil}/rc` },
+        { name: 'LD_PRELOAD', value: `${evil}/missing.so` },
+        { name: 'BASH_FUNC_echo%%', value: '() { /bin/echo pwned; }' },
+        { name: 'GREETING', value: 'hi' },
+      ]).catch((err: Error) => `refused: ${err.message}`);
+      await say(out.trim());
       return { stopReason: 'end_turn' };
     }
     await say('no scenario matched');

@@ -113,6 +113,18 @@ describe('ACP agents as subagents', () => {
     expect(names).not.toContain('OPENAI_API_KEY');
   });
 
+  it('an agent cannot choose a host-side program or variable: PATH, BASH_ENV, LD_PRELOAD stay out', async () => {
+    // The agent plants programs named bash and bwrap in the workspace and asks for a terminal whose
+    // PATH puts them first: the service must start its launcher by absolute path with its own
+    // environment, and set only harmless variables for the command.
+    const marker = path.join(dir, 'host-marker.txt');
+    const task = await taskEnd(svc, await run(`ACP-EVIL-PATH MARKER=${marker}`, 'scripted-acp', 'T-acp-evil'));
+    expect(task.status, JSON.stringify(task.error)).toBe('completed');
+    expect(existsSync(path.join(svc.config.workspacesDir, 'T-acp-evil', '.evil', 'bwrap'))).toBe(true);
+    expect(existsSync(marker) ? readFileSync(marker, 'utf8') : '').toBe('');
+    expect(task.summary).toBe('hi from /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin');
+  });
+
   it('cancel sends session/cancel: the agent stops and the task ends aborted/cancelled', async () => {
     const id = await run('ACP-HANG');
     await saidSomething(id);

@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCommandLimiter } from '../src/tools/command-cgroup';
+import { runCommand } from '../src/tools/run-command';
+import { createSandbox } from '../src/tools/sandbox';
 import { startChildService } from './support/child-service';
 import { startService, taskBody, TEST_API_KEY, type TestService } from './support/harness';
 import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
@@ -117,6 +119,41 @@ withBwrap('the bash sandbox (bubblewrap)', () => {
     const result = JSON.parse(seen);
     expect(result.stdout).toBe('sandbox\n');
     expect(result.stderr).toContain('No such file or directory');
+  });
+});
+
+withBwrap('the host side of the sandbox', () => {
+  it('starts bwrap and the cgroup gate by absolute path with the service\'s variables; the asked ones go inside', async () => {
+    // Programs named bwrap and bash planted in a workspace, first on the PATH a request asks for,
+    // with BASH_ENV and LD_PRELOAD: before the fix, the host resolved its launcher on that PATH.
+    const ws = mkdtempSync(path.join(tmpdir(), 'subagentd-host-side-'));
+    const marker = path.join(tmpdir(), `subagentd-host-marker-${process.pid}`);
+    try {
+      mkdirSync(path.join(ws, '.evil'));
+      for (const name of ['bwrap', 'bash']) {
+        writeFileSync(path.join(ws, '.evil', name), `#!/bin/sh\necho "$0" >> ${marker}\nexec /bin/${name === 'bash' ? 'bash' : 'false'} "$@"\n`, { mode: 0o755 });
+      }
+      writeFileSync(path.join(ws, '.evil', 'rc'), `echo bash_env >> ${marker}\n`);
+      const sandbox = createSandbox({ mode: 'bwrap', hide: [], maxProcesses: 256, maxFileBytes: 1 << 20, maxMemoryBytes: 1 << 30, tmpBytes: 1 << 20 });
+      const env = { PATH: `${ws}/.evil:/usr/bin:/bin`, BASH_ENV: `${ws}/.evil/rc`, LD_PRELOAD: `${ws}/.evil/x.so`, GREETING: 'hi' };
+      const launch = sandbox.wrap(ws, ['/bin/true'], { env });
+      expect(launch.argv[0]).toMatch(/^\/.*\/bwrap$/);
+      expect(launch.env).toEqual({ PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C.UTF-8' });
+      const r = await runCommand({
+        command: 'echo "$GREETING $PATH $BASH_ENV$LD_PRELOAD"',
+        cwd: ws,
+        timeoutMs: 10_000,
+        maxOutputBytes: 10_000,
+        launch: (argv) => sandbox.wrap(ws, argv, { env }),
+        limiter: sandbox.limiter,
+      });
+      expect(r.stdout).toBe('hi /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \n');
+      expect(r.exitCode).toBe(0);
+      expect(spawnSync('cat', [marker], { encoding: 'utf8' }).stdout).toBe('');
+    } finally {
+      rmSync(ws, { recursive: true, force: true });
+      rmSync(marker, { force: true });
+    }
   });
 });
 

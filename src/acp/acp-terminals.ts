@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createOutputCapture } from '../tools/output-capture.ts';
+import { requestedEnv } from '../tools/host-programs.ts';
 import { runCommand, type CommandResult } from '../tools/run-command.ts';
 import type { Sandbox } from '../tools/sandbox.ts';
 import type { Workspace } from '../tools/tool-types.ts';
@@ -48,7 +49,9 @@ export function createTerminals(opts: { workspace: Workspace; sandbox: Sandbox; 
       const limit = Math.min(req.outputByteLimit ?? opts.maxOutputBytes, opts.maxOutputBytes);
       const capture = createOutputCapture(limit);
       const stop = new AbortController();
-      const env = { ...opts.workspace.env, ...Object.fromEntries((req.env ?? []).map((e) => [e.name, e.value])) };
+      // The agent's variables are set for its command only (inside the sandbox); those that choose
+      // programs or load code are dropped (host-programs.ts).
+      const { env } = requestedEnv(req.env ?? []);
       const id = `term_${randomUUID()}`;
       const terminal: Terminal = {
         capture,
@@ -57,11 +60,10 @@ export function createTerminals(opts: { workspace: Workspace; sandbox: Sandbox; 
         done: runCommand({
           command: req.cwd ? `cd ${quote(cwd)} && ${command}` : command,
           cwd: opts.workspace.root,
-          env,
           timeoutMs: opts.timeoutMs,
           maxOutputBytes: limit,
           signal: stop.signal,
-          wrap: (argv) => opts.sandbox.wrap(opts.workspace.root, argv),
+          launch: (argv) => opts.sandbox.wrap(opts.workspace.root, argv, { env }),
           limiter: opts.sandbox.limiter,
           onOutput: (chunk) => {
             capture.write(chunk);

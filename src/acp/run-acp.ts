@@ -69,13 +69,15 @@ const keepTail = (s: string) => (s.length > MAX_SUMMARY_CHARS ? s.slice(-MAX_SUM
 export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
   const { def, workspace, observer } = opts;
   const home = mkdtempSync(path.join(tmpdir(), 'subagentd-acp-'));
-  const env: Record<string, string> = { ...workspace.env, HOME: home };
+  const env: Record<string, string> = {};
   for (const name of def.acp.env) {
     const value = opts.serviceEnv[name];
     if (value !== undefined) env[name] = value;
   }
-  const argv = opts.sandbox.wrap(workspace.root, [def.acp.command, ...def.acp.args], { network: true, env, writable: [home] });
-  const child = spawn(argv[0]!, argv.slice(1), { cwd: workspace.root, env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+  // The definition's variables reach the agent only (inside the sandbox); the launcher is started
+  // by absolute path with the environment the sandbox builds.
+  const launch = opts.sandbox.wrap(workspace.root, [def.acp.command, ...def.acp.args], { network: true, env, home, writable: [home] });
+  const child = spawn(launch.argv[0]!, launch.argv.slice(1), { cwd: workspace.root, env: launch.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
   const stderr = createOutputCapture(STDERR_BYTES);
   child.stderr.on('data', (b: Buffer) => stderr.write(b));
   child.stdin.on('error', () => {});

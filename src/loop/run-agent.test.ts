@@ -70,7 +70,7 @@ async function run(
     workspace: await openWorkspace(dir, marker),
     signal,
     limits: { bashTimeoutMs: 1000, bashMaxOutputBytes: 1000 },
-    sandbox: { kind: 'none', wrap: (_ws, argv) => argv },
+    sandbox: { kind: 'none', wrap: (_ws, argv) => ({ argv, env: { PATH: '/usr/bin:/bin' } }) },
   };
   const provider = createModelProvider({ baseURL: model.url, api: 'chat' });
   const result = await runAgent({

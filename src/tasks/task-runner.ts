@@ -159,12 +159,11 @@ export function createTaskRunner(deps: RunnerDeps) {
     const r = await runCommand({
       command: body.command!,
       cwd: ws.root,
-      env: ws.env,
       // The task's own timeout aborts the signal; this only guards against a lost timer.
       timeoutMs: 24 * 3600_000,
       maxOutputBytes: deps.limits.bashMaxOutputBytes,
       signal,
-      wrap: (argv) => deps.sandbox.wrap(ws.root, argv),
+      launch: (argv) => deps.sandbox.wrap(ws.root, argv),
       limiter: deps.sandbox.limiter,
     });
     const output = { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr, truncated: r.truncated };

@@ -18,11 +18,10 @@ export const bashTool = defineTool({
     const r = await runCommand({
       command,
       cwd: ctx.workspace.root,
-      env: ctx.workspace.env,
       timeoutMs: limit,
       maxOutputBytes: ctx.limits.bashMaxOutputBytes,
       signal: ctx.signal,
-      wrap: (argv) => ctx.sandbox.wrap(ctx.workspace.root, argv),
+      launch: (argv) => ctx.sandbox.wrap(ctx.workspace.root, argv),
       limiter: ctx.sandbox.limiter,
       onOutput: ctx.onActivity,
     });

@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
 import { createOutputCapture } from './output-capture.ts';
 import type { CommandLimiter } from './command-cgroup.ts';
+import { bashPath } from './host-programs.ts';
+import type { Launch } from './sandbox.ts';
 
 export interface CommandResult {
   exitCode: number;
@@ -17,12 +19,14 @@ export interface RunCommandOptions {
   onOutput?: (chunk: Buffer) => void;
   command: string;
   cwd: string;
-  env: Record<string, string>;
   timeoutMs: number;
   maxOutputBytes: number;
   signal?: AbortSignal;
-  /** Wraps the bash invocation, e.g. in a sandbox; receives and returns argv. */
-  wrap?: (argv: string[]) => string[];
+  /**
+   * How to start the bash invocation on the host (the sandbox's `wrap`): the program by absolute
+   * path and an environment the service built.
+   */
+  launch: (argv: string[]) => Launch;
   /** Caps the command's processes and memory (see command-cgroup.ts). */
   limiter?: CommandLimiter;
 }
@@ -36,19 +40,19 @@ export const TIMEOUT_EXIT_CODE = 124;
  */
 export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
   const started = Date.now();
-  const wrapped = opts.wrap ? opts.wrap(['bash', '-c', opts.command]) : ['bash', '-c', opts.command];
+  const launch = opts.launch([bashPath(), '-c', opts.command]);
   const group = opts.limiter?.create();
   // With a process group cap, the command waits at a gate until its first process is in the group,
   // so nothing it starts can escape the cap.
-  const argv = group ? ['bash', '-c', 'read -r _; exec "$@"', 'gate', ...wrapped] : wrapped;
+  const argv = group ? [bashPath(), '-c', 'read -r _; exec "$@"', 'gate', ...launch.argv] : launch.argv;
   return new Promise((resolve) => {
     const stdout = createOutputCapture(opts.maxOutputBytes);
     const stderr = createOutputCapture(opts.maxOutputBytes);
     let timedOut = false;
     let aborted = false;
-    const child = spawn(argv[0], argv.slice(1), {
+    const child = spawn(argv[0]!, argv.slice(1), {
       cwd: opts.cwd,
-      env: opts.env,
+      env: launch.env,
       detached: true,
       stdio: [group ? 'pipe' : 'ignore', 'pipe', 'pipe'],
     });

@@ -6,16 +6,26 @@ import { createCommandLimiter, type CommandLimiter } from './command-cgroup.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.ts';
 import { isInside } from './path-guard.ts';
+import { bashPath, HOST_ENV, isRefusedName, SYSTEM_PATH, systemProgram } from './host-programs.ts';
 
 export type SandboxMode = 'auto' | 'bwrap' | 'none';
+
+/**
+ * How to start a confined program on the host: `argv[0]` is an absolute path and `env` is built by
+ * the service, so nothing a request carries chooses the host-side program or its variables.
+ */
+export interface Launch {
+  argv: string[];
+  env: Record<string, string>;
+}
 
 /** How workspace commands are run: inside bubblewrap, bare, or not at all (bwrap wanted but missing). */
 export interface Sandbox {
   kind: 'bwrap' | 'none' | 'unavailable';
   /** Why commands cannot run, when `kind` is `unavailable`. */
   reason?: string;
-  /** Wraps `argv` so it runs confined to `workspace`. */
-  wrap(workspace: string, argv: string[], extra?: WrapExtra): string[];
+  /** How to start `argv` (its program by absolute path, or a name looked up inside) confined to `workspace`. */
+  wrap(workspace: string, argv: string[], extra?: WrapExtra): Launch;
   /** Caps each command's processes and memory (cgroups where the kernel offers them). */
   limiter?: CommandLimiter;
 }
@@ -24,8 +34,13 @@ export interface Sandbox {
 export interface WrapExtra {
   /** Keep the host's network (an ACP agent reaches its own model); commands never get it. */
   network?: boolean;
-  /** Variables set inside, besides PATH, HOME (the workspace unless given here), LANG, TERM. */
+  /**
+   * Variables set for the program, besides PATH, HOME, LANG and TERM, which the service sets. Names
+   * that choose programs or load code (PATH, LD_*, BASH_ENV, ...: host-programs.ts) are dropped.
+   */
   env?: Record<string, string>;
+  /** HOME for the program (the agent's scratch home); the workspace otherwise. */
+  home?: string;
   /** Further host folders bound writable (the agent's scratch home). */
   writable?: string[];
 }
@@ -47,10 +62,11 @@ const MASK_BYTES = 1024 * 1024;
 /** Host folders that commands never see, whatever the deployment. */
 const ALWAYS_HIDDEN = ['/root', '/home', '/run', '/var', '/mnt', '/media', '/srv'];
 
-function bwrapWorks(): string | null {
+function bwrapWorks(bwrap: string | null): string | null {
+  if (!bwrap) return `bwrap is not installed (looked in ${SYSTEM_PATH})`;
   const probe = mkdtempSync(path.join(tmpdir(), 'subagentd-bwrap-'));
   try {
-    const r = spawnSync('bwrap', bwrapArgs(probe, [], MASK_BYTES, ['true']), { timeout: 5000, encoding: 'utf8' });
+    const r = spawnSync(bwrap, bwrapArgs(probe, [], MASK_BYTES, ['true']), { timeout: 5000, encoding: 'utf8', env: HOST_ENV });
     if (r.error) return `bwrap could not be run: ${r.error.message}`;
     if (r.status !== 0) return `bwrap failed (exit ${r.status}): ${r.stderr.trim()}`;
     return null;
@@ -86,14 +102,20 @@ function bwrapArgs(workspace: string, hide: string[], tmpBytes: number, argv: st
     '--hostname', 'sandbox',
     '--chdir', workspace,
     '--clearenv',
-    '--setenv', 'PATH', '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-    '--setenv', 'HOME', workspace,
-    '--setenv', 'LANG', 'C.UTF-8',
-    '--setenv', 'TERM', 'dumb',
-    ...Object.entries(extra.env ?? {}).flatMap(([k, v]) => ['--setenv', k, v]),
+    ...Object.entries(programEnv(workspace, extra)).flatMap(([k, v]) => ['--setenv', k, v]),
     '--',
     ...argv,
   ];
+}
+
+/**
+ * The whole environment of a confined program: the service's PATH, HOME, LANG and TERM, then the
+ * variables asked for except those that choose programs or load code.
+ */
+function programEnv(workspace: string, extra: WrapExtra): Record<string, string> {
+  const env: Record<string, string> = { PATH: SYSTEM_PATH, HOME: extra.home ?? workspace, LANG: 'C.UTF-8', TERM: 'dumb' };
+  for (const [k, v] of Object.entries(extra.env ?? {})) if (!isRefusedName(k)) env[k] = v;
+  return env;
 }
 
 /**
@@ -111,11 +133,13 @@ export function createSandbox(opts: SandboxOptions): Sandbox {
     // Without a memory cgroup, the address space is the only cap left.
     ...(limiter.memory ? [] : [`ulimit -v ${Math.floor(opts.maxMemoryBytes / 1024)}`]),
   ];
-  const limits = (argv: string[]) => ['bash', '-c', `${ulimits.join('; ')}; exec "$@"`, 'sandbox', ...argv];
+  const limits = (argv: string[]) => [bashPath(), '-c', `${ulimits.join('; ')}; exec "$@"`, 'sandbox', ...argv];
   if (opts.mode === 'none') {
-    return { kind: 'none', wrap: (_ws, argv) => limits(argv), limiter };
+    // Bare on the host: the program itself is a host process, so it gets the service's variables only.
+    return { kind: 'none', wrap: (ws, argv, extra = {}) => ({ argv: limits(argv), env: programEnv(ws, extra) }), limiter };
   }
-  const problem = bwrapWorks();
+  const bwrap = systemProgram('bwrap');
+  const problem = bwrapWorks(bwrap);
   if (problem) {
     return {
       kind: 'unavailable',
@@ -129,7 +153,8 @@ export function createSandbox(opts: SandboxOptions): Sandbox {
   const hide = opts.hide.map((p) => path.resolve(p)).filter((p) => p !== '/');
   return {
     kind: 'bwrap',
-    wrap: (workspace, argv, extra) => ['bwrap', ...bwrapArgs(workspace, hide, opts.tmpBytes, limits(argv), extra)],
+    // The launcher gets HOST_ENV; whatever the program is given is set inside by --setenv.
+    wrap: (workspace, argv, extra) => ({ argv: [bwrap!, ...bwrapArgs(workspace, hide, opts.tmpBytes, limits(argv), extra)], env: { ...HOST_ENV } }),
     limiter,
   };
 }

@@ -7,8 +7,6 @@ export interface Workspace {
   parentTaskId: string;
   /** Real path of the workspace folder. */
   root: string;
-  /** The only environment its commands see: no provider key, no variable of the service. */
-  env: Record<string, string>;
   resolve(input: string, opts: { mustExist: boolean }): Promise<ResolvedPath>;
 }
 

@@ -24,20 +24,6 @@ export async function openWorkspace(workspacesDir: string, parentTaskId: string)
   return {
     parentTaskId,
     root,
-    env: childEnv(root),
     resolve: (input, opts) => resolveWorkspacePath(root, input, opts),
-  };
-}
-
-/**
- * The only environment a workspace command sees: no provider key, no variable of the service.
- * HOME points into the workspace so tools that write dotfiles stay confined.
- */
-function childEnv(workspaceRoot: string): Record<string, string> {
-  return {
-    PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-    HOME: workspaceRoot,
-    LANG: 'C.UTF-8',
-    TERM: 'dumb',
   };
 }

@@ -1,0 +1,82 @@
+import { accessSync, constants, statSync } from 'node:fs';
+import path from 'node:path';
+
+/**
+ * The system folders, in the order a login shell searches them. The service looks for the programs
+ * it starts (bash, bwrap) here and nowhere else, and it is the PATH every command starts with.
+ */
+export const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/**
+ * The environment of a process the service starts on the host side of a sandbox (the launcher:
+ * bwrap, or the gate that waits for the command's cgroup). Built here, never from the service's
+ * own environment nor from anything a model, an agent or a caller sends.
+ */
+export const HOST_ENV: Readonly<Record<string, string>> = Object.freeze({ PATH: SYSTEM_PATH, LANG: 'C.UTF-8' });
+
+const found = new Map<string, string | null>();
+
+/**
+ * The absolute path of a system program, looked up once in SYSTEM_PATH: a process is started by
+ * this path, so no PATH a request carries can choose which program runs. Null when it is missing.
+ */
+export function systemProgram(name: 'bash' | 'bwrap'): string | null {
+  if (!found.has(name)) {
+    let hit: string | null = null;
+    for (const dir of SYSTEM_PATH.split(':')) {
+      const candidate = path.join(dir, name);
+      try {
+        accessSync(candidate, constants.X_OK);
+        if (statSync(candidate).isFile()) {
+          hit = candidate;
+          break;
+        }
+      } catch {
+        // not here
+      }
+    }
+    found.set(name, hit);
+  }
+  return found.get(name)!;
+}
+
+/** bash by absolute path; every supported host has it (commands are bash commands). */
+export function bashPath(): string {
+  return systemProgram('bash') ?? '/bin/bash';
+}
+
+/**
+ * Names a command's environment never takes from a request, inside the sandbox or out: they choose
+ * which program runs (PATH), load code into every process (LD_*, BASH_ENV, ENV, BASH_FUNC_*, shell
+ * options) or move the confined home. The service sets PATH and HOME itself.
+ */
+const REFUSED_NAMES = /^(PATH|HOME|ENV|BASH_ENV|SHELLOPTS|BASHOPTS|IFS|CDPATH|GLOBIGNORE|PS4|PROMPT_COMMAND|LD_.*|BASH_FUNC_.*|NODE_OPTIONS|PYTHONSTARTUP|PERL5OPT|PERL5LIB|RUBYOPT)$/i;
+
+/** Most variables, and bytes of names and values, a request may add to a command's environment. */
+export const MAX_REQUESTED_VARIABLES = 64;
+export const MAX_REQUESTED_ENV_BYTES = 32 * 1024;
+
+/**
+ * The variables of a request (an ACP agent's `terminal/create`) that may be set for its command:
+ * well-formed names other than the refused ones. A refused or malformed name (`BASH_FUNC_f%%`) or a
+ * value with a NUL byte is dropped and listed in `dropped`; a request over the bounds throws with a
+ * message the agent reads.
+ */
+export function requestedEnv(vars: Array<{ name: string; value: string }>): { env: Record<string, string>; dropped: string[] } {
+  if (vars.length > MAX_REQUESTED_VARIABLES) throw new Error(`at most ${MAX_REQUESTED_VARIABLES} environment variables per command`);
+  const env: Record<string, string> = {};
+  const dropped: string[] = [];
+  let bytes = 0;
+  for (const { name, value } of vars) {
+    bytes += Buffer.byteLength(name) + Buffer.byteLength(value);
+    if (bytes > MAX_REQUESTED_ENV_BYTES) throw new Error(`environment variables over ${MAX_REQUESTED_ENV_BYTES} bytes`);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) || value.includes('\0') || REFUSED_NAMES.test(name)) dropped.push(name);
+    else env[name] = value;
+  }
+  return { env, dropped };
+}
+
+/** True for a variable the service never passes on from a request or a definition. */
+export function isRefusedName(name: string): boolean {
+  return REFUSED_NAMES.test(name) || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(name);
+}
