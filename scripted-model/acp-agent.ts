@@ -115,9 +115,9 @@ const app = acp
       const plant = `mkdir -p ${evil} && printf '#!/bin/sh\necho "$0" >> ${marker}\nexec /bin/bash "$@"\n' > ${evil}/bash && ` +
         `chmod +x ${evil}/bash && cp ${evil}/bash ${evil}/bwrap && printf 'echo bash_env >> ${marker}\n' > ${evil}/rc`;
       const term = async (command: string, env: Array<{ name: string; value: string }> = []) => {
-        const { terminalId } = await client.request(acp.methods.client.terminal.create, { sessionId: params.sessionId, command, env });
+        const { terminalId } = (await client.request(acp.methods.client.terminal.create, { sessionId: params.sessionId, command, env })) as { terminalId: string };
         await client.request(acp.methods.client.terminal.waitForExit, { sessionId: params.sessionId, terminalId });
-        const out = await client.request(acp.methods.client.terminal.output, { sessionId: params.sessionId, terminalId });
+        const out = (await client.request(acp.methods.client.terminal.output, { sessionId: params.sessionId, terminalId })) as { output: string };
         await client.request(acp.methods.client.terminal.release, { sessionId: params.sessionId, terminalId });
         return out.output;
       };

@@ -146,7 +146,11 @@ describe('webhooks', () => {
     const svc = await startService({ model, env: { API_KEYS: 'ka:a,kb:b' } });
     try {
       const register = (url: string) => svc.inject({ method: 'POST', url: '/webhooks', headers: { authorization: 'Bearer ka' }, payload: { url } });
-      for (const url of ['http://127.0.0.1:9/x', 'http://[::1]/x', 'http://[::ffff:127.0.0.1]/x', 'http://169.254.169.254/latest/meta-data', 'http://10.1.2.3/x', 'http://localhost:8080/x']) {
+      for (const url of [
+        'http://127.0.0.1:9/x', 'http://[::1]/x', 'http://[::ffff:127.0.0.1]/x', 'http://169.254.169.254/latest/meta-data', 'http://10.1.2.3/x',
+        'http://localhost:8080/x', 'http://[::127.0.0.1]/x', 'http://[64:ff9b:1::808:808]/x', 'http://[2002:a00:1::1]/x', 'http://[::ffff:0:a00:1]/x',
+        'http://[100::1]/x', 'http://[64:ff9b::a9fe:a9fe]/x',
+      ]) {
         const res = await register(url);
         expect(res.statusCode, url).toBe(400);
         expect(res.json().error, url).toMatchObject({ code: 'invalid_webhook_url', message: expect.stringMatching(/private|does not resolve/) });
@@ -158,6 +162,23 @@ describe('webhooks', () => {
       const other = await svc.inject({ url: '/webhooks', headers: { authorization: 'Bearer kb' } });
       expect(other.json().webhooks).toEqual([]);
       expect((await svc.inject({ method: 'DELETE', url: '/webhooks/whk_00000000000000000000000000', headers: { authorization: 'Bearer kb' } })).statusCode).toBe(404);
+    } finally {
+      await svc.close();
+    }
+  });
+
+  it('takes public IPv4 and IPv6 receivers with the guard on (registered, never sent to)', async () => {
+    // No task runs on this service and each endpoint is removed at once: nothing is ever delivered
+    // to these public addresses (the suite sends traffic to loopback only).
+    const svc = await startService({ model, env: { API_KEYS: 'ka:a' } });
+    try {
+      for (const url of ['https://8.8.8.8/hook', 'http://93.184.216.34:8080/x', 'https://[2606:4700:4700::1111]/hook', 'https://[64:ff9b::808:808]/hook', 'https://[2002:808:808::1]/x']) {
+        const res = await svc.inject({ method: 'POST', url: '/webhooks', headers: { authorization: 'Bearer ka' }, payload: { url } });
+        expect(res.statusCode, `${url}: ${res.body}`).toBe(201);
+        const gone = await svc.inject({ method: 'DELETE', url: `/webhooks/${res.json().id}`, headers: { authorization: 'Bearer ka' } });
+        expect(gone.statusCode).toBe(204);
+      }
+      expect((await svc.inject({ url: '/webhooks', headers: { authorization: 'Bearer ka' } })).json().webhooks).toEqual([]);
     } finally {
       await svc.close();
     }
