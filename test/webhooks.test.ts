@@ -54,7 +54,9 @@ describe('webhooks', () => {
       expect(created.statusCode).toBe(201);
       const hook = created.json();
       expect(hook).toMatchObject({ id: expect.stringMatching(/^whk_/), url: receiver.url, events: ['task.finished', 'task.started'], secret: expect.stringMatching(/^whsec_/) });
-      expect((await svc.inject({ url: '/webhooks' })).json().webhooks).toEqual([{ id: hook.id, url: receiver.url, events: hook.events, createdAt: expect.any(String) }]);
+      expect((await svc.inject({ url: '/webhooks' })).json().webhooks).toEqual([
+        { id: hook.id, url: receiver.url, events: hook.events, createdAt: expect.any(String), failingSince: null, disabled: null },
+      ]);
 
       model.script('HOOKED', complete);
       const task = (await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: 'HOOKED', context: { parentTaskId: 'T-hook', userId: 'u-h', toolCallId: 'call_h' } }) })).json();
@@ -164,6 +166,102 @@ describe('webhooks', () => {
       expect((await svc.inject({ method: 'DELETE', url: '/webhooks/whk_00000000000000000000000000', headers: { authorization: 'Bearer kb' } })).statusCode).toBe(404);
     } finally {
       await svc.close();
+    }
+  });
+
+  it('sends one tenant\'s deliveries while another tenant\'s endpoints hang (each endpoint its own lane)', async () => {
+    // Tenant a: 20 endpoints on a receiver that holds every request without answering (the timeout
+    // is a minute). Before, the outbox sent one batch of 20, oldest first, and waited for all of it.
+    const svc = await startService({ model, env: { ...env, API_KEYS: 'ka:a,kb:b', WEBHOOK_TIMEOUT_MS: '60000', MAX_WEBHOOKS_PER_TENANT: '25' } });
+    const held: Array<() => void> = [];
+    const hanging = createServer((req, res) => {
+      req.resume();
+      held.push(() => res.writeHead(204).end());
+    });
+    await new Promise<void>((r) => hanging.listen(0, '127.0.0.1', r));
+    const fast = await startReceiver(() => ({ status: 204 }));
+    try {
+      const hangingUrl = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/hook`;
+      for (let i = 0; i < 20; i++) {
+        const res = await svc.inject({ method: 'POST', url: '/webhooks', headers: { authorization: 'Bearer ka' }, payload: { url: `${hangingUrl}?n=${i}`, events: ['task.started'] } });
+        expect(res.statusCode).toBe(201);
+      }
+      await svc.inject({ method: 'POST', url: '/webhooks', headers: { authorization: 'Bearer kb' }, payload: { url: fast.url, events: ['task.started'] } });
+      model.script('LANES', complete);
+      await svc.inject({ method: 'POST', url: '/tasks?wait=true', headers: { authorization: 'Bearer ka' }, payload: taskBody({ prompt: 'LANES' }) });
+      // a's sends are under way (no more than its share at once) ...
+      await until(async () => held.length > 0);
+      const b = (await svc.inject({ method: 'POST', url: '/tasks?wait=true', headers: { authorization: 'Bearer kb' }, payload: taskBody({ prompt: 'LANES' }) })).json();
+      // ... and b's task.started arrives while they still hang.
+      await until(async () => fast.received.some((r) => r.body.includes(b.id)));
+      expect(held.length).toBeGreaterThan(0);
+      expect(held.length).toBeLessThanOrEqual(8);
+    } finally {
+      for (const answer of held.splice(0)) answer();
+      // The rest of a's deliveries are sent as the held ones are answered.
+      await until(async () => {
+        for (const answer of held.splice(0)) answer();
+        return (await svc.inject({ url: '/webhooks', headers: { authorization: 'Bearer ka' } })).json().webhooks.length === 20;
+      });
+      await svc.close();
+      hanging.closeAllConnections();
+      await new Promise<void>((r) => hanging.close(() => r()));
+      await fast.close();
+    }
+  });
+
+  it('bounds the endpoints of a tenant (409 webhook_limit), not those of another', async () => {
+    const svc = await startService({ model, env: { ...env, API_KEYS: 'ka:a,kb:b', MAX_WEBHOOKS_PER_TENANT: '2' } });
+    try {
+      const register = (key: string) => svc.inject({ method: 'POST', url: '/webhooks', headers: { authorization: `Bearer ${key}` }, payload: { url: 'http://127.0.0.1:9/x' } });
+      const first = (await register('ka')).json();
+      expect((await register('ka')).statusCode).toBe(201);
+      const third = await register('ka');
+      expect(third.statusCode).toBe(409);
+      expect(third.json().error).toMatchObject({ code: 'webhook_limit', message: expect.stringContaining('at most 2') });
+      expect((await register('kb')).statusCode).toBe(201);
+      await svc.inject({ method: 'DELETE', url: `/webhooks/${first.id}`, headers: { authorization: 'Bearer ka' } });
+      expect((await register('ka')).statusCode).toBe(201);
+    } finally {
+      await svc.close();
+    }
+  });
+
+  it('disables an endpoint whose every attempt failed for WEBHOOK_DISABLE_AFTER_MS, says why, and enables it again', async () => {
+    let status = 503;
+    const receiver = await startReceiver(() => ({ status }));
+    const svc = await startService({ model, env: { ...env, WEBHOOK_DISABLE_AFTER_MS: '1000' } });
+    try {
+      const hook = (await svc.inject({ method: 'POST', url: '/webhooks', payload: { url: receiver.url, events: ['task.started'] } })).json();
+      model.script('DISABLED', complete);
+      const run = async () => (await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: 'DISABLED' }) })).json().id as string;
+      const first = await run();
+      const view = async () => (await svc.inject({ url: '/webhooks' })).json().webhooks[0];
+      await until(async () => (await view()).disabled !== null);
+      const disabled = await view();
+      expect(disabled.failingSince).toEqual(expect.any(String));
+      expect(disabled.disabled).toEqual({ at: expect.any(String), reason: expect.stringMatching(/^every attempt failed since .*; last: the receiver answered 503$/) });
+      const deliveries = async () => (await svc.inject({ url: `/webhooks/${hook.id}/deliveries` })).json().deliveries;
+      expect(await deliveries()).toEqual([expect.objectContaining({ taskId: first, status: 'failed', lastError: expect.stringContaining('endpoint disabled') })]);
+      // Disabled: nothing is queued for it.
+      const attempts = receiver.received.length;
+      await run();
+      expect((await deliveries()).length).toBe(1);
+      // Enabled again: new events are delivered, and the failed one can be sent again.
+      status = 204;
+      const enabled = await svc.inject({ method: 'POST', url: `/webhooks/${hook.id}/enable` });
+      expect(enabled.statusCode).toBe(200);
+      expect(enabled.json()).toMatchObject({ id: hook.id, disabled: null, failingSince: null });
+      const third = await run();
+      await until(async () => (await deliveries()).some((d: { taskId: string; status: string }) => d.taskId === third && d.status === 'delivered'));
+      const failed = (await deliveries()).find((d: { taskId: string }) => d.taskId === first);
+      expect((await svc.inject({ method: 'POST', url: `/webhooks/deliveries/${failed.id}/retry` })).statusCode).toBe(202);
+      await until(async () => (await deliveries()).every((d: { status: string }) => d.status === 'delivered'));
+      expect(receiver.received.length).toBe(attempts + 2);
+      expect((await svc.inject({ method: 'POST', url: '/webhooks/whk_00000000000000000000000000/enable' })).statusCode).toBe(404);
+    } finally {
+      await svc.close();
+      await receiver.close();
     }
   });
 

@@ -227,9 +227,29 @@ export interface paths {
         put?: never;
         /**
          * Register a webhook endpoint for task events
-         * @description Deliveries are POSTed as Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature) with a WebhookPayload body, retried with exponential backoff for WEBHOOK_GIVE_UP_MS (3 days by default). A URL that resolves to a private, loopback or link-local address is refused unless WEBHOOK_ALLOW_PRIVATE=true.
+         * @description Deliveries are POSTed as Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature) with a WebhookPayload body, retried with exponential backoff for WEBHOOK_GIVE_UP_MS (3 days by default). A URL that resolves to a private, loopback or link-local address is refused unless WEBHOOK_ALLOW_PRIVATE=true. A tenant has at most MAX_WEBHOOKS_PER_TENANT endpoints (409 webhook_limit).
          */
         post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Turn a disabled endpoint back on
+         * @description New events are queued for it again; deliveries that failed while it was disabled can be sent again with the retry route.
+         */
+        post: operations["enableWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -551,12 +571,22 @@ export interface components {
             url: string;
             events: ("task.started" | "task.finished" | "task.paused" | "task.resumed")[];
             createdAt: string;
+            failingSince: string | null;
+            disabled: {
+                at: string;
+                reason: string;
+            } | null;
         };
         CreatedWebhook: {
             id: string;
             url: string;
             events: ("task.started" | "task.finished" | "task.paused" | "task.resumed")[];
             createdAt: string;
+            failingSince: string | null;
+            disabled: {
+                at: string;
+                reason: string;
+            } | null;
             secret: string;
         };
         WebhookList: {
@@ -2180,6 +2210,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description This Idempotency-Key was already used with a different body */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The body is larger than BODY_LIMIT_BYTES */
             413: {
                 headers: {
@@ -2191,6 +2230,82 @@ export interface operations {
             };
             /** @description The body is not application/json */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit, queue limit or auth-failure limit was reached; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected failure of the service */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Shutting down, overloaded, or the database cannot be written; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    enableWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /** @description Invalid request: `error.details` names each field and what is wrong with it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong API key (only while API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such task, workspace, file or route for this tenant */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

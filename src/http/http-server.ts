@@ -92,7 +92,7 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
   await server.register(tasksRoutes, { tasks, keepAliveMs: config.heartbeatMs });
   await server.register(usageRoutes, { usage });
   await server.register(budgetsRoutes, { budgets: services.budgets, now: Date.now });
-  await server.register(webhooksRoutes, { webhooks: services.webhooks, allowPrivate: config.webhooks.allowPrivate, now: Date.now });
+  await server.register(webhooksRoutes, { webhooks: services.webhooks, allowPrivate: config.webhooks.allowPrivate, maxPerTenant: config.webhooks.maxPerTenant, now: Date.now });
   await server.register(a2aRoutes, {
     tasks,
     events,

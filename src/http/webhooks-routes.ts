@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError, notFound } from '../errors/app-error.ts';
 import { iso } from '../shapes/time.ts';
-import { createdWebhookSchema, createWebhookBodySchema, deliveryListSchema, deliverySchema, webhookListSchema } from '../shapes/webhook.ts';
+import { createdWebhookSchema, createWebhookBodySchema, deliveryListSchema, deliverySchema, webhookListSchema, webhookSchema } from '../shapes/webhook.ts';
 import { nextPage } from '../store/paging.ts';
 import { resolveTarget, WebhookTargetError } from '../webhooks/safe-target.ts';
 import { WEBHOOK_EVENTS, type DeliveryRow, type WebhookRow, type WebhookStore } from '../webhooks/webhook-store.ts';
@@ -11,10 +11,19 @@ import { errors, json } from './openapi.ts';
 export interface WebhooksRoutesOptions {
   webhooks: WebhookStore;
   allowPrivate: boolean;
+  /** Endpoints one tenant may register. */
+  maxPerTenant: number;
   now: () => number;
 }
 
-const view = (w: WebhookRow) => ({ id: w.id, url: w.url, events: w.events as Array<(typeof WEBHOOK_EVENTS)[number]>, createdAt: iso(w.createdAt) });
+const view = (w: WebhookRow) => ({
+  id: w.id,
+  url: w.url,
+  events: w.events as Array<(typeof WEBHOOK_EVENTS)[number]>,
+  createdAt: iso(w.createdAt),
+  failingSince: w.failingSince === null ? null : iso(w.failingSince),
+  disabled: w.disabledAt === null ? null : { at: iso(w.disabledAt), reason: w.disabledReason ?? '' },
+});
 const deliveryView = (d: DeliveryRow): z.infer<typeof deliverySchema> => ({
   id: d.id,
   event: d.event as (typeof WEBHOOK_EVENTS)[number],
@@ -28,7 +37,7 @@ const deliveryView = (d: DeliveryRow): z.infer<typeof deliverySchema> => ({
 });
 const webhookParams = z.object({ id: z.string().regex(/^whk_[0-9A-HJKMNP-TV-Z]{26}$/, 'must be a webhook id (whk_<ulid>)') });
 
-export const webhooksRoutes: FastifyPluginAsyncZod<WebhooksRoutesOptions> = async (app, { webhooks, allowPrivate, now }) => {
+export const webhooksRoutes: FastifyPluginAsyncZod<WebhooksRoutesOptions> = async (app, { webhooks, allowPrivate, maxPerTenant, now }) => {
   app.post(
     '/webhooks',
     {
@@ -38,9 +47,10 @@ export const webhooksRoutes: FastifyPluginAsyncZod<WebhooksRoutesOptions> = asyn
         description:
           'Deliveries are POSTed as Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature) with a WebhookPayload ' +
           'body, retried with exponential backoff for WEBHOOK_GIVE_UP_MS (3 days by default). A URL that resolves to a private, ' +
-          'loopback or link-local address is refused unless WEBHOOK_ALLOW_PRIVATE=true.',
+          'loopback or link-local address is refused unless WEBHOOK_ALLOW_PRIVATE=true. A tenant has at most ' +
+          'MAX_WEBHOOKS_PER_TENANT endpoints (409 webhook_limit).',
         body: createWebhookBodySchema,
-        response: { 201: json('The endpoint, with its secret (shown only here)', createdWebhookSchema), ...errors(400, 413, 415) },
+        response: { 201: json('The endpoint, with its secret (shown only here)', createdWebhookSchema), ...errors(400, 409, 413, 415) },
       },
     },
     async (request, reply) => {
@@ -50,8 +60,27 @@ export const webhooksRoutes: FastifyPluginAsyncZod<WebhooksRoutesOptions> = asyn
         if (err instanceof WebhookTargetError) throw new AppError(400, 'invalid_webhook_url', err.message);
         throw err;
       }
-      const row = await webhooks.create(request.tenant, request.body.url, request.body.events ?? [...WEBHOOK_EVENTS], now());
+      const row = await webhooks.create(request.tenant, request.body.url, request.body.events ?? [...WEBHOOK_EVENTS], now(), maxPerTenant);
+      if (!row) throw new AppError(409, 'webhook_limit', `a tenant has at most ${maxPerTenant} webhook endpoints (MAX_WEBHOOKS_PER_TENANT): delete one first`);
       return reply.status(201).send({ ...view(row), secret: row.secret });
+    },
+  );
+
+  app.post(
+    '/webhooks/:id/enable',
+    {
+      schema: {
+        operationId: 'enableWebhook',
+        summary: 'Turn a disabled endpoint back on',
+        description: 'New events are queued for it again; deliveries that failed while it was disabled can be sent again with the retry route.',
+        params: webhookParams,
+        response: { 200: json('The endpoint', webhookSchema), ...errors(400, 404) },
+      },
+    },
+    async (request) => {
+      const row = await webhooks.enable(request.tenant, request.params.id);
+      if (!row) throw notFound(`webhook ${request.params.id}`);
+      return view(row);
     },
   );
 

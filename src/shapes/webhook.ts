@@ -12,6 +12,11 @@ export const webhookSchema = z.object({
   url: z.string(),
   events: z.array(webhookEventSchema),
   createdAt: z.string(),
+  failingSince: z.string().nullable().describe('when its current run of failed attempts began; null while it delivers'),
+  disabled: z
+    .object({ at: z.string(), reason: z.string() })
+    .nullable()
+    .describe('set when every attempt failed for WEBHOOK_DISABLE_AFTER_MS: nothing is queued for it until POST /webhooks/{id}/enable'),
 });
 
 export const createdWebhookSchema = webhookSchema.extend({

@@ -232,6 +232,11 @@ export const webhooks = pgTable(
     authorization: text('authorization'),
     /** The A2A protocol version the config was made with (`1.0` or `0.3`): the payload's format. */
     a2aVersion: text('a2a_version'),
+    /** When its current run of failed attempts began (null once an attempt succeeds). */
+    failingSince: bigint('failing_since', { mode: 'number' }),
+    /** When it was disabled for failing longer than WEBHOOK_DISABLE_AFTER_MS, and why (the tenant sees both). */
+    disabledAt: bigint('disabled_at', { mode: 'number' }),
+    disabledReason: text('disabled_reason'),
   },
   (t) => [index('webhooks_tenant').on(t.tenant, t.id), index('webhooks_task').on(t.taskId)],
 );

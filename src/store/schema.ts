@@ -229,6 +229,11 @@ export const webhooks = sqliteTable(
     authorization: text('authorization'),
     /** The A2A protocol version the config was made with (`1.0` or `0.3`): the payload's format. */
     a2aVersion: text('a2a_version'),
+    /** When its current run of failed attempts began (null once an attempt succeeds). */
+    failingSince: integer('failing_since'),
+    /** When it was disabled for failing longer than WEBHOOK_DISABLE_AFTER_MS, and why (the tenant sees both). */
+    disabledAt: integer('disabled_at'),
+    disabledReason: text('disabled_reason'),
   },
   (t) => [index('webhooks_tenant').on(t.tenant, t.id), index('webhooks_task').on(t.taskId)],
 );

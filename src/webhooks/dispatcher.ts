@@ -13,12 +13,53 @@ export interface DispatcherOptions {
   retryBaseMs: number;
   /** A delivery still failing this long after its event is given up (`failed`). */
   giveUpAfterMs: number;
+  /** An endpoint whose every attempt has failed this long is disabled. */
+  disableAfterMs: number;
   timeoutMs: number;
 }
 
 /** What is read of a receiver's answer, at most (its status is what counts). */
 const MAX_ANSWER_BYTES = 64 * 1024;
-const BATCH = 20;
+/** Sends in flight at once, in all; of one tenant; of one endpoint (its deliveries go in order). */
+const MAX_IN_FLIGHT = 32;
+const MAX_IN_FLIGHT_PER_TENANT = 8;
+/** Endpoint heads read per pass: more than can be sent at once, so busy ones can be skipped. */
+const HEADS = 256;
+
+/**
+ * Which heads to send now: every endpoint at most once and not while it is busy, tenants in turn
+ * (each one's oldest first), within the caps. A tenant whose endpoints never answer holds at most
+ * its own share of the sends; the others' deliveries go out beside it.
+ */
+export function pickFair<D extends { webhookId: string; tenant: string }>(
+  heads: D[],
+  busy: { endpoints: ReadonlySet<string>; perTenant: ReadonlyMap<string, number>; total: number },
+): D[] {
+  const byTenant = new Map<string, D[]>();
+  for (const h of heads) {
+    if (busy.endpoints.has(h.webhookId)) continue;
+    const list = byTenant.get(h.tenant) ?? [];
+    list.push(h);
+    byTenant.set(h.tenant, list);
+  }
+  const taken = new Map<string, number>();
+  const picked: D[] = [];
+  let room = MAX_IN_FLIGHT - busy.total;
+  for (let round = 0, more = true; room > 0 && more; round++) {
+    more = false;
+    for (const [tenant, list] of byTenant) {
+      const head = list[round];
+      if (!head || room === 0) continue;
+      const used = (busy.perTenant.get(tenant) ?? 0) + (taken.get(tenant) ?? 0);
+      if (used >= MAX_IN_FLIGHT_PER_TENANT) continue;
+      picked.push(head);
+      taken.set(tenant, (taken.get(tenant) ?? 0) + 1);
+      room--;
+      more = true;
+    }
+  }
+  return picked;
+}
 
 /**
  * Sends the outbox: every pending delivery whose time has come is POSTed, signed per the Standard
@@ -26,13 +67,22 @@ const BATCH = 20;
  * delivers it; anything else (a status, a timeout, a refused address) is retried with exponential
  * backoff until `giveUpAfterMs` after the event. Redirects are not followed, the connection goes to
  * the address that was checked, and at most 64 KiB of an answer is read.
+ *
+ * Each endpoint is a lane of its own: one send at a time, in order, and a new send starts as soon
+ * as any finishes (no batch waits for its slowest member), so an endpoint that never answers delays
+ * only its own deliveries. Tenants take turns within the caps above. An endpoint failing every
+ * attempt for `disableAfterMs` is disabled.
  */
 export function createDispatcher(opts: DispatcherOptions) {
   const { store, logger } = opts;
   let timer: NodeJS.Timeout | null = null;
-  let running = false;
+  let pumping = false;
   let closed = false;
   let again = false;
+  /** Endpoint id → its tenant, for every send in flight. */
+  const busy = new Map<string, string>();
+  const perTenant = new Map<string, number>();
+  const sends = new Set<Promise<void>>();
 
   async function send(delivery: DueDelivery): Promise<void> {
     const url = new URL(delivery.url);
@@ -83,56 +133,78 @@ export function createDispatcher(opts: DispatcherOptions) {
     }
   }
 
-  async function tick(): Promise<void> {
-    if (running || closed) {
+  /** One attempt of one delivery, recorded whatever happens. */
+  async function attempt(delivery: DueDelivery): Promise<void> {
+    try {
+      await send(delivery);
+      await store.delivered(delivery.id, delivery.webhookId, opts.now());
+    } catch (err) {
+      const message = (err as Error).message;
+      const attempts = delivery.attempts + 1;
+      const wait = Math.min(opts.retryBaseMs * 2 ** (attempts - 1), 3_600_000);
+      const next = opts.now() + wait;
+      const giveUp = next - delivery.createdAt > opts.giveUpAfterMs;
+      await store.attemptFailed(delivery.id, message, giveUp ? null : next);
+      const disabled = await store.endpointFailed(delivery.webhookId, opts.now(), opts.disableAfterMs, message);
+      logger.warn({ delivery: delivery.id, webhook: delivery.webhookId, attempts, err: message, giveUp, disabled }, 'webhook delivery failed');
+    }
+  }
+
+  function start(delivery: DueDelivery) {
+    busy.set(delivery.webhookId, delivery.tenant);
+    perTenant.set(delivery.tenant, (perTenant.get(delivery.tenant) ?? 0) + 1);
+    const done: Promise<void> = attempt(delivery)
+      .catch((err) => logger.error({ err, delivery: delivery.id }, 'could not record a webhook attempt; it is sent again'))
+      .finally(() => {
+        busy.delete(delivery.webhookId);
+        const left = (perTenant.get(delivery.tenant) ?? 1) - 1;
+        if (left > 0) perTenant.set(delivery.tenant, left);
+        else perTenant.delete(delivery.tenant);
+        sends.delete(done);
+        // A lane is free: its next delivery, or another tenant's, goes now.
+        void pump();
+      });
+    sends.add(done);
+  }
+
+  async function pump(): Promise<void> {
+    if (pumping || closed) {
       again = true;
       return;
     }
-    running = true;
+    pumping = true;
     try {
-      for (;;) {
+      do {
         again = false;
+        if (busy.size >= MAX_IN_FLIGHT) break;
+        const heads = await store.dueHeads(opts.now(), HEADS);
+        const picked = pickFair(heads, { endpoints: new Set(busy.keys()), perTenant, total: busy.size });
         // A send takes at most three timeouts (connect, headers, body); its claim outlasts it.
-        const due = await store.due(opts.now(), BATCH, opts.now() + 3 * opts.timeoutMs + 5_000);
-        await Promise.all(
-          due.map(async (delivery) => {
-            try {
-              await send(delivery);
-              await store.delivered(delivery.id, opts.now());
-            } catch (err) {
-              const attempts = delivery.attempts + 1;
-              const wait = Math.min(opts.retryBaseMs * 2 ** (attempts - 1), 3_600_000);
-              const next = opts.now() + wait;
-              const giveUp = next - delivery.createdAt > opts.giveUpAfterMs;
-              await store.attemptFailed(delivery.id, (err as Error).message, giveUp ? null : next);
-              logger.warn({ delivery: delivery.id, webhook: delivery.webhookId, attempts, err: (err as Error).message, giveUp }, 'webhook delivery failed');
-            }
-          }),
-        );
-        if (closed || (due.length < BATCH && !again)) break;
-      }
+        const mine = await store.claim(picked.map((d) => d.id), opts.now(), opts.now() + 3 * opts.timeoutMs + 5_000);
+        for (const d of picked) if (mine.has(d.id) && !closed) start(d);
+      } while (again && !closed);
     } catch (err) {
       logger.error({ err }, 'webhook dispatch failed; retrying');
     } finally {
-      running = false;
+      pumping = false;
     }
   }
 
   return {
     start() {
       store.dropOrphans().catch((err) => logger.error({ err }, 'could not drop the deliveries of deleted webhooks'));
-      timer = setInterval(() => void tick(), Math.max(50, Math.min(1000, opts.retryBaseMs / 2)));
+      timer = setInterval(() => void pump(), Math.max(50, Math.min(1000, opts.retryBaseMs / 2)));
       timer.unref();
-      void tick();
+      void pump();
     },
     /** New deliveries were written: send them now rather than at the next tick. */
     poke() {
-      setImmediate(() => void tick());
+      setImmediate(() => void pump());
     },
     async close() {
       closed = true;
       if (timer) clearInterval(timer);
-      while (running) await new Promise((r) => setTimeout(r, 20));
+      while (pumping || sends.size > 0) await Promise.race([...sends, new Promise((r) => setTimeout(r, 20))]);
     },
   };
 }

@@ -38,19 +38,15 @@ export function createWebhookStore(
   /** Several instances share the database (PostgreSQL): deliveries are claimed, nothing is cached. */
   shared = false,
 ) {
-  const ENDPOINTS_OF = 'SELECT id, events, kind, a2a_version AS version FROM webhooks WHERE tenant = ? AND (task_id IS NULL OR task_id = ?)';
+  const ENDPOINTS_OF = 'SELECT id, events, kind, a2a_version AS version FROM webhooks WHERE tenant = ? AND (task_id IS NULL OR task_id = ?) AND disabled_at IS NULL';
   const INSERT_DELIVERY = `INSERT INTO webhook_deliveries (id, webhook_id, tenant, event, task_id, payload, status, attempts, next_attempt_at, created_at)
      VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)`;
-  const DUE = `SELECT d.*, w.url, w.secret, w.kind, w.token, w."authorization", t.trace_parent AS traceparent
-     FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id LEFT JOIN tasks t ON t.id = d.task_id
-     WHERE d.status = 'pending' AND d.next_attempt_at <= ? ORDER BY d.next_attempt_at LIMIT ?`;
-  // Shared: the due deliveries are claimed (their next attempt moved past the send) by one instance.
-  const CLAIM = `UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id IN (
-       SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED)
-     RETURNING id`;
-  const CLAIMED = `SELECT d.*, w.url, w.secret, w.kind, w.token, w."authorization", t.trace_parent AS traceparent
-     FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id LEFT JOIN tasks t ON t.id = d.task_id
-     WHERE d.id = ANY(?) ORDER BY d.next_attempt_at`;
+  // The oldest due delivery of each endpoint: an endpoint's deliveries go one at a time, in order.
+  const DUE_HEADS = `SELECT d.*, w.url, w.secret, w.kind, w.token, w."authorization", t.trace_parent AS traceparent
+     FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, id) AS n
+           FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ?) f
+     JOIN webhook_deliveries d ON d.id = f.id JOIN webhooks w ON w.id = d.webhook_id LEFT JOIN tasks t ON t.id = d.task_id
+     WHERE f.n = 1 ORDER BY d.next_attempt_at, d.id LIMIT ?`;
   const INSERT_WEBHOOK = `INSERT INTO webhooks (id, tenant, url, events, secret, created_at, kind, task_id, config_id, token, "authorization", a2a_version)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
   const PUSH = `tenant = ? AND kind = 'a2a' AND task_id = ?`;
@@ -58,12 +54,25 @@ export function createWebhookStore(
   const tenantsWithout = new Set<string>();
 
   return {
-    async create(tenant: string, url: string, events: WebhookEvent[], now: number): Promise<WebhookRow> {
+    /** A new endpoint, or null when the tenant already has `max` of them. */
+    async create(tenant: string, url: string, events: WebhookEvent[], now: number, max: number): Promise<WebhookRow | null> {
       const id = `whk_${ulid(now)}`;
       const secret = `whsec_${randomBytes(24).toString('base64')}`;
-      await sql.run(INSERT_WEBHOOK, [id, tenant, url, JSON.stringify(events), secret, now, 'webhook', null, null, null, null, null]);
+      const added = await sql.transaction(async (tx) => {
+        const count = await tx.get<{ n: number }>(`SELECT COUNT(*) AS n FROM webhooks WHERE tenant = ? AND kind = 'webhook'`, [tenant]);
+        if (Number(count?.n ?? 0) >= max) return false;
+        await tx.run(INSERT_WEBHOOK, [id, tenant, url, JSON.stringify(events), secret, now, 'webhook', null, null, null, null, null]);
+        return true;
+      });
+      if (!added) return null;
       tenantsWithout.delete(tenant);
       return webhookOf((await sql.get('SELECT * FROM webhooks WHERE id = ?', [id]))!);
+    },
+    /** Turns a disabled endpoint back on (its failed deliveries can then be retried). */
+    async enable(tenant: string, id: string): Promise<WebhookRow | undefined> {
+      await sql.run(`UPDATE webhooks SET disabled_at = NULL, disabled_reason = NULL, failing_since = NULL WHERE tenant = ? AND id = ? AND kind = 'webhook'`, [tenant, id]);
+      const raw = await sql.get(`SELECT * FROM webhooks WHERE tenant = ? AND id = ? AND kind = 'webhook'`, [tenant, id]);
+      return raw && webhookOf(raw);
     },
     async list(tenant: string): Promise<WebhookRow[]> {
       return (await sql.all(`SELECT * FROM webhooks WHERE tenant = ? AND kind = 'webhook' ORDER BY id`, [tenant])).map(webhookOf);
@@ -149,17 +158,11 @@ export function createWebhookStore(
     },
 
     /**
-     * Pending deliveries whose time has come, oldest first, with their endpoint. Shared, they are
-     * claimed until `claimUntil` (no other instance sends them meanwhile; past it, if this one
-     * stopped before recording the attempt, another one does).
+     * The oldest due delivery of each endpoint with one, oldest first, with its endpoint: the
+     * dispatcher picks among them fairly and claims what it sends.
      */
-    async due(now: number, limit: number, claimUntil: number): Promise<DueDelivery[]> {
-      let rows: Record<string, unknown>[];
-      if (shared) {
-        const ids = (await sql.rows(CLAIM, [claimUntil, now, limit])).map((r) => r[0]);
-        rows = ids.length > 0 ? await sql.all(CLAIMED, [ids]) : [];
-      } else rows = await sql.all(DUE, [now, limit]);
-      return rows.map((raw) => ({
+    async dueHeads(now: number, limit: number): Promise<DueDelivery[]> {
+      return (await sql.all(DUE_HEADS, [now, limit])).map((raw) => ({
         ...deliveryOf(raw),
         url: raw.url as string,
         secret: raw.secret as string,
@@ -169,12 +172,46 @@ export function createWebhookStore(
         traceparent: (raw.traceparent as string | null) ?? null,
       }));
     },
+    /**
+     * The ids among `ids` this instance may send now. Shared, each is claimed until `claimUntil`
+     * (its next attempt moved past the send, in one statement: another instance that read the same
+     * head finds it no longer due); past it, if this one stopped before recording the attempt,
+     * another one sends it.
+     */
+    async claim(ids: string[], now: number, claimUntil: number): Promise<Set<string>> {
+      if (!shared || ids.length === 0) return new Set(ids);
+      const rows = await sql.rows(`UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ANY(?) AND status = 'pending' AND next_attempt_at <= ? RETURNING id`, [
+        claimUntil,
+        ids,
+        now,
+      ]);
+      return new Set(rows.map((r) => r[0] as string));
+    },
     /** Deliveries of an endpoint whose endpoint was deleted are dropped. */
     async dropOrphans(): Promise<void> {
       await sql.run(`DELETE FROM webhook_deliveries WHERE status = 'pending' AND webhook_id NOT IN (SELECT id FROM webhooks)`);
     },
-    async delivered(id: string, now: number): Promise<void> {
-      await sql.run(`UPDATE webhook_deliveries SET status = 'delivered', delivered_at = ?, attempts = attempts + 1, last_error = NULL WHERE id = ?`, [now, id]);
+    async delivered(id: string, webhookId: string, now: number): Promise<void> {
+      await sql.transaction(async (tx) => {
+        await tx.run(`UPDATE webhook_deliveries SET status = 'delivered', delivered_at = ?, attempts = attempts + 1, last_error = NULL WHERE id = ?`, [now, id]);
+        await tx.run(`UPDATE webhooks SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL`, [webhookId]);
+      });
+    },
+    /**
+     * Notes a failed attempt against its endpoint. One that has failed every attempt for
+     * `disableAfterMs` is disabled (when and why kept for the tenant) and its pending deliveries
+     * fail with that reason. True when this attempt disabled it.
+     */
+    async endpointFailed(webhookId: string, now: number, disableAfterMs: number, error: string): Promise<boolean> {
+      return sql.transaction(async (tx) => {
+        await tx.run(`UPDATE webhooks SET failing_since = ? WHERE id = ? AND failing_since IS NULL`, [now, webhookId]);
+        const since = Number((await tx.get<{ since: number }>(`SELECT failing_since AS since FROM webhooks WHERE id = ? AND disabled_at IS NULL`, [webhookId]))?.since ?? now);
+        if (now - since < disableAfterMs) return false;
+        const reason = `every attempt failed since ${new Date(since).toISOString()}; last: ${error}`.slice(0, 500);
+        if ((await tx.run(`UPDATE webhooks SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL`, [now, reason, webhookId])) === 0) return false;
+        await tx.run(`UPDATE webhook_deliveries SET status = 'failed', last_error = ? WHERE webhook_id = ? AND status = 'pending'`, [`endpoint disabled: ${reason}`.slice(0, 500), webhookId]);
+        return true;
+      });
     },
     async attemptFailed(id: string, error: string, next: number | null): Promise<void> {
       await sql.run(

@@ -1,0 +1,3 @@
+ALTER TABLE "webhooks" ADD COLUMN "failing_since" bigint;--> statement-breakpoint
+ALTER TABLE "webhooks" ADD COLUMN "disabled_at" bigint;--> statement-breakpoint
+ALTER TABLE "webhooks" ADD COLUMN "disabled_reason" text;
