@@ -111,6 +111,10 @@ const cases: Array<[string, string, Args]> = [
   ['list the sibling workspace through a link', 'list_files', { path: 'ln-sibling' }],
   ['list an absolute folder outside', 'list_files', { path: '/etc' }],
   ['list a dangling folder link', 'list_files', { path: 'ln-dangling-dir' }],
+  // A file system error's message names the host path it failed on: never shown.
+  ['a name longer than 255 bytes', 'read_file', { path: `sub/${'n'.repeat(300)}` }],
+  ['write a name longer than 255 bytes', 'write_file', { path: `${'n'.repeat(300)}/x.txt`, content: 'x' }],
+  ['list below a name longer than 255 bytes', 'list_files', { path: `${'\u00e9'.repeat(200)}` }],
 ];
 
 describe('path guard attack corpus', () => {
@@ -119,8 +123,11 @@ describe('path guard attack corpus', () => {
   });
 
   it.each(cases)('refuses %s', async (_name, tool, args) => {
-    const seen = await callTool(tool, typeof args === 'function' ? args() : args);
+    const input = typeof args === 'function' ? args() : args;
+    const seen = await callTool(tool, input);
     expect(seen).toMatch(refused);
+    // No path of the host the model did not name itself.
+    if (!JSON.stringify(input).includes(svc.dir)) expect(seen).not.toContain(svc.dir);
     expect(seen).not.toContain(SECRET);
     expect(seen).not.toContain('root:x:0');
     // Nothing written outside, nothing changed there.

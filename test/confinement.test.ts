@@ -111,11 +111,12 @@ describe('workspace confinement of the file tools', () => {
     ).json();
     expect(out.artifacts.map((a: { path: string }) => a.path)).toEqual([path.join(ws, 'inside.txt')]);
     expect(out.skipped).toEqual([
-      { path: '../outside/secret.txt', reason: 'outside_workspace' },
-      { path: '/etc/passwd', reason: 'outside_workspace' },
-      { path: 'link-to-secret', reason: 'outside_workspace' },
-      { path: 'link-to-outside-dir/secret.txt', reason: 'outside_workspace' },
-      { path: 'ghost.md', reason: 'not_found' },
+      { path: '../outside/secret.txt', relativePath: null, reason: 'outside_workspace' },
+      { path: '/etc/passwd', relativePath: null, reason: 'outside_workspace' },
+      // Inside by name, outside once the link is followed.
+      { path: 'link-to-secret', relativePath: 'link-to-secret', reason: 'outside_workspace' },
+      { path: 'link-to-outside-dir/secret.txt', relativePath: 'link-to-outside-dir/secret.txt', reason: 'outside_workspace' },
+      { path: 'ghost.md', relativePath: 'ghost.md', reason: 'not_found' },
     ]);
   });
 });

@@ -185,7 +185,7 @@ describe('file tools under a racing workspace command', () => {
     svc.model.script('FIFO-COMPLETE', [{ toolCalls: [{ name: 'complete', args: { summary: 's', paths: ['handed-pipe', 'ok.md'] } }] }]);
     const out = (await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: 'FIFO-COMPLETE', context }) })).json();
     expect(out.artifacts.map((a: { path: string; fsType: string }) => [path.basename(a.path), a.fsType])).toEqual([['ok.md', 'file']]);
-    expect(out.skipped).toEqual([{ path: 'handed-pipe', reason: 'not_a_regular_file' }]);
+    expect(out.skipped).toEqual([{ path: 'handed-pipe', relativePath: 'handed-pipe', reason: 'not_a_regular_file' }]);
   });
 });
 

@@ -67,6 +67,23 @@ describe('follow-up: POST /tasks with task_id', () => {
     expect(records.map((r: { taskId: string }) => r.taskId).sort()).toEqual([first.id, second.id].sort());
   });
 
+  it('the model reads back its artifacts by relative path only, never a path of the service\'s host', async () => {
+    svc.model.script('REL-PATHS', (ctx) =>
+      lastUserText(ctx).includes('AGAIN')
+        ? complete('again')
+        : ctx.turn === 0
+          ? { toolCalls: [{ name: 'write_file', args: { path: 'notes/a.md', content: 'a' } }] }
+          : { toolCalls: [{ name: 'complete', args: { summary: 'wrote it', paths: ['notes/a.md', 'nope.md', '/etc/passwd'] } }] },
+    );
+    const first = await end((await post(taskBody({ prompt: 'REL-PATHS', context: { parentTaskId: 'T-rel', userId: 'u' } }))).json().id);
+    expect(first.artifacts).toEqual([expect.objectContaining({ relativePath: 'notes/a.md', path: expect.stringContaining('T-rel/notes/a.md') })]);
+    await end((await post(taskBody({ task_id: first.id, prompt: 'AGAIN', context: { parentTaskId: 'T-rel', userId: 'u' } }))).json().id);
+    const sent = svc.model.requests.filter((r) => JSON.stringify(r.body.messages).includes('AGAIN')).at(-1)!;
+    const completed = sent.body.messages.filter((m) => m.role === 'tool').at(-1)!;
+    expect(JSON.stringify(completed.content)).toContain('\\"relativePath\\":\\"notes/a.md\\"');
+    expect(JSON.stringify(sent.body.messages)).not.toContain(svc.config.workspacesDir);
+  });
+
   it('answers session_mismatch, task_not_finished and 404 (another tenant\'s task too)', async () => {
     svc.model.script('SESSION-ERR', [complete('done')]);
     const done = await end((await post(taskBody({ prompt: 'SESSION-ERR', context: { parentTaskId: 'T-e', userId: 'u' } }))).json().id);

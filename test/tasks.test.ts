@@ -56,6 +56,7 @@ describe('a subagent task end to end', () => {
     expect(out.artifacts).toEqual([
       {
         path: path.join(ws, 'out/report.md'),
+        relativePath: 'out/report.md',
         size: 25,
         fsType: 'file',
         modifiedAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
@@ -63,8 +64,8 @@ describe('a subagent task end to end', () => {
       },
     ]);
     expect(out.skipped).toEqual([
-      { path: 'missing.md', reason: 'not_found' },
-      { path: '../etc/passwd', reason: 'outside_workspace' },
+      { path: 'missing.md', relativePath: 'missing.md', reason: 'not_found' },
+      { path: '../etc/passwd', relativePath: null, reason: 'outside_workspace' },
     ]);
     expect(readFileSync(path.join(ws, 'out/report.md'), 'utf8')).toBe('# Errors\n\n3 errors found\n');
     for (const t of ['startedAt', 'completedAt', 'createdAt']) expect(Date.parse(out[t])).not.toBeNaN();
@@ -79,7 +80,9 @@ describe('a subagent task end to end', () => {
     expect(bashResult.authorization).toBe(`Bearer ${TEST_API_KEY}`);
     const first = svc.model.requests.find((r) => JSON.stringify(r.body).includes('REPORT-RUN'))!;
     expect(first.body.messages.map((m) => m.role)).toEqual(['system', 'user']);
-    expect(String(first.body.messages[0].content)).toContain(`workspace: ${ws}`);
+    // No path of the service's host in what the service tells the model (its own `pwd` aside).
+    expect(String(first.body.messages[0].content)).toContain('workspace: the current folder of your commands');
+    expect(String(first.body.messages[0].content)).not.toContain(svc.config.workspacesDir);
     expect(String(first.body.messages[0].content)).toContain('Europe/Berlin');
     expect(first.body.tools!.map((t) => t.function.name).sort()).toEqual(
       ['bash', 'complete', 'edit_file', 'glob', 'grep', 'list_files', 'read_file', 'write_file'],

@@ -218,6 +218,42 @@ describe('DELETE under a racing workspace command', () => {
 });
 
 describe('workspace files per tenant', () => {
+  it('no answer names a path of the host: dot-dot, a name too long (414), a bad name', async () => {
+    const multi = await startService({ env: { API_KEYS: 'key-a:alpha' } });
+    try {
+      const as = { authorization: 'Bearer key-a' };
+      await multi.inject({ method: 'PUT', url: '/workspaces/P/files/in.txt', payload: 'x', headers: as });
+      const host = [multi.dir, multi.config.workspacesDir, '/proc/self/fd'];
+      const long = 'n'.repeat(300);
+      const cases = [
+        { method: 'PUT' as const, url: '/workspaces/P/files/..%2fx', status: 400, code: 'outside_workspace' },
+        { method: 'PUT' as const, url: `/workspaces/P/files/${long}`, status: 414, code: 'uri_too_long' },
+        { method: 'PUT' as const, url: `/workspaces/P/files/sub/${long}/x.txt`, status: 414, code: 'uri_too_long' },
+        { method: 'GET' as const, url: `/workspaces/P/files/${long}`, status: 414, code: 'uri_too_long' },
+        { method: 'DELETE' as const, url: `/workspaces/P/files/${long}`, status: 414, code: 'uri_too_long' },
+        { method: 'GET' as const, url: '/workspaces/P/files/in.txt/x', status: 404, code: 'not_found' },
+      ];
+      for (const c of cases) {
+        const r = await multi.inject({ method: c.method, url: c.url, payload: c.method === 'PUT' ? 'x' : undefined, headers: as });
+        expect(r.statusCode, `${c.method} ${c.url.slice(0, 60)}: ${r.body}`).toBe(c.status);
+        expect(r.json().error.code).toBe(c.code);
+        for (const h of host) expect(r.body, c.url.slice(0, 60)).not.toContain(h);
+      }
+    } finally {
+      await multi.close();
+    }
+  });
+
+  it('removes what it lets be uploaded: a folder 1,500 levels deep', async () => {
+    const deep = `${Array.from({ length: 1500 }, () => 'd').join('/')}/leaf.txt`;
+    expect((await put(deep, 'deep')).statusCode).toBe(201);
+    expect(existsSync(path.join(ws(), deep))).toBe(true);
+    const removed = await svc.inject({ method: 'DELETE', url: '/workspaces/T-files/files/d' });
+    expect(removed.statusCode, removed.body).toBe(204);
+    expect(existsSync(path.join(ws(), 'd'))).toBe(false);
+    expect(readdirSync(ws()).filter((n) => n.startsWith('.removing-'))).toEqual([]);
+  });
+
   it('one tenant cannot list, read, write or delete in another tenant\'s workspace', async () => {
     const multi = await startService({ env: { API_KEYS: 'key-a:alpha,key-b:beta' } });
     try {

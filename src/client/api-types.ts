@@ -624,6 +624,7 @@ export interface components {
         };
         Artifact: {
             path: string;
+            relativePath: string;
             size: number;
             /** @enum {string} */
             fsType: "file" | "directory" | "symlink";
@@ -632,6 +633,7 @@ export interface components {
         };
         SkippedPath: {
             path: string;
+            relativePath: string | null;
             /** @enum {string} */
             reason: "not_found" | "outside_workspace" | "invalid_path" | "not_a_regular_file" | "unreadable";
         };
@@ -2723,6 +2725,7 @@ export interface operations {
                     "application/json": {
                         files: {
                             path: string;
+                            relativePath: string;
                             size: number;
                             /** @enum {string} */
                             fsType: "file" | "directory" | "symlink";
@@ -2753,6 +2756,15 @@ export interface operations {
             };
             /** @description No such task, workspace, file or route for this tenant */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A segment of the URL, or a name in a workspace path, is too long (uri_too_long) */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2837,6 +2849,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A segment of the URL, or a name in a workspace path, is too long (uri_too_long) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description A rate limit, queue limit or auth-failure limit was reached; retry after Retry-After seconds */
             429: {
                 headers: {
@@ -2890,6 +2911,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         path: string;
+                        relativePath: string;
                         size: number;
                         /** @enum {string} */
                         fsType: "file" | "directory" | "symlink";
@@ -2906,6 +2928,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         path: string;
+                        relativePath: string;
                         size: number;
                         /** @enum {string} */
                         fsType: "file" | "directory" | "symlink";
@@ -2952,6 +2975,15 @@ export interface operations {
             };
             /** @description The body is larger than BODY_LIMIT_BYTES */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A segment of the URL, or a name in a workspace path, is too long (uri_too_long) */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3036,6 +3068,15 @@ export interface operations {
             };
             /** @description This Idempotency-Key was already used with a different body */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A segment of the URL, or a name in a workspace path, is too long (uri_too_long) */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -39,7 +39,8 @@ export function compactTaskOutput(t: TaskOutput) {
     status: t.status,
     summary: t.summary,
     output: t.output,
-    artifacts: t.artifacts.map((a) => ({ path: a.path, size: a.size, fsType: a.fsType })),
+    // Named relative to the workspace: no path of the service's host reaches the parent model.
+    artifacts: t.artifacts.map((a) => ({ relativePath: a.relativePath, size: a.size, fsType: a.fsType })),
     ...(t.error ? { error: t.error } : {}),
   };
 }

@@ -2,6 +2,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { AppError, errorBody } from '../errors/app-error.ts';
+import { publicMessage } from '../errors/public-message.ts';
 import { storageFaultOf } from '../store/storage-guard.ts';
 
 /** Framework error codes that are the client's fault, mapped to the contract's codes. */
@@ -31,7 +32,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
     }
     if (err instanceof AppError) {
       if (err.headers) reply.headers(err.headers);
-      return reply.status(err.statusCode).send(errorBody(err.code, err.message, err.details));
+      return reply.status(err.statusCode).send(errorBody(err.code, publicMessage(err), err.details));
     }
     const fault = storageFaultOf(err);
     if (fault) {
@@ -44,7 +45,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
     const status = err.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       const code = frameworkCodes[err.code] ?? (status === 413 ? 'payload_too_large' : 'invalid_request');
-      return reply.status(status).send(errorBody(code, err.message));
+      return reply.status(status).send(errorBody(code, publicMessage(err)));
     }
     request.log.error({ err }, 'unhandled error');
     return reply.status(500).send(errorBody('internal_error', 'internal server error'));

@@ -89,6 +89,7 @@ const errorText = {
   404: 'No such task, workspace, file or route for this tenant',
   409: 'This Idempotency-Key was already used with a different body',
   413: 'The body is larger than BODY_LIMIT_BYTES',
+  414: 'A segment of the URL, or a name in a workspace path, is too long (uri_too_long)',
   415: 'The body is not application/json',
   426: 'A WebSocket route called without `Upgrade: websocket`',
   429: 'A rate limit, queue limit or auth-failure limit was reached; retry after Retry-After seconds',

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { contextIdSchema } from '../shapes/task.ts';
+import { publicMessage } from '../errors/public-message.ts';
 import { isInside, PathError, resolveWorkspacePath } from '../tools/path-guard.ts';
 import { openInside, removeInside, replaceFromStream, streamExactly, type Opened } from '../tools/safe-open.ts';
 import { describeFile, listWorkspace } from '../tools/workspace-files.ts';
@@ -30,7 +31,7 @@ const fileParams = z.object({ parentTaskId: contextIdSchema, '*': z.string().min
 /** A refusal of the path guard or of the descriptor checks, as the contract's error. */
 function pathFailure(err: unknown, filePath: string): AppError {
   if (err instanceof AppError) return err;
-  if (!(err instanceof PathError)) return new AppError(400, 'invalid_path', (err as Error).message);
+  if (!(err instanceof PathError)) return new AppError(400, 'invalid_path', publicMessage(err as Error));
   switch (err.reason) {
     case 'not_found':
       return notFound(`file ${filePath}`);
@@ -38,6 +39,8 @@ function pathFailure(err: unknown, filePath: string): AppError {
       return new AppError(409, 'is_a_directory', err.message);
     case 'not_a_regular_file':
       return new AppError(400, 'not_a_file', err.message);
+    case 'name_too_long':
+      return new AppError(414, 'uri_too_long', err.message);
     default:
       return new AppError(400, err.reason, err.message);
   }
@@ -71,7 +74,7 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
           'Every file, folder and link of the parent task\'s workspace, recursively, with paths relative to it, sorted. ' +
           'Links are listed as links and never followed; FIFOs, sockets and devices are left out. At most 10,000 entries (`truncated` says when there were more).',
         params: z.object({ parentTaskId: contextIdSchema }),
-        response: { 200: json('The workspace\'s entries', workspaceListingSchema), ...errors(400, 404) },
+        response: { 200: json('The workspace\'s entries', workspaceListingSchema), ...errors(400, 404, 414) },
       },
     },
     async (request) => {
@@ -95,7 +98,7 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
         response: {
           200: json('An existing file was replaced', workspaceFileSchema),
           201: json('The file was created', workspaceFileSchema),
-          ...errors(400, 404, 409, 413),
+          ...errors(400, 404, 409, 413, 414),
         },
       },
     },
@@ -130,7 +133,7 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
         description:
           'Removes a file, a link (never what it points to) or a folder with everything in it. A link on the way that leads outside the workspace is refused.',
         params: fileParams,
-        response: { 204: z.undefined().describe('Removed'), ...errors(400, 404, 409) },
+        response: { 204: z.undefined().describe('Removed'), ...errors(400, 404, 409, 414) },
       },
     },
     async (request, reply) => {
@@ -164,7 +167,7 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
             description: 'The file, with a Content-Type from its extension (application/octet-stream otherwise)',
             content: { 'application/octet-stream': { schema: z.string().meta({ format: 'binary' }) } },
           },
-          ...errors(400, 404),
+          ...errors(400, 404, 414),
         },
       },
     },

@@ -55,6 +55,19 @@ export interface CompleteResult {
 }
 
 /**
+ * What the model reads back from `complete`: files named relative to the workspace root only, never
+ * by a path of the service's host.
+ */
+export function completeForModel(r: CompleteResult) {
+  return {
+    summary: r.summary,
+    artifacts: r.artifacts.map((a) => ({ relativePath: a.relativePath, size: a.size, fsType: a.fsType, modifiedAt: a.modifiedAt })),
+    skipped: r.skipped.map((s) => ({ path: s.path, reason: s.reason })),
+    output: r.output,
+  };
+}
+
+/**
  * The stop tool. It checks every handed-over path and, with an output schema, validates `output`;
  * an invalid output is thrown back so the model reads why and calls `complete` again.
  */

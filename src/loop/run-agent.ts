@@ -18,7 +18,8 @@ import type { StopReason } from '../shapes/artifact.ts';
 import type { TokenUsage as Usage } from '../shapes/usage.ts';
 import type { ToolContext, WorkspaceTool } from '../tools/tool-types.ts';
 import { compact } from './compaction.ts';
-import type { CompleteResult } from './complete-tool.ts';
+import { publicMessage } from '../errors/public-message.ts';
+import { completeForModel, type CompleteResult } from './complete-tool.ts';
 import { isStall } from './stall-guard.ts';
 import { toUsage } from './usage.ts';
 
@@ -329,8 +330,9 @@ async function runStep<S>(step: number, conversation: ModelMessage[], setup: Run
           calls.map(async (c) => {
             try {
               const output = await c.tool.execute(c.input, opts.toolContext);
-              if (c.toolName === 'complete' && !signal.aborted) out.complete = output as CompleteResult;
-              record({ toolCallId: c.toolCallId, toolName: c.toolName, output, isError: false });
+              const finished = c.toolName === 'complete' ? (output as CompleteResult) : null;
+              if (finished && !signal.aborted) out.complete = finished;
+              record({ toolCallId: c.toolCallId, toolName: c.toolName, output: finished ? completeForModel(finished) : output, isError: false });
             } catch (err) {
               record({ toolCallId: c.toolCallId, toolName: c.toolName, output: errorMessage(err), isError: true });
             }
@@ -403,6 +405,6 @@ function untilAborted(work: Promise<unknown>, signal: AbortSignal): Promise<unkn
 }
 
 export function errorMessage(err: unknown): string {
-  if (err instanceof Error) return err.message;
+  if (err instanceof Error) return publicMessage(err);
   return typeof err === 'string' ? err : JSON.stringify(err);
 }

@@ -7,7 +7,6 @@ Work autonomously in the workspace with your tools. Paths are relative to the wo
 Deliver results as files in the workspace, not as long text. When you are done, call \`complete\` exactly once with a short summary and the paths of the files you produced; the orchestrator reads those files itself. If the task cannot be done, call \`complete\` with a summary that says why.`;
 
 export interface PromptEnvironment {
-  workspace: string;
   now: Date;
   timezone?: string;
   tools: string[];
@@ -30,7 +29,7 @@ export function buildSystemPrompt(def: AgentDefinition, env: PromptEnvironment):
   parts.push(
     [
       '<environment>',
-      `workspace: ${env.workspace}`,
+      'workspace: the current folder of your commands; name files relative to it',
       `current time: ${local} (${tz})`,
       `tools: ${env.tools.join(', ')}`,
       '</environment>',

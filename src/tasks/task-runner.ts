@@ -275,7 +275,6 @@ export function createTaskRunner(deps: RunnerDeps) {
     const result = await runAgent({
       model: guarded(model),
       system: buildSystemPrompt(def, {
-        workspace: workspace.root,
         now: new Date(deps.now()),
         timezone: body.context.timezone,
         tools: toolNames,

@@ -1,6 +1,7 @@
 import { lstat } from 'node:fs/promises';
+import path from 'node:path';
 import type { Artifact, SkippedPath } from '../shapes/artifact.ts';
-import { PathError } from './path-guard.ts';
+import { isInside, PathError } from './path-guard.ts';
 import { openInside } from './safe-open.ts';
 import type { Workspace } from './tool-types.ts';
 
@@ -12,7 +13,7 @@ export function fileUrl(parentTaskId: string, relative: string): string {
 /**
  * Checks the paths a subagent handed over: each must be a regular file or a folder inside the
  * workspace once links are resolved. Its size, type and time come from the opened descriptor.
- * Passing ones become artifacts (absolute path, size, type, time, url); the rest are skipped with a
+ * Passing ones become artifacts (absolute and relative path, size, type, time, url); the rest are skipped with a
  * reason (`not_found`, `outside_workspace`, `not_a_regular_file` for a FIFO, socket or device, ...).
  * Duplicates are reported once.
  */
@@ -36,6 +37,7 @@ export async function checkArtifacts(
       const named = await lstat(target.absolute).catch(() => null);
       artifacts.push({
         path: target.absolute,
+        relativePath: target.relative,
         size: opened.stat.size,
         fsType: named?.isSymbolicLink() ? 'symlink' : opened.stat.isDirectory() ? 'directory' : 'file',
         modifiedAt: opened.stat.mtime.toISOString(),
@@ -44,9 +46,23 @@ export async function checkArtifacts(
     } catch (err) {
       if (seen.has(`skip:${p}`)) continue;
       seen.add(`skip:${p}`);
-      // A folder is an artifact like a file: `is_a_directory` cannot come from an `any` open.
-      skipped.push({ path: p, reason: err instanceof PathError ? (err.reason === 'is_a_directory' ? 'not_a_regular_file' : err.reason) : 'unreadable' });
+      skipped.push({ path: p, relativePath: relativeOf(workspace.root, p), reason: skipReason(err) });
     }
   }
   return { artifacts, skipped };
+}
+
+/** A handed-over path relative to the workspace root, lexically; null when it does not lie inside. */
+function relativeOf(root: string, p: string): string | null {
+  if (typeof p !== 'string' || p.includes('\0')) return null;
+  const absolute = path.resolve(root, p);
+  return isInside(root, absolute) ? path.relative(root, absolute) || '.' : null;
+}
+
+/** Why a handed-over path was skipped: `is_a_directory` cannot come from an `any` open. */
+function skipReason(err: unknown): SkippedPath['reason'] {
+  if (!(err instanceof PathError)) return 'unreadable';
+  if (err.reason === 'is_a_directory') return 'not_a_regular_file';
+  if (err.reason === 'name_too_long') return 'invalid_path';
+  return err.reason;
 }

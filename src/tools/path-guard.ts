@@ -1,7 +1,10 @@
 import { lstat, realpath } from 'node:fs/promises';
 import path from 'node:path';
 
-export type PathRefusal = 'outside_workspace' | 'invalid_path' | 'not_found' | 'not_a_regular_file' | 'is_a_directory';
+export type PathRefusal = 'outside_workspace' | 'invalid_path' | 'name_too_long' | 'not_found' | 'not_a_regular_file' | 'is_a_directory';
+
+/** Longest name of one file or folder (Linux's NAME_MAX, in bytes). */
+export const MAX_NAME_BYTES = 255;
 
 /** A path the model asked for that the guard refused; its message is written for the model. */
 export class PathError extends Error {
@@ -51,7 +54,12 @@ export async function resolveWorkspacePath(
 
   const absolute = path.resolve(realRoot, input === '' ? '.' : input);
   if (!isInside(realRoot, absolute)) {
-    throw new PathError('outside_workspace', `path "${input}" is outside the workspace (${realRoot})`);
+    throw new PathError('outside_workspace', `path "${input}" is outside the workspace`);
+  }
+
+  // Said before the file system says it (with the host path in its message).
+  if (input.split('/').some((name) => Buffer.byteLength(name) > MAX_NAME_BYTES)) {
+    throw new PathError('name_too_long', `a name in path "${input.slice(0, 300)}" is longer than ${MAX_NAME_BYTES} bytes`);
   }
 
   let real: string;
@@ -59,7 +67,7 @@ export async function resolveWorkspacePath(
   try {
     real = await realpath(absolute);
   } catch (err) {
-    if (!isMissing(err)) throw new PathError('invalid_path', `path "${input}" cannot be resolved: ${(err as Error).message}`);
+    if (!isMissing(err)) throw new PathError('invalid_path', `path "${input}" cannot be resolved (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
     if (await isDanglingLink(absolute)) {
       throw new PathError('outside_workspace', `path "${input}" is a symbolic link whose target does not exist; refused`);
     }

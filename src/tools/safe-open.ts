@@ -57,6 +57,9 @@ function refusal(err: unknown, shown: string): Error {
   if (code === 'ENOTDIR') return new PathError('not_found', `path "${shown}" does not exist (a part of it is not a folder)`);
   if (code === 'EISDIR') return new PathError('is_a_directory', `"${shown}" is a directory`);
   if (code === 'ENXIO') return new PathError('not_a_regular_file', `"${shown}" is not a regular file`);
+  if (code === 'ENAMETOOLONG') return new PathError('name_too_long', `a name in path "${shown}" is too long`);
+  // Any other system error: its code, never its message (which names the host path).
+  if (typeof code === 'string' && (err as NodeJS.ErrnoException).syscall) return new PathError('invalid_path', `path "${shown}" cannot be used (${code})`);
   return err as Error;
 }
 
@@ -362,20 +365,30 @@ export async function removeInside(root: string, real: string, shown: string): P
   }
 }
 
-const MAX_REMOVE_DEPTH = 256;
+/** Folders held open at once while removing; a deeper one is moved up (see removeEntry). */
+const MAX_REMOVE_DEPTH = 64;
 
-async function removeEntry(dir: FileHandle, name: string, depth = 0): Promise<void> {
+/**
+ * Removes `name` of `dir`, whatever its depth, with at most MAX_REMOVE_DEPTH descriptors open: a
+ * folder met at that depth is renamed (descriptor to descriptor, never following a link) into the
+ * folder being removed (`top`), whose loop reads it again as one of its own entries.
+ */
+async function removeEntry(dir: FileHandle, name: string, depth = 0, top?: FileHandle): Promise<void> {
   const stat = await lstat(at(dir, name));
   if (!stat.isDirectory()) return unlink(at(dir, name));
-  if (depth >= MAX_REMOVE_DEPTH) throw new Error(`folders nested deeper than ${MAX_REMOVE_DEPTH} levels are not removed`);
+  if (top && depth >= MAX_REMOVE_DEPTH) {
+    await rename(at(dir, name), at(top, `.removing-${randomBytes(6).toString('hex')}`));
+    return;
+  }
   const child = await openDirAt(dir, name);
   try {
-    // A batch of names at a time, so a folder of millions never sits in memory at once.
+    // A batch of names at a time, so a folder of millions never sits in memory at once; each batch
+    // reads the folder again, so folders moved up into it are removed too.
     for (;;) {
       const batch: string[] = [];
       for await (const entry of entriesOf(child)) if (batch.push(entry.name) >= 1000) break;
       if (batch.length === 0) break;
-      for (const n of batch) await removeEntry(child, n, depth + 1);
+      for (const n of batch) await removeEntry(child, n, depth + 1, top ?? child);
     }
   } finally {
     await child.close();

@@ -9,7 +9,7 @@ export const MAX_LISTED_ENTRIES = 10_000;
 export function describeFile(parentTaskId: string, relative: string, stat: Stats): WorkspaceFile | null {
   const fsType = stat.isSymbolicLink() ? 'symlink' : stat.isDirectory() ? 'directory' : stat.isFile() ? 'file' : null;
   if (!fsType) return null; // FIFOs, sockets and devices are nothing an orchestrator can fetch
-  return { path: relative, size: stat.size, fsType, modifiedAt: stat.mtime.toISOString(), url: fileUrl(parentTaskId, relative) };
+  return { path: relative, relativePath: relative, size: stat.size, fsType, modifiedAt: stat.mtime.toISOString(), url: fileUrl(parentTaskId, relative) };
 }
 
 /**
