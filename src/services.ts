@@ -119,6 +119,8 @@ export function createServices(deps: ServiceDeps): Services {
     },
   });
   metrics.watchStorage(() => ({ writable: storage.fault === null, waiting: storage.waiting }));
+  // PostgreSQL: a statement waiting for the server to come back makes the service say so at once.
+  db.cluster?.onRetrying((err) => storage.report(err));
   const store = createTaskStore(db.sql);
   const reader = createSqlReader(db);
   const usage = createUsageStore(db.dialect, reader);

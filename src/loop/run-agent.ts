@@ -325,6 +325,8 @@ async function runStep<S>(step: number, conversation: ModelMessage[], setup: Run
     if (!out.error && (out.finishReason === 'tool-calls' || out.finishReason === 'stop')) {
       // What the call cost is stored before its tools act on the world (a crash then bills it).
       if (calls.length > 0) await untilAborted(Promise.resolve(opts.beforeTools?.()), signal);
+      // Stopped meanwhile (cancelled, or the task's lease lost): no tool acts on the world.
+      if (signal.aborted) calls.length = 0;
       await untilAborted(
         Promise.all(
           calls.map(async (c) => {

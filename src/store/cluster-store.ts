@@ -86,6 +86,11 @@ export function createClusterStore(sql: SqlClient, instanceId: string) {
       return lost.map((r) => r[0] as string);
     },
 
+    /** Renews one task's lease if this instance still owns it; false when another took it over. */
+    async renewOne(id: string, leaseUntil: number): Promise<boolean> {
+      return (await sql.run(`UPDATE tasks SET lease_until = ? WHERE id = ? AND owner = ? AND status = 'running'`, [leaseUntil, id, instanceId])) > 0;
+    },
+
     /**
      * Takes over the tasks whose lease expired before `now` (and, with `ownToo`, those a previous
      * process with this instance's id left), but none of `busy` (tasks this instance is still

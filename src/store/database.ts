@@ -26,6 +26,11 @@ export interface Db {
     instanceId: string;
     onNotification(listener: (channel: string, payload: string) => void): void;
     onReconnect(listener: () => void): void;
+    /**
+     * Told at once when a statement fails for a server that went away and is being tried again
+     * (so health and admission say so while the driver waits for the server to come back).
+     */
+    onRetrying(listener: (err: unknown) => void): void;
   };
   /** SQLite only: the connection itself (benches and fault tests reach under the stores with it). */
   sqlite?: Database.Database;

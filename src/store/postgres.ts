@@ -6,6 +6,7 @@ import pg from 'pg';
 import { DatabaseInUseError, type Db } from './database.ts';
 import type { SqlClient } from './sql-client.ts';
 import { CHANNELS } from './cluster-store.ts';
+import { storageFaultOf } from './storage-guard.ts';
 
 const migrationsFolder = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../migrations-pg');
 
@@ -37,11 +38,83 @@ function toPg(sql: string): string {
   return out;
 }
 
-/** `check` throws while this process may not write (its instance lock is lost). */
-function clientOver(q: pg.Pool | pg.PoolClient, transaction: SqlClient['transaction'], check: () => void): SqlClient {
+/**
+ * How long a statement is tried again while the server restarts or fails over (a managed
+ * database's failover takes seconds); past it, the error goes on as a storage fault and the
+ * storage guard holds the writes. Well under TASK_LEASE_MS's default, so a lease outlives it.
+ */
+const RETRY_WINDOW_MS = 12_000;
+
+/**
+ * Errors after which a statement certainly did not take effect, so it can be sent again: it was
+ * never sent (no connection, the server starting or shutting down, too many connections, this
+ * process's lock being taken again), or the server answered it with an error that rolled it back
+ * (terminated by an administrator, a serialization failure, a deadlock).
+ */
+export function notApplied(err: unknown): boolean {
+  if (err instanceof InstanceLockLost) return true;
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code === 'string' && /^(57P01|57P02|57P03|53300|40001|40P01|08001|08004|ECONNREFUSED)$/.test(code)) return true;
+  const message = (err as { message?: unknown })?.message;
+  return typeof message === 'string' && /^timeout exceeded when trying to connect/.test(message);
+}
+
+/**
+ * Errors of a server that went away or is not there yet, after which a read can be sent again:
+ * those above and a connection lost under the statement (which may have run: only a read is
+ * repeated after it).
+ */
+function transient(err: unknown): boolean {
+  if (notApplied(err)) return true;
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code === 'string') return /^(08000|08003|08006|57P0[1-3]|ECONNRESET|EPIPE|ETIMEDOUT)$/.test(code);
+  return storageFaultOf(err) === 'storage_unavailable';
+}
+
+/** A statement that only reads (no lock, no sequence, no function with effects): safe to repeat after any transient error. */
+function isRead(sql: string): boolean {
+  return /^\s*SELECT\b/i.test(sql) && !/\bFOR\s+(UPDATE|SHARE|NO\s+KEY|KEY)\b|pg_advisory|nextval|txid_current|pg_notify/i.test(sql);
+}
+
+interface RetryWatch {
+  /** The database is being closed: nothing is tried again. */
+  stopped(): boolean;
+  /** A statement is tried again after `err`. */
+  retrying(err: unknown): void;
+}
+
+/**
+ * Runs `op` until it succeeds, fails with an error `canRepeat` refuses, or RETRY_WINDOW_MS has
+ * passed (waiting 50 ms, then twice as long each time, at most a second).
+ */
+async function retrying<T>(op: () => Promise<T>, canRepeat: (err: unknown) => boolean, watch: RetryWatch): Promise<T> {
+  const deadline = Date.now() + RETRY_WINDOW_MS;
+  for (let wait = 50; ; wait = Math.min(wait * 2, 1000)) {
+    try {
+      return await op();
+    } catch (err) {
+      if (watch.stopped() || !canRepeat(err) || Date.now() + wait > deadline) throw err;
+      watch.retrying(err);
+      await new Promise((r) => setTimeout(r, wait).unref());
+    }
+  }
+}
+
+/**
+ * A client over the pool (`inTransaction` false: each statement sent again while the server
+ * restarts, where that is safe) or over one transaction's connection (no retry: the transaction
+ * is lost with its connection). `check` throws while this process may not write (its instance
+ * lock is lost).
+ */
+function clientOver(q: pg.Pool | pg.PoolClient, transaction: SqlClient['transaction'], check: () => void, watch: RetryWatch, inTransaction: boolean): SqlClient {
   const query = (config: string | pg.QueryConfig | pg.QueryArrayConfig, params?: readonly unknown[]) => {
-    check();
-    return q.query(config as string, params as unknown[]);
+    const send = () => {
+      check();
+      return q.query(config as string, params as unknown[]);
+    };
+    if (inTransaction) return send();
+    const text = typeof config === 'string' ? config : config.text;
+    return retrying(send, isRead(text) ? transient : notApplied, watch);
   };
   const client: SqlClient = {
     dialect: 'postgres',
@@ -139,7 +212,7 @@ export async function openPostgres(url: string, instanceId: string): Promise<Db>
         } catch {
           // The server is not back yet.
         }
-        if (lost) await new Promise((r) => setTimeout(r, 1000).unref());
+        if (lost) await new Promise((r) => setTimeout(r, 200).unref());
       }
     } finally {
       retaking = false;
@@ -159,6 +232,8 @@ export async function openPostgres(url: string, instanceId: string): Promise<Db>
   pool.on('error', () => undefined);
   try {
     const lock = await pool.connect();
+    const unheard = () => undefined;
+    lock.on('error', unheard);
     try {
       await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
       try {
@@ -167,6 +242,7 @@ export async function openPostgres(url: string, instanceId: string): Promise<Db>
         await lock.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
       }
     } finally {
+      lock.removeListener('error', unheard);
       lock.release();
     }
   } catch (err) {
@@ -176,13 +252,47 @@ export async function openPostgres(url: string, instanceId: string): Promise<Db>
     throw err;
   }
 
+  const retryListeners: Array<(err: unknown) => void> = [];
+  const watch: RetryWatch = {
+    stopped: () => closing,
+    retrying: (err) => {
+      for (const l of retryListeners) l(err);
+    },
+  };
+
+  /**
+   * A connection of the pool with a transaction begun on it, taken again while the server
+   * restarts (nothing was sent yet). While it is checked out, the connection's errors (the server
+   * ending it) are caught here: the pool's own listener covers only idle connections, and an
+   * unheard 'error' event would end the process.
+   */
+  async function begin(): Promise<{ conn: pg.PoolClient; onError: (err: Error) => void; broken: { yes: boolean } }> {
+    return retrying(
+      async () => {
+        check();
+        const conn = await pool.connect();
+        const broken = { yes: false };
+        const onError = () => (broken.yes = true);
+        conn.on('error', onError);
+        try {
+          await conn.query('BEGIN');
+        } catch (err) {
+          conn.removeListener('error', onError);
+          conn.release(true);
+          throw err;
+        }
+        return { conn, onError, broken };
+      },
+      transient,
+      watch,
+    );
+  }
+
   async function transaction<R>(body: (tx: SqlClient) => Promise<R>): Promise<R> {
-    check();
-    const conn = await pool.connect();
+    const { conn, onError, broken: lostConnection } = await begin();
     let broken = false;
     try {
-      await conn.query('BEGIN');
-      const tx = clientOver(conn, (inner) => inner(tx), check);
+      const tx = clientOver(conn, (inner) => inner(tx), check, watch, true);
       try {
         const result = await body(tx);
         await conn.query('COMMIT');
@@ -192,18 +302,20 @@ export async function openPostgres(url: string, instanceId: string): Promise<Db>
         throw err;
       }
     } finally {
-      conn.release(broken);
+      conn.removeListener('error', onError);
+      conn.release(broken || lostConnection.yes);
     }
   }
 
   return {
     dialect: 'postgres',
-    sql: clientOver(pool, transaction, check),
+    sql: clientOver(pool, transaction, check, watch, false),
     location: redactUrl(url),
     cluster: {
       instanceId,
       onNotification: (listener) => listeners.push(listener),
       onReconnect: (listener) => reconnects.push(listener),
+      onRetrying: (listener) => retryListeners.push(listener),
     },
     // Assigning a transaction id fails where nothing can be written (a read-only standby, say).
     probe: async () => {

@@ -1,6 +1,9 @@
 /** Why the database cannot be written right now. */
 export type StorageFault = 'storage_full' | 'storage_unavailable';
 
+/** The driver's own messages (no code) for a connection that failed or went away under a statement. */
+const CONNECTION_LOST = /^(timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|Client was closed and is not queryable)/;
+
 /**
  * The error codes that mean "the disk, the file or the server", not "this statement": SQLite's,
  * PostgreSQL's (disk full, out of resources, read-only, shutting down, connection lost) and the
@@ -11,7 +14,7 @@ export function storageFaultOf(err: unknown): StorageFault | null {
   if (typeof code !== 'string') {
     // The pool's own errors carry no code (a connection timeout, a connection ended under a query).
     const message = (err as { message?: unknown })?.message;
-    return typeof message === 'string' && /^(timeout exceeded when trying to connect|Connection terminated)/.test(message) ? 'storage_unavailable' : null;
+    return typeof message === 'string' && CONNECTION_LOST.test(message) ? 'storage_unavailable' : null;
   }
   if (code === 'SQLITE_FULL' || code === '53100') return 'storage_full';
   if (/^SQLITE_(READONLY|IOERR|CANTOPEN|NOTADB|CORRUPT)/.test(code)) return 'storage_unavailable';

@@ -36,6 +36,12 @@ export interface RunOptions {
   resumeReason?: 'restart' | 'budget';
   /** Called once the task is stored as started (or could not be). */
   onStarted?: () => void;
+  /**
+   * PostgreSQL: resolves while this instance still holds the task's lease, and otherwise stops the
+   * task and rejects; asked before every model call and before a call's tools run, so an owner
+   * that was deposed (paused past its lease) starts nothing more.
+   */
+  confirmLease?: () => Promise<void>;
 }
 
 export interface RunnerDeps {
@@ -110,7 +116,7 @@ export function createTaskRunner(deps: RunnerDeps) {
           ? await runShell(row, body, workspace, signal)
           : def.kind === 'acp'
             ? await runExternal(row, body, def, workspace, signal)
-            : await runModel(row, body, def, model!, workspace, signal, takeMessages, trace);
+            : await runModel(row, body, def, model!, workspace, signal, takeMessages, trace, opts.confirmLease);
       if ('pause' in outcome) {
         const paused = await pause(row, outcome.pause, log);
         trace.end(paused, null);
@@ -251,6 +257,7 @@ export function createTaskRunner(deps: RunnerDeps) {
     signal: AbortSignal,
     takeMessages: () => Promise<string[]>,
     trace: TaskTrace,
+    confirmLease: () => Promise<void> = async () => {},
   ): Promise<Ending | { pause: Pause }> {
     const toolNames = def.tools;
     const tools = toolNames
@@ -281,12 +288,16 @@ export function createTaskRunner(deps: RunnerDeps) {
       }),
       messages: await conversationOf(row, body),
       beforeCall: async (): Promise<Pause | null> => {
+        await confirmLease();
         // What the last calls cost is billed before it is compared with the budgets.
         await deps.storage.settled();
         const now = (await store.getById(row.id))!;
         return deps.budgets.reached(now, now.budget ?? undefined, deps.now());
       },
-      beforeTools: () => deps.storage.settled(),
+      beforeTools: async () => {
+        await deps.storage.settled();
+        await confirmLease();
+      },
       doneSteps: row.steps,
       takeMessages,
       compaction: { atTokens: def.compactAtTokens, model: guarded(compactionModel), modelId: compactionModel },

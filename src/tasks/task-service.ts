@@ -140,6 +140,14 @@ export function createTaskService(deps: TaskServiceDeps) {
     ? clusterScheduler(cluster, { maxRunningPerTenant: deps.maxConcurrentPerTenant, leaseMs, now: deps.now, logger: deps.logger, busy: () => [...active.keys()] })
     : localScheduler(deps.maxConcurrentPerTenant);
   const active = new Map<string, Active>();
+  /**
+   * PostgreSQL: until when (monotonic milliseconds: a paused VM or a clock step cannot stretch it)
+   * this instance may act for each task it runs without asking the database again. A margin under
+   * the lease, for the other instances' clocks.
+   */
+  const leaseDeadlines = new Map<string, number>();
+  const leaseMargin = Math.min(1000, Math.floor(leaseMs / 10));
+  const leaseFrom = (t0: number) => t0 + leaseMs - leaseMargin;
   const waiters = new Map<string, Array<(row: TaskRow) => void>>();
   /** Ends written by this instance are fenced by its ownership (PostgreSQL). */
   const finishDeps = { ...deps, instanceId: cluster?.instanceId ?? null };
@@ -194,6 +202,8 @@ export function createTaskService(deps: TaskServiceDeps) {
       timeoutMs,
     );
     active.set(row.id, { controller, timer, resumable: registry.get(row.subagentType)?.kind === 'model' });
+    // Claimed (or taken back) just now, with a lease of leaseMs.
+    if (cluster) leaseDeadlines.set(row.id, leaseFrom(performance.now()));
     let started!: () => void;
     starting.set(row.id, new Promise<void>((resolve) => (started = resolve)));
     const onStarted = () => {
@@ -201,7 +211,7 @@ export function createTaskService(deps: TaskServiceDeps) {
       started();
     };
     void deps.runner
-      .run(row, controller.signal, { resumeReason, onStarted })
+      .run(row, controller.signal, { resumeReason, onStarted, ...(cluster && { confirmLease: () => confirmLease(row.id, controller) }) })
       .catch(async (err): Promise<TaskRow | null> => {
         if (err instanceof TaskTakenOver) {
           // Another instance runs it now (this one lost its lease): its end will come from there.
@@ -225,6 +235,7 @@ export function createTaskService(deps: TaskServiceDeps) {
         if (ended && (closing || !['queued', 'running'].includes(ended.status))) settle(ended);
         clearTimeout(timer);
         active.delete(row.id);
+        leaseDeadlines.delete(row.id);
         queue.done(row);
         void pump();
       });
@@ -287,6 +298,41 @@ export function createTaskService(deps: TaskServiceDeps) {
   let renewing = false;
 
   /**
+   * Resolves while this instance may still act for the task: before its lease's deadline, or once
+   * the database confirms it still owns the task (the lease renewed). Otherwise the task is
+   * stopped (taken over elsewhere: nothing more is written here; the database out of reach: it
+   * ends once the database is back, if it is still this instance's) and this rejects.
+   */
+  async function confirmLease(id: string, controller: AbortController): Promise<void> {
+    const deadline = leaseDeadlines.get(id);
+    if (deadline !== undefined && performance.now() < deadline) return;
+    const t0 = performance.now();
+    let held: boolean;
+    try {
+      held = await cluster!.renewOne(id, deps.now() + leaseMs);
+    } catch (err) {
+      deps.storage.report(err);
+      controller.abort(new TaskAbort('storage_unavailable', 'the task\'s lease ran out while the database could not be reached; the task was stopped'));
+      throw controller.signal.reason;
+    }
+    if (!held) {
+      controller.abort(new TaskAbort('taken_over', 'another instance took the task over'));
+      throw controller.signal.reason;
+    }
+    leaseDeadlines.set(id, leaseFrom(t0));
+  }
+
+  /** Stops the tasks whose lease ran out without being renewed (the database out of reach, or this process paused). */
+  function stopExpired() {
+    const now = performance.now();
+    for (const [id, a] of active) {
+      const deadline = leaseDeadlines.get(id);
+      if (deadline === undefined || now < deadline || a.controller.signal.aborted) continue;
+      a.controller.abort(new TaskAbort('storage_unavailable', 'the task\'s lease ran out before it could be renewed; the task was stopped'));
+    }
+  }
+
+  /**
    * PostgreSQL: takes over the tasks whose owner stopped renewing (`own`: also those this instance's
    * previous process left): a resumable one is released for any instance to resume (a resume is
    * counted), any other ends `interrupted`; a queued one an admission left held is released.
@@ -320,21 +366,25 @@ export function createTaskService(deps: TaskServiceDeps) {
    * looks for work (a missed notification costs at most this long).
    */
   async function renewLeases() {
-    if (renewing || closing || deps.storage.fault) return;
+    if (renewing || closing) return;
+    if (deps.storage.fault) return stopExpired();
     renewing = true;
     try {
       const mine = [...active.keys()].map((id) => {
         const activity = deps.liveness.snapshot(id);
         return { id, activity: activity && JSON.stringify(activity) };
       });
+      const t0 = performance.now();
       const lost = await cluster!.renew(mine, deps.now() + leaseMs);
       for (const id of lost) active.get(id)?.controller.abort(new TaskAbort('taken_over', 'another instance took the task over'));
+      for (const { id } of mine) if (!lost.includes(id) && leaseDeadlines.has(id)) leaseDeadlines.set(id, leaseFrom(t0));
       await takeOver(false);
       void pump();
     } catch (err) {
       if (!deps.storage.report(err)) deps.logger.error({ err }, 'could not renew the task leases');
     } finally {
       renewing = false;
+      stopExpired();
     }
   }
 
@@ -507,6 +557,10 @@ export function createTaskService(deps: TaskServiceDeps) {
      * any more) and end as soon as their end can be stored; queued ones wait.
      */
     storageFailed(fault: StorageFault) {
+      // PostgreSQL out of reach (a restart, a failover): running tasks go on while their leases
+      // last, their writes held in order by the storage guard; one whose lease runs out first is
+      // stopped then (stopExpired), and ends once the database is back.
+      if (cluster && fault === 'storage_unavailable') return;
       for (const a of active.values()) a.controller.abort(new TaskAbort(fault, 'the database could not be written; the task was stopped'));
     },
 
