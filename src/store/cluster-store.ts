@@ -71,7 +71,7 @@ export function createClusterStore(sql: SqlClient, instanceId: string) {
     /**
      * Renews the leases of the tasks this instance runs, storing what each is doing (`activity`,
      * JSON, for the other instances' answers); answers those of `mine` it no longer owns (another
-     * instance took them over while this one could not renew).
+     * instance took them over while this one could not renew, and may have ended them already).
      */
     async renew(mine: Array<{ id: string; activity: string | null }>, leaseUntil: number): Promise<string[]> {
       await sql.run(`UPDATE tasks SET lease_until = ? WHERE owner = ? AND status = 'running'`, [leaseUntil, instanceId]);
@@ -82,7 +82,8 @@ export function createClusterStore(sql: SqlClient, instanceId: string) {
          WHERE tasks.id = a.id AND tasks.owner = ? AND tasks.status = 'running'`,
         [ids, mine.map((m) => m.activity), instanceId],
       );
-      const lost = await sql.rows(`SELECT id FROM tasks WHERE id = ANY(?) AND status = 'running' AND owner IS DISTINCT FROM ?`, [ids, instanceId]);
+      // Lost: running elsewhere, waiting to be resumed, or already ended there.
+      const lost = await sql.rows(`SELECT id FROM tasks WHERE id = ANY(?) AND NOT (status = 'running' AND owner IS NOT DISTINCT FROM ?)`, [ids, instanceId]);
       return lost.map((r) => r[0] as string);
     },
 

@@ -1,0 +1,88 @@
+import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
+import { childEnv, fetchJson as json, startChildService, type ChildService } from './support/child-service';
+import { taskBody } from './support/harness';
+import { ensureDatabase, postgresAvailable, startTestPostgres, type TestPostgres } from './support/postgres';
+import { until } from './support/until';
+
+// Two instances on a cluster of its own, one paused past its lease: run once, in the SQLite pass
+// of the suite, wherever PostgreSQL is installed.
+const run = postgresAvailable() && process.env.TEST_DATABASE !== 'postgres';
+
+describe.skipIf(!run)('an owner paused past its lease (a VM stopped, then woken)', () => {
+  let cluster: TestPostgres;
+  let model: ScriptedModel;
+  let dir: string;
+  const instances: ChildService[] = [];
+
+  beforeAll(async () => {
+    cluster = await startTestPostgres();
+    await ensureDatabase(cluster.url, 'deposed');
+    model = await startScriptedModel();
+    dir = mkdtempSync(path.join(tmpdir(), 'subagentd-deposed-'));
+  }, 60_000);
+  afterAll(async () => {
+    for (const svc of instances) {
+      svc.child.kill('SIGCONT');
+      svc.child.kill('SIGKILL');
+      await svc.exited;
+    }
+    await model?.close();
+    await cluster?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** An instance whose model calls carry its own key, so the scripted model tells them apart. */
+  async function instance(name: string) {
+    const { DATABASE_PATH: _unused, ...env } = childEnv(dir, model.url, `key-${name}`);
+    const svc = await startChildService({ ...env, DATABASE_URL: cluster.urlOf('deposed'), INSTANCE_ID: name, TASK_LEASE_MS: '3000', RATE_LIMIT_PER_MINUTE: '100000' });
+    instances.push(svc);
+    return svc;
+  }
+  const callsOf = (name: string) =>
+    model.requests
+      .filter((r) => r.authorization === `Bearer key-${name}` && JSON.stringify(r.body.messages).includes('DEPOSED'))
+      .map((r) => r.body.messages.filter((m) => m.role === 'assistant').length);
+
+  it('starts no model call and no tool once another instance took its task over', async () => {
+    model.script('DEPOSED', (ctx) => {
+      if (ctx.turn === 0) return { toolCalls: [{ name: 'bash', args: { command: 'echo started' } }], usage: { input: 10, output: 1 } };
+      // Answered after 4 s: a's call is in flight while it is paused.
+      if (ctx.turn === 1) return { toolCalls: [{ name: 'bash', args: { command: 'echo turn1 >> turn1.log' } }], usage: { input: 20, output: 2 }, delayMs: 4000 };
+      if (ctx.turn === 2) return { toolCalls: [{ name: 'bash', args: { command: 'echo turn2 >> turn2.log' } }], usage: { input: 30, output: 3 } };
+      return { toolCalls: [{ name: 'complete', args: { summary: 'done', paths: [] } }], usage: { input: 40, output: 4 } };
+    });
+    const a = await instance('a');
+    const created = await json(`${a.url}/tasks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(taskBody({ prompt: 'DEPOSED', context: { parentTaskId: 'T-deposed', userId: 'u' } })),
+    });
+    const id = created.body.id as string;
+    // a's second model call is in flight; a is paused there, past its lease.
+    await until(async () => callsOf('a').includes(1));
+    a.child.kill('SIGSTOP');
+    // b takes the task over (the lease ran out) and resumes it from its last finished step.
+    const b = await instance('b');
+    await until(async () => (await json(`${b.url}/tasks/${id}`)).body.status === 'completed', 20_000);
+    // a wakes up once b has finished the task, and gets the answer of its call.
+    a.child.kill('SIGCONT');
+    // a has read the answer by now (its lease lost, it asks the database before the tools).
+    await until(async () => (await json(`${a.url}/healthz`)).status === 200);
+    await new Promise((r) => setTimeout(r, 1500));
+    const ws = path.join(dir, 'workspaces', 'T-deposed');
+    // a's last call (turn 1) was in flight when it was paused; nothing after it came from a.
+    expect(callsOf('a')).toEqual([0, 1]);
+    expect(callsOf('b')).toEqual([1, 2, 3]);
+    expect(readFileSync(path.join(ws, 'turn1.log'), 'utf8')).toBe('turn1\n');
+    expect(readFileSync(path.join(ws, 'turn2.log'), 'utf8')).toBe('turn2\n');
+    const task = (await json(`${b.url}/tasks/${id}`)).body;
+    expect(task).toMatchObject({ status: 'completed', summary: 'done' });
+    // Billed: every call the provider served, a's in-flight one included (it arrived late).
+    const served = model.served.filter((s) => s.prompt === 'DEPOSED').reduce((sum, s) => sum + s.inputTokens, 0);
+    await until(async () => (await json(`${b.url}/tasks/${id}`)).body.usage.inputTokens === served);
+  }, 90_000);
+});
