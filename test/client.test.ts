@@ -46,6 +46,24 @@ describe('subagentd/client', () => {
     expect((await c.tasks.messages(accepted.id)).length).toBeGreaterThan(2);
   });
 
+  it('wait() gets past a connection that goes silent (a proxy stops forwarding, never closes): it reconnects', async () => {
+    // The service heartbeats every 200 ms here; three quiet seconds mean the connection is dead.
+    svc.model.script('CLIENT-SILENT', (ctx) =>
+      ctx.turn === 0
+        ? { delayMs: 1500, toolCalls: [{ name: 'write_file', args: { path: 'silent.txt', content: 'x' } }], usage: { input: 10, output: 2 } }
+        : { toolCalls: [{ name: 'complete', args: { summary: 'through the silence', paths: [] } }], usage: { input: 10, output: 2 } },
+    );
+    const c = client({ baseUrl: proxy.url, streamIdleTimeoutMs: 3000 });
+    const accepted = await c.tasks.create({ subagent_type: 'general', description: 'Silent drop', prompt: 'CLIENT-SILENT', context });
+    const waited = c.tasks.wait(accepted.id);
+    await new Promise((r) => setTimeout(r, 500));
+    proxy.stall();
+    const done = await waited;
+    expect(done).toMatchObject({ id: accepted.id, status: 'completed', summary: 'through the silence' });
+    // The stalled connections (a kept-alive HTTP one among them) are dropped for the next tests.
+    proxy.cut();
+  }, 20_000);
+
   it('derives an Idempotency-Key from the tool call id: a repeated tool call gets the first task', async () => {
     scriptWriter('CLIENT-IDEM', 1);
     const c = client();

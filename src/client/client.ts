@@ -36,6 +36,13 @@ export interface SubagentClientOptions {
   /** A WebSocket constructor instead of the global one or the `ws` package. */
   WebSocket?: SocketConstructor;
   retry?: RetryOptions;
+  /**
+   * A stream that brings no message for this long is taken for a dropped connection (a proxy or a
+   * load balancer that stopped forwarding without closing) and reconnected from the last seq.
+   * The service heartbeats every HEARTBEAT_MS (15 s by default) while a task is quiet; keep this
+   * at a few heartbeats. Default 45 s.
+   */
+  streamIdleTimeoutMs?: number;
 }
 
 export interface RequestOptions {
@@ -60,6 +67,8 @@ export interface StreamOptions extends RequestOptions {
   heartbeats?: boolean;
   /** Reconnect attempts in a row that get no message before giving up (default 10). */
   maxReconnects?: number;
+  /** This stream's `streamIdleTimeoutMs` (see SubagentClientOptions). */
+  idleTimeoutMs?: number;
 }
 
 export interface WaitOptions extends RequestOptions {
@@ -205,7 +214,7 @@ export function createSubagentClient(options: SubagentClientOptions) {
       url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
       if (options.apiKey && !takesHeaders) url.searchParams.set('access_token', options.apiKey);
       const socket = takesHeaders ? new Socket(url.href, [], { headers: auth }) : new Socket(url.href);
-      const reader = readSocket(socket, o.signal);
+      const reader = readSocket(socket, o.signal, o.idleTimeoutMs ?? options.streamIdleTimeoutMs ?? 45_000);
       let step = await reader.next();
       while (!step.done) {
         const message = JSON.parse(step.value) as StreamMessage;

@@ -9,6 +9,8 @@ export interface SocketLike {
   onclose: ((ev: { code: number; reason: string }) => void) | null;
   onerror: ((ev: unknown) => void) | null;
   close(code?: number, reason?: string): void;
+  /** `ws` only: drops the connection at once, without a closing handshake a dead peer never answers. */
+  terminate?(): void;
 }
 
 /** A WebSocket constructor: the global one, `ws`'s (which also takes headers), or a user's. */
@@ -30,11 +32,17 @@ export interface SocketEnd {
   opened: boolean;
 }
 
+/** The close code reported for a socket that went quiet for longer than `idleMs` (a silent drop). */
+export const IDLE_CLOSE_CODE = 4408;
+
 /**
  * Yields each text message of the socket until it closes, then returns how it closed. Breaking
- * out of the loop, or `signal` firing, closes the socket.
+ * out of the loop, or `signal` firing, closes the socket. With `idleMs`, a socket that brings no
+ * message for that long (the server heartbeats while a task is quiet, so that is a connection a
+ * proxy or the network dropped without closing) is dropped and reported as closed with
+ * IDLE_CLOSE_CODE.
  */
-export async function* readSocket(socket: SocketLike, signal?: AbortSignal): AsyncGenerator<string, SocketEnd> {
+export async function* readSocket(socket: SocketLike, signal?: AbortSignal, idleMs?: number): AsyncGenerator<string, SocketEnd> {
   const queue: string[] = [];
   let end: SocketEnd | null = null;
   let opened = false;
@@ -46,7 +54,19 @@ export async function* readSocket(socket: SocketLike, signal?: AbortSignal): Asy
   socket.onopen = () => {
     opened = true;
   };
+  let idle: ReturnType<typeof setTimeout> | undefined;
+  const watch = () => {
+    if (!idleMs) return;
+    clearTimeout(idle);
+    idle = setTimeout(() => {
+      end ??= { code: IDLE_CLOSE_CODE, reason: `no message for ${idleMs} ms`, opened };
+      socket.terminate?.();
+      poke();
+    }, idleMs);
+  };
+  watch();
   socket.onmessage = (ev) => {
+    watch();
     const data = ev.data;
     queue.push(typeof data === 'string' ? data : new TextDecoder().decode(data as Uint8Array));
     poke();
@@ -71,6 +91,7 @@ export async function* readSocket(socket: SocketLike, signal?: AbortSignal): Asy
       await new Promise<void>((resolve) => (wake = resolve));
     }
   } finally {
+    clearTimeout(idle);
     signal?.removeEventListener('abort', onAbort);
     socket.onmessage = socket.onopen = null;
     socket.onerror = () => {}; // a late error after close must not go unhandled
