@@ -18,9 +18,15 @@ export interface SocketFeedOptions {
   progress?: () => Promise<Progress | null> | Progress | null;
 }
 
-/** Close codes: 1000 after `task.finished`, 1013 for a reader too far behind (it may reconnect with `?after=`). */
+/**
+ * Close codes: 1000 after `task.finished`, 1013 for a reader too far behind, 1012 when a live
+ * event would skip a seq (its instance missed events of the task: lost its database or its
+ * notifications, or the task moved); after either, the reader reconnects with `?after=` and gets
+ * the stored events, gap-free.
+ */
 export const CLOSE_DONE = 1000;
 export const CLOSE_SLOW_READER = 1013;
+export const CLOSE_GAP = 1012;
 
 /** Live events held back while a replay is being sent; more than this and the reader is dropped. */
 const MAX_PENDING = 10_000;
@@ -77,7 +83,13 @@ export function createSocketFeed(opts: SocketFeedOptions) {
   }
 
   function sendOnce(event: StoredEvent) {
-    if ((lastSent.get(event.taskId) ?? 0) >= event.seq) return;
+    const last = lastSent.get(event.taskId);
+    if ((last ?? 0) >= event.seq) return;
+    // Never a gap: the reader is told to read what it missed from the store instead.
+    if (last !== undefined && event.seq > last + 1) {
+      close(CLOSE_GAP, `missed events after seq ${last}; reconnect with ?after=${last}`);
+      return;
+    }
     lastSent.set(event.taskId, event.seq);
     lastSeq = event.seq;
     write(event.json);

@@ -127,6 +127,14 @@ function clientOver(q: pg.Pool | pg.PoolClient, transaction: SqlClient['transact
   return client;
 }
 
+/** COMMIT answered ROLLBACK: a statement of the transaction had failed. */
+class TransactionRolledBack extends Error {
+  readonly code = '40000';
+  constructor() {
+    super('the transaction was rolled back by the server (a statement in it failed)');
+  }
+}
+
 /** The lock's connection is gone: a storage fault (connection failure) until it is taken again. */
 class InstanceLockLost extends Error {
   readonly code = '08006';
@@ -295,7 +303,11 @@ export async function openPostgres(url: string, instanceId: string): Promise<Db>
       const tx = clientOver(conn, (inner) => inner(tx), check, watch, true);
       try {
         const result = await body(tx);
-        await conn.query('COMMIT');
+        // A transaction in which a statement failed (even one whose error the body caught) ends
+        // rolled back, and the server answers COMMIT with ROLLBACK, not an error: never taken for
+        // written (its events would be published though not stored).
+        const committed = await conn.query('COMMIT');
+        if (committed.command === 'ROLLBACK') throw new TransactionRolledBack();
         return result;
       } catch (err) {
         await conn.query('ROLLBACK').catch(() => (broken = true));
