@@ -79,7 +79,7 @@ export interface ScriptedModel {
    * Chat answers whose usage chunk and [DONE] were handed to the socket in full, with when: what
    * the provider "served" and expects to be billed for (crash benchmarks compare it with the records).
    */
-  served: Array<{ prompt: string; turn: number; inputTokens: number; at: number }>;
+  served: Array<{ prompt: string; turn: number; inputTokens: number; at: number; authorization: string | undefined }>;
   /** Most chat requests that were being answered at the same time. */
   readonly maxInFlight: number;
   close(): Promise<void>;
@@ -335,7 +335,7 @@ export async function startScriptedModel(opts: { port?: number } = {}): Promise<
       await sleep(3_600_000, abort.signal);
       return;
     }
-    res.end('data: [DONE]\n\n', () => served.push({ prompt, turn, inputTokens: input, at: Date.now() }));
+    res.end('data: [DONE]\n\n', () => served.push({ prompt, turn, inputTokens: input, at: Date.now(), authorization: req.headers.authorization }));
   }
 
   const server: Server = createServer((req, res) => {

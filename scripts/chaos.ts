@@ -1,0 +1,302 @@
+/**
+ * `npm run chaos`: three instances on one PostgreSQL database under a steady load of model tasks,
+ * with faults at random (an instance killed with SIGKILL and started again, an instance paused
+ * with SIGSTOP past its lease and woken, the database restarted with a fast shutdown), then an
+ * independent ledger read from the database, the scripted model's record of what it served and a
+ * webhook receiver's record of what it got:
+ *   - every task ended, once (one `task.finished`, the last of its events), its stream gap-free;
+ *   - billed never exceeds served, and every served token is billed except calls served to an
+ *     instance killed within LATE_KILL_MS after (their usage died with the process);
+ *   - usage recorded after a task's end only for calls in flight at an instance paused past its
+ *     lease (documented: the provider served them);
+ *   - every `task.finished` delivered to the webhook receiver (at least once);
+ *   - no instance exited but those the run killed.
+ * Prints the figures as one JSON object; exits 1 when the ledger does not hold.
+ *
+ * CHAOS_SECONDS (default 60): how long faults are injected while tasks are submitted.
+ * CHAOS_SEED: the seed of the fault sequence (default: the time), printed for a rerun.
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { startScriptedModel } from '../scripted-model/server';
+import { childEnv, startChildService, type ChildService } from '../test/support/child-service';
+import { ensureDatabase, startTestPostgres } from '../test/support/postgres';
+
+const SECONDS = Number(process.env.CHAOS_SECONDS ?? 60);
+const SEED = Number(process.env.CHAOS_SEED ?? Date.now() % 1_000_000);
+const LEASE_MS = 3000;
+/** A call served this soon before its instance was killed may be unbilled (its usage was in the process only). */
+const LATE_KILL_MS = 1000;
+const NAMES = ['a', 'b', 'c'] as const;
+type Name = (typeof NAMES)[number];
+
+/** mulberry32: a small seeded generator, so a run's fault sequence can be replayed. */
+function random(seed: number) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const rnd = random(SEED);
+const pick = <T>(list: readonly T[]) => list[Math.floor(rnd() * list.length)]!;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function main() {
+  const started = Date.now();
+  const cluster = await startTestPostgres();
+  await ensureDatabase(cluster.url, 'chaos');
+  const model = await startScriptedModel();
+  const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-chaos-'));
+
+  // What the webhook receiver got: webhook-id → times received.
+  const received = new Map<string, number>();
+  const receiver = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const id = String(req.headers['webhook-id'] ?? '');
+      received.set(id, (received.get(id) ?? 0) + 1);
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+
+  model.script('CHAOS-', (ctx) => {
+    if (ctx.turn < 4) {
+      const tool = ctx.turn % 2 === 0
+        ? { name: 'write_file', args: { path: `chaos/${ctx.turn}-${Math.floor(Math.random() * 1e9)}.txt`, content: 'x' } }
+        : { name: 'bash', args: { command: 'sleep 0.2; echo ok' } };
+      return { toolCalls: [tool], usage: { input: 100 + ctx.turn, output: 10 }, delayMs: 50 + Math.floor(Math.random() * 300) };
+    }
+    return { toolCalls: [{ name: 'complete', args: { summary: 'done', paths: [] } }], usage: { input: 200, output: 20 } };
+  });
+
+  const { DATABASE_PATH: _unused, ...shared } = childEnv(dir, model.url, 'unused');
+  const envOf = (name: Name) => ({
+    ...shared,
+    OPENAI_API_KEY: `chaos-key-${name}`,
+    DATABASE_URL: cluster.urlOf('chaos'),
+    INSTANCE_ID: name,
+    TASK_LEASE_MS: String(LEASE_MS),
+    MAX_CONCURRENT_TASKS: '6',
+    MAX_CONCURRENT_PER_TENANT: '100',
+    MAX_QUEUED_TASKS: '10000',
+    RATE_LIMIT_PER_MINUTE: '1000000',
+    WEBHOOK_ALLOW_PRIVATE: 'true',
+    WEBHOOK_RETRY_BASE_MS: '200',
+    LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? 'warn',
+  });
+  const instances = new Map<Name, ChildService>();
+  const unexpectedExits: string[] = [];
+  const killedByUs = new Set<ChildService>();
+  /** Every process the run started, killed ones too: their logs explain an error. */
+  const processes: Array<{ name: Name; svc: ChildService }> = [];
+  async function start(name: Name) {
+    const svc = await startChildService(envOf(name));
+    instances.set(name, svc);
+    processes.push({ name, svc });
+    void svc.exited.then(({ code, signal }) => {
+      if (!killedByUs.has(svc)) unexpectedExits.push(`${name}: code ${code} signal ${signal}\n${svc.output().slice(-2000)}`);
+    });
+  }
+  for (const name of NAMES) await start(name);
+
+  const post = async (svc: ChildService, pathname: string, body: unknown, headers: Record<string, string> = {}) => {
+    const res = await fetch(`${svc.url}${pathname}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), signal: AbortSignal.timeout(15_000) });
+    return { status: res.status, body: (await res.json().catch(() => null)) as any };
+  };
+  await post(instances.get('a')!, '/webhooks', { url: hookUrl, events: ['task.finished'] });
+
+  // Instances that answer now (not killed, not paused).
+  const down = new Set<Name>();
+  const faults: Array<{ kind: 'kill' | 'stop' | 'pg-restart'; name?: Name; at: number; until: number }> = [];
+  const submitted = new Map<string, string>(); // task id → prompt
+  let refused = 0;
+
+  async function submit(i: number) {
+    const prompt = `CHAOS-${i}`;
+    const key = `chaos-${SEED}-${i}`;
+    for (let attempt = 0; attempt < 6; attempt++) {
+      const live = NAMES.filter((n) => !down.has(n) && instances.has(n));
+      if (live.length > 0) {
+        try {
+          const res = await post(instances.get(pick(live))!, '/tasks', {
+            subagent_type: 'general',
+            description: 'chaos',
+            prompt,
+            context: { parentTaskId: `T-chaos-${i % 8}`, userId: `u${i % 3}` },
+          }, { 'idempotency-key': key });
+          if (res.status === 202 || res.status === 200) {
+            submitted.set(res.body.id, prompt);
+            return;
+          }
+        } catch {
+          // that instance died or paused under the request: another one
+        }
+      }
+      await sleep(500);
+    }
+    refused++;
+  }
+
+  async function injectFaults(until: number) {
+    // Each kind once in every three faults, in a random order: a short run still has all three.
+    let round: Array<'kill' | 'stop' | 'pg-restart'> = [];
+    while (Date.now() < until) {
+      await sleep(3000 + rnd() * 3000);
+      if (round.length === 0) round = (['kill', 'stop', 'pg-restart'] as const).map((k) => ({ k, r: rnd() })).sort((x, y) => x.r - y.r).map((x) => x.k);
+      const kind = round.shift()!;
+      const at = Date.now();
+      if (kind === 'pg-restart') {
+        await cluster.pause();
+        await cluster.start();
+        faults.push({ kind, at, until: Date.now() });
+        continue;
+      }
+      const name = pick(NAMES);
+      const svc = instances.get(name)!;
+      down.add(name);
+      if (kind === 'kill') {
+        killedByUs.add(svc);
+        svc.child.kill('SIGKILL');
+        await svc.exited;
+        faults.push({ kind, name, at, until: Date.now() });
+        await sleep(500 + rnd() * 1500);
+        await start(name);
+      } else {
+        svc.child.kill('SIGSTOP');
+        await sleep(LEASE_MS + 1500);
+        svc.child.kill('SIGCONT');
+        faults.push({ kind, name, at, until: Date.now() });
+      }
+      down.delete(name);
+    }
+  }
+
+  const until = Date.now() + SECONDS * 1000;
+  const faulting = injectFaults(until);
+  let i = 0;
+  const submitting: Promise<void>[] = [];
+  while (Date.now() < until) {
+    submitting.push(submit(i++));
+    await sleep(250);
+  }
+  await Promise.all(submitting);
+  await faulting;
+
+  // Every task ends (resumed elsewhere after a kill, or ended), read from the database itself.
+  const db = new pg.Client({ connectionString: cluster.urlOf('chaos') });
+  await db.connect();
+  const ids = [...submitted.keys()];
+  const deadline = Date.now() + 180_000;
+  for (;;) {
+    const open = Number((await db.query(`SELECT count(*) AS n FROM tasks WHERE id = ANY($1) AND status IN ('queued', 'running')`, [ids])).rows[0].n);
+    if (open === 0 || Date.now() > deadline) break;
+    await sleep(500);
+  }
+  // Webhooks of the last ends have a moment to go out.
+  await sleep(3000);
+
+  const violations: string[] = [];
+  const tasks = (await db.query(`SELECT id, status, error_code, resumes, input_tokens, completed_at FROM tasks WHERE id = ANY($1)`, [ids])).rows;
+  const events = (await db.query(`SELECT task_id, seq, type FROM task_events WHERE task_id = ANY($1) ORDER BY task_id, seq`, [ids])).rows;
+  const reports = (await db.query(`SELECT task_id, input_tokens, at FROM usage_reports WHERE task_id = ANY($1)`, [ids])).rows;
+  const deliveries = (await db.query(`SELECT id, task_id, status FROM webhook_deliveries WHERE event = 'task.finished' AND task_id = ANY($1)`, [ids])).rows;
+  await db.end();
+
+  const eventsOf = new Map<string, Array<{ seq: number; type: string }>>();
+  for (const e of events) eventsOf.set(e.task_id, [...(eventsOf.get(e.task_id) ?? []), { seq: Number(e.seq), type: e.type }]);
+  const statuses: Record<string, number> = {};
+  let unbilledTokens = 0;
+  let lateRows = 0;
+  let resumes = 0;
+  for (const t of tasks) {
+    statuses[`${t.status}${t.error_code ? `/${t.error_code}` : ''}`] = (statuses[`${t.status}${t.error_code ? `/${t.error_code}` : ''}`] ?? 0) + 1;
+    resumes += Number(t.resumes);
+    if (t.status === 'queued' || t.status === 'running') violations.push(`${t.id} never ended (${t.status})`);
+    const evs = eventsOf.get(t.id) ?? [];
+    if (evs.some((e, k) => e.seq !== k + 1)) violations.push(`${t.id}: its stream has a gap (${evs.map((e) => e.seq).join(',')})`);
+    const finished = evs.filter((e) => e.type === 'task.finished');
+    if (t.status !== 'queued' && t.status !== 'running' && (finished.length !== 1 || evs.at(-1)?.type !== 'task.finished')) {
+      violations.push(`${t.id}: ${finished.length} task.finished events, last event ${evs.at(-1)?.type}`);
+    }
+    // Billing against what the provider served for this task's prompt.
+    const prompt = submitted.get(t.id)!;
+    const served = model.served.filter((s) => s.prompt === prompt);
+    const servedTokens = served.reduce((sum, s) => sum + s.inputTokens, 0);
+    const billed = reports.filter((r) => r.task_id === t.id).reduce((sum, r) => sum + Number(r.input_tokens), 0);
+    if (billed !== Number(t.input_tokens)) violations.push(`${t.id}: its usage rows (${billed}) and its total (${t.input_tokens}) differ`);
+    if (billed > servedTokens) violations.push(`${t.id}: billed ${billed} tokens, served ${servedTokens} (billed twice)`);
+    const killedSoonAfter = served.filter((s) =>
+      faults.some((f) => f.kind === 'kill' && s.authorization === `Bearer chaos-key-${f.name}` && f.at >= s.at - 50 && f.at - s.at <= LATE_KILL_MS),
+    );
+    const excusable = killedSoonAfter.reduce((sum, s) => sum + s.inputTokens, 0);
+    if (servedTokens - billed > excusable) violations.push(`${t.id}: ${servedTokens - billed} served tokens unbilled, ${excusable} excusable by a kill`);
+    unbilledTokens += Math.max(0, servedTokens - billed);
+    // Usage after the end: only a call in flight at an instance paused past its lease.
+    const late = reports.filter((r) => r.task_id === t.id && t.completed_at !== null && Number(r.at) > Number(t.completed_at));
+    lateRows += late.length;
+    if (late.length > 0) {
+      const pausedCall = served.some((s) => faults.some((f) => f.kind === 'stop' && s.authorization === `Bearer chaos-key-${f.name}` && s.at >= f.at - LEASE_MS && s.at <= f.until + 1000));
+      if (!pausedCall) violations.push(`${t.id}: ${late.length} usage rows after its end, no call of a paused instance to explain them`);
+    }
+    if (t.status !== 'queued' && t.status !== 'running') {
+      const hook = deliveries.filter((d) => d.task_id === t.id);
+      if (hook.length !== 1) violations.push(`${t.id}: ${hook.length} task.finished deliveries`);
+      else if (!received.has(hook[0].id)) violations.push(`${t.id}: delivery ${hook[0].id} (${hook[0].status}) never reached the receiver`);
+    }
+  }
+  if (unexpectedExits.length > 0) violations.push(...unexpectedExits.map((e) => `an instance exited on its own: ${e}`));
+
+  const figures = {
+    seed: SEED,
+    seconds: SECONDS,
+    wallSeconds: Math.round((Date.now() - started) / 1000),
+    tasks: { submitted: submitted.size, refusedAfterRetries: refused, ...statuses },
+    faults: { kill: faults.filter((f) => f.kind === 'kill').length, stop: faults.filter((f) => f.kind === 'stop').length, pgRestart: faults.filter((f) => f.kind === 'pg-restart').length },
+    resumes,
+    servedCalls: model.served.filter((s) => s.prompt.startsWith('CHAOS-')).length,
+    unbilledTokensWithinKillWindow: unbilledTokens,
+    usageRowsAfterEnd: lateRows,
+    webhooks: { deliveries: deliveries.length, receivedIds: received.size, duplicates: [...received.values()].reduce((n, c) => n + c - 1, 0) },
+    violations: violations.length,
+  };
+  console.log(JSON.stringify(figures, null, 2));
+  for (const v of violations.slice(0, 30)) console.error(`VIOLATION ${v}`);
+  // Why tasks ended in error, as the instances logged it (those still running at the end).
+  const failures = processes.flatMap(({ name, svc }) =>
+    svc.output().split('\n').filter((l) => l.includes('"task failed"') || l.includes('"runner failed"')).map((l) => `${name}: ${l}`),
+  );
+  for (const line of failures.slice(0, 10)) console.error(`task error: ${line.slice(0, 1500)}`);
+  if (process.env.CHAOS_LOGS) {
+    const { mkdirSync, writeFileSync } = await import('node:fs');
+    mkdirSync(process.env.CHAOS_LOGS, { recursive: true });
+    processes.forEach(({ name, svc }, k) => writeFileSync(path.join(process.env.CHAOS_LOGS!, `${k}-${name}.log`), svc.output()));
+    writeFileSync(path.join(process.env.CHAOS_LOGS, 'faults.json'), JSON.stringify(faults, null, 2));
+  }
+
+  for (const svc of instances.values()) {
+    killedByUs.add(svc);
+    svc.child.kill('SIGCONT');
+    svc.child.kill('SIGKILL');
+  }
+  await Promise.all([...instances.values()].map((s) => s.exited));
+  await model.close();
+  receiver.close();
+  await cluster.stop();
+  rmSync(dir, { recursive: true, force: true });
+  process.exit(violations.length > 0 ? 1 : 0);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(2);
+});
