@@ -74,16 +74,22 @@ export function createClusterStore(sql: SqlClient, instanceId: string) {
      * instance took them over while this one could not renew, and may have ended them already).
      */
     async renew(mine: Array<{ id: string; activity: string | null }>, leaseUntil: number): Promise<string[]> {
-      await sql.run(`UPDATE tasks SET lease_until = ? WHERE owner = ? AND status = 'running'`, [leaseUntil, instanceId]);
       if (mine.length === 0) return [];
       const ids = mine.map((m) => m.id);
+      // Only the tasks it runs: one it stopped without an end (taken over, as it thought) must
+      // expire, so whoever finds it takes it over, rather than stay renewed and never run.
+      await sql.run(`UPDATE tasks SET lease_until = ? WHERE owner = ? AND status = 'running' AND id = ANY(?)`, [leaseUntil, instanceId, ids]);
       await sql.run(
         `UPDATE tasks SET activity = a.activity FROM unnest(CAST(? AS TEXT[]), CAST(? AS TEXT[])) AS a(id, activity)
          WHERE tasks.id = a.id AND tasks.owner = ? AND tasks.status = 'running'`,
         [ids, mine.map((m) => m.activity), instanceId],
       );
-      // Lost: running elsewhere, waiting to be resumed, or already ended there.
-      const lost = await sql.rows(`SELECT id FROM tasks WHERE id = ANY(?) AND NOT (status = 'running' AND owner IS NOT DISTINCT FROM ?)`, [ids, instanceId]);
+      // Lost: owned by another instance or by none (released to be resumed), or already ended
+      // there. A task claimed here and not yet marked started is still 'queued', and this one's.
+      const lost = await sql.rows(`SELECT id FROM tasks WHERE id = ANY(?) AND NOT (status IN ('queued', 'running') AND owner IS NOT DISTINCT FROM ?)`, [
+        ids,
+        instanceId,
+      ]);
       return lost.map((r) => r[0] as string);
     },
 

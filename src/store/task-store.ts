@@ -120,9 +120,18 @@ export function createTaskStore(sql: SqlClient) {
     },
 
     /** `queued → running`, and the task's one usage record, in one transaction. */
-    markStarted(task: TaskRow, model: string | null, startedAt: number): Promise<void> {
+    markStarted(task: TaskRow, model: string | null, startedAt: number, owner: string | null = null): Promise<void> {
       return atomically(async (tx) => {
-        await tx.run(`UPDATE tasks SET status = 'running', model = ?, started_at = ? WHERE id = ?`, [model, startedAt, task.id]);
+        // PostgreSQL: only while this instance owns it. An instance paused between its claim and
+        // this write finds the task taken over (and maybe started) by another (`TaskTakenOver`).
+        const changed = await tx.run(`UPDATE tasks SET status = 'running', model = ?, started_at = ? WHERE id = ? AND (CAST(? AS TEXT) IS NULL OR owner = ?)`, [
+          model,
+          startedAt,
+          task.id,
+          owner,
+          owner,
+        ]);
+        if (changed === 0) throw new TaskTakenOver(task.id);
         await tx.run(
           `INSERT INTO subagent_records (id, task_id, tenant, subagent_type, parent_task_id, user_id, tool_call_id, description, model,
              status, started_at)

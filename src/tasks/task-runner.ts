@@ -13,7 +13,7 @@ import { capPayload } from '../events/cap-payload.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { TaskRow } from '../store/schema.ts';
-import { createTaskStore, type TaskStore } from '../store/task-store.ts';
+import { createTaskStore, TaskTakenOver, type TaskStore } from '../store/task-store.ts';
 import { runCommand } from '../tools/run-command.ts';
 import { checkArtifacts } from '../tools/artifacts.ts';
 import { runAcp } from '../acp/run-acp.ts';
@@ -99,7 +99,7 @@ export function createTaskRunner(deps: RunnerDeps) {
     let ending: Ending;
     try {
       try {
-        if (!resumed) await store.markStarted(row, model, startedAt);
+        if (!resumed) await store.markStarted(row, model, startedAt, owner);
       } finally {
         opts.onStarted?.();
       }
@@ -124,9 +124,17 @@ export function createTaskRunner(deps: RunnerDeps) {
       }
       ending = outcome;
     } catch (err) {
+      // Another instance owns the task now: nothing more of it is written here.
+      if (err instanceof TaskTakenOver) {
+        deps.liveness.forget(row.id);
+        trace.end(row, null);
+        throw err;
+      }
       const fault = storageFaultOf(err);
       if (fault) deps.storage.report(err);
-      log.error({ err }, 'task failed');
+      // Stopped (cancelled, timed out, its lease lost): expected, and said once the task ends.
+      if (signal.aborted) log.info({ reason: abortCode(signal).code }, 'task stopped');
+      else log.error({ err }, 'task failed');
       ending = fault ? failed(fault, 'the database could not be written') : failed('internal_error', scrub(errorMessage(err)));
     }
 

@@ -366,8 +366,12 @@ export function createTaskService(deps: TaskServiceDeps) {
    * looks for work (a missed notification costs at most this long).
    */
   async function renewLeases() {
-    if (renewing || closing) return;
-    if (deps.storage.fault) return stopExpired();
+    if (closing) return;
+    // A renewal still waiting for the database (the driver retries for a while): the tasks whose
+    // leases ran out meanwhile stop now. Otherwise the renewal goes first (a process woken from a
+    // pause renews what it still owns before it judges what ran out).
+    if (renewing) return stopExpired();
+    // Tried during a storage fault too: the lease is what keeps the tasks running through it.
     renewing = true;
     try {
       const mine = [...active.keys()].map((id) => {
