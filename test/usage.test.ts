@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, taskBody, type TestService } from './support/harness';
+import { createTaskStore } from '../src/store/task-store';
 
 let svc: TestService;
 const ids: string[] = [];
@@ -125,6 +126,28 @@ describe('GET /usage/records', () => {
       expect(Object.keys(r).sort()).toEqual(
         ['cachedInputTokens', 'completedAt', 'costMicroUsd', 'description', 'durationMs', 'id', 'inputTokens', 'model', 'outputTokens', 'parentTaskId', 'reasoningTokens', 'startedAt', 'status', 'steps', 'subagent_type', 'taskId', 'toolCallId', 'totalTokens', 'unpricedTokens', 'usageReported', 'userId'].sort(),
       );
+    }
+  });
+});
+
+describe('a call billed once, whatever the database answered', () => {
+  it('bills a call whose write is repeated (its COMMIT answer lost) once, and another call again', async () => {
+    const own = await startService();
+    try {
+      own.model.script('BILL-ONCE', [{ toolCalls: [{ name: 'complete', args: { summary: 'x', paths: [] } }], usage: { input: 50, output: 5 } }]);
+      const id = (await own.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: 'BILL-ONCE', context: { parentTaskId: 'P-once', userId: 'u' } }) })).json().id;
+      const store = createTaskStore(own.db.sql);
+      const call = { inputTokens: 7, outputTokens: 1, totalTokens: 8, cachedInputTokens: 0, reasoningTokens: 0 };
+      // What the storage guard does after a lost answer: the same write, the same call key.
+      await store.addUsage(id, 1, call, { model: 'gpt-4.1-mini', costMicroUsd: 3 }, Date.now(), 'call-key-1');
+      await store.addUsage(id, 1, call, { model: 'gpt-4.1-mini', costMicroUsd: 3 }, Date.now(), 'call-key-1');
+      expect((await own.inject({ url: `/tasks/${id}` })).json().usage).toMatchObject({ inputTokens: 57, outputTokens: 6 });
+      await store.addUsage(id, 1, call, { model: 'gpt-4.1-mini', costMicroUsd: 3 }, Date.now(), 'call-key-2');
+      expect((await own.inject({ url: `/tasks/${id}` })).json().usage).toMatchObject({ inputTokens: 64, outputTokens: 7 });
+      const totals = (await own.inject({ url: '/usage?parentTaskId=P-once' })).json().totals;
+      expect(totals).toMatchObject({ inputTokens: 64, outputTokens: 7 });
+    } finally {
+      await own.close();
     }
   });
 });

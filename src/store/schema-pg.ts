@@ -135,8 +135,10 @@ export const usageReports = pgTable(
     model: text('model'),
     costMicroUsd: bigint('cost_micro_usd', { mode: 'number' }),
     at: bigint('at', { mode: 'number' }).notNull(),
+    /** The model call's own key: a write repeated after a lost COMMIT answer bills it once. */
+    callKey: text('call_key'),
   },
-  (t) => [primaryKey({ columns: [t.taskId, t.n] })],
+  (t) => [primaryKey({ columns: [t.taskId, t.n] }), uniqueIndex('usage_reports_call').on(t.taskId, t.callKey)],
 );
 
 export const taskEvents = pgTable(

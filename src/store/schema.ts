@@ -131,8 +131,10 @@ export const usageReports = sqliteTable(
     model: text('model'),
     costMicroUsd: integer('cost_micro_usd'),
     at: integer('at').notNull(),
+    /** The model call's own key: a write repeated after a lost COMMIT answer bills it once. */
+    callKey: text('call_key'),
   },
-  (t) => [primaryKey({ columns: [t.taskId, t.n] })],
+  (t) => [primaryKey({ columns: [t.taskId, t.n] }), uniqueIndex('usage_reports_call').on(t.taskId, t.callKey)],
 );
 
 export const taskEvents = sqliteTable(

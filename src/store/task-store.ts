@@ -42,8 +42,9 @@ const usageSql = (table: 'tasks' | 'subagent_records') =>
    WHERE ${table === 'tasks' ? 'id' : 'task_id'} = ?`;
 const TASK_USAGE = usageSql('tasks');
 const RECORD_USAGE = usageSql('subagent_records');
-const INSERT_REPORT = `INSERT INTO usage_reports (task_id, n, step, ${tokenColumns.join(', ')}, model, cost_micro_usd, at)
-   VALUES (?, (SELECT coalesce(max(n), 0) + 1 FROM usage_reports WHERE task_id = ?), ?, ${tokenColumns.map(() => '?').join(', ')}, ?, ?, ?)`;
+const INSERT_REPORT = `INSERT INTO usage_reports (task_id, n, step, ${tokenColumns.join(', ')}, model, cost_micro_usd, at, call_key)
+   VALUES (?, (SELECT coalesce(max(n), 0) + 1 FROM usage_reports WHERE task_id = ?), ?, ${tokenColumns.map(() => '?').join(', ')}, ?, ?, ?, ?)
+   ON CONFLICT (task_id, call_key) DO NOTHING`;
 const INSERT_TASK = `INSERT INTO tasks (id, tenant, parent_task_id, user_id, tool_call_id, subagent_type, description, request, status,
      idempotency_key, request_hash, created_at, session_id, previous_task_id, budget, trace_parent)
    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
@@ -146,11 +147,13 @@ export function createTaskStore(sql: SqlClient) {
      * Bills one model call's usage, as the provider reported it: a report row and the task's and
      * record's token counts, in one transaction, the moment the call ended.
      */
-    addUsage(taskId: string, step: number, usage: TokenUsage, price: CallPrice, at: number): Promise<void> {
+    addUsage(taskId: string, step: number, usage: TokenUsage, price: CallPrice, at: number, callKey: string | null = null): Promise<void> {
       const u = usageOf(usage);
       const tokens = tokenFields.map((f) => u[f]);
       return atomically(async (tx) => {
-        await tx.run(INSERT_REPORT, [taskId, taskId, step, ...tokens, price.model, price.costMicroUsd, at]);
+        // Written again after a COMMIT whose answer was lost (the storage guard repeats the write):
+        // the call's key is there already, and nothing is added twice.
+        if ((await tx.run(INSERT_REPORT, [taskId, taskId, step, ...tokens, price.model, price.costMicroUsd, at, callKey])) === 0) return;
         const add = [...tokens, price.costMicroUsd, price.costMicroUsd, u.totalTokens, taskId];
         await tx.run(TASK_USAGE, add);
         await tx.run(RECORD_USAGE, add);

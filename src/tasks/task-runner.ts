@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { ModelMessage } from 'ai';
 import type { Logger } from 'pino';
 import type { AgentDefinition } from '../definitions/agent-definition.ts';
@@ -240,10 +241,13 @@ export function createTaskRunner(deps: RunnerDeps) {
     const model = def.model ?? `acp:${def.type}`;
     const usage = out.usage ?? { inputTokens: 0, outputTokens: 0, totalTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
     const cost = out.usage ? costOf(model, out.usage) : null;
+    // Fixed outside the transaction: written again after a lost COMMIT answer, it bills once.
+    const callKey = randomUUID();
+    const billedAt = deps.now();
     await events.transaction(row.id, async (tx, append) => {
       const s = createTaskStore(tx);
       await s.assertOwned(row.id, owner);
-      if (out.usage) await s.addUsage(row.id, step, out.usage, { model, costMicroUsd: cost }, deps.now());
+      if (out.usage) await s.addUsage(row.id, step, out.usage, { model, costMicroUsd: cost }, billedAt, callKey);
       else await s.usageUnreported(row.id);
       await s.countStep(row.id);
       append(row, 'step.finished', { step, finishReason: out.stopReason ?? 'error', usage: { ...usage, costMicroUsd: cost } });
@@ -391,7 +395,9 @@ export function createTaskRunner(deps: RunnerDeps) {
         const step = Math.max(current, 1);
         const at = deps.now();
         const cost = costOf(calledModel, usage);
-        const billed = deps.storage.write(() => store.addUsage(row.id, step, usage, { model: calledModel, costMicroUsd: cost }, at));
+        // One key per call: the write may be repeated (a COMMIT whose answer the connection lost).
+        const callKey = randomUUID();
+        const billed = deps.storage.write(() => store.addUsage(row.id, step, usage, { model: calledModel, costMicroUsd: cost }, at, callKey));
         if (deps.storage.fault !== null) {
           // The only copy is in memory until the database takes it: say so where operators look.
           logger.warn({ taskId: row.id, step, usage }, 'usage kept in memory until the database can be written');
