@@ -49,9 +49,9 @@ export function createTerminals(opts: { workspace: Workspace; sandbox: Sandbox; 
       const limit = Math.min(req.outputByteLimit ?? opts.maxOutputBytes, opts.maxOutputBytes);
       const capture = createOutputCapture(limit);
       const stop = new AbortController();
-      // The agent's variables are set for its command only (inside the sandbox); those that choose
-      // programs or load code are dropped (host-programs.ts).
-      const { env } = requestedEnv(req.env ?? []);
+      // The agent's variables are set for its command only (inside the sandbox); the sandbox drops
+      // those that choose programs or load code.
+      const env = requestedEnv(req.env ?? []);
       const id = `term_${randomUUID()}`;
       const terminal: Terminal = {
         capture,

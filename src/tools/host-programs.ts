@@ -57,26 +57,24 @@ export const MAX_REQUESTED_VARIABLES = 64;
 export const MAX_REQUESTED_ENV_BYTES = 32 * 1024;
 
 /**
- * The variables of a request (an ACP agent's `terminal/create`) that may be set for its command:
- * well-formed names other than the refused ones. A refused or malformed name (`BASH_FUNC_f%%`) or a
- * value with a NUL byte is dropped and listed in `dropped`; a request over the bounds throws with a
- * message the agent reads.
+ * The variables of a request (an ACP agent's `terminal/create`), bounded: a request over the
+ * bounds throws with a message the agent reads; a value with a NUL byte (which no process can be
+ * given) is left out. Which names may reach the program is decided in one place, where the
+ * sandbox builds its environment (`isRefusedName`).
  */
-export function requestedEnv(vars: Array<{ name: string; value: string }>): { env: Record<string, string>; dropped: string[] } {
+export function requestedEnv(vars: Array<{ name: string; value: string }>): Record<string, string> {
   if (vars.length > MAX_REQUESTED_VARIABLES) throw new Error(`at most ${MAX_REQUESTED_VARIABLES} environment variables per command`);
   const env: Record<string, string> = {};
-  const dropped: string[] = [];
   let bytes = 0;
   for (const { name, value } of vars) {
     bytes += Buffer.byteLength(name) + Buffer.byteLength(value);
     if (bytes > MAX_REQUESTED_ENV_BYTES) throw new Error(`environment variables over ${MAX_REQUESTED_ENV_BYTES} bytes`);
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) || value.includes('\0') || REFUSED_NAMES.test(name)) dropped.push(name);
-    else env[name] = value;
+    if (!value.includes('\0')) env[name] = value;
   }
-  return { env, dropped };
+  return env;
 }
 
-/** True for a variable the service never passes on from a request or a definition. */
+/** True for a variable the service never passes on from a request or a definition (a malformed name too). */
 export function isRefusedName(name: string): boolean {
-  return REFUSED_NAMES.test(name) || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(name);
+  return !/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) || REFUSED_NAMES.test(name);
 }
