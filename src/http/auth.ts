@@ -8,8 +8,12 @@ declare module 'fastify' {
     tenant: string;
   }
   interface FastifyContextConfig {
-    /** A WebSocket route, where `?access_token=` may stand in for the header (browsers cannot set it). */
-    acceptsQueryToken?: boolean;
+    /**
+     * A stream route, where `?access_token=` may stand in for the header (browsers' WebSocket and
+     * EventSource cannot set it): on upgrade requests only (`websocket`), or on every request of
+     * an event-stream route (`always`).
+     */
+    acceptsQueryToken?: 'websocket' | 'always';
   }
 }
 
@@ -74,7 +78,8 @@ export function isPublic(url: string): boolean {
 function presentedKey(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;
   if (header?.startsWith('Bearer ')) return header.slice(7).trim() || undefined;
-  if (!request.routeOptions.config?.acceptsQueryToken || request.headers.upgrade?.toLowerCase() !== 'websocket') return undefined;
+  const accepts = request.routeOptions.config?.acceptsQueryToken;
+  if (accepts !== 'always' && (accepts !== 'websocket' || request.headers.upgrade?.toLowerCase() !== 'websocket')) return undefined;
   // The raw query, not the parsed one: only the canonical spelling authenticates (it is the one
   // the log redaction is sure to catch), never `access%5Ftoken` or other encodings of the name.
   const q = request.url.indexOf('?');

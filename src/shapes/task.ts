@@ -88,6 +88,9 @@ export const createTaskBodySchema = z
 export type CreateTaskBody = z.infer<typeof createTaskBodySchema>;
 
 export const taskStatusSchema = z.enum(['queued', 'running', 'paused', 'completed', 'aborted', 'error']);
+const ENDED_STATUSES: ReadonlySet<string> = new Set(['completed', 'aborted', 'error']);
+/** A task in one of these has ended for good (a follow-up is a new run). */
+export const isEndedStatus = (status: z.output<typeof taskStatusSchema>) => ENDED_STATUSES.has(status);
 export type TaskStatus = z.infer<typeof taskStatusSchema>;
 
 export const taskErrorSchema = z.object({ code: z.string(), message: z.string() });

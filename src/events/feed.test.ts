@@ -1,7 +1,8 @@
 import { EventEmitter } from 'node:events';
 import type { WebSocket } from 'ws';
 import { describe, expect, it } from 'vitest';
-import { CLOSE_GAP, createSocketFeed } from './socket-feed.ts';
+import { CLOSE_GAP, createFeed } from './feed.ts';
+import { socketSink } from './socket-sink.ts';
 import type { StoredEvent } from './event-types.ts';
 
 /** The part of a ws socket the feed uses, recording what it is sent and how it is closed. */
@@ -28,10 +29,10 @@ function fakeSocket() {
 const event = (seq: number, type = 'tool.call'): StoredEvent =>
   ({ taskId: 't1', seq, type, json: JSON.stringify({ seq, type }) }) as unknown as StoredEvent;
 
-describe('createSocketFeed', () => {
+describe('createFeed', () => {
   it('closes with 1012 rather than skip a seq, so the reader reconnects from the store', async () => {
     const socket = fakeSocket();
-    const feed = createSocketFeed({ socket: socket as unknown as WebSocket, taskId: 't1', closeOnFinish: true, heartbeatMs: 60_000, pingMs: 60_000, maxBufferedBytes: 1 << 20 });
+    const feed = createFeed({ sink: socketSink(socket as unknown as WebSocket, 60_000), taskId: 't1', closeOnFinish: true, heartbeatMs: 60_000, maxBufferedBytes: 1 << 20 });
     await feed.replay([event(1), event(2)]);
     feed.send(event(2));
     feed.send(event(3));

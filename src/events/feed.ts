@@ -1,13 +1,27 @@
-import type { WebSocket } from 'ws';
 import type { Progress } from '../shapes/task.ts';
 import type { Heartbeat, StoredEvent } from './event-types.ts';
 import { iso } from '../shapes/time.ts';
 
-export interface SocketFeedOptions {
-  socket: WebSocket;
+/**
+ * Where a feed writes: a WebSocket (`socket-sink.ts`) or a server-sent-events response
+ * (`sse-sink.ts`). The feed decides what to send and when; the sink only how.
+ */
+export interface FeedSink {
+  readonly open: boolean;
+  /** Bytes written and not yet handed to the network. */
+  readonly buffered: number;
+  event(event: StoredEvent): void;
+  heartbeat(beat: Heartbeat): void;
+  /** Ends the stream; `code` is a WebSocket close code (an SSE sink writes it as a comment). */
+  close(code: number, reason: string): void;
+  /** Runs `fn` once when the peer is gone (closed, errored, dropped). */
+  onGone(fn: () => void): void;
+}
+
+export interface FeedOptions {
+  sink: FeedSink;
   heartbeatMs: number;
-  pingMs: number;
-  /** Past this many bytes waiting in the socket's send buffer a live reader is too slow: closed with 1013. */
+  /** Past this many bytes waiting in the sink a live reader is too slow: closed with 1013. */
   maxBufferedBytes: number;
   /** Heartbeats name the stream's task (task streams) or are sent without one (parent streams). */
   taskId?: string;
@@ -34,17 +48,16 @@ const MAX_PENDING = 10_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * Sends stored events to one WebSocket.
- * - Replay first, paced by the socket (a large history never floods memory), then live events;
+ * Sends stored events to one reader.
+ * - Replay first, paced by the sink (a large history never floods memory), then live events;
  *   live events that arrive during the replay wait in a bounded queue. Events are de-duplicated per
  *   task by `seq`, so replay and live feed may overlap safely.
  * - A heartbeat goes out whenever nothing was sent for `heartbeatMs`.
- * - The peer is pinged every `pingMs` and terminated when a pong is missed.
  * - A live reader whose send buffer overflows is closed with 1013 rather than holding memory or
  *   slowing the task; the stored events let it catch up with `?after=`.
  */
-export function createSocketFeed(opts: SocketFeedOptions) {
-  const { socket } = opts;
+export function createFeed(opts: FeedOptions) {
+  const { sink } = opts;
   const now = opts.now ?? Date.now;
   const lastSent = new Map<string, number>();
   let lastSeq = 0;
@@ -68,18 +81,18 @@ export function createSocketFeed(opts: SocketFeedOptions) {
       .then((progress) => {
         // The contract's heartbeat data carries the progress fields themselves, next to lastSeq.
         const beat: Heartbeat = { type: 'heartbeat', taskId: opts.taskId, at: iso(now()), data: { lastSeq, ...(progress ?? undefined) } };
-        write(JSON.stringify(beat));
+        if (writable()) sink.heartbeat(beat);
+        armHeartbeat();
       });
   }
 
-  function write(json: string) {
-    if (closed || socket.readyState !== socket.OPEN) return;
-    if (socket.bufferedAmount > opts.maxBufferedBytes) {
+  function writable(): boolean {
+    if (closed || !sink.open) return false;
+    if (sink.buffered > opts.maxBufferedBytes) {
       close(CLOSE_SLOW_READER, 'reader too slow; reconnect with ?after=<last seq>');
-      return;
+      return false;
     }
-    socket.send(json);
-    armHeartbeat();
+    return true;
   }
 
   function sendOnce(event: StoredEvent) {
@@ -92,41 +105,28 @@ export function createSocketFeed(opts: SocketFeedOptions) {
     }
     lastSent.set(event.taskId, event.seq);
     lastSeq = event.seq;
-    write(event.json);
+    if (!writable()) return;
+    sink.event(event);
+    armHeartbeat();
     if (opts.closeOnFinish && event.type === 'task.finished') close(CLOSE_DONE, 'task finished');
   }
-
-  let alive = true;
-  socket.on('pong', () => {
-    alive = true;
-  });
-  const pinger = setInterval(() => {
-    if (!alive) {
-      socket.terminate();
-      return;
-    }
-    alive = false;
-    socket.ping();
-  }, opts.pingMs);
 
   function close(code: number, reason: string) {
     if (closed) return;
     stop();
-    // ws sends the close frame after the frames already queued, so nothing sent is lost.
-    socket.close(code, reason);
+    // Both sinks send the end after what is already queued, so nothing sent is lost.
+    sink.close(code, reason);
   }
 
   function stop() {
     if (closed) return;
     closed = true;
-    clearInterval(pinger);
     if (heartbeat) clearTimeout(heartbeat);
     heartbeat = null;
     pending.length = 0;
     for (const c of cleanups.splice(0)) c();
   }
-  socket.on('close', stop);
-  socket.on('error', stop);
+  sink.onGone(stop);
   armHeartbeat();
 
   return {
@@ -139,7 +139,7 @@ export function createSocketFeed(opts: SocketFeedOptions) {
     },
 
     /**
-     * Sends stored events from `source`, waiting for the socket to drain between them, then the live
+     * Sends stored events from `source`, waiting for the sink to drain between them, then the live
      * events that arrived meanwhile (the listener is attached before the replay starts, and events
      * are published only once stored, so no event falls in between; the overlap is sent once).
      */
@@ -147,7 +147,7 @@ export function createSocketFeed(opts: SocketFeedOptions) {
       replaying = true;
       try {
         for await (const event of source) {
-          while (!closed && socket.bufferedAmount > opts.maxBufferedBytes / 2) await sleep(5);
+          while (!closed && sink.buffered > opts.maxBufferedBytes / 2) await sleep(5);
           if (closed) return;
           sendOnce(event);
         }
@@ -159,7 +159,7 @@ export function createSocketFeed(opts: SocketFeedOptions) {
 
     close,
 
-    /** Runs `fn` when the feed stops (socket closed, errored or dropped). */
+    /** Runs `fn` when the feed stops (ended, or its peer gone). */
     onStop(fn: () => void) {
       if (closed) fn();
       else cleanups.push(fn);
