@@ -1,4 +1,6 @@
 import { Ajv, type ValidateFunction } from 'ajv';
+import { Ajv2019 } from 'ajv/dist/2019.js';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { z } from 'zod';
 import { checkArtifacts } from '../tools/artifacts.ts';
 import { defineTool, type WorkspaceTool } from '../tools/tool-types.ts';
@@ -32,8 +34,11 @@ export function compileOutputSchema(schema: unknown): { validate: ValidateFuncti
     return { error: `the schema is nested deeper than ${MAX_OUTPUT_SCHEMA_DEPTH} levels` };
   }
   try {
-    // No remote $ref loading (no loadSchema), no format warnings on stdout.
-    const ajv = new Ajv({ allErrors: true, strict: false, logger: false, code: { regExp: re2Engine } });
+    // No remote $ref loading (no loadSchema), no format warnings on stdout. The draft the schema
+    // names (zod's toJSONSchema and most generators write 2020-12), else draft-07.
+    const draft = String((schema as { $schema?: unknown })?.$schema ?? '');
+    const Draft = draft.includes('2020-12') ? Ajv2020 : draft.includes('2019-09') ? Ajv2019 : Ajv;
+    const ajv = new Draft({ allErrors: true, strict: false, logger: false, code: { regExp: re2Engine } });
     const validate = ajv.compile(schema as object);
     return { validate, errorsText: () => ajv.errorsText(validate.errors) };
   } catch (err) {
