@@ -13,6 +13,8 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
+# The lockfile names the client's workspace; npm ci needs its package.json (not its sources).
+COPY packages/client/package.json ./packages/client/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY scripts/build.mjs ./scripts/build.mjs

@@ -3,9 +3,9 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   // The examples import the client as a user would; here it is the source.
-  resolve: { alias: { 'subagentd/client': fileURLToPath(new URL('./src/client/index.ts', import.meta.url)) } },
+  resolve: { alias: { '@subagentd/client': fileURLToPath(new URL('./packages/client/src/index.ts', import.meta.url)) } },
   test: {
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+    include: ['src/**/*.test.ts', 'packages/*/src/**/*.test.ts', 'test/**/*.test.ts'],
     testTimeout: 20_000,
     hookTimeout: 20_000,
     pool: 'forks',

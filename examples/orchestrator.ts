@@ -9,7 +9,7 @@
  */
 import { createOpenAI } from '@ai-sdk/openai';
 import { stepCountIs, streamText, type LanguageModel } from 'ai';
-import { createSubagentClient, createTaskTool, type SubagentClient, type TaskProgress } from 'subagentd/client';
+import { createSubagentClient, createTaskTool, type SubagentClient, type TaskProgress } from '@subagentd/client';
 
 export interface OrchestrateOptions {
   model: LanguageModel;

@@ -1,7 +1,7 @@
 import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript';
 
 export const OPENAPI_FILE = 'docs/openapi.json';
-export const API_TYPES_FILE = 'src/client/api-types.ts';
+export const API_TYPES_FILE = 'packages/client/src/api-types.ts';
 
 /** The TypeScript types of the document, as `npm run openapi` writes them. */
 export async function apiTypesOf(doc: unknown): Promise<string> {

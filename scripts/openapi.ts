@@ -1,5 +1,5 @@
 // `npm run openapi`: writes the OpenAPI document the service serves to docs/openapi.json, and the
-// TypeScript types generated from it (openapi-typescript) to src/client/api-types.ts, for
+// TypeScript types generated from it (openapi-typescript) to packages/client/src/api-types.ts, for
 // openapi-fetch. test/openapi.test.ts fails when either is behind the routes.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,9 +1,11 @@
+import WebSocket from 'ws';
+import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSubagentClient, SubagentApiError, type StreamMessage } from 'subagentd/client';
+import { createSubagentClient, SubagentApiError, type SocketConstructor, type StreamMessage } from '@subagentd/client';
 import { startService, type TestService } from './support/harness';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy';
 
-/** The typed client (`subagentd/client`) against a real service, over real HTTP and WebSockets. */
+/** The typed client (`@subagentd/client`) against a real service, over real HTTP, WebSockets and SSE. */
 let svc: TestService;
 let proxy: TcpProxy;
 const KEY = 'client-test-key';
@@ -30,7 +32,7 @@ function scriptWriter(marker: string, steps: number, delayMs = 0) {
   );
 }
 
-describe('subagentd/client', () => {
+describe('@subagentd/client', () => {
   it('creates a task, waits for it and reads it back, typed', async () => {
     scriptWriter('CLIENT-WAIT', 2);
     const c = client();
@@ -46,23 +48,25 @@ describe('subagentd/client', () => {
     expect((await c.tasks.messages(accepted.id)).length).toBeGreaterThan(2);
   });
 
-  it('wait() gets past a connection that goes silent (a proxy stops forwarding, never closes): it reconnects', async () => {
-    // The service heartbeats every 200 ms here; three quiet seconds mean the connection is dead.
-    svc.model.script('CLIENT-SILENT', (ctx) =>
+  it('run() creates and waits in one call; a zod outputSchema is sent as JSON Schema and types the output', async () => {
+    svc.model.script('CLIENT-RUN', [
+      { toolCalls: [{ name: 'complete', args: { summary: 'counted', paths: [], output: { errors: 3, top: 'ECONNRESET' } } }] },
+    ]);
+    const schema = z.object({ errors: z.number().int().min(0), top: z.string(), note: z.string().default('none') });
+    const done = await client().tasks.run({ subagent_type: 'general', description: 'Count', prompt: 'CLIENT-RUN', context, options: { outputSchema: schema } });
+    expect(done.status).toBe('completed');
+    // Typed from the schema (a compile error otherwise) and parsed by it (the default applied).
+    const output: { errors: number; top: string; note: string } | null = done.output;
+    expect(output).toEqual({ errors: 3, top: 'ECONNRESET', note: 'none' });
+    // The service got the JSON Schema: a model output that breaks it is refused there.
+    svc.model.script('CLIENT-RUN-BAD', (ctx) =>
       ctx.turn === 0
-        ? { delayMs: 1500, toolCalls: [{ name: 'write_file', args: { path: 'silent.txt', content: 'x' } }], usage: { input: 10, output: 2 } }
-        : { toolCalls: [{ name: 'complete', args: { summary: 'through the silence', paths: [] } }], usage: { input: 10, output: 2 } },
+        ? { toolCalls: [{ name: 'complete', args: { summary: 'x', paths: [], output: { errors: -1, top: 'x' } } }] }
+        : { toolCalls: [{ name: 'complete', args: { summary: 'fixed', paths: [], output: { errors: 0, top: 'none' } } }] },
     );
-    const c = client({ baseUrl: proxy.url, streamIdleTimeoutMs: 3000 });
-    const accepted = await c.tasks.create({ subagent_type: 'general', description: 'Silent drop', prompt: 'CLIENT-SILENT', context });
-    const waited = c.tasks.wait(accepted.id);
-    await new Promise((r) => setTimeout(r, 500));
-    proxy.stall();
-    const done = await waited;
-    expect(done).toMatchObject({ id: accepted.id, status: 'completed', summary: 'through the silence' });
-    // The stalled connections (a kept-alive HTTP one among them) are dropped for the next tests.
-    proxy.cut();
-  }, 20_000);
+    const fixed = await client().tasks.run({ subagent_type: 'general', description: 'Count', prompt: 'CLIENT-RUN-BAD', context, options: { outputSchema: schema } });
+    expect(fixed).toMatchObject({ status: 'completed', steps: 2, output: { errors: 0, top: 'none', note: 'none' } });
+  });
 
   it('derives an Idempotency-Key from the tool call id: a repeated tool call gets the first task', async () => {
     scriptWriter('CLIENT-IDEM', 1);
@@ -74,40 +78,6 @@ describe('subagentd/client', () => {
     const other = await c.tasks.create({ ...body, context: { ...context, toolCallId: 'call_idem_2' } });
     expect(other.id).not.toBe(first.id);
     await c.tasks.wait(other.id);
-  });
-
-  it('streams every event in order through a dropped connection, reconnecting from the last seq', async () => {
-    scriptWriter('CLIENT-DROP', 6, 150);
-    const c = client({ baseUrl: proxy.url });
-    const { id } = await c.tasks.create({ subagent_type: 'general', description: 'Slow writer', prompt: 'CLIENT-DROP', context });
-    const seen: StreamMessage[] = [];
-    let cuts = 0;
-    for await (const m of c.tasks.stream(id)) {
-      seen.push(m);
-      // Drop the network twice while the task runs.
-      if (m.type === 'step.finished' && cuts < 2) {
-        cuts++;
-        proxy.cut();
-      }
-    }
-    expect(cuts).toBe(2);
-    const events = seen.filter((m) => m.type !== 'heartbeat') as Array<Exclude<StreamMessage, { type: 'heartbeat' }>>;
-    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
-    expect(events.at(-1)!.type).toBe('task.finished');
-    expect(events.filter((e) => e.type === 'tool.call')).toHaveLength(7);
-  });
-
-  it('throws the contract error for an unknown task, over HTTP and on a stream', async () => {
-    const c = client();
-    const err = await c.tasks.get('tsk_01JZZZZZZZZZZZZZZZZZZZZZZZ').catch((e) => e);
-    expect(err).toBeInstanceOf(SubagentApiError);
-    expect(err).toMatchObject({ status: 404, code: 'not_found' });
-    const streamErr = await (async () => {
-      for await (const _ of c.tasks.stream('tsk_01JZZZZZZZZZZZZZZZZZZZZZZZ')) void _;
-    })().catch((e) => e);
-    expect(streamErr).toMatchObject({ status: 404, code: 'not_found' });
-    const bad = await createSubagentClient({ baseUrl: svc.url, apiKey: 'wrong' }).agents.list().catch((e) => e);
-    expect(bad).toMatchObject({ status: 401 });
   });
 
   it('honours Retry-After on 429 and 503; a 400 comes back as the contract error', async () => {
@@ -150,5 +120,104 @@ describe('subagentd/client', () => {
     expect(await c.budgets.put('parent', 'T-client', { maxTokens: 1_000_000 })).toMatchObject({ scope: 'parent', maxTokens: 1_000_000 });
     await c.budgets.delete('parent', 'T-client');
     expect((await c.agents.list()).find((a) => a.type === 'shell')?.kind).toBe('shell');
+  });
+});
+
+/** Every stream test runs over both transports: WebSocket (`ws` here, on Node 20) and server-sent events. */
+const transports = [
+  { transport: 'websocket' as const, WebSocket: WebSocket as unknown as SocketConstructor },
+  { transport: 'sse' as const },
+];
+
+describe.each(transports)('@subagentd/client streams over $transport', (over) => {
+  it('wait() gets past a connection that goes silent (a proxy stops forwarding, never closes): it reconnects', async () => {
+    // The service heartbeats every 200 ms here; three quiet seconds mean the connection is dead.
+    svc.model.script('CLIENT-SILENT', (ctx) =>
+      ctx.turn === 0
+        ? { delayMs: 1500, toolCalls: [{ name: 'write_file', args: { path: 'silent.txt', content: 'x' } }], usage: { input: 10, output: 2 } }
+        : { toolCalls: [{ name: 'complete', args: { summary: 'through the silence', paths: [] } }], usage: { input: 10, output: 2 } },
+    );
+    const c = client({ ...over, baseUrl: proxy.url, streamIdleTimeoutMs: 3000 });
+    const accepted = await c.tasks.create({ subagent_type: 'general', description: 'Silent drop', prompt: 'CLIENT-SILENT', context });
+    const waited = c.tasks.wait(accepted.id);
+    await new Promise((r) => setTimeout(r, 500));
+    proxy.stall();
+    const done = await waited;
+    expect(done).toMatchObject({ id: accepted.id, status: 'completed', summary: 'through the silence' });
+    // The stalled connections (a kept-alive HTTP one among them) are dropped for the next tests.
+    proxy.cut();
+  }, 20_000);
+
+  it('streams every event in order through a dropped connection, reconnecting from the last seq', async () => {
+    scriptWriter('CLIENT-DROP', 6, 150);
+    const c = client({ ...over, baseUrl: proxy.url });
+    // Created directly: only the stream goes through the proxy that is cut.
+    const { id } = await client().tasks.create({ subagent_type: 'general', description: 'Slow writer', prompt: 'CLIENT-DROP', context });
+    const seen: StreamMessage[] = [];
+    let cuts = 0;
+    for await (const m of c.tasks.stream(id)) {
+      seen.push(m);
+      // Drop the network twice while the task runs.
+      if (m.type === 'step.finished' && cuts < 2) {
+        cuts++;
+        proxy.cut();
+      }
+    }
+    expect(cuts).toBe(2);
+    const events = seen.filter((m) => m.type !== 'heartbeat') as Array<Exclude<StreamMessage, { type: 'heartbeat' }>>;
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    expect(events.at(-1)!.type).toBe('task.finished');
+    expect(events.filter((e) => e.type === 'tool.call')).toHaveLength(7);
+  });
+
+  it('throws the contract error for an unknown task, over HTTP and on a stream', async () => {
+    const c = client(over);
+    const err = await c.tasks.get('tsk_01JZZZZZZZZZZZZZZZZZZZZZZZ').catch((e) => e);
+    expect(err).toBeInstanceOf(SubagentApiError);
+    expect(err).toMatchObject({ status: 404, code: 'not_found' });
+    const streamErr = await (async () => {
+      for await (const _ of c.tasks.stream('tsk_01JZZZZZZZZZZZZZZZZZZZZZZZ')) void _;
+    })().catch((e) => e);
+    expect(streamErr).toMatchObject({ status: 404, code: 'not_found' });
+    const bad = await createSubagentClient({ baseUrl: svc.url, apiKey: 'wrong' }).agents.list().catch((e) => e);
+    expect(bad).toMatchObject({ status: 401 });
+  });
+
+  it('follows every task of a parent as one stream, resuming after a parentSeq', async () => {
+    scriptWriter('CLIENT-PARENT-A', 1);
+    scriptWriter('CLIENT-PARENT-B', 1);
+    const c = client(over);
+    const parentTaskId = `T-client-parent-${over.transport}`;
+    const controller = new AbortController();
+    const seen: StreamMessage[] = [];
+    let opened!: () => void;
+    const open = new Promise<void>((resolve) => (opened = resolve));
+    const reading = (async () => {
+      let finished = 0;
+      for await (const m of c.parents.stream(parentTaskId, { signal: controller.signal })) {
+        // The first heartbeat says the stream is open: the tasks start after it.
+        if (m.type === 'heartbeat') opened();
+        else seen.push(m);
+        if (m.type === 'task.finished' && ++finished === 2) return;
+      }
+    })();
+    await open;
+    const ids = [
+      (await c.tasks.create({ subagent_type: 'general', description: 'A', prompt: 'CLIENT-PARENT-A', context: { parentTaskId, userId: 'u-client' } })).id,
+      (await c.tasks.create({ subagent_type: 'general', description: 'B', prompt: 'CLIENT-PARENT-B', context: { parentTaskId, userId: 'u-client' } })).id,
+    ];
+    await reading;
+    controller.abort();
+    const events = seen as Array<Exclude<StreamMessage, { type: 'heartbeat' }>>;
+    expect(new Set(events.map((e) => e.taskId))).toEqual(new Set(ids));
+    expect(events.map((e) => e.parentSeq)).toEqual(events.map((_, i) => events[0].parentSeq! + i));
+    // From a cursor: what followed it, once.
+    const again: number[] = [];
+    const rest = new AbortController();
+    for await (const m of c.parents.stream(parentTaskId, { after: events[2].parentSeq, signal: rest.signal, heartbeats: false })) {
+      if (m.type !== 'heartbeat') again.push(m.parentSeq!);
+      if (again.length === events.length - 3) rest.abort();
+    }
+    expect(again).toEqual(events.slice(3).map((e) => e.parentSeq));
   });
 });

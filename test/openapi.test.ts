@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createConfig, lintFromString } from '@redocly/openapi-core';
 import createClient from 'openapi-fetch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { components, paths } from '../src/client/api-types';
+import type { components, paths } from '../packages/client/src/api-types';
 import { API_TYPES_FILE, OPENAPI_FILE, apiTypesOf } from '../scripts/openapi-files';
 import { startService, type TestService } from './support/harness';
 
@@ -51,6 +51,28 @@ describe('the OpenAPI document', () => {
     expect(doc.paths['/workspaces/{parentTaskId}/files/{path}'].get.parameters.map((p: any) => p.name)).toEqual(['parentTaskId', 'path']);
   });
 
+  it("is the service's, at its version, in areas; uploads are bytes; event streams are text/event-stream", () => {
+    const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
+    expect(doc.info).toMatchObject({ title: 'subagentd', version: pkg.version });
+    expect(JSON.parse(readFileSync('packages/client/package.json', 'utf8')).version).toBe(pkg.version);
+    const operations = Object.entries(doc.paths).flatMap(([url, item]: [string, any]) => Object.values(item).map((o: any) => ({ url, ...o })));
+    expect(operations.filter((o) => o.tags?.length !== 1 || o.tags[0] === 'default')).toEqual([]);
+    expect(new Set(operations.map((o) => o.tags[0]))).toEqual(new Set(doc.tags.map((t: any) => t.name)));
+    const tagOf = (url: string, method = 'get') => doc.paths[url][method].tags[0];
+    expect([tagOf('/tasks', 'post'), tagOf('/tasks/{id}/stream'), tagOf('/tasks/{id}/events'), tagOf('/events'), tagOf('/usage'), tagOf('/healthz')]).toEqual([
+      'tasks', 'streams', 'streams', 'streams', 'usage', 'operations',
+    ]);
+    // A generator sends the file as it is, not JSON-encoded.
+    expect(doc.paths['/workspaces/{parentTaskId}/files/{path}'].put.requestBody).toMatchObject({
+      required: true,
+      content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+    });
+    for (const route of ['/tasks/{id}/events', '/events']) {
+      expect(Object.keys(doc.paths[route].get.responses['200'].content)).toEqual(['text/event-stream']);
+      expect(doc.paths[route].get.parameters.map((p: any) => `${p.in}:${p.name}`)).toContain('header:last-event-id');
+    }
+  });
+
   it('applies the bearer scheme everywhere but /healthz', () => {
     expect(doc.security).toEqual([{ bearer: [] }]);
     expect(doc.paths['/healthz'].get.security).toEqual([]);
@@ -62,6 +84,8 @@ describe('the OpenAPI document', () => {
       const op = doc.paths[route].get;
       expect(op.responses['101']).toBeDefined();
       expect(op.responses['426']).toBeDefined();
+      // Never a plain 200: a GET without the upgrade gets 426.
+      expect(op.responses['200']).toBeUndefined();
       expect(op['x-websocket'].message).toEqual({ $ref: '#/components/schemas/StreamMessage' });
     }
     const resolve = (s: any) => (s.$ref ? doc.components.schemas[s.$ref.split('/').pop()] : s);
@@ -93,6 +117,19 @@ describe('a client generated from it (openapi-typescript + openapi-fetch)', () =
     expect(read.data?.summary).toBe('typed');
     const list = await client.GET('/tasks', { params: { query: { parentTaskId: 'T-typed' } } });
     expect(list.data?.tasks.map((t) => t.id)).toEqual([task.id]);
+
+    // An upload round-trips byte for byte: quotes, a NUL and bytes that are not UTF-8.
+    const bytes = new Uint8Array([0x22, 0x7b, 0x00, 0xff, 0xfe, 0x0a, 0x22]);
+    const put = await client.PUT('/workspaces/{parentTaskId}/files/{path}', {
+      params: { path: { parentTaskId: 'T-typed', path: 'input.bin' } },
+      body: bytes as unknown as string,
+      bodySerializer: (b) => b as unknown as Uint8Array,
+      headers: { 'content-type': 'application/octet-stream' },
+    });
+    expect(put.response.status).toBe(201);
+    expect(put.data?.size).toBe(bytes.length);
+    const got = await client.GET('/workspaces/{parentTaskId}/files/{path}', { params: { path: { parentTaskId: 'T-typed', path: 'input.bin' } }, parseAs: 'arrayBuffer' });
+    expect(new Uint8Array(got.data as ArrayBuffer)).toEqual(bytes);
 
     const missing = await client.GET('/tasks/{id}', { params: { path: { id: 'tsk_00000000000000000000000000' } } });
     expect(missing.response.status).toBe(404);

@@ -1,6 +1,6 @@
 import { createOpenAI } from '@ai-sdk/openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSubagentClient, createTaskTool, type TaskProgress } from 'subagentd/client';
+import { createSubagentClient, createTaskTool, type TaskProgress } from '@subagentd/client';
 import { z } from 'zod';
 import { orchestrate } from '../examples/orchestrator';
 import { startService, taskEnd, TEST_API_KEY, type TestService } from './support/harness';

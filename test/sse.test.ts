@@ -1,4 +1,4 @@
-import { Agent } from 'undici';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, storedEvents, taskBody, taskEnd, type TestService } from './support/harness';
 import { allBlocks, sseBlocks, type SseBlock } from './support/sse-client';
@@ -9,14 +9,7 @@ const KEY = 'key-sse-0123456789';
 beforeAll(async () => {
   svc = await startService({ env: { HEARTBEAT_MS: '100', API_KEYS: `${KEY}:sse,key-other-0123456789:other` } });
 });
-// Connections of their own, closed before the service: a pooled keep-alive connection of the
-// global fetch would hold the service's close until its header timeout.
-const agent = new Agent();
-const fetch = (url: string, init: RequestInit = {}) => globalThis.fetch(url, { ...init, dispatcher: agent } as unknown as RequestInit);
-afterAll(async () => {
-  await agent.destroy();
-  await svc.close();
-});
+afterAll(() => svc.close());
 
 const auth = { authorization: `Bearer ${KEY}` };
 const events = (blocks: SseBlock[]) => blocks.filter((b) => b.event !== undefined);
@@ -126,13 +119,18 @@ describe('GET /events?parentTaskId=', () => {
     expect(rest.map((b) => b.id)).toEqual(seen.slice(5).map((b) => b.id));
   });
 
-  it('is ended by the service when it shuts down, so the process can exit', async () => {
+  it('is ended by the service when it shuts down, as is a connection that sent nothing yet, so the process can exit', async () => {
     const other = await startService({ model: svc.model });
     const res = await fetch(`${other.url}/events?parentTaskId=T-sse-close`);
     expect(res.status).toBe(200);
     const reading = allBlocks(res);
+    // A client's pre-opened connection: Node's close() alone would wait for its header timeout.
+    const silent = connect(Number(new URL(other.url).port), '127.0.0.1');
+    await new Promise((resolve) => silent.once('connect', resolve));
+    const silentClosed = new Promise((resolve) => silent.once('close', resolve));
     await other.close();
     const blocks = await reading;
     expect(blocks.at(-1)!.comment).toMatch(/^close 1001 the service is shutting down/);
+    await silentClosed;
   });
 });

@@ -1,3 +1,4 @@
+import { SERVICE_VERSION } from '../version.ts';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -241,7 +242,7 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
     await agent.request(acp.methods.agent.initialize, {
       protocolVersion: acp.PROTOCOL_VERSION,
       clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
-      clientInfo: { name: 'subagentd', version: '1.1.0' },
+      clientInfo: { name: 'subagentd', version: SERVICE_VERSION },
     });
     const session = await agent.request(acp.methods.agent.session.new, { cwd: workspace.root, mcpServers: [] });
     sessionId = session.sessionId;

@@ -12,7 +12,8 @@ import { webhooksRoutes } from './webhooks-routes.ts';
 import { isPublic, redactUrl, registerAuth } from './auth.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './error-handler.ts';
 import { healthRoutes } from './health-routes.ts';
-import { API_VERSION, registerOpenApi } from './openapi.ts';
+import { registerOpenApi } from './openapi.ts';
+import { SERVICE_VERSION } from '../version.ts';
 import { streamRoutes } from './stream-routes.ts';
 import { tasksRoutes } from './tasks-routes.ts';
 import { usageRoutes } from './usage-routes.ts';
@@ -64,6 +65,18 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
     },
   });
   metrics.watchSockets(() => server.websocketServer.clients.size);
+  // Node's close() waits for a connection that has not sent its first request yet (a client's
+  // pre-opened or pooled connection) until the header timeout; there is nothing to finish on one.
+  const fresh = new Set<import('node:net').Socket>();
+  server.server.on('connection', (socket) => {
+    fresh.add(socket);
+    socket.once('close', () => fresh.delete(socket));
+  });
+  server.server.on('request', (request) => fresh.delete(request.socket));
+  server.server.on('upgrade', (request) => fresh.delete(request.socket));
+  server.addHook('preClose', async () => {
+    for (const socket of fresh) socket.destroy();
+  });
   registerAuth(server, { apiKeys: config.apiKeys, maxFailuresPerMinute: config.authFailuresPerMinute });
   // Per tenant (per client address while auth is off); runs after auth has named the tenant.
   await server.register(rateLimit, {
@@ -102,7 +115,7 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
     registry,
     authRequired: config.apiKeys !== null,
     publicUrl: config.publicUrl,
-    version: API_VERSION,
+    version: SERVICE_VERSION,
   });
   await server.register(workspacesRoutes, { workspacesDirOf, maxUploadBytes: config.maxUploadBytes });
   await server.register(streamRoutes, {

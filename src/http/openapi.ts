@@ -24,6 +24,8 @@ import {
   resumeBodySchema,
   usageSchema,
 } from '../shapes/task.ts';
+import { workspaceFileSchema, workspaceListingSchema } from '../shapes/artifact.ts';
+import { SERVICE_VERSION } from '../version.ts';
 import { usageRecordListSchema, usageRecordSchema, usageReportSchema, usageTotalsSchema } from '../shapes/usage-report.ts';
 import { standingBudgetBodySchema, standingBudgetSchema } from '../shapes/budget.ts';
 import { createdWebhookSchema, createWebhookBodySchema, deliveryListSchema, deliverySchema, webhookListSchema, webhookPayloadSchema, webhookSchema } from '../shapes/webhook.ts';
@@ -61,6 +63,8 @@ const named: Record<string, z.ZodType> = {
   WebhookDeliveryList: deliveryListSchema,
   WebhookPayload: webhookPayloadSchema,
   Artifact: artifactSchema,
+  WorkspaceFile: workspaceFileSchema,
+  WorkspaceListing: workspaceListingSchema,
   SkippedPath: skippedPathSchema,
   Usage: usageSchema,
   UsageTotals: usageTotalsSchema,
@@ -99,8 +103,6 @@ const errorText = {
 } as const;
 type ErrorStatus = keyof typeof errorText;
 
-/** The contract version the service implements (the OpenAPI document's and the agent card's). */
-export const API_VERSION = '1.1.0';
 
 /** A JSON response with a description, as a route's `schema.response` entry. */
 export function json<T extends z.ZodType>(description: string, schema: T) {
@@ -115,6 +117,33 @@ export function errors<S extends ErrorStatus>(...statuses: S[]): Record<S, Retur
 /** Marks a route as a WebSocket upgrade: the document describes it with `x-websocket`. */
 export const websocketExtension = { 'x-websocket': true };
 
+/**
+ * Marks a route whose request body is raw bytes: the document declares it
+ * `application/octet-stream` (`format: binary`), so a generated client sends a file as it is
+ * instead of JSON-encoding it.
+ */
+export const binaryBody = (description: string) => ({ 'x-binary-body': description });
+
+/** The document's areas: each operation is tagged by the first segment of its path. */
+const TAGS = [
+  { name: 'tasks', description: 'Run subagents, follow, steer, cancel and resume them', prefixes: ['/tasks'] },
+  { name: 'streams', description: 'Progress events: WebSocket (`x-websocket`) and server-sent events', prefixes: ['/stream', '/events'] },
+  { name: 'workspaces', description: "Files of a parent task's workspace", prefixes: ['/workspaces'] },
+  { name: 'usage', description: 'Tokens and costs, for billing', prefixes: ['/usage'] },
+  { name: 'budgets', description: 'Standing budgets per parent task or user', prefixes: ['/budgets'] },
+  { name: 'webhooks', description: 'Signed POSTs of task events to your endpoints', prefixes: ['/webhooks'] },
+  { name: 'agents', description: 'The subagent definitions', prefixes: ['/agents'] },
+  { name: 'a2a', description: 'The Agent2Agent (A2A) endpoint and its agent card', prefixes: ['/a2a', '/.well-known'] },
+  { name: 'operations', description: 'Health and metrics', prefixes: ['/healthz', '/metrics'] },
+] as const;
+
+function tagOf(url: string): string {
+  // A task's streams belong with the other streams.
+  if (/^\/tasks\/\{id\}\/(stream|events)$/.test(url)) return 'streams';
+  const first = `/${url.split('/')[1] ?? ''}`;
+  return TAGS.find((t) => (t.prefixes as readonly string[]).includes(first))?.name ?? 'operations';
+}
+
 /** What `x-websocket` says of an upgrade route: what the socket carries and how it closes. */
 const websocketDescription = {
   description:
@@ -125,6 +154,10 @@ const websocketDescription = {
 };
 
 interface OperationLike {
+  operationId?: string;
+  tags?: string[];
+  requestBody?: unknown;
+  'x-binary-body'?: string;
   responses?: Record<string, unknown>;
   security?: unknown[];
   parameters?: Array<{ name: string; in: string }>;
@@ -132,6 +165,7 @@ interface OperationLike {
 }
 
 interface DocumentLike {
+  tags?: Array<{ name: string; description: string }>;
   paths?: Record<string, Record<string, OperationLike>>;
   webhooks?: Record<string, unknown>;
   components?: { schemas?: Record<string, unknown> };
@@ -176,15 +210,23 @@ function finishDocument(doc: DocumentLike, isPublic: (url: string) => boolean): 
       for (const r of Object.values(responses) as Array<{ description?: string }>) {
         if (r.description === 'Default Response') r.description = 'Done; no content';
       }
+      op.tags = [tagOf(name)];
       if (op['x-websocket']) {
         op['x-websocket'] = websocketDescription;
         responses['101'] = { description: 'Switching Protocols: the socket carries StreamMessage texts (see x-websocket)' };
+        // No 200 is ever answered: a plain GET gets 426.
+        delete responses['200'];
+      }
+      if (op['x-binary-body']) {
+        op.requestBody = { required: true, description: op['x-binary-body'], content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } };
+        delete op['x-binary-body'];
       }
       if (isPublic(url)) op.security = [];
     }
     paths[name] = item;
   }
   doc.paths = paths;
+  doc.tags = TAGS.map(({ name, description }) => ({ name, description }));
   // What the service POSTs to registered endpoints (OpenAPI 3.1 `webhooks`).
   doc.webhooks = {
     taskEvent: {
@@ -218,9 +260,10 @@ export async function registerOpenApi(app: FastifyInstance, opts: { isPublic: (u
         title: 'subagentd',
         description:
           'Runs LLM subagents for orchestrator backends. Send `Authorization: Bearer <key>` when the service has API_KEYS; ' +
-          'WebSocket routes take `?access_token=<key>` instead. The WebSocket routes are described with the `x-websocket` ' +
-          'extension: each message is a `StreamMessage`.',
-        version: API_VERSION,
+          'stream routes take `?access_token=<key>` instead. The WebSocket routes are described with the `x-websocket` ' +
+          'extension (each message is a `StreamMessage`); `/tasks/{id}/events` and `/events` carry the same messages as ' +
+          'server-sent events.',
+        version: SERVICE_VERSION,
         license: { name: 'MIT', identifier: 'MIT' },
       },
       servers: [{ url: '/' }],

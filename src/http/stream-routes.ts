@@ -115,7 +115,6 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
     handler: upgradeRequired,
     schema: {
       operationId: 'streamTask',
-      tags: ['streams'],
       summary: 'Progress events of one task (WebSocket)',
       description:
         'Replays every stored event with seq > after, then live events; heartbeats while idle; closes with 1000 after task.finished.',
@@ -142,7 +141,6 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
     handler: upgradeRequired,
     schema: {
       operationId: 'streamParent',
-      tags: ['streams'],
       summary: 'Progress events of every task of a parent task (WebSocket)',
       description:
         "Events of every task of the parent, each with its own task's seq and with parentSeq, its place among the " +
@@ -165,8 +163,7 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
       config: { acceptsQueryToken: 'always' },
       schema: {
         operationId: 'taskEvents',
-        tags: ['streams'],
-        summary: 'Progress events of one task (server-sent events)',
+          summary: 'Progress events of one task (server-sent events)',
         description:
           'The messages of `/tasks/{id}/stream` as `text/event-stream`: `id:` is the seq, `event:` the type, `data:` the ' +
           'StreamMessage JSON; heartbeats are comments (`: {"type":"heartbeat",...}`). Replays the stored events after ' +
@@ -194,8 +191,7 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
       config: { acceptsQueryToken: 'always' },
       schema: {
         operationId: 'parentEvents',
-        tags: ['streams'],
-        summary: 'Progress events of every task of a parent task (server-sent events)',
+          summary: 'Progress events of every task of a parent task (server-sent events)',
         description:
           'The messages of `/stream` as `text/event-stream`, `id:` being each event\'s parentSeq, so an EventSource that ' +
           'reconnects with `Last-Event-ID` misses nothing. Without a cursor: the stored events of the parent\'s ' +

@@ -10,7 +10,7 @@ import { describeFile, listWorkspace } from '../tools/workspace-files.ts';
 import { workspaceFileSchema, workspaceListingSchema } from '../shapes/artifact.ts';
 import type { WorkspacesDirOf } from '../tools/workspace.ts';
 import { AppError, notFound } from '../errors/app-error.ts';
-import { errors, json } from './openapi.ts';
+import { binaryBody, errors, json } from './openapi.ts';
 
 const contentTypes: Record<string, string> = {
   '.md': 'text/markdown; charset=utf-8',
@@ -94,7 +94,7 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
           'and missing folders are created, an existing file is replaced atomically (a reader sees the old file or the new one, never half). ' +
           'Over MAX_UPLOAD_BYTES (default 100 MiB): 413, and nothing is changed. A path through a link leading outside, or at a folder, is refused.',
         params: fileParams,
-        body: z.unknown().meta({ description: 'The file\'s bytes', format: 'binary' }).optional(),
+        ...binaryBody("The file's bytes, as they are (whatever the Content-Type)"),
         response: {
           200: json('An existing file was replaced', workspaceFileSchema),
           201: json('The file was created', workspaceFileSchema),

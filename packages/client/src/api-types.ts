@@ -435,6 +435,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tasks/{id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Progress events of one task (server-sent events)
+         * @description The messages of `/tasks/{id}/stream` as `text/event-stream`: `id:` is the seq, `event:` the type, `data:` the StreamMessage JSON; heartbeats are comments (`: {"type":"heartbeat",...}`). Replays the stored events after `Last-Event-ID` (or `?after=`), then live ones, and ends after task.finished. A finished task with nothing after the cursor answers 204, which tells an EventSource to stop reconnecting. `?access_token=` may stand in for the Authorization header (EventSource cannot set it).
+         */
+        get: operations["taskEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Progress events of every task of a parent task (server-sent events)
+         * @description The messages of `/stream` as `text/event-stream`, `id:` being each event's parentSeq, so an EventSource that reconnects with `Last-Event-ID` misses nothing. Without a cursor: the stored events of the parent's unfinished tasks, then live ones. Stays open until the client closes it.
+         */
+        get: operations["parentEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     taskEvent: {
@@ -630,6 +670,19 @@ export interface components {
             fsType: "file" | "directory" | "symlink";
             modifiedAt: string;
             url: string;
+        };
+        WorkspaceFile: {
+            path: string;
+            relativePath: string;
+            size: number;
+            /** @enum {string} */
+            fsType: "file" | "directory" | "symlink";
+            modifiedAt: string;
+            url: string;
+        };
+        WorkspaceListing: {
+            files: components["schemas"]["WorkspaceFile"][];
+            truncated: boolean;
         };
         SkippedPath: {
             path: string;
@@ -2722,18 +2775,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        files: {
-                            path: string;
-                            relativePath: string;
-                            size: number;
-                            /** @enum {string} */
-                            fsType: "file" | "directory" | "symlink";
-                            modifiedAt: string;
-                            url: string;
-                        }[];
-                        truncated: boolean;
-                    };
+                    "application/json": components["schemas"]["WorkspaceListing"];
                 };
             };
             /** @description Invalid request: `error.details` names each field and what is wrong with it */
@@ -2897,9 +2939,10 @@ export interface operations {
             };
             cookie?: never;
         };
+        /** @description The file's bytes, as they are (whatever the Content-Type) */
         requestBody: {
             content: {
-                "application/json": unknown;
+                "application/octet-stream": string;
             };
         };
         responses: {
@@ -2909,15 +2952,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        path: string;
-                        relativePath: string;
-                        size: number;
-                        /** @enum {string} */
-                        fsType: "file" | "directory" | "symlink";
-                        modifiedAt: string;
-                        url: string;
-                    };
+                    "application/json": components["schemas"]["WorkspaceFile"];
                 };
             };
             /** @description The file was created */
@@ -2926,15 +2961,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        path: string;
-                        relativePath: string;
-                        size: number;
-                        /** @enum {string} */
-                        fsType: "file" | "directory" | "symlink";
-                        modifiedAt: string;
-                        url: string;
-                    };
+                    "application/json": components["schemas"]["WorkspaceFile"];
                 };
             };
             /** @description Invalid request: `error.details` names each field and what is wrong with it */
@@ -3237,6 +3264,163 @@ export interface operations {
             };
             /** @description A WebSocket route called without `Upgrade: websocket` */
             426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit, queue limit or auth-failure limit was reached; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected failure of the service */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Shutting down, overloaded, or the database cannot be written; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    taskEvents: {
+        parameters: {
+            query?: {
+                after?: string;
+            };
+            header?: {
+                "last-event-id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An event stream: each event `id: <cursor>`, `event: <type>`, `data: <StreamMessage JSON>` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Done; no content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request: `error.details` names each field and what is wrong with it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong API key (only while API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such task, workspace, file or route for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit, queue limit or auth-failure limit was reached; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected failure of the service */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Shutting down, overloaded, or the database cannot be written; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    parentEvents: {
+        parameters: {
+            query: {
+                parentTaskId: string;
+                after?: string;
+            };
+            header?: {
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An event stream: each event `id: <cursor>`, `event: <type>`, `data: <StreamMessage JSON>` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Invalid request: `error.details` names each field and what is wrong with it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong API key (only while API_KEYS is set) */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

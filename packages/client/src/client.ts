@@ -1,6 +1,8 @@
+import { z } from 'zod';
 import { errorOf, SubagentApiError } from './errors.ts';
 import { backoffMs, retryAfterMs, sleep, type RetryOptions } from './retry.ts';
-import { readSocket, socketConstructor, type SocketConstructor } from './socket.ts';
+import { readEventStream } from './event-stream.ts';
+import { readSocket, socketConstructor, type SocketConstructor, type SocketEnd } from './socket.ts';
 import type {
   AgentSummary,
   CreatedWebhook,
@@ -13,6 +15,7 @@ import type {
   StandingBudgetBody,
   StreamMessage,
   TaskAccepted,
+  TaskEvent,
   TaskBudget,
   TaskList,
   TaskOutput,
@@ -33,8 +36,17 @@ export interface SubagentClientOptions {
   apiKey?: string;
   /** A fetch to use instead of the global one (tests, proxies, instrumentation). */
   fetch?: typeof fetch;
-  /** A WebSocket constructor instead of the global one or the `ws` package. */
+  /**
+   * A WebSocket constructor instead of the global one (Node 22+, browsers, Deno, Bun); on Node 20
+   * pass `ws`'s to stream over WebSockets there.
+   */
   WebSocket?: SocketConstructor;
+  /**
+   * How streams are read: `websocket` (`/tasks/:id/stream`, `/stream`) or `sse` (server-sent
+   * events, `/tasks/:id/events`, `/events`: plain HTTP, through proxies that do not pass
+   * WebSockets). Default: `websocket` where a WebSocket constructor is at hand, else `sse`.
+   */
+  transport?: 'websocket' | 'sse';
   retry?: RetryOptions;
   /**
    * A stream that brings no message for this long is taken for a dropped connection (a proxy or a
@@ -61,7 +73,10 @@ export interface CreateTaskOptions extends RequestOptions {
 }
 
 export interface StreamOptions extends RequestOptions {
-  /** Start after this seq (default 0: every stored event first, then the live ones). */
+  /**
+   * Start after this cursor: a task's seq (default 0: every stored event first, then the live
+   * ones), or a parent's parentSeq (default: the stored events of its unfinished tasks).
+   */
   after?: number;
   /** Yield heartbeats too (default true). */
   heartbeats?: boolean;
@@ -74,6 +89,34 @@ export interface StreamOptions extends RequestOptions {
 export interface WaitOptions extends RequestOptions {
   /** Return when the task pauses at a budget, instead of waiting for a resume (default false). */
   returnOnPause?: boolean;
+}
+
+/** `options.outputSchema` as JSON Schema, or as a zod schema (sent as its JSON Schema). */
+export type OutputSchema = z.ZodType | Record<string, unknown>;
+
+/** A create body whose `options.outputSchema` may be a zod schema. */
+export type CreateTaskInput<S extends OutputSchema = Record<string, unknown>> = Omit<CreateTaskBody, 'options'> & {
+  options?: Omit<NonNullable<CreateTaskBody['options']>, 'outputSchema'> & { outputSchema?: S };
+};
+
+/** The TaskOutput, with `output` typed by a zod `outputSchema` (and parsed with it). */
+export type TypedTaskOutput<S extends OutputSchema> = S extends z.ZodType ? Omit<TaskOutput, 'output'> & { output: z.output<S> | null } : TaskOutput;
+
+const isZod = (schema: unknown): schema is z.ZodType => typeof schema === 'object' && schema !== null && '_zod' in schema;
+
+/** The body as the service takes it: a zod output schema becomes its JSON Schema. */
+function wireBody(body: CreateTaskInput<OutputSchema>): CreateTaskBody {
+  const schema = body.options?.outputSchema;
+  if (!isZod(schema)) return body as CreateTaskBody;
+  return { ...body, options: { ...body.options, outputSchema: z.toJSONSchema(schema, { io: 'input' }) as Record<string, unknown> } } as CreateTaskBody;
+}
+
+/** Parses a completed task's output with the zod schema it was asked for (defaults, transforms). */
+function typedOutput<S extends OutputSchema>(task: TaskOutput, schema: S | undefined): TypedTaskOutput<S> {
+  if (!isZod(schema) || task.status !== 'completed' || task.output == null) return task as TypedTaskOutput<S>;
+  const parsed = schema.safeParse(task.output);
+  if (!parsed.success) throw new SubagentApiError(0, 'invalid_output', `task ${task.id}: its output does not match the schema: ${parsed.error.message}`);
+  return { ...task, output: parsed.data } as TypedTaskOutput<S>;
 }
 
 export type UploadBody = string | Uint8Array | ArrayBuffer | Blob | ReadableStream<Uint8Array>;
@@ -158,12 +201,21 @@ export function createSubagentClient(options: SubagentClientOptions) {
 
   const tasks = {
     /** `POST /tasks`: starts a subagent; `{ id, status, streamUrl }` (the first task again for a repeated key). */
-    create(body: CreateTaskBody, o: CreateTaskOptions = {}): Promise<TaskAccepted> {
+    create<S extends OutputSchema>(body: CreateTaskInput<S>, o: CreateTaskOptions = {}): Promise<TaskAccepted> {
       const key = o.idempotencyKey ?? (body.context.toolCallId ? `tool-call:${body.context.parentTaskId}:${body.context.toolCallId}` : undefined);
       const headers: Record<string, string> = {};
       if (key) headers['idempotency-key'] = key;
       if (o.traceparent) headers.traceparent = o.traceparent;
-      return json({ method: 'POST', path: '/tasks', json: body, headers, idempotent: key !== undefined, signal: o.signal });
+      return json({ method: 'POST', path: '/tasks', json: wireBody(body), headers, idempotent: key !== undefined, signal: o.signal });
+    },
+    /**
+     * Creates a task and waits for its end in one call (`create` then `wait`: it follows the
+     * stream rather than holding one request open). With a zod `options.outputSchema`, `output`
+     * comes back typed and parsed by it.
+     */
+    async run<S extends OutputSchema = Record<string, unknown>>(body: CreateTaskInput<S>, o: CreateTaskOptions & WaitOptions = {}): Promise<TypedTaskOutput<S>> {
+      const { id } = await tasks.create(body, o);
+      return typedOutput(await tasks.wait(id, o), body.options?.outputSchema);
     },
     get: (id: string, o?: RequestOptions) => get<TaskOutput>(`/tasks/${seg(id)}`, undefined, o),
     list: (query: ListTasksQuery = {}, o?: RequestOptions) => get<TaskList>('/tasks', query, o),
@@ -198,48 +250,138 @@ export function createSubagentClient(options: SubagentClientOptions) {
     },
   };
 
+  /** The stream route of each transport, and what in a message is its cursor there. */
+  interface Route {
+    websocket: string;
+    sse: string;
+    query: Record<string, string>;
+    cursor: (m: TaskEvent) => number | undefined;
+    /** Asked when a stream is refused before it opens: throws the service's error, if it has one. */
+    check: () => Promise<unknown>;
+  }
+
+  const transport = () =>
+    (options.transport ?? (options.WebSocket || (globalThis as { WebSocket?: unknown }).WebSocket ? 'websocket' : 'sse')) === 'websocket'
+      ? socketConstructor(options.WebSocket)
+      : null;
+
+  /** One connection's messages (JSON texts) and how it ended; `null` for a 204 (nothing follows). */
+  async function connect(route: Route, after: number | undefined, o: StreamOptions): Promise<AsyncGenerator<string, SocketEnd> | null> {
+    const idleMs = o.idleTimeoutMs ?? options.streamIdleTimeoutMs ?? 45_000;
+    const query = { ...route.query, ...(after !== undefined && { after: String(after) }) };
+    const ws = transport();
+    if (ws) {
+      const url = new URL(urlOf(route.websocket, query));
+      url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+      if (options.apiKey) url.searchParams.set('access_token', options.apiKey);
+      const socket = new ws(url.href);
+      return readSocket(socket, o.signal, idleMs);
+    }
+    const controller = new AbortController();
+    const stop = () => controller.abort();
+    o.signal?.addEventListener('abort', stop, { once: true });
+    let res: Response;
+    try {
+      res = await doFetch(urlOf(route.sse, query), { headers: { ...auth, accept: 'text/event-stream' }, signal: controller.signal });
+    } catch (err) {
+      o.signal?.removeEventListener('abort', stop);
+      if (o.signal?.aborted) throw err;
+      return (async function* (): AsyncGenerator<string, SocketEnd> {
+        return { code: 1006, reason: (err as Error).message, opened: false };
+      })();
+    }
+    if (res.status === 204) return null;
+    if (!res.ok) {
+      o.signal?.removeEventListener('abort', stop);
+      // Turned away for now (429, 503): reconnect later; anything else is the caller's to know.
+      if (res.status !== 429 && res.status < 500) throw await errorOf(res);
+      await res.body?.cancel();
+      return (async function* (): AsyncGenerator<string, SocketEnd> {
+        return { code: 1013, reason: `HTTP ${res.status}`, opened: true };
+      })();
+    }
+    const messages = readEventStream(res, controller, idleMs);
+    return (async function* () {
+      try {
+        return yield* messages;
+      } finally {
+        o.signal?.removeEventListener('abort', stop);
+      }
+    })();
+  }
+
   /**
-   * The task's events as an async iterator: stored ones after `after`, then live ones, ending after
-   * `task.finished`. A dropped connection, a restart of the service or a slow-reader close is
-   * followed by a reconnect from the last seq seen, so no event is missed or repeated.
+   * A stream as an async iterator: stored events after the cursor, then live ones. A dropped
+   * connection, a restart of the service or a slow-reader close is followed by a reconnect from the
+   * last cursor seen, so no event is missed or repeated. A task stream ends after `task.finished`.
    */
-  async function* streamTask(id: string, o: StreamOptions): AsyncGenerator<StreamMessage> {
-    const { Socket, takesHeaders } = await socketConstructor(options.WebSocket);
-    let after = o.after ?? 0;
+  async function* follow(route: Route, o: StreamOptions): AsyncGenerator<StreamMessage> {
+    let after = o.after;
     let failures = 0;
     const maxReconnects = o.maxReconnects ?? 10;
     for (;;) {
       o.signal?.throwIfAborted();
-      const url = new URL(urlOf(`/tasks/${seg(id)}/stream`, { after }));
-      url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
-      if (options.apiKey && !takesHeaders) url.searchParams.set('access_token', options.apiKey);
-      const socket = takesHeaders ? new Socket(url.href, [], { headers: auth }) : new Socket(url.href);
-      const reader = readSocket(socket, o.signal, o.idleTimeoutMs ?? options.streamIdleTimeoutMs ?? 45_000);
-      let step = await reader.next();
-      while (!step.done) {
-        const message = JSON.parse(step.value) as StreamMessage;
-        failures = 0;
-        if (message.type !== 'heartbeat') after = message.seq;
-        if (message.type !== 'heartbeat' || o.heartbeats !== false) yield message;
-        if (message.type === 'task.finished') {
-          await reader.return(undefined as never);
-          return;
-        }
+      const reader = await connect(route, after, o);
+      if (!reader) return;
+      let step: IteratorResult<string, SocketEnd>;
+      // The connection closes however the loop ends: here, or a consumer that stops reading.
+      try {
         step = await reader.next();
+        while (!step.done) {
+          const message = JSON.parse(step.value) as StreamMessage;
+          failures = 0;
+          if (message.type !== 'heartbeat') after = route.cursor(message) ?? after;
+          if (message.type !== 'heartbeat' || o.heartbeats !== false) yield message;
+          if (message.type === 'task.finished' && route.query.parentTaskId === undefined) return;
+          step = await reader.next();
+        }
+      } finally {
+        await reader.return(undefined as never);
       }
       if (o.signal?.aborted) return;
-      // It closed before task.finished: a refused upgrade (unknown task, bad key) is told apart
+      // It closed before it was done: a refused upgrade (unknown task, bad key) is told apart
       // from a dropped connection by asking over HTTP, which throws the contract's error.
-      if (!step.value.opened) await tasks.get(id, { signal: o.signal });
+      if (!step.value.opened) await route.check();
       if (++failures > maxReconnects) {
-        throw new SubagentApiError(0, 'stream_lost', `the stream of ${id} closed ${failures} times in a row (last: ${step.value.code} ${step.value.reason})`);
+        throw new SubagentApiError(0, 'stream_lost', `the stream closed ${failures} times in a row (last: ${step.value.code} ${step.value.reason})`);
       }
       await sleep(backoffMs(failures - 1, { ...retry, baseDelayMs: 250, maxDelayMs: 10_000 }), o.signal);
     }
   }
 
+  function streamTask(id: string, o: StreamOptions): AsyncGenerator<StreamMessage> {
+    const route: Route = {
+      websocket: `/tasks/${seg(id)}/stream`,
+      sse: `/tasks/${seg(id)}/events`,
+      query: {},
+      cursor: (m) => m.seq,
+      check: () => tasks.get(id, { signal: o.signal }),
+    };
+    return follow(route, { ...o, after: o.after ?? 0 });
+  }
+
+  /**
+   * Every task of a parent task, as one stream (`/stream`, `/events`), until `signal` fires or the
+   * loop is left. Messages carry their task's `taskId` and `seq`, and `parentSeq`, the cursor a
+   * reconnection resumes from.
+   */
+  function streamParent(parentTaskId: string, o: StreamOptions = {}): AsyncGenerator<StreamMessage> {
+    const route: Route = {
+      websocket: '/stream',
+      sse: '/events',
+      query: { parentTaskId },
+      cursor: (m) => m.parentSeq,
+      check: () => get('/tasks', { parentTaskId, limit: 1 }, o),
+    };
+    return follow(route, o);
+  }
+
   return {
     tasks,
+    parents: {
+      /** Every task of a parent task as one stream of events (see `streamParent`). */
+      stream: streamParent,
+    },
     agents: {
       list: async (o?: RequestOptions) => (await get<{ agents: AgentSummary[] }>('/agents', undefined, o)).agents,
     },

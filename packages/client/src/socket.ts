@@ -1,7 +1,7 @@
 /**
- * A WebSocket read as an async iterator, on any runtime: the global WebSocket where there is one
- * (Node 22+, Deno, Bun, browsers), else the `ws` package (Node 20), loaded only when a stream is
- * opened. Only the WHATWG surface (`onopen`, `onmessage`, `onclose`, `onerror`) is used.
+ * A WebSocket read as an async iterator: the global WebSocket (Node 22+, Deno, Bun, browsers) or
+ * one given (the `ws` package on Node 20). Only the WHATWG surface (`onopen`, `onmessage`,
+ * `onclose`, `onerror`) is used; the key goes in `?access_token=` (browsers cannot set headers).
  */
 export interface SocketLike {
   onopen: ((ev: unknown) => void) | null;
@@ -16,12 +16,11 @@ export interface SocketLike {
 /** A WebSocket constructor: the global one, `ws`'s (which also takes headers), or a user's. */
 export type SocketConstructor = new (url: string, protocols?: string | string[] | object, options?: object) => SocketLike;
 
-export async function socketConstructor(given?: SocketConstructor): Promise<{ Socket: SocketConstructor; takesHeaders: boolean }> {
-  if (given) return { Socket: given, takesHeaders: false };
+export function socketConstructor(given?: SocketConstructor): SocketConstructor {
+  if (given) return given;
   const global = (globalThis as { WebSocket?: SocketConstructor }).WebSocket;
-  if (global) return { Socket: global, takesHeaders: false };
-  const ws = (await import('ws')) as unknown as { default: SocketConstructor };
-  return { Socket: ws.default, takesHeaders: true };
+  if (global) return global;
+  throw new TypeError('no WebSocket on this runtime: pass options.WebSocket (the ws package on Node 20) or use transport: "sse"');
 }
 
 export interface SocketEnd {

@@ -1,45 +1,38 @@
 /*
- * The client's types, all inferred from the zod schemas the service validates and answers with
- * (type-only imports: nothing of them is loaded at run time, so neither is the server).
+ * The client's types, from the OpenAPI document the service generates out of the very zod schemas
+ * it validates and answers with (`npm run openapi` writes api-types.ts; test/openapi.test.ts fails
+ * when it is behind the routes, and test/client-types.test.ts when a type here stops matching the
+ * server's schema). Nothing here loads at run time.
  */
-import type { z } from 'zod';
-import type { agentSummarySchema } from '../definitions/agent-definition.ts';
-import type { eventDataSchemas, streamMessageSchema } from '../events/event-types.ts';
-import type { standingBudgetBodySchema, standingBudgetSchema } from '../shapes/budget.ts';
-import type { workspaceFileSchema, workspaceListingSchema } from '../shapes/artifact.ts';
-import type {
-  createTaskBodySchema,
-  listTasksQuerySchema,
-  modelMessageSchema,
-  taskAcceptedSchema,
-  taskBudgetSchema,
-  taskListSchema,
-  taskOutputSchema,
-} from '../shapes/task.ts';
-import type { usageQuerySchema, usageRecordListSchema, usageRecordsQuerySchema, usageReportSchema } from '../shapes/usage-report.ts';
-import type { createdWebhookSchema, createWebhookBodySchema, deliveryListSchema, webhookListSchema } from '../shapes/webhook.ts';
+import type { components, operations } from './api-types.ts';
 
-export type CreateTaskBody = z.input<typeof createTaskBodySchema>;
-export type TaskAccepted = z.output<typeof taskAcceptedSchema>;
-export type TaskOutput = z.output<typeof taskOutputSchema>;
+type Schemas = components['schemas'];
+type Query<Op extends keyof operations> = NonNullable<operations[Op]['parameters']['query']>;
+
+export type CreateTaskBody = Schemas['CreateTaskBody'];
+export type TaskAccepted = Schemas['TaskAccepted'];
+export type TaskOutput = Schemas['Task'];
 export type TaskStatus = TaskOutput['status'];
-export type TaskList = z.output<typeof taskListSchema>;
-export type ListTasksQuery = Omit<z.input<typeof listTasksQuerySchema>, 'limit'> & { limit?: number };
-export type TaskBudget = z.input<typeof taskBudgetSchema>;
-export type ModelMessage = z.output<typeof modelMessageSchema>;
-export type StreamMessage = z.output<typeof streamMessageSchema>;
+export type TaskList = Schemas['TaskList'];
+export type ListTasksQuery = Query<'listTasks'>;
+export type TaskBudget = Schemas['TaskBudget'];
+export type ModelMessage = Schemas['ModelMessage'];
+export type Heartbeat = Schemas['Heartbeat'];
+export type StreamMessage = Schemas['StreamMessage'];
 export type TaskEvent = Exclude<StreamMessage, { type: 'heartbeat' }>;
-export type EventData<T extends keyof typeof eventDataSchemas> = z.output<(typeof eventDataSchemas)[T]>;
-export type AgentSummary = z.output<typeof agentSummarySchema>;
-export type WorkspaceFile = z.output<typeof workspaceFileSchema>;
-export type WorkspaceListing = z.output<typeof workspaceListingSchema>;
-export type UsageQuery = Omit<z.input<typeof usageQuerySchema>, 'limit'> & { limit?: number };
-export type UsageReport = z.output<typeof usageReportSchema>;
-export type UsageRecordsQuery = Omit<z.input<typeof usageRecordsQuerySchema>, 'limit'> & { limit?: number };
-export type UsageRecordList = z.output<typeof usageRecordListSchema>;
-export type StandingBudgetBody = z.input<typeof standingBudgetBodySchema>;
-export type StandingBudget = z.output<typeof standingBudgetSchema>;
-export type CreateWebhookBody = z.input<typeof createWebhookBodySchema>;
-export type CreatedWebhook = z.output<typeof createdWebhookSchema>;
-export type WebhookList = z.output<typeof webhookListSchema>;
-export type DeliveryList = z.output<typeof deliveryListSchema>;
+export type EventType = TaskEvent['type'];
+export type EventData<T extends EventType> = Extract<TaskEvent, { type: T }>['data'];
+export type AgentSummary = Schemas['AgentSummary'];
+export type WorkspaceFile = Schemas['WorkspaceFile'];
+export type WorkspaceListing = Schemas['WorkspaceListing'];
+export type UsageQuery = Query<'getUsage'>;
+export type UsageReport = Schemas['UsageReport'];
+export type UsageRecordsQuery = Query<'listUsageRecords'>;
+export type UsageRecordList = Schemas['UsageRecordList'];
+export type StandingBudgetBody = Schemas['StandingBudgetBody'];
+export type StandingBudget = Schemas['StandingBudget'];
+export type CreateWebhookBody = Schemas['CreateWebhookBody'];
+export type CreatedWebhook = Schemas['CreatedWebhook'];
+export type WebhookList = Schemas['WebhookList'];
+export type DeliveryList = Schemas['WebhookDeliveryList'];
+export type WebhookPayload = Schemas['WebhookPayload'];
