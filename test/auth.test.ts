@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, taskBody, type TestService } from './support/harness';
 import { openStream } from './support/ws-client';
+import { loadConfig } from '../src/config/config';
 
 let svc: TestService;
 const A = { authorization: 'Bearer key-alpha-0123456789' };
@@ -122,5 +123,34 @@ describe('rate limit', () => {
     expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
     expect((await limited.inject({ url: '/agents', headers: { authorization: 'Bearer kb' } })).statusCode).toBe(200);
     expect((await limited.inject({ url: '/healthz' })).statusCode).toBe(200);
+  });
+});
+
+describe('behind a reverse proxy (TRUST_PROXY)', () => {
+  /** Wrong keys from one client behind the proxy, then the right key from another: its status. */
+  async function otherClientAfterLockout(env: Record<string, string>) {
+    const s = await startService({ env: { API_KEYS: 'key-proxy-0123456789:acme', AUTH_FAILURES_PER_MINUTE: '3', ...env } });
+    try {
+      const from = (ip: string, key: string) => s.inject({ url: '/tasks', headers: { authorization: `Bearer ${key}`, 'x-forwarded-for': ip } });
+      const wrong = [];
+      for (let i = 0; i < 4; i++) wrong.push((await from('203.0.113.7', 'wrong-key-000000')).statusCode);
+      expect(wrong).toEqual([401, 401, 401, 429]);
+      return (await from('198.51.100.9', 'key-proxy-0123456789')).statusCode;
+    } finally {
+      await s.close();
+    }
+  }
+
+  it('locks out only the client that sent wrong keys when the proxy is trusted', async () => {
+    expect(await otherClientAfterLockout({ TRUST_PROXY: '1' })).toBe(200);
+  });
+
+  it('by default takes the TCP peer as the client: a header cannot choose an address', async () => {
+    // Every client arrives from the same peer here, so the lockout is shared.
+    expect(await otherClientAfterLockout({})).toBe(429);
+  });
+
+  it('refuses a value that is not a trust setting at start', () => {
+    expect(() => loadConfig({ TRUST_PROXY: 'everyone' })).toThrow(/TRUST_PROXY/);
   });
 });

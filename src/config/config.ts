@@ -64,6 +64,18 @@ export const configSchema = z.object({
   HEADERS_TIMEOUT_MS: intFrom(20_000, 100),
   MAX_EVENT_LOOP_DELAY_MS: intFrom(1000, 0),
   MODEL_STALL_TIMEOUT_MS: intFrom(120_000, 100),
+  /**
+   * Which proxies' X-Forwarded-For to believe for the client's address (rate limits, the
+   * auth-failure lockout, logs): `false` (default: the TCP peer is the client), `true` (any),
+   * a number of hops (`1`: one proxy in front, as in docker-compose.yml), or a comma-separated
+   * list of addresses and CIDR ranges of the proxies.
+   */
+  TRUST_PROXY: z
+    .string()
+    .trim()
+    .regex(/^(true|false|\d{1,2}|[0-9a-fA-F.:/]+(\s*,\s*[0-9a-fA-F.:/]+)*)$/, 'true, false, a number of hops, or addresses/CIDRs separated by commas')
+    .default('false')
+    .transform((v): boolean | number | string => (v === 'true' ? true : v === 'false' ? false : /^\d+$/.test(v) ? Number(v) : v)),
   PUBLIC_URL: z
     .url()
     .transform((u) => u.replace(/\/+$/, ''))
@@ -111,6 +123,7 @@ function toConfig(env: z.output<typeof configSchema>) {
       maxPerTenant: env.MAX_WEBHOOKS_PER_TENANT,
     },
     publicUrl: env.PUBLIC_URL,
+    trustProxy: env.TRUST_PROXY,
     maxResumes: env.MAX_RESUMES,
     bashSandbox: env.BASH_SANDBOX,
     sandboxMaxProcesses: env.SANDBOX_MAX_PROCESSES,

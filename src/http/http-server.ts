@@ -19,6 +19,9 @@ import { tasksRoutes } from './tasks-routes.ts';
 import { usageRoutes } from './usage-routes.ts';
 import { workspacesRoutes } from './workspaces-routes.ts';
 
+/** Trusts the `hops` nearest proxies (proxy-addr's hop index counts from the TCP peer, 0). */
+const trustHops = (hops: number) => (_address: string, hop: number) => hop < hops;
+
 /**
  * The HTTP layer over the services: limits, auth, rate limits, load shedding, the OpenAPI
  * document and every route. Closing the server closes the services.
@@ -32,6 +35,8 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
       },
     }) as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
+    // request.ip (rate limits, the auth lockout) is the client's, not a proxy's (TRUST_PROXY).
+    trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     // A client gets REQUEST_TIMEOUT_MS to send its whole request (headers: HEADERS_TIMEOUT_MS), so
     // half-sent requests cannot pile up; a long ?wait=true answer is not limited by either.
     requestTimeout: config.requestTimeoutMs,
