@@ -1,15 +1,55 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
+/**
+ * The tests that start processes (crash and restart drills, several instances, real agents, the
+ * sandbox, `npm pack`), wait out leases and timeouts, or need PostgreSQL: `npm test` runs them,
+ * `npm run test:fast` (the `fast` project: unit tests and the service in-process against the
+ * scripted model) leaves them out and takes well under a minute.
+ */
+const SLOW = [
+  'test/crash-recovery.test.ts',
+  'test/resume.test.ts',
+  'test/package.test.ts',
+  'test/acp.test.ts',
+  'test/acp-opencode.test.ts',
+  'test/deposed-owner.test.ts',
+  'test/postgres-*.test.ts',
+  'test/cluster.test.ts',
+  'test/sandbox.test.ts',
+  'test/security.test.ts',
+  'test/liveness.test.ts',
+  'test/client.test.ts',
+];
+
+/** Fast, but they look at what the process has loaded: a module graph of their own. */
+const OWN_MODULES = ['test/service.test.ts'];
+
+const shared = {
+  testTimeout: 20_000,
+  hookTimeout: 20_000,
+  pool: 'forks' as const,
+  // TEST_DATABASE=postgres: a throwaway PostgreSQL cluster for the run (test/support/global-setup.ts).
+  globalSetup: ['test/support/global-setup.ts'],
+};
+
 export default defineConfig({
   // The examples import the client as a user would; here it is the source.
   resolve: { alias: { '@subagentd/client': fileURLToPath(new URL('./packages/client/src/index.ts', import.meta.url)) } },
   test: {
-    include: ['src/**/*.test.ts', 'packages/*/src/**/*.test.ts', 'test/**/*.test.ts'],
-    testTimeout: 20_000,
-    hookTimeout: 20_000,
-    pool: 'forks',
-    // TEST_DATABASE=postgres: a throwaway PostgreSQL cluster for the run (test/support/global-setup.ts).
-    globalSetup: ['test/support/global-setup.ts'],
+    // Vitest's default is one worker less than the cores (1 on a 2-core machine); most of a test's
+    // time is spent waiting on sockets and timers, so three keep two cores busy.
+    maxWorkers: 3,
+    projects: [
+      // One module graph per worker (the app's imports cost more than most of these tests): they
+      // share no state but what each test starts and closes itself.
+      {
+        extends: true,
+        test: { name: 'fast', include: ['src/**/*.test.ts', 'packages/*/src/**/*.test.ts', 'test/**/*.test.ts'], exclude: [...SLOW, ...OWN_MODULES], isolate: false, ...shared },
+      },
+      { extends: true, test: { name: 'fast-isolated', include: OWN_MODULES, ...shared } },
+      // Process starts take seconds each on a busy machine: a budget, not a timing assertion.
+      { extends: true, test: { name: 'slow', include: SLOW, ...shared, testTimeout: 60_000, hookTimeout: 60_000 } },
+    ],
   },
 });

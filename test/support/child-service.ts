@@ -51,7 +51,8 @@ export async function startChildService(
   const entry = opts.built ? [path.join(root, 'dist/server.js')] : ['--import', 'tsx', path.join(root, 'src/server.ts')];
   const child = spawn(process.execPath, [...nodeArgs, ...entry], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env, PORT: env.PORT ?? String(port) },
+    // No load shedding: a busy test machine must not turn requests into 503 overloaded.
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', LOG_LEVEL: 'info', MAX_EVENT_LOOP_DELAY_MS: '0', ...env, PORT: env.PORT ?? String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -49,6 +49,9 @@ export async function startService(
     // Commands run bare unless a test is about the sandbox (test/sandbox.test.ts asks for bwrap),
     // so the suite passes on a machine with only Node and npm.
     BASH_SANDBOX: 'none',
+    // No load shedding: a busy test machine (or a test's own synchronous work) must not turn
+    // requests into 503 overloaded.
+    MAX_EVENT_LOOP_DELAY_MS: '0',
     ...opts.env,
   });
   const db = await openDatabase(config.databaseUrl ?? config.databasePath);
