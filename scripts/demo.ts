@@ -11,6 +11,7 @@ import WebSocket from 'ws';
 import { createApp } from '../src/app';
 import { loadConfig } from '../src/config/config';
 import { closeDatabase, openDatabase } from '../src/store/database';
+import { scriptDemo } from '../scripted-model/demo-script';
 import { startScriptedModel } from '../scripted-model/server';
 
 const dim = (s: string) => `\x1b[2m${s}\x1b[0m`;
@@ -22,59 +23,7 @@ const short = (v: unknown, n = 110) => {
 
 async function main() {
   const model = await startScriptedModel();
-  model.script('error logs', (ctx) => {
-    switch (ctx.turn) {
-      case 0:
-        return {
-          text: 'I will find the errors in the logs first.',
-          chunkDelayMs: 15,
-          toolCalls: [{ name: 'grep', args: { pattern: 'ERROR', path: 'logs' } }],
-          usage: { input: 812, output: 38 },
-        };
-      case 1: {
-        const lines = (ctx.toolResults[0]?.content ?? '').split('\n').filter((l) => l.includes('ERROR'));
-        const byKind = new Map<string, number>();
-        for (const l of lines) {
-          const kind = l.split('ERROR ')[1]?.split(':')[0] ?? 'unknown';
-          byKind.set(kind, (byKind.get(kind) ?? 0) + 1);
-        }
-        const table = [...byKind].sort((a, b) => b[1] - a[1]).map(([k, n]) => `| ${k} | ${n} |`).join('\n');
-        return {
-          text: `Found ${lines.length} errors; writing the report.`,
-          chunkDelayMs: 15,
-          toolCalls: [
-            {
-              name: 'write_file',
-              args: {
-                path: 'reports/errors.md',
-                content: `# Error summary\n\n${lines.length} errors in logs/app.log.\n\n| kind | count |\n|---|---|\n${table}\n`,
-              },
-            },
-          ],
-          usage: { input: 1290, output: 164, cached: 768 },
-        };
-      }
-      case 2:
-        return {
-          delayMs: 400,
-          toolCalls: [{ name: 'bash', args: { command: 'wc -l reports/errors.md && head -3 reports/errors.md' } }],
-          usage: { input: 1530, output: 41, cached: 1024, reasoning: 12 },
-        };
-      default:
-        return {
-          toolCalls: [
-            {
-              name: 'complete',
-              args: {
-                summary: 'Summarised the errors of logs/app.log by kind in reports/errors.md.',
-                paths: ['reports/errors.md'],
-              },
-            },
-          ],
-          usage: { input: 1702, output: 52, cached: 1280 },
-        };
-    }
-  });
+  scriptDemo(model);
 
   const config = loadConfig({
     ...process.env,

@@ -1,0 +1,15 @@
+/**
+ * `npm run model`: the project's scripted OpenAI-compatible model server alone (Chat Completions
+ * and Responses, streamed), with the demo's scripts, so the README's walk-through runs offline
+ * against a service started separately. MODEL_PORT chooses its port (default 8788).
+ */
+import { scriptDemo } from '../scripted-model/demo-script';
+import { startScriptedModel } from '../scripted-model/server';
+
+const model = await startScriptedModel({ port: Number(process.env.MODEL_PORT ?? 8788) });
+scriptDemo(model);
+console.log(`scripted model listening at ${model.url}`);
+console.log(`start the service against it:  OPENAI_BASE_URL=${model.url} OPENAI_API_KEY=scripted DEFAULT_MODEL=scripted npm run dev`);
+const stop = () => void model.close().then(() => process.exit(0));
+process.on('SIGINT', stop);
+process.on('SIGTERM', stop);
