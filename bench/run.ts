@@ -93,7 +93,7 @@ function cpuMsOf(pid: number): number {
 /** The service's event-loop delay p99 since the previous scrape (prom-client resets it on each). */
 async function loopP99Ms(url: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
-  return Number(/^subagentd_nodejs_eventloop_lag_p99_seconds (\S+)$/m.exec(text)?.[1]) * 1000;
+  return Number(/^nodejs_eventloop_lag_p99_seconds (\S+)$/m.exec(text)?.[1]) * 1000;
 }
 
 /**

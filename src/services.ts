@@ -7,6 +7,7 @@ import { createLogger } from './logging/logger.ts';
 import { createModelProvider, type ModelProvider } from './loop/model-provider.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { loadPriceTable } from './money/prices.ts';
+import { startupWarnings } from './config/startup-warnings.ts';
 import { createBudgets, type Budgets } from './money/budgets.ts';
 import { pushPayload } from './a2a/mapping.ts';
 import { toTaskOutput } from './tasks/task-output.ts';
@@ -203,6 +204,7 @@ export function createServices(deps: ServiceDeps): Services {
 
   let recoveredAll = false;
   if (!config.apiKeys) logger.warn('API_KEYS is not set: authentication is off and every caller shares one tenant');
+  for (const w of startupWarnings(config, registry, prices)) logger.warn(w.fields, w.message);
   return {
     config,
     logger,

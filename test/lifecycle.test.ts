@@ -25,7 +25,7 @@ describe('queue: concurrency cap, fairness, bound', () => {
       expect(res.statusCode).toBe(202);
       ids.push(res.json().id);
     }
-    expect([await metric(svc, 'subagentd_tasks_running'), await metric(svc, 'subagentd_queue_depth')]).toEqual([2, 8]);
+    expect([await metric(svc, 'subagentd_tasks_running'), await metric(svc, 'subagentd_tasks_queued')]).toEqual([2, 8]);
     const queued = (await svc.inject({ url: `/tasks/${ids[9]}` })).json();
     expect(queued).toMatchObject({ status: 'queued', startedAt: null });
     const ends = await Promise.all(ids.map((id) => taskEnd(svc, id)));

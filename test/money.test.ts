@@ -42,7 +42,7 @@ describe('prices', () => {
     expect(records).toMatchObject([{ costMicroUsd: 584, unpricedTokens: 0 }]);
     const totals = (await svc.inject({ url: '/usage?parentTaskId=T-price' })).json().totals;
     expect(totals).toMatchObject({ costMicroUsd: 584, unpricedTokens: 0 });
-    expect(await metric(svc, 'subagentd_cost_micro_usd_total')).toBeGreaterThanOrEqual(584);
+    expect(await metric(svc, 'subagentd_model_cost_usd_total')).toBeGreaterThanOrEqual(0.000584);
   });
 
   it('shows a model with no price: costMicroUsd null, its tokens as unpricedTokens', async () => {

@@ -51,14 +51,21 @@ describe('service routes', () => {
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toContain('text/plain');
     expect(res.body).toContain('subagentd_tasks_total{status="completed",subagent_type="general"} 1');
-    expect(res.body).toContain('subagentd_steps_total 1');
+    expect(res.body).toContain('subagentd_model_calls_total 1');
     expect(res.body).toContain('subagentd_tokens_total{kind="input"} 11');
     expect(res.body).toContain('subagentd_tokens_total{kind="output"} 7');
     expect(res.body).toContain('subagentd_task_duration_seconds_count{subagent_type="general"} 1');
-    expect(res.body).toContain('subagentd_queue_depth 0');
+    expect(res.body).toContain('subagentd_tasks_queued 0');
     // HTTP durations by route pattern and status, open sockets, provider failures by kind.
     expect(res.body).toMatch(/subagentd_http_request_duration_seconds_count\{route="\/tasks",method="POST",status="200"\} [1-9]/);
-    expect(res.body).toContain('subagentd_websocket_connections 0');
+    expect(res.body).toContain('subagentd_stream_connections{transport="websocket"} 0');
+    expect(res.body).toContain('subagentd_stream_connections{transport="sse"} 0');
+    // Process metrics under the names standard dashboards look for.
+    expect(res.body).toMatch(/^process_resident_memory_bytes \d/m);
+    expect(res.body).toMatch(/^nodejs_eventloop_lag_p99_seconds \d/m);
+    expect(res.body).not.toContain('subagentd_process_');
+    // Every help text is there, and a metric with a unit in its name says it in its help.
+    expect(res.body).toContain('# HELP subagentd_model_cost_usd_total What the billed model calls cost, in US dollars');
   });
 
   it('GET /metrics counts provider error answers and the failures that ended tasks', async () => {

@@ -167,11 +167,11 @@ describe('GET /tasks/:id/stream', () => {
     const { id, streamUrl } = await submit(svc, taskBody({ prompt: 'STREAM-DEAD' }));
     const client = await openStream(wsUrl(svc, streamUrl));
     await client.waitFor((m) => m.type === 'task.started');
-    const open = await metric(svc, 'subagentd_websocket_connections');
+    const open = await metric(svc, 'subagentd_stream_connections', { transport: 'websocket' });
     expect(open).toBeGreaterThanOrEqual(1);
     // Stop reading: pings are never answered, and the server drops the socket while the task runs.
     (client.socket as unknown as { _socket: { pause(): void } })._socket.pause();
-    await until(async () => (await metric(svc, 'subagentd_websocket_connections')) === open - 1, 3000);
+    await until(async () => (await metric(svc, 'subagentd_stream_connections', { transport: 'websocket' })) === open - 1, 3000);
     expect((await svc.inject({ url: `/tasks/${id}` })).json().status).toBe('running');
     expect((await taskEnd(svc, id)).status).toBe('completed');
     client.socket.terminate();

@@ -69,7 +69,7 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
       server.websocketServer.close(() => done());
     },
   });
-  metrics.watchSockets(() => server.websocketServer.clients.size);
+  metrics.watchStreams('websocket', () => server.websocketServer.clients.size);
   // Node's close() waits for a connection that has not sent its first request yet (a client's
   // pre-opened or pooled connection) until the header timeout; there is nothing to finish on one.
   const fresh = new Set<import('node:net').Socket>();
@@ -124,6 +124,7 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
   });
   await server.register(workspacesRoutes, { workspacesDirOf, maxUploadBytes: config.maxUploadBytes });
   await server.register(streamRoutes, {
+    metrics,
     tasks,
     store,
     events,

@@ -6,6 +6,7 @@ import type { StoredEvent } from '../events/event-types.ts';
 import { createFeed, type FeedSink } from '../events/feed.ts';
 import { socketSink } from '../events/socket-sink.ts';
 import { SSE_HEADERS, sseSink } from '../events/sse-sink.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 import type { TaskStore } from '../store/task-store.ts';
 import { contextIdSchema, isEndedStatus, taskIdParamsSchema } from '../shapes/task.ts';
 import type { TaskService } from '../tasks/task-service.ts';
@@ -13,6 +14,7 @@ import { AppError } from '../errors/app-error.ts';
 import { errors, websocketExtension } from './openapi.ts';
 
 export interface StreamRoutesOptions {
+  metrics: Metrics;
   tasks: TaskService;
   store: TaskStore;
   events: EventLog;
@@ -72,6 +74,7 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
   const feedOptions = { heartbeatMs: opts.heartbeatMs, maxBufferedBytes: opts.maxBufferedBytes };
   /** Open event-stream responses, ended when the service closes (a server waits for open responses). */
   const open = new Set<FeedSink>();
+  opts.metrics.watchStreams('sse', () => open.size);
   app.addHook('preClose', async () => {
     for (const sink of open) sink.close(1001, 'the service is shutting down; reconnect with Last-Event-ID');
   });

@@ -5,32 +5,36 @@ import type { TokenUsage } from '../shapes/usage.ts';
 /** Prometheus metrics of one app instance (its own registry: no global state between apps). */
 export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
-  if (opts.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'subagentd_' });
+  if (opts.defaultMetrics) collectDefaultMetrics({ register: registry });
   const tasks = new Counter({
     name: 'subagentd_tasks_total',
     help: 'Tasks that ended, by status and subagent type',
     labelNames: ['status', 'subagent_type'],
     registers: [registry],
   });
-  const steps = new Counter({ name: 'subagentd_steps_total', help: 'Model calls billed', registers: [registry] });
-  const cost = new Counter({ name: 'subagentd_cost_micro_usd_total', help: 'What the billed model calls cost, in micro-dollars', registers: [registry] });
-  const unpriced = new Counter({ name: 'subagentd_unpriced_tokens_total', help: 'Tokens of models with no price', registers: [registry] });
+  const calls = new Counter({ name: 'subagentd_model_calls_total', help: 'Model calls whose usage was billed (one per call that reported usage)', registers: [registry] });
+  const cost = new Counter({
+    name: 'subagentd_model_cost_usd_total',
+    help: 'What the billed model calls cost, in US dollars (the exact sums are in /usage, in micro-dollars)',
+    registers: [registry],
+  });
+  const unpriced = new Counter({ name: 'subagentd_unpriced_tokens_total', help: 'Tokens of billed calls to models with no price', registers: [registry] });
   const tokens = new Counter({
     name: 'subagentd_tokens_total',
-    help: 'Tokens used, by kind',
+    help: 'Tokens of billed model calls, by kind (input, output, cached_input, reasoning)',
     labelNames: ['kind'],
     registers: [registry],
   });
   const duration = new Histogram({
     name: 'subagentd_task_duration_seconds',
-    help: 'Task duration from start to end',
+    help: 'Seconds from a task\'s start to its end, by subagent type',
     labelNames: ['subagent_type'],
     buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900],
     registers: [registry],
   });
   let depth = async () => ({ queued: 0, running: 0 });
   new Gauge({
-    name: 'subagentd_queue_depth',
+    name: 'subagentd_tasks_queued',
     help: 'Tasks waiting to run (on PostgreSQL: across the instances)',
     registers: [registry],
     async collect() {
@@ -68,13 +72,14 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     labelNames: ['status'],
     registers: [registry],
   });
-  let sockets = () => 0;
+  const streams = new Map<string, () => number>();
   new Gauge({
-    name: 'subagentd_websocket_connections',
-    help: 'Open progress-stream WebSocket connections',
+    name: 'subagentd_stream_connections',
+    help: 'Open progress streams, by transport (websocket, sse)',
+    labelNames: ['transport'],
     registers: [registry],
     collect() {
-      this.set(sockets());
+      for (const [transport, count] of streams) this.set({ transport }, count());
     },
   });
   let storage = () => ({ writable: true, waiting: 0 });
@@ -112,15 +117,15 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     providerHttpError(status: number) {
       providerHttp.inc({ status: String(status) });
     },
-    /** Where the WebSocket gauge reads its value. */
-    watchSockets(count: () => number) {
-      sockets = count;
+    /** Where the stream gauge reads its value for one transport. */
+    watchStreams(transport: 'websocket' | 'sse', count: () => number) {
+      streams.set(transport, count);
     },
     /** A model call was billed: its tokens, and its cost (null: the model has no price). */
     callBilled(u: TokenUsage, costMicroUsd: number | null) {
-      steps.inc();
+      calls.inc();
       if (costMicroUsd === null) unpriced.inc(u.totalTokens);
-      else cost.inc(costMicroUsd);
+      else cost.inc(costMicroUsd / 1_000_000);
       tokens.inc({ kind: 'input' }, u.inputTokens);
       tokens.inc({ kind: 'output' }, u.outputTokens);
       tokens.inc({ kind: 'cached_input' }, u.cachedInputTokens);
