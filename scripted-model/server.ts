@@ -80,6 +80,8 @@ export interface ScriptedModel {
    * the provider "served" and expects to be billed for (crash benchmarks compare it with the records).
    */
   served: Array<{ prompt: string; turn: number; inputTokens: number; at: number; authorization: string | undefined }>;
+  /** Each usage chunk once it was handed to the socket (Chat Completions), with when. */
+  usageSent: Array<{ prompt: string; turn: number; at: number }>;
   /** Most chat requests that were being answered at the same time. */
   readonly maxInFlight: number;
   close(): Promise<void>;
@@ -215,6 +217,7 @@ export async function startScriptedModel(opts: { port?: number } = {}): Promise<
   const attempts = new Map<string, number>();
   const requests: RecordedRequest[] = [];
   const served: ScriptedModel['served'] = [];
+  const usageSent: ScriptedModel['usageSent'] = [];
   let counter = 0;
   let inFlight = 0;
   let maxInFlight = 0;
@@ -324,6 +327,7 @@ export async function startScriptedModel(opts: { port?: number } = {}): Promise<
           completion_tokens_details: { reasoning_tokens: u.reasoning ?? 0 },
         },
       })}\n\n`,
+      () => usageSent.push({ prompt, turn, at: Date.now() }),
     );
     if (step.fault === 'cut-after-usage') {
       // Let the usage chunk leave, then drop the connection as a failing proxy would.
@@ -354,6 +358,7 @@ export async function startScriptedModel(opts: { port?: number } = {}): Promise<
     script: (marker, script) => scripts.push({ marker, script }),
     requests,
     served,
+    usageSent,
     get maxInFlight() {
       return maxInFlight;
     },

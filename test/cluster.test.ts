@@ -6,13 +6,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
 import { childEnv, fetchJson as json, startChildService, type ChildService } from './support/child-service';
 import { taskBody, TEST_API_KEY } from './support/harness';
-import { ensureDatabase, postgresAvailable, startTestPostgres, type TestPostgres } from './support/postgres';
+import { ensureDatabase, ownClustersRun, startTestPostgres, type TestPostgres } from './support/postgres';
 import { until } from './support/until';
 import { openStream, range, seqsOf } from './support/ws-client';
 
 // Three instances on one database of a cluster of its own (one is killed under its tasks): run
 // once, in the SQLite pass of the suite, wherever PostgreSQL is installed.
-const run = postgresAvailable() && process.env.TEST_DATABASE !== 'postgres';
+const run = ownClustersRun('cluster test');
 
 const TASKS = 9;
 const post = (svc: ChildService, body: unknown) =>

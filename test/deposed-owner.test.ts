@@ -5,12 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
 import { childEnv, fetchJson as json, startChildService, type ChildService } from './support/child-service';
 import { taskBody } from './support/harness';
-import { ensureDatabase, postgresAvailable, startTestPostgres, type TestPostgres } from './support/postgres';
+import { ensureDatabase, ownClustersRun, startTestPostgres, type TestPostgres } from './support/postgres';
 import { until } from './support/until';
 
 // Two instances on a cluster of its own, one paused past its lease: run once, in the SQLite pass
 // of the suite, wherever PostgreSQL is installed.
-const run = postgresAvailable() && process.env.TEST_DATABASE !== 'postgres';
+const run = ownClustersRun('deposed-owner test');
 
 describe.skipIf(!run)('an owner paused past its lease (a VM stopped, then woken)', () => {
   let cluster: TestPostgres;

@@ -6,6 +6,7 @@ import { openPostgres } from '../src/store/postgres';
 import { testDatabaseUrl } from './support/postgres';
 
 // The PostgreSQL pass of the suite only (TEST_DATABASE=postgres).
+if (!process.env.TEST_POSTGRES_URL) console.warn('[postgres-driver test] skipped: it runs in the PostgreSQL pass (npm run test:postgres)');
 describe.skipIf(!process.env.TEST_POSTGRES_URL)('the PostgreSQL driver', () => {
   it('never takes a transaction the server rolled back for committed (a failed statement whose error the body caught)', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-pgdriver-'));

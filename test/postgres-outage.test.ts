@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, taskBody, type TestService } from './support/harness';
-import { ensureDatabase, postgresAvailable, startTestPostgres, type TestPostgres } from './support/postgres';
+import { ensureDatabase, ownClustersRun, startTestPostgres, type TestPostgres } from './support/postgres';
 import { until } from './support/until';
 import { openStream } from './support/ws-client';
 
 // A cluster of its own, since it is stopped under the service: run once, in the SQLite pass of the
 // suite (the PostgreSQL pass shares one cluster between test files), wherever PostgreSQL is installed.
-const run = postgresAvailable() && process.env.TEST_DATABASE !== 'postgres';
+const run = ownClustersRun('postgres-outage test');
 
 describe.skipIf(!run)('PostgreSQL going away under the service', () => {
   let cluster: TestPostgres;

@@ -5,12 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
 import { childEnv, fetchJson as json, startChildService, type ChildService } from './support/child-service';
 import { taskBody, TEST_API_KEY } from './support/harness';
-import { ensureDatabase, postgresAvailable, startTestPostgres, type TestPostgres } from './support/postgres';
+import { ensureDatabase, ownClustersRun, startTestPostgres, type TestPostgres } from './support/postgres';
 import { until } from './support/until';
 
 // A cluster of its own, restarted under the service: run once, in the SQLite pass of the suite,
 // wherever PostgreSQL is installed.
-const run = postgresAvailable() && process.env.TEST_DATABASE !== 'postgres';
+const run = ownClustersRun('postgres-restart test');
 
 const TASKS = 16;
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ScriptedTurn } from '../scripted-model/server';
+import { until } from './support/until';
 import { startService, taskBody, taskEnd, TEST_API_KEY, type TestService } from './support/harness';
 
 let svc: TestService;
@@ -74,8 +75,11 @@ describe('provider faults', () => {
   it('bills usage received before a cancel, while the model still held the connection', async () => {
     svc.model.script('HOLD-AFTER-USAGE', [{ text: 'held', usage: { input: 70, output: 7 }, fault: 'hold-after-usage' }]);
     const id = (await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ prompt: 'HOLD-AFTER-USAGE' }) })).json().id;
-    // The usage chunk is billed the moment the cut or cancel ends the call; wait until it was sent.
-    await new Promise((r) => setTimeout(r, 200));
+    // The usage chunk is billed the moment the cut or cancel ends the call: wait until it was sent,
+    // and until the service had read it (each chunk it reads moves the task's lastActivityAt).
+    await until(async () => svc.model.usageSent.some((u) => u.prompt.includes('HOLD-AFTER-USAGE')));
+    const sentAt = svc.model.usageSent.find((u) => u.prompt.includes('HOLD-AFTER-USAGE'))!.at;
+    await until(async () => Date.parse((await svc.inject({ url: `/tasks/${id}` })).json().progress?.lastActivityAt ?? 0) >= sentAt);
     await svc.inject({ method: 'POST', url: `/tasks/${id}/cancel` });
     const ended = await taskEnd(svc, id);
     expect(ended).toMatchObject({ status: 'aborted', error: { code: 'cancelled' }, usage: { inputTokens: 70, outputTokens: 7 } });

@@ -133,3 +133,20 @@ export async function testDatabaseUrl(dir: string): Promise<string | null> {
   await ensureDatabase(admin, name);
   return admin.replace(/\/postgres$/, `/${name}`);
 }
+
+/**
+ * Whether a test that starts PostgreSQL clusters of its own runs here: in the SQLite pass,
+ * wherever PostgreSQL's binaries are installed. When it does not, says why in one line, like
+ * the other tests that skip.
+ */
+export function ownClustersRun(name: string): boolean {
+  if (process.env.TEST_DATABASE === 'postgres') {
+    console.warn(`[${name}] skipped in the PostgreSQL pass: it starts PostgreSQL clusters of its own and runs in npm test`);
+    return false;
+  }
+  if (!postgresAvailable()) {
+    console.warn(`[${name}] skipped: PostgreSQL's binaries (initdb) are not installed; apt-get install postgresql to run it`);
+    return false;
+  }
+  return true;
+}
