@@ -9,7 +9,7 @@ import { startScriptedModel } from '../scripted-model/server';
 const model = await startScriptedModel({ port: Number(process.env.MODEL_PORT ?? 8788) });
 scriptDemo(model);
 console.log(`scripted model listening at ${model.url}`);
-console.log(`start the service against it:  OPENAI_BASE_URL=${model.url} OPENAI_API_KEY=scripted DEFAULT_MODEL=scripted npm run dev`);
+console.log(`start the service against it:  OPENAI_BASE_URL=${model.url} OPENAI_API_KEY=scripted npm run dev`);
 const stop = () => void model.close().then(() => process.exit(0));
 process.on('SIGINT', stop);
 process.on('SIGTERM', stop);
