@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
 import { metric, startService, storedEvents, taskBody, taskEnd, type TestService } from './support/harness';
+import { until as waitUntil } from './support/until';
 
 const completeAfter = (delayMs: number) => [{ delayMs, toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] }];
 
@@ -97,7 +98,8 @@ describe('cancel', () => {
     }
     await svc.inject({ method: 'POST', url: `/tasks/${id}/cancel` });
     expect(await taskEnd(svc, id)).toMatchObject({ status: 'aborted', error: { code: 'cancelled' } });
-    expect(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })).not.toMatch(/sleep (5151|5252)/);
+    // Killed with the task: gone well before their 5,000 s (a busy machine takes a moment to reap).
+    await waitUntil(async () => !/sleep (5151|5252)/.test(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })), 20_000);
     // The step never finished, but the provider reported its tokens before the tool ran: billed once.
     const out = (await svc.inject({ url: `/tasks/${id}` })).json();
     expect(out).toMatchObject({ steps: 0, usage: { inputTokens: 30, outputTokens: 3, totalTokens: 33 } });
