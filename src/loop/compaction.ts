@@ -1,5 +1,23 @@
-import { streamText, type ModelMessage } from 'ai';
-import type { CompactionOptions, RunAgentOptions } from './run-agent.ts';
+import { streamText, type LanguageModel, type ModelMessage } from 'ai';
+
+/** When and with which model a run compacts its conversation. */
+export interface CompactionOptions {
+  /** Compact before a step once the previous step's input tokens reached this. */
+  atTokens: number;
+  model: LanguageModel;
+  modelId: string;
+}
+
+export interface CompactOptions {
+  conversation: ModelMessage[];
+  compaction: CompactionOptions;
+  signal: AbortSignal;
+  maxRetries: number;
+  /** The input tokens of the step that reached the threshold. */
+  beforeTokens: number;
+  /** Told just before the compaction model is called (not when there is nothing to compact). */
+  onCall?: () => void;
+}
 
 /** Steps kept whole at the end of a compacted conversation (each an answer and its tool results). */
 const KEEP_LAST_STEPS = 2;
@@ -28,14 +46,8 @@ export const estimateTokens = (messages: ModelMessage[]) => Math.ceil(JSON.strin
  * message (the kickoff prompt) and the last steps stay whole; the cut is made before an assistant
  * message, so a tool call and its results are never separated. Nothing to compact: unchanged.
  */
-export async function compact(
-  conversation: ModelMessage[],
-  c: CompactionOptions,
-  opts: Pick<RunAgentOptions<unknown>, 'signal' | 'maxRetries'>,
-  beforeTokens: number,
-  /** Told just before the compaction model is called (not when there is nothing to compact). */
-  onCall: () => void = () => {},
-): Promise<Compacted> {
+export async function compact(opts: CompactOptions): Promise<Compacted> {
+  const { conversation, compaction: c, beforeTokens, onCall = () => {} } = opts;
   const info = { beforeTokens, afterTokens: estimateTokens(conversation), model: c.modelId };
   const assistants = conversation.flatMap((m, i) => (m.role === 'assistant' && i > 0 ? [i] : []));
   const tailStart = assistants.length > KEEP_LAST_STEPS ? assistants[assistants.length - KEEP_LAST_STEPS] : -1;

@@ -17,7 +17,7 @@ import type { z } from 'zod';
 import type { StopReason } from '../shapes/artifact.ts';
 import type { TokenUsage as Usage } from '../shapes/usage.ts';
 import type { ToolContext, WorkspaceTool } from '../tools/tool-types.ts';
-import { compact } from './compaction.ts';
+import { compact, type CompactionOptions } from './compaction.ts';
 import { publicMessage } from '../errors/public-message.ts';
 import { completeForModel, type CompleteResult } from './complete-tool.ts';
 import { isStall } from './stall-guard.ts';
@@ -43,13 +43,6 @@ export interface AgentObserver {
   stepFinished(step: number, finishReason: string, usage: Usage, added: ModelMessage[]): void;
   /** The conversation was compacted before `step`: it now is `conversation`. */
   compacted(step: number, info: { beforeTokens: number; afterTokens: number; model: string }, conversation: ModelMessage[]): void;
-}
-
-export interface CompactionOptions {
-  /** Compact before a step once the previous step's input tokens reached this. */
-  atTokens: number;
-  model: LanguageModel;
-  modelId: string;
 }
 
 /** `S`: what `beforeCall` answers to stop a run (the runner's budget pause). */
@@ -148,7 +141,14 @@ export async function runAgent<S>(opts: RunAgentOptions<S>): Promise<AgentRunRes
     stoppedBy = (await opts.beforeCall?.()) ?? null;
     if (stoppedBy) break;
     if (opts.compaction && lastInputTokens >= opts.compaction.atTokens) {
-      const compacted = await compact(conversation, opts.compaction, opts, lastInputTokens, () => observer.compactionStarted?.());
+      const compacted = await compact({
+        conversation,
+        compaction: opts.compaction,
+        signal: opts.signal,
+        maxRetries: opts.maxRetries,
+        beforeTokens: lastInputTokens,
+        onCall: () => observer.compactionStarted?.(),
+      });
       if (compacted.error) {
         error = compacted.error;
         break;
