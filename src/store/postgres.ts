@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
-import { DatabaseInUseError, type Db } from './database.ts';
+import { DatabaseInUseError, type Db } from './db.ts';
 import type { SqlClient } from './sql-client.ts';
 import { CHANNELS } from './cluster-store.ts';
 import { storageFaultOf } from './storage-guard.ts';
