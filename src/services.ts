@@ -7,7 +7,7 @@ import { createLogger } from './logging/logger.ts';
 import { createModelProvider, type ModelProvider } from './loop/model-provider.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { loadPriceTable } from './money/prices.ts';
-import { startupWarnings } from './config/startup-warnings.ts';
+import { startupWarnings } from './startup-warnings.ts';
 import { createBudgets, type Budgets } from './money/budgets.ts';
 import { pushPayload } from './a2a/mapping.ts';
 import { toTaskOutput } from './tasks/task-output.ts';

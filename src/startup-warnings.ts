@@ -1,6 +1,6 @@
-import type { AgentRegistry } from '../definitions/agent-registry.ts';
-import type { PriceTable } from '../money/prices.ts';
-import type { Config } from './config.ts';
+import type { AgentRegistry } from './definitions/agent-registry.ts';
+import type { PriceTable } from './money/prices.ts';
+import type { Config } from './config/config.ts';
 
 export interface StartupWarning {
   message: string;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { builtinAgents, createAgentRegistry } from '../definitions/agent-registry.ts';
-import { loadPriceTable } from '../money/prices.ts';
-import { loadConfig } from './config.ts';
+import { builtinAgents, createAgentRegistry } from './definitions/agent-registry.ts';
+import { loadPriceTable } from './money/prices.ts';
+import { loadConfig } from './config/config.ts';
 import { startupWarnings } from './startup-warnings.ts';
 
 function warningsFor(env: Record<string, string>) {
