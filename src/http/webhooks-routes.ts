@@ -5,7 +5,8 @@ import { iso } from '../shapes/time.ts';
 import { createdWebhookSchema, createWebhookBodySchema, deliveryListSchema, deliverySchema, webhookListSchema, webhookSchema } from '../shapes/webhook.ts';
 import { nextPage } from '../store/paging.ts';
 import { resolveTarget, WebhookTargetError } from '../webhooks/safe-target.ts';
-import { WEBHOOK_EVENTS, type DeliveryRow, type WebhookRow, type WebhookStore } from '../webhooks/webhook-store.ts';
+import { WEBHOOK_EVENTS, type WebhookEvent } from '../shapes/webhook.ts';
+import type { DeliveryRow, WebhookRow, WebhookStore } from '../webhooks/webhook-store.ts';
 import { errors, json } from './openapi.ts';
 
 export interface WebhooksRoutesOptions {
@@ -19,14 +20,14 @@ export interface WebhooksRoutesOptions {
 const view = (w: WebhookRow) => ({
   id: w.id,
   url: w.url,
-  events: w.events as Array<(typeof WEBHOOK_EVENTS)[number]>,
+  events: w.events as WebhookEvent[],
   createdAt: iso(w.createdAt),
   failingSince: w.failingSince === null ? null : iso(w.failingSince),
   disabled: w.disabledAt === null ? null : { at: iso(w.disabledAt), reason: w.disabledReason ?? '' },
 });
 const deliveryView = (d: DeliveryRow): z.infer<typeof deliverySchema> => ({
   id: d.id,
-  event: d.event as (typeof WEBHOOK_EVENTS)[number],
+  event: d.event as WebhookEvent,
   taskId: d.taskId,
   attempts: d.attempts,
   status: d.status,

@@ -1,10 +1,13 @@
 import { z } from 'zod';
 
+/** The task events a webhook can ask for: the one list (the store, the routes and the document read it). */
 export const webhookEventSchema = z.enum(['task.started', 'task.finished', 'task.paused', 'task.resumed']);
+export const WEBHOOK_EVENTS = webhookEventSchema.options;
+export type WebhookEvent = z.infer<typeof webhookEventSchema>;
 
 export const createWebhookBodySchema = z.object({
   url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2048),
-  events: z.array(webhookEventSchema).min(1).max(4).optional().describe('default: every event'),
+  events: z.array(webhookEventSchema).min(1).max(WEBHOOK_EVENTS.length).optional().describe('default: every event'),
 });
 
 export const webhookSchema = z.object({

@@ -1,15 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { ulid } from 'ulid';
 import type { WrittenEvent } from '../events/event-log.ts';
+import { WEBHOOK_EVENTS, type WebhookEvent } from '../shapes/webhook.ts';
 import { rowReader } from '../store/rows.ts';
 import type { SqlClient } from '../store/sql-client.ts';
 import { webhookDeliveries as d, webhooks as w } from '../store/schema.ts';
 import { createTaskStore } from '../store/task-store.ts';
 import type { TaskRow } from '../store/schema.ts';
-
-/** The task events a webhook can ask for. */
-export const WEBHOOK_EVENTS = ['task.started', 'task.finished', 'task.paused', 'task.resumed'] as const;
-export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 export type WebhookRow = typeof w.$inferSelect;
 export type DeliveryRow = typeof d.$inferSelect;
