@@ -66,21 +66,12 @@ export const heartbeatSchema = z.object({
 /** One message of a progress stream (`/tasks/:id/stream`, `/stream`), as the wire carries it. */
 export type Heartbeat = z.infer<typeof heartbeatSchema>;
 
-export const streamMessageSchema = z.discriminatedUnion('type', [
-  envelope('task.started'),
-  envelope('step.started'),
-  envelope('text.delta'),
-  envelope('tool.call'),
-  envelope('tool.result'),
-  envelope('step.finished'),
-  envelope('plan'),
-  envelope('message.received'),
-  envelope('context.compacted'),
-  envelope('task.resumed'),
-  envelope('task.paused'),
-  envelope('task.finished'),
-  heartbeatSchema,
-]);
+/** Every event's envelope, one per entry of eventDataSchemas (the one list of event types). */
+type Envelope = { [T in EventType]: ReturnType<typeof envelope<T>> }[EventType];
+type Message = Envelope | typeof heartbeatSchema;
+const messages = [...eventTypes.map((type) => envelope(type)), heartbeatSchema] as unknown as [Message, ...Message[]];
+
+export const streamMessageSchema = z.discriminatedUnion('type', messages);
 export type StreamMessage = z.infer<typeof streamMessageSchema>;
 
 /** A stored event together with its wire form, serialised once for every reader. */
