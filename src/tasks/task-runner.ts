@@ -11,7 +11,7 @@ import { errorMessage, runAgent, type AgentObserver } from '../loop/run-agent.ts
 import { buildSystemPrompt } from '../loop/system-prompt.ts';
 import { forStorage } from '../loop/transcript.ts';
 import { capPayload } from '../events/cap-payload.ts';
-import type { EventLog } from '../events/event-log.ts';
+import type { Append, EventLog } from '../events/event-log.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { TaskRow } from '../store/schema.ts';
 import { createTaskStore, TaskTakenOver, type TaskStore } from '../store/task-store.ts';
@@ -244,9 +244,7 @@ export function createTaskRunner(deps: RunnerDeps) {
     // Fixed outside the transaction: written again after a lost COMMIT answer, it bills once.
     const callKey = randomUUID();
     const billedAt = deps.now();
-    await events.transaction(row.id, async (tx, append) => {
-      const s = createTaskStore(tx);
-      await s.assertOwned(row.id, owner);
+    await ownedTransaction(row, async (s, append) => {
       if (out.usage) await s.addUsage(row.id, step, out.usage, { model, costMicroUsd: cost }, billedAt, callKey);
       else await s.usageUnreported(row.id);
       await s.countStep(row.id);
@@ -340,11 +338,22 @@ export function createTaskRunner(deps: RunnerDeps) {
     return { status: 'completed', ...delivered, stopReason: result.stopReason, errorCode: null, errorMessage: null };
   }
 
-  /** A budget was reached: `running → paused` with `task.paused`, in one transaction; the slot is freed. */
-  async function pause(row: TaskRow, why: Pause, log: Logger): Promise<TaskRow> {
-    await events.transaction(row.id, async (tx, append) => {
+  /**
+   * A transaction over the task's store and events that writes only while this instance owns the
+   * task (fencing: `TaskTakenOver` otherwise, and nothing is written); events appended in it are
+   * published once it commits.
+   */
+  function ownedTransaction(row: TaskRow, body: (s: TaskStore, append: Append) => Promise<void>): Promise<void> {
+    return events.transaction(row.id, async (tx, append) => {
       const s = createTaskStore(tx);
       await s.assertOwned(row.id, owner);
+      await body(s, append);
+    });
+  }
+
+  /** A budget was reached: `running → paused` with `task.paused`, in one transaction; the slot is freed. */
+  async function pause(row: TaskRow, why: Pause, log: Logger): Promise<TaskRow> {
+    await ownedTransaction(row, async (s, append) => {
       await s.pause(row.id, why, deps.now());
       append(row, 'task.paused', why);
     });
@@ -361,11 +370,7 @@ export function createTaskRunner(deps: RunnerDeps) {
     if (stored.length > 0) return stored;
     const earlier = row.previousTaskId ? await store.messages(row.previousTaskId) : [];
     const start: ModelMessage[] = [...earlier, { role: 'user', content: body.prompt! }];
-    await events.transaction(row.id, async (tx) => {
-      const s = createTaskStore(tx);
-      await s.assertOwned(row.id, owner);
-      await s.appendMessages(row.id, 0, start);
-    });
+    await ownedTransaction(row, (s) => s.appendMessages(row.id, 0, start));
     return start;
   }
 
@@ -425,15 +430,11 @@ export function createTaskRunner(deps: RunnerDeps) {
         // The step count, what the step added to the conversation and the event that reports the
         // step commit together: a resume continues exactly after the last step that has all three.
         const messages = forStorage(added);
-        events
-          .transaction(row.id, async (tx, append) => {
-            const s = createTaskStore(tx);
-            await s.assertOwned(row.id, owner);
-            await s.countStep(row.id);
-            await s.appendMessages(row.id, step, messages);
-            append(row, 'step.finished', { step, finishReason, usage: { ...usage, costMicroUsd: costOf(model, usage) } });
-          })
-          .catch((err) => log.error({ err, step }, 'could not store the finished step'));
+        ownedTransaction(row, async (s, append) => {
+          await s.countStep(row.id);
+          await s.appendMessages(row.id, step, messages);
+          append(row, 'step.finished', { step, finishReason, usage: { ...usage, costMicroUsd: costOf(model, usage) } });
+        }).catch((err) => log.error({ err, step }, 'could not store the finished step'));
       },
       messageReceived(_step, text) {
         deltas.flush();
@@ -442,14 +443,10 @@ export function createTaskRunner(deps: RunnerDeps) {
       compacted(step, info, conversation) {
         deltas.flush();
         const messages = forStorage(conversation);
-        events
-          .transaction(row.id, async (tx, append) => {
-            const s = createTaskStore(tx);
-            await s.assertOwned(row.id, owner);
-            await s.replaceMessages(row.id, step - 1, messages);
-            append(row, 'context.compacted', info);
-          })
-          .catch((err) => log.error({ err, step }, 'could not store the compacted conversation'));
+        ownedTransaction(row, async (s, append) => {
+          await s.replaceMessages(row.id, step - 1, messages);
+          append(row, 'context.compacted', info);
+        }).catch((err) => log.error({ err, step }, 'could not store the compacted conversation'));
       },
     };
   }
