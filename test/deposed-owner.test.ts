@@ -67,7 +67,8 @@ describe.skipIf(!run)('an owner paused past its lease (a VM stopped, then woken)
     a.child.kill('SIGSTOP');
     // b takes the task over (the lease ran out) and resumes it from its last finished step.
     const b = await instance('b');
-    await until(async () => (await json(`${b.url}/tasks/${id}`)).body.status === 'completed', 20_000);
+    // (A process start, a lease of 3 s and a 4 s model call: a busy machine needs far more than 10 s.)
+    await until(async () => (await json(`${b.url}/tasks/${id}`)).body.status === 'completed', 60_000);
     // a wakes up once b has finished the task, and gets the answer of its call.
     a.child.kill('SIGCONT');
     // a has read the answer by now (its lease lost, it asks the database before the tools).
