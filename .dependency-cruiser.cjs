@@ -9,6 +9,7 @@ const LAYERS = [
   ['store', '^src/store/'],
   ['events, money, metrics, telemetry', '^src/(events|money|metrics|telemetry)/'],
   ['config, webhooks', '^src/(config|webhooks)/'],
+  ['workspace, sandbox', '^src/(workspace|sandbox)/'],
   ['tools', '^src/tools/'],
   ['definitions', '^src/definitions/'],
   ['loop, acp', '^src/(loop|acp)/'],

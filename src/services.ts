@@ -23,8 +23,8 @@ import { createTaskRunner } from './tasks/task-runner.ts';
 import { createLiveness } from './tasks/liveness.ts';
 import { createTracing } from './telemetry/tracing.ts';
 import { createTaskService, type TaskService } from './tasks/task-service.ts';
-import { sandboxFor, type Sandbox } from './tools/sandbox.ts';
-import { workspaceLayout, type WorkspacesDirOf } from './tools/workspace.ts';
+import { sandboxFor, type Sandbox } from './sandbox/sandbox.ts';
+import { workspaceLayout, type WorkspacesDirOf } from './workspace/workspace.ts';
 
 export interface ServiceDeps {
   config: Config;

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { createOutputCapture } from '../tools/output-capture.ts';
-import { requestedEnv } from '../tools/host-programs.ts';
-import { runCommand, type CommandResult } from '../tools/run-command.ts';
-import type { Sandbox } from '../tools/sandbox.ts';
-import type { Workspace } from '../tools/tool-types.ts';
+import { createOutputCapture } from '../sandbox/output-capture.ts';
+import { requestedEnv } from '../sandbox/host-programs.ts';
+import { runCommand, type CommandResult } from '../sandbox/run-command.ts';
+import type { Sandbox } from '../sandbox/sandbox.ts';
+import type { Workspace } from '../workspace/workspace.ts';
 
 /** A single-quoted shell word. */
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;

@@ -7,10 +7,10 @@ import { Readable, Transform, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk/unstable';
 import type { AgentDefinition } from '../definitions/agent-definition.ts';
 import type { TokenUsage } from '../shapes/task.ts';
-import { createOutputCapture } from '../tools/output-capture.ts';
-import { openInside, readHead, replaceContent } from '../tools/safe-open.ts';
-import type { Sandbox } from '../tools/sandbox.ts';
-import type { Workspace } from '../tools/tool-types.ts';
+import { createOutputCapture } from '../sandbox/output-capture.ts';
+import { openInside, readHead, replaceContent } from '../workspace/safe-open.ts';
+import type { Sandbox } from '../sandbox/sandbox.ts';
+import type { Workspace } from '../workspace/workspace.ts';
 import { MAX_LOADED_BYTES } from '../tools/tool-types.ts';
 import { createTerminals } from './acp-terminals.ts';
 

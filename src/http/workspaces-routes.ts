@@ -4,11 +4,11 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { contextIdSchema } from '../shapes/task.ts';
 import { publicMessage } from '../errors/public-message.ts';
-import { isInside, PathError, resolveWorkspacePath } from '../tools/path-guard.ts';
-import { openInside, removeInside, replaceFromStream, streamExactly, type Opened } from '../tools/safe-open.ts';
-import { describeFile, listWorkspace } from '../tools/workspace-files.ts';
+import { isInside, PathError, resolveWorkspacePath } from '../workspace/path-guard.ts';
+import { openInside, removeInside, replaceFromStream, streamExactly, type Opened } from '../workspace/safe-open.ts';
+import { describeFile, listWorkspace } from '../workspace/workspace-files.ts';
 import { workspaceFileSchema, workspaceListingSchema } from '../shapes/artifact.ts';
-import type { WorkspacesDirOf } from '../tools/workspace.ts';
+import type { WorkspacesDirOf } from '../workspace/workspace.ts';
 import { AppError, notFound } from '../errors/app-error.ts';
 import { binaryBody, errors, json } from './openapi.ts';
 

@@ -2,7 +2,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { z } from 'zod';
-import { checkArtifacts } from '../tools/artifacts.ts';
+import { checkArtifacts } from '../workspace/artifacts.ts';
 import { defineTool, type WorkspaceTool } from '../tools/tool-types.ts';
 import { compileSafeRegex } from '../tools/user-regex.ts';
 

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { startScriptedModel, type ScriptedModel, type ScriptedTurn } from '../../scripted-model/server.ts';
 import type { TokenUsage as Usage } from '../shapes/usage.ts';
 import { defineTool, type ToolContext } from '../tools/tool-types.ts';
-import { openWorkspace } from '../tools/workspace.ts';
+import { openWorkspace } from '../workspace/workspace.ts';
 import { createCompleteTool } from './complete-tool.ts';
 import { guardModel } from './model-guard.ts';
 import { createModelProvider } from './model-provider.ts';

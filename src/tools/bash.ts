@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { runCommand } from './run-command.ts';
+import { runCommand } from '../sandbox/run-command.ts';
 import { defineTool } from './tool-types.ts';
 
 export const bashTool = defineTool({

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { openInside, readHead, replaceContent } from './safe-open.ts';
+import { openInside, readHead, replaceContent } from '../workspace/safe-open.ts';
 import { defineTool, MAX_LOADED_BYTES } from './tool-types.ts';
 
 export const editFileTool = defineTool({

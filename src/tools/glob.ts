@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { compileGlob } from './glob-pattern.ts';
-import { openRoot, walkTree } from './safe-open.ts';
+import { openRoot, walkTree } from '../workspace/safe-open.ts';
 import { defineTool } from './tool-types.ts';
 
 const MAX_MATCHES = 1000;

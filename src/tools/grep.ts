@@ -2,7 +2,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { compileGlob } from './glob-pattern.ts';
 import { MAX_WALKED, SKIPPED_FOLDERS } from './glob.ts';
-import { openEntry, openInside, readHead, walkTree, type Opened } from './safe-open.ts';
+import { openEntry, openInside, readHead, walkTree, type Opened } from '../workspace/safe-open.ts';
 import { defineTool } from './tool-types.ts';
 import { compileSafeRegex } from './user-regex.ts';
 

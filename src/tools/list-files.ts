@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { entriesOf, openInside } from './safe-open.ts';
+import { entriesOf, openInside } from '../workspace/safe-open.ts';
 import { defineTool } from './tool-types.ts';
 
 const MAX_ENTRIES = 1000;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { openInside, readHead } from './safe-open.ts';
+import { openInside, readHead } from '../workspace/safe-open.ts';
 import { defineTool } from './tool-types.ts';
 
 const MAX_BYTES = 256 * 1024;

@@ -1,14 +1,6 @@
 import type { z } from 'zod';
-import type { ResolvedPath } from './path-guard.ts';
-import type { Sandbox } from './sandbox.ts';
-
-/** The parent task's workspace folder, shared by all its subagents. */
-export interface Workspace {
-  parentTaskId: string;
-  /** Real path of the workspace folder. */
-  root: string;
-  resolve(input: string, opts: { mustExist: boolean }): Promise<ResolvedPath>;
-}
+import type { Sandbox } from '../sandbox/sandbox.ts';
+import type { Workspace } from '../workspace/workspace.ts';
 
 export interface ToolLimits {
   bashTimeoutMs: number;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { openInside, replaceContent } from './safe-open.ts';
+import { openInside, replaceContent } from '../workspace/safe-open.ts';
 import { defineTool, MAX_LOADED_BYTES } from './tool-types.ts';
 
 export const writeFileTool = defineTool({

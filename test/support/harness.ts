@@ -5,7 +5,7 @@ import pino from 'pino';
 import { createApp, type App } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config/config';
 import { closeDatabase, openDatabase, type Db } from '../../src/store/database';
-import type { Sandbox } from '../../src/tools/sandbox';
+import type { Sandbox } from '../../src/sandbox/sandbox';
 import { startScriptedModel, type ScriptedModel } from '../../scripted-model/server';
 import { testDatabaseUrl } from './postgres';
 import { until } from './until';

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Artifact, SkippedPath } from '../shapes/artifact.ts';
 import { isInside, PathError } from './path-guard.ts';
 import { openInside } from './safe-open.ts';
-import type { Workspace } from './tool-types.ts';
+import type { Workspace } from './workspace.ts';
 
 /** Public download URL of a workspace file. */
 export function fileUrl(parentTaskId: string, relative: string): string {

@@ -1,7 +1,14 @@
 import { mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
-import { resolveWorkspacePath } from './path-guard.ts';
-import type { Workspace } from './tool-types.ts';
+import { resolveWorkspacePath, type ResolvedPath } from './path-guard.ts';
+
+/** The parent task's workspace folder, shared by all its subagents. */
+export interface Workspace {
+  parentTaskId: string;
+  /** Real path of the workspace folder. */
+  root: string;
+  resolve(input: string, opts: { mustExist: boolean }): Promise<ResolvedPath>;
+}
 
 /** Where a tenant's workspaces live: `WORKSPACES_DIR` itself, or `WORKSPACES_DIR/@<tenant>` with API keys. */
 export type WorkspacesDirOf = (tenant: string) => string;

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { createCommandLimiter, type CommandLimiter } from './command-cgroup.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.ts';
-import { isInside } from './path-guard.ts';
+import { isInside } from '../workspace/path-guard.ts';
 import { bashPath, HOST_ENV, isRefusedName, SYSTEM_PATH, systemProgram } from './host-programs.ts';
 
 export type SandboxMode = 'auto' | 'bwrap' | 'none';
