@@ -144,7 +144,7 @@ export function createA2aHandler(deps: A2aHandlerDeps): A2ARequestHandler {
     const push = params.configuration?.taskPushNotificationConfig;
     const config = push ? await checkedPush(push) : null;
     const storePush = (taskId: string) => webhooks.putPush(state.tenant, { ...config!, taskId }, deps.now());
-    const { row, created } = await tasks.submit(state.tenant, parsed.data, key, undefined, config ? (r) => storePush(r.id) : undefined);
+    const { row, created } = await tasks.submit(state.tenant, parsed.data, { idempotencyKey: key, beforeQueue: config ? (r) => storePush(r.id) : undefined });
     if (config && !created) await storePush(row.id);
     return { id: row.id, after: 0 };
   }

@@ -73,6 +73,23 @@ export interface RunnerDeps {
   instanceId?: string | null;
 }
 
+/** What every kind of run gets: the task, its body and definition, its workspace, its abort signal. */
+interface TaskRun {
+  row: TaskRow;
+  body: CreateTaskBody;
+  def: AgentDefinition;
+  workspace: Workspace;
+  signal: AbortSignal;
+}
+
+/** A model run also gets its model, the steering messages, its trace and the lease check. */
+interface ModelRun extends TaskRun {
+  model: string;
+  takeMessages: () => Promise<string[]>;
+  trace: TaskTrace;
+  confirmLease?: () => Promise<void>;
+}
+
 /**
  * Runs one task from `queued` to its end: marks it started (opening its usage record), runs the
  * shell command or the agent loop, and writes the end state, the record and `task.finished` together.
@@ -113,12 +130,13 @@ export function createTaskRunner(deps: RunnerDeps) {
       const workspace = await openWorkspace(deps.workspacesDirOf(row.tenant), row.parentTaskId);
       if (resumed) events.append(row, 'task.resumed', { fromStep: row.steps + 1, attempt: row.resumes, reason: opts.resumeReason ?? 'restart' });
       else events.append(row, 'task.started', { subagent_type: row.subagentType, model, workspace: workspace.root });
+      const taskRun: TaskRun = { row, body, def, workspace, signal };
       const outcome =
         def.kind === 'shell'
-          ? await runShell(row, body, workspace, signal)
+          ? await runShell(taskRun)
           : def.kind === 'acp'
-            ? await runExternal(row, body, def, workspace, signal)
-            : await runModel(row, body, def, model!, workspace, signal, takeMessages, trace, opts.confirmLease);
+            ? await runExternal(taskRun)
+            : await runModel({ ...taskRun, model: model!, takeMessages, trace, confirmLease: opts.confirmLease });
       if ('pause' in outcome) {
         const paused = await pause(row, outcome.pause, log);
         trace.end(paused, null);
@@ -170,7 +188,7 @@ export function createTaskRunner(deps: RunnerDeps) {
     return finished;
   }
 
-  async function runShell(row: TaskRow, body: CreateTaskBody, ws: Workspace, signal: AbortSignal): Promise<Ending> {
+  async function runShell({ row, body, workspace: ws, signal }: TaskRun): Promise<Ending> {
     if (deps.sandbox.kind === 'unavailable') return failed('sandbox_unavailable', deps.sandbox.reason ?? 'no sandbox');
     const r = await runCommand({
       command: body.command!,
@@ -201,7 +219,7 @@ export function createTaskRunner(deps: RunnerDeps) {
    * they come; its usage (when it reports any) is billed once at the end, else the record says
    * the usage is unknown; the files it wrote are checked into artifacts.
    */
-  async function runExternal(row: TaskRow, body: CreateTaskBody, def: AgentDefinition, workspace: Workspace, signal: AbortSignal): Promise<Ending> {
+  async function runExternal({ row, body, def, workspace, signal }: TaskRun): Promise<Ending> {
     if (!def.acp) return failed('internal_error', `definition "${def.type}" has no ACP command`);
     if (deps.sandbox.kind === 'unavailable') return failed('sandbox_unavailable', deps.sandbox.reason ?? 'no sandbox');
     const step = 1;
@@ -259,17 +277,8 @@ export function createTaskRunner(deps: RunnerDeps) {
     return { status: 'completed', ...delivered, stopReason: out.stopReason === 'end_turn' ? 'text' : 'max_steps', errorCode: null, errorMessage: null };
   }
 
-  async function runModel(
-    row: TaskRow,
-    body: CreateTaskBody,
-    def: AgentDefinition,
-    model: string,
-    workspace: Workspace,
-    signal: AbortSignal,
-    takeMessages: () => Promise<string[]>,
-    trace: TaskTrace,
-    confirmLease: () => Promise<void> = async () => {},
-  ): Promise<Ending | { pause: Pause }> {
+  async function runModel(run: ModelRun): Promise<Ending | { pause: Pause }> {
+    const { row, body, def, model, workspace, signal, takeMessages, trace, confirmLease = async () => {} } = run;
     const toolNames = def.tools;
     const tools = toolNames
       .map((name) => (name === 'complete' ? createCompleteTool(body.options?.outputSchema) : workspaceTools[name]))

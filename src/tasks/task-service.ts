@@ -126,6 +126,15 @@ function clusterScheduler(
   };
 }
 
+export interface SubmitOptions {
+  /** A repeated key with the same body answers the first task (409 with another body). */
+  idempotencyKey?: string;
+  /** W3C traceparent of the caller's span. */
+  traceParent?: string;
+  /** Stores what must exist before the new task can start (an A2A push config). */
+  beforeQueue?: (row: TaskRow) => Promise<unknown>;
+}
+
 /**
  * The task lifecycle. `submit` admits (the checks live in admission.ts, then the queue's bounds);
  * the rest schedules: a fair queue under a concurrency cap, timeouts, cancellation, waiting for
@@ -404,14 +413,8 @@ export function createTaskService(deps: TaskServiceDeps) {
      * Admits a task. Returns the stored row and whether it was created now (false: an earlier
      * request with the same Idempotency-Key and body).
      */
-    async submit(
-      tenant: string,
-      body: CreateTaskBody,
-      idempotencyKey?: string,
-      traceParent?: string,
-      /** Stores what must exist before the new task can start (an A2A push config). */
-      beforeQueue?: (row: TaskRow) => Promise<unknown>,
-    ): Promise<{ row: TaskRow; created: boolean }> {
+    async submit(tenant: string, body: CreateTaskBody, opts: SubmitOptions = {}): Promise<{ row: TaskRow; created: boolean }> {
+      const { idempotencyKey, traceParent, beforeQueue } = opts;
       if (closing) throw shuttingDown();
       if (deps.storage.fault) throw storageRefusal(deps.storage.fault);
       checkAgainstDefinition(registry, body);
