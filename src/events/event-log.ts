@@ -118,9 +118,12 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
   const taskSeen = new Map<string, number>();
   const parentSeen = new Map<string, number>();
 
-  /** Numbers and inserts `rows` in `tx`; on failure the caches are put back, so a retry takes the same numbers. */
-  let wrote = false;
-  async function writeRows(tx: SqlClient, rows: Pending[], undo: Map<string, number | undefined>[]): Promise<Numbered[]> {
+  /**
+   * Numbers and inserts `rows` in `tx`; on failure the caches are put back, so a retry takes the
+   * same numbers. Answers what it wrote, and whether `onWrite` wrote something of its own (the
+   * webhook outbox), which `onCommit` is told once the transaction commits.
+   */
+  async function writeRows(tx: SqlClient, rows: Pending[], undo: Map<string, number | undefined>[]): Promise<{ written: Numbered[]; hooked: boolean }> {
     const [seqs, parentSeqs] = undo;
     const out: Numbered[] = [];
     if (cluster && rows.length > 0) {
@@ -200,10 +203,11 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
       }
       await send();
     }
-    if (opts.onWrite && out.length > 0) {
-      if (await opts.onWrite(tx, out.map((r) => ({ taskId: r.event.taskId, tenant: r.parent.slice(r.parent.indexOf('@') + 1), type: r.event.type, at: r.at })))) wrote = true;
-    }
-    return out;
+    const hooked =
+      opts.onWrite !== undefined &&
+      out.length > 0 &&
+      (await opts.onWrite(tx, out.map((r) => ({ taskId: r.event.taskId, tenant: r.parent.slice(r.parent.indexOf('@') + 1), type: r.event.type, at: r.at }))));
+    return { written: out, hooked };
   }
 
   function restore(undo: Map<string, number | undefined>[]) {
@@ -306,14 +310,17 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
   async function commit<R>(rows: Pending[], body?: (tx: SqlClient, append: Append) => Promise<R>): Promise<R> {
     const undo = [new Map<string, number | undefined>(), new Map<string, number | undefined>()];
     let written: Numbered[] = [];
+    let hooked = false;
     try {
       const once = () =>
         sql.transaction(async (tx) => {
-          written = await writeRows(tx, rows, undo);
+          const first = await writeRows(tx, rows, undo);
+          [written, hooked] = [first.written, first.hooked];
           if (!body) return undefined as R;
           const mine: Pending[] = [];
           const answer = await body(tx, (task, type, data) => mine.push(pendingOf(task, type, data)));
-          written = written.concat(await writeRows(tx, mine, undo));
+          const late = await writeRows(tx, mine, undo);
+          [written, hooked] = [written.concat(late.written), hooked || late.hooked];
           return answer;
         });
       let result: R;
@@ -324,17 +331,12 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
         } catch (err) {
           if (!isConflict(err) || attempt >= MAX_CONFLICT_RETRIES) throw err;
           restore(undo);
-          wrote = false;
         }
       }
       publish(written);
-      if (wrote) {
-        wrote = false;
-        opts.onCommit?.();
-      }
+      if (hooked) opts.onCommit?.();
       return result;
     } catch (err) {
-      wrote = false;
       restore(undo);
       throw err;
     }
