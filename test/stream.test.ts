@@ -9,7 +9,8 @@ import { openStream, range, seqsOf } from './support/ws-client';
 
 let svc: TestService;
 beforeAll(async () => {
-  svc = await startService({ env: { HEARTBEAT_MS: '100', WS_PING_MS: '150' } });
+  // Pings at the default pace: a busy machine can hold a test's own client past a short one.
+  svc = await startService({ env: { HEARTBEAT_MS: '100' } });
 });
 afterAll(() => svc.close());
 
@@ -163,18 +164,23 @@ describe('GET /tasks/:id/stream', () => {
   });
 
   it('terminates a client that stops answering pings', async () => {
-    svc.model.script('STREAM-DEAD', [{ delayMs: 1500, toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] }]);
-    const { id, streamUrl } = await submit(svc, taskBody({ prompt: 'STREAM-DEAD' }));
-    const client = await openStream(wsUrl(svc, streamUrl));
-    await client.waitFor((m) => m.type === 'task.started');
-    const open = await metric(svc, 'subagentd_stream_connections', { transport: 'websocket' });
-    expect(open).toBeGreaterThanOrEqual(1);
-    // Stop reading: pings are never answered, and the server drops the socket while the task runs.
-    (client.socket as unknown as { _socket: { pause(): void } })._socket.pause();
-    await until(async () => (await metric(svc, 'subagentd_stream_connections', { transport: 'websocket' })) === open - 1, 3000);
-    expect((await svc.inject({ url: `/tasks/${id}` })).json().status).toBe('running');
-    expect((await taskEnd(svc, id)).status).toBe('completed');
-    client.socket.terminate();
+    const pinging = await startService({ model: svc.model, env: { WS_PING_MS: '150' } });
+    try {
+      pinging.model.script('STREAM-DEAD', [{ delayMs: 6000, toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] }]);
+      const { id, streamUrl } = await submit(pinging, taskBody({ prompt: 'STREAM-DEAD' }));
+      const client = await openStream(wsUrl(pinging, streamUrl));
+      await client.waitFor((m) => m.type === 'task.started');
+      const open = await metric(pinging, 'subagentd_stream_connections', { transport: 'websocket' });
+      expect(open).toBe(1);
+      // Stop reading: pings are never answered, and the server drops the socket while the task runs.
+      (client.socket as unknown as { _socket: { pause(): void } })._socket.pause();
+      await until(async () => (await metric(pinging, 'subagentd_stream_connections', { transport: 'websocket' })) === 0, 5000);
+      expect((await pinging.inject({ url: `/tasks/${id}` })).json().status).toBe('running');
+      expect((await taskEnd(pinging, id)).status).toBe('completed');
+      client.socket.terminate();
+    } finally {
+      await pinging.close();
+    }
   });
 });
 
