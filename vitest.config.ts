@@ -13,14 +13,19 @@ const SLOW = [
   'test/package.test.ts',
   'test/acp.test.ts',
   'test/acp-opencode.test.ts',
-  'test/deposed-owner.test.ts',
-  'test/postgres-*.test.ts',
-  'test/cluster.test.ts',
+  'test/postgres-driver.test.ts',
   'test/sandbox.test.ts',
   'test/security.test.ts',
   'test/liveness.test.ts',
   'test/client.test.ts',
 ];
+
+/**
+ * Each starts a PostgreSQL cluster of its own and two or three service processes, then kills,
+ * pauses or restarts them against leases and retry windows: run one at a time, so that on two
+ * cores one drill's processes do not starve another's past its lease.
+ */
+const OWN_CLUSTERS = ['test/cluster.test.ts', 'test/deposed-owner.test.ts', 'test/postgres-outage.test.ts', 'test/postgres-restart.test.ts'];
 
 /** Fast, but they look at what the process has loaded: a module graph of their own. */
 const OWN_MODULES = ['test/service.test.ts'];
@@ -45,11 +50,18 @@ export default defineConfig({
       // share no state but what each test starts and closes itself.
       {
         extends: true,
-        test: { name: 'fast', include: ['src/**/*.test.ts', 'packages/*/src/**/*.test.ts', 'test/**/*.test.ts'], exclude: [...SLOW, ...OWN_MODULES], isolate: false, ...shared },
+        test: {
+          name: 'fast',
+          include: ['src/**/*.test.ts', 'packages/*/src/**/*.test.ts', 'test/**/*.test.ts'],
+          exclude: [...SLOW, ...OWN_CLUSTERS, ...OWN_MODULES],
+          isolate: false,
+          ...shared,
+        },
       },
       { extends: true, test: { name: 'fast-isolated', include: OWN_MODULES, ...shared } },
       // Process starts take seconds each on a busy machine: a budget, not a timing assertion.
       { extends: true, test: { name: 'slow', include: SLOW, ...shared, testTimeout: 60_000, hookTimeout: 60_000 } },
+      { extends: true, test: { name: 'clusters', include: OWN_CLUSTERS, ...shared, testTimeout: 90_000, hookTimeout: 60_000, maxWorkers: 1 } },
     ],
   },
 });
