@@ -27,7 +27,7 @@ async function main() {
   const logger = createLogger(config.logLevel);
   let db;
   try {
-    db = await openDatabase(config.databaseUrl ?? config.databasePath, config.instanceId);
+    db = await openDatabase(config.databaseUrl ?? config.databasePath, config.instanceId, { idleInTransactionMs: config.taskLeaseMs });
   } catch (err) {
     if (err instanceof DatabaseInUseError || err instanceof DatabaseNotWritableError) {
       console.error(`subagentd: ${err.message}`);

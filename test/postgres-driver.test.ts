@@ -25,4 +25,35 @@ describe.skipIf(!process.env.TEST_POSTGRES_URL)('the PostgreSQL driver', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('ends a transaction left idle past the lease (a process paused mid-transaction), so its row locks free the task for the others', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-pgdriver-'));
+    const url = (await testDatabaseUrl(dir))!;
+    const paused = await openPostgres(url, 'driver-paused', { idleInTransactionMs: 500 });
+    const other = await openPostgres(url, 'driver-other', { idleInTransactionMs: 500 });
+    try {
+      await paused.sql.run('CREATE TABLE IF NOT EXISTS lease_probe (id TEXT PRIMARY KEY, owner TEXT)');
+      await paused.sql.run(`INSERT INTO lease_probe (id, owner) VALUES ('t1', 'paused') ON CONFLICT (id) DO NOTHING`);
+      const skipLocked = () => other.sql.all(`SELECT id FROM lease_probe WHERE id = 't1' FOR UPDATE SKIP LOCKED`);
+      let locked!: () => void;
+      const holding = new Promise<void>((resolve) => (locked = resolve));
+      // The row is locked, then the transaction sits idle (its process stopped) for 1.5 s.
+      const stalled = paused.sql.transaction(async (tx) => {
+        await tx.run(`UPDATE lease_probe SET owner = 'paused-again' WHERE id = 't1'`);
+        locked();
+        await new Promise((r) => setTimeout(r, 1500));
+        await tx.run(`UPDATE lease_probe SET owner = 'late' WHERE id = 't1'`);
+      });
+      await holding;
+      expect(await skipLocked()).toEqual([]);
+      await expect(stalled).rejects.toThrow();
+      expect(await skipLocked()).toHaveLength(1);
+      // Nothing of the ended transaction was kept.
+      expect(await other.sql.get(`SELECT owner FROM lease_probe WHERE id = 't1'`)).toEqual({ owner: 'paused' });
+    } finally {
+      await paused.close();
+      await other.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

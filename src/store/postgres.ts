@@ -177,11 +177,21 @@ export function redactUrl(url: string): string {
   }
 }
 
+export interface PostgresOptions {
+  /**
+   * The server ends a session left idle inside a transaction this long (its process paused or
+   * hung mid-transaction), so the row locks it holds cannot keep the other instances from taking
+   * its tasks over (they skip locked rows). A task lease's length: a process stalled that long has
+   * lost its leases anyway.
+   */
+  idleInTransactionMs?: number;
+}
+
 /**
  * Opens a PostgreSQL database through a connection pool and applies `migrations-pg/` (under an
  * advisory lock, so processes starting together do not race).
  */
-export async function openPostgres(url: string, instanceId: string): Promise<Db> {
+export async function openPostgres(url: string, instanceId: string, options: PostgresOptions = {}): Promise<Db> {
   // Several instances share the database; each runs under its own id, and one process per id: a
   // second one would take the first one's running tasks for a crash's leftovers. A session lock
   // on a connection of its own, which the server releases when the process (and so the
@@ -235,7 +245,13 @@ export async function openPostgres(url: string, instanceId: string): Promise<Db>
       `another subagentd process runs as instance "${instanceId}" on the database ${redactUrl(url)}; give each instance its own INSTANCE_ID`,
     );
   }
-  const pool = new pg.Pool({ connectionString: url, types, max: 10, connectionTimeoutMillis: 10_000 });
+  const pool = new pg.Pool({
+    connectionString: url,
+    types,
+    max: 10,
+    connectionTimeoutMillis: 10_000,
+    ...(options.idleInTransactionMs && { idle_in_transaction_session_timeout: options.idleInTransactionMs }),
+  });
   // An idle connection the server dropped is replaced by the pool; its error must not kill the process.
   pool.on('error', () => undefined);
   try {

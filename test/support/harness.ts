@@ -54,7 +54,7 @@ export async function startService(
     MAX_EVENT_LOOP_DELAY_MS: '0',
     ...opts.env,
   });
-  const db = await openDatabase(config.databaseUrl ?? config.databasePath);
+  const db = await openDatabase(config.databaseUrl ?? config.databasePath, undefined, { idleInTransactionMs: config.taskLeaseMs });
   const app = await createApp({ config, db, logger: opts.logger ?? pino({ level: 'silent' }), sandbox: opts.sandbox });
   await app.server.listen({ port: 0, host: '127.0.0.1' });
   await app.recover();
