@@ -3,7 +3,9 @@ import { AppError, notFound } from '../errors/app-error.ts';
 import { compileOutputSchema } from '../loop/complete-tool.ts';
 import type { CreateTaskBody } from '../shapes/task.ts';
 import type { TaskRow } from '../store/schema.ts';
+import type { StorageFault } from '../store/storage-guard.ts';
 import type { TaskStore } from '../store/task-store.ts';
+import type { Scheduler } from './scheduler.ts';
 
 /** How long an Idempotency-Key answers with its first task. */
 const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
@@ -144,3 +146,34 @@ export function newTaskRow(
   };
 }
 
+
+export interface QueueBounds {
+  maxQueued: number;
+  maxQueuedPerTenant: number;
+}
+
+/**
+ * The queue's bounds: the whole queue's, and each tenant's own so one cannot refuse the others
+ * (across the cluster on PostgreSQL, where tasks being admitted elsewhere that moment are not
+ * counted). `admitting`: tasks admitted here and being stored (id → tenant), counted too.
+ */
+export async function checkQueueRoom(scheduler: Scheduler, admitting: Map<string, string>, bounds: QueueBounds, tenant: string): Promise<void> {
+  const waiting = await scheduler.waiting(tenant);
+  const queued = waiting.all + admitting.size;
+  if (queued >= bounds.maxQueued) {
+    throw new AppError(429, 'queue_full', `too many queued tasks (${queued}); retry later`, undefined, { 'retry-after': '5' });
+  }
+  const queuedIn = waiting.tenant + [...admitting.values()].filter((t) => t === tenant).length;
+  if (queuedIn >= bounds.maxQueuedPerTenant) {
+    throw new AppError(429, 'queue_full', `this tenant has ${queuedIn} queued tasks, its limit (MAX_QUEUED_PER_TENANT); retry later`, undefined, {
+      'retry-after': '5',
+    });
+  }
+}
+
+/** The answer to a new task while the database cannot be written. */
+export function storageRefusal(fault: StorageFault): AppError {
+  return fault === 'storage_full'
+    ? new AppError(507, 'storage_full', 'the service cannot store new tasks: its disk is full; retry later', undefined, { 'retry-after': '30' })
+    : new AppError(503, 'storage_unavailable', 'the service cannot write its database; retry later', undefined, { 'retry-after': '30' });
+}

@@ -1,0 +1,143 @@
+import type { TaskRow } from '../store/schema.ts';
+import { storageFaultOf } from '../store/storage-guard.ts';
+import { TaskTakenOver } from '../store/task-store.ts';
+import { failed } from './finish-task.ts';
+import type { LeaseSystem } from './lease-system.ts';
+import type { Scheduler } from './scheduler.ts';
+import { TaskAbort } from './task-abort.ts';
+import type { ResumeReason, TaskResources } from './task-resources.ts';
+
+/**
+ * Takes tasks off the scheduler into runs while there are free slots (MAX_CONCURRENT_TASKS) and
+ * the database takes writes; gives each its timeout and abort controller, and frees its slot
+ * when it stops.
+ */
+export function createDispatchSystem(res: TaskResources, scheduler: Scheduler, leases: LeaseSystem | null) {
+  const { deps, active } = res;
+  /** Tasks started and not yet stored as started: admission answers once they are. */
+  const starting = new Map<string, Promise<void>>();
+  let pumping: Promise<void> | null = null;
+  let pumpAgain = false;
+
+  /** Starts what may start; resolves once the tasks it took are started (or being). */
+  function pump(): Promise<void> {
+    if (pumping) {
+      pumpAgain = true;
+      return pumping;
+    }
+    const pass = async () => {
+      try {
+        do {
+          pumpAgain = false;
+          // Nothing starts while the database cannot be written: its tokens could not be billed.
+          while (!res.state.closing && deps.storage.fault === null && active.size < deps.maxConcurrent) {
+            const next = await scheduler.next();
+            if (!next) break;
+            start(next.row, next.reason);
+          }
+        } while (pumpAgain);
+      } catch (err) {
+        if (!deps.storage.report(err)) deps.logger.error({ err }, 'could not take the next task');
+      }
+    };
+    // Cleared in a later turn, after it is set (a pass with nothing to do ends synchronously).
+    pumping = pass().finally(() => {
+      pumping = null;
+    });
+    return pumping;
+  }
+
+  function start(row: TaskRow, resumeReason: ResumeReason | undefined): void {
+    const timeoutMs = Math.min(row.request.options?.timeoutMs ?? deps.taskTimeoutMs, deps.taskTimeoutMs);
+    const controller = new AbortController();
+    const timer = setTimeout(
+      () => controller.abort(new TaskAbort('timeout', `the task ran longer than its timeout of ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    active.set(row.id, { controller, timer, resumable: deps.registry.get(row.subagentType)?.kind === 'model' });
+    leases?.track(row.id);
+    let started!: () => void;
+    starting.set(row.id, new Promise<void>((resolve) => (started = resolve)));
+    const onStarted = () => {
+      starting.delete(row.id);
+      started();
+    };
+    void deps.runner
+      .run(row, controller.signal, { resumeReason, onStarted, ...(leases && { confirmLease: () => leases.confirm(row.id, controller) }) })
+      .catch(async (err): Promise<TaskRow | null> => {
+        if (err instanceof TaskTakenOver) {
+          // Another instance runs it now (this one lost its lease): its end will come from there.
+          deps.logger.warn({ taskId: row.id }, 'the task was taken over by another instance; stopped here');
+          return null;
+        }
+        // The runner never throws by design; if it did (its store writes failed), the task still
+        // ends error/internal_error where that can be written, and its waiters are answered.
+        deps.logger.error({ err, taskId: row.id }, 'runner failed');
+        const current = (await deps.store.getById(row.id).catch(() => undefined)) ?? row;
+        const fault = storageFaultOf(err);
+        const ending = fault ? failed(fault, 'the database could not be written') : failed('internal_error', 'the task failed inside the service');
+        return res.record(current, ending, deps.now()).catch((finishErr) => {
+          deps.logger.error({ err: finishErr, taskId: row.id }, 'could not record the end of the task');
+          return current;
+        });
+      })
+      .then((ended) => {
+        onStarted();
+        // Left running (handed over at shutdown, taken over elsewhere): its end comes later, or from elsewhere.
+        if (ended && (res.state.closing || !['queued', 'running'].includes(ended.status))) res.waiters.settle(ended);
+        clearTimeout(timer);
+        active.delete(row.id);
+        leases?.forget(row.id);
+        scheduler.done(row);
+        void pump();
+      });
+  }
+
+  return {
+    pump,
+
+    /** Resolves once a task just started is stored as started (at once when it is not starting). */
+    started(id: string): Promise<void> | undefined {
+      return starting.get(id);
+    },
+
+    /** Stops a task running here; false when it does not run here. */
+    abort(id: string, reason: TaskAbort): boolean {
+      const here = active.get(id);
+      here?.controller.abort(reason);
+      return here !== undefined;
+    },
+
+    /** Stops every task running here. */
+    abortAll(reason: TaskAbort): void {
+      for (const a of active.values()) a.controller.abort(reason);
+    },
+
+    /**
+     * Gives running tasks `graceMs` to end, then stops them: with RECOVERY_MODE=resume a model task
+     * is left `running` after its last finished step, for the next start to resume; otherwise (and
+     * a shell task always) it ends `interrupted`. Resolves, once they all stopped, with the ids of
+     * the tasks left running.
+     */
+    async stopAll(graceMs: number): Promise<string[]> {
+      const pending = [...active.keys()].map((id) => res.waiters.wait(id));
+      const handedOver: string[] = [];
+      if (pending.length === 0) return handedOver;
+      const grace = new Promise((r) => setTimeout(r, graceMs).unref());
+      await Promise.race([Promise.all(pending), grace]);
+      for (const [id, a] of active) {
+        const handOver = deps.recovery.mode === 'resume' && a.resumable;
+        if (handOver) handedOver.push(id);
+        a.controller.abort(
+          handOver
+            ? new TaskAbort('handed_over', 'the service stopped; the next start resumes the task')
+            : new TaskAbort('interrupted', 'the service stopped while the task was running'),
+        );
+      }
+      await Promise.all(pending);
+      return handedOver;
+    },
+  };
+}
+
+export type DispatchSystem = ReturnType<typeof createDispatchSystem>;

@@ -1,0 +1,93 @@
+import type { Logger } from 'pino';
+import type { AgentRegistry } from '../definitions/agent-registry.ts';
+import type { EventLog } from '../events/event-log.ts';
+import type { Metrics } from '../metrics/metrics.ts';
+import type { Budgets } from '../money/budgets.ts';
+import type { ClusterStore } from '../store/cluster-store.ts';
+import type { TaskRow } from '../store/schema.ts';
+import type { StorageGuard } from '../store/storage-guard.ts';
+import type { TaskStore } from '../store/task-store.ts';
+import { finishTask, type Ending } from './finish-task.ts';
+import type { Liveness } from './liveness.ts';
+import type { TaskRunner } from './task-runner.ts';
+import { createWaiters, type Waiters } from './waiters.ts';
+
+export interface TaskServiceDeps {
+  store: TaskStore;
+  events: EventLog;
+  registry: AgentRegistry;
+  runner: TaskRunner;
+  metrics: Metrics;
+  logger: Logger;
+  now: () => number;
+  maxConcurrent: number;
+  maxQueued: number;
+  maxConcurrentPerTenant: number;
+  maxQueuedPerTenant: number;
+  taskTimeoutMs: number;
+  budgets: Budgets;
+  liveness: Liveness;
+  /** A task paused longer than this ends `aborted` / `budget_exceeded`. */
+  pausedTtlMs: number;
+  /** What `recover` does with a task a previous process left running. */
+  recovery: { mode: 'resume' | 'interrupt'; maxResumes: number };
+  storage: StorageGuard;
+  /** PostgreSQL: the tasks table shared with the other instances is the queue (see cluster-store.ts). */
+  cluster?: { store: ClusterStore; leaseMs: number };
+}
+
+/** Why a `running` task is started again: after a restart or a takeover, or after a budget pause. */
+export type ResumeReason = 'restart' | 'budget';
+
+/** A task running in this process. */
+export interface Active {
+  controller: AbortController;
+  timer: NodeJS.Timeout;
+  /** A model task, which the next start can resume. */
+  resumable: boolean;
+}
+
+/**
+ * What the task systems share (the scheduler's run, leases, recovery, pauses): the service's
+ * dependencies, the tasks running here, whoever waits for an end, and one way to end a task.
+ */
+export interface TaskResources {
+  deps: TaskServiceDeps;
+  /** PostgreSQL: the shared queue and its leases; null on SQLite (one process runs everything). */
+  cluster: ClusterStore | null;
+  /** How long a claim or a renewal holds a task (0 on SQLite). */
+  leaseMs: number;
+  /** Tasks running here, by id. */
+  active: Map<string, Active>;
+  waiters: Waiters;
+  /** Set once `close` began: nothing new starts. */
+  state: { closing: boolean };
+  /**
+   * Ends a task (fenced by this instance's ownership on PostgreSQL: `TaskTakenOver` when another
+   * instance owns it) and answers whoever waits for it.
+   */
+  finish(row: TaskRow, ending: Ending, at: number): Promise<TaskRow>;
+  /** Ends a task without answering its waiters (the run's own end, answered by the caller). */
+  record(row: TaskRow, ending: Ending, at: number): Promise<TaskRow>;
+}
+
+export function createTaskResources(deps: TaskServiceDeps): TaskResources {
+  const cluster = deps.cluster?.store ?? null;
+  const finishDeps = { store: deps.store, events: deps.events, instanceId: cluster?.instanceId ?? null };
+  const waiters = createWaiters(deps.store);
+  const record = (row: TaskRow, ending: Ending, at: number) => finishTask(finishDeps, row, ending, at);
+  return {
+    deps,
+    cluster,
+    leaseMs: deps.cluster?.leaseMs ?? 0,
+    active: new Map(),
+    waiters,
+    state: { closing: false },
+    record,
+    async finish(row, ending, at) {
+      const finished = await record(row, ending, at);
+      waiters.settle(finished);
+      return finished;
+    },
+  };
+}
