@@ -1,0 +1,99 @@
+import type { Logger } from 'pino';
+import type { AgentDefinition } from '../definitions/agent-definition.ts';
+import type { AgentRegistry } from '../definitions/agent-registry.ts';
+import type { Append, EventLog } from '../events/event-log.ts';
+import type { ModelProvider } from '../loop/model-provider.ts';
+import type { Metrics } from '../metrics/metrics.ts';
+import type { Budgets } from '../money/budgets.ts';
+import { costMicroUsd, type PriceTable } from '../money/prices.ts';
+import type { Sandbox } from '../sandbox/sandbox.ts';
+import type { CreateTaskBody, TokenUsage } from '../shapes/task.ts';
+import type { TaskRow } from '../store/schema.ts';
+import type { StorageGuard } from '../store/storage-guard.ts';
+import { createTaskStore, type TaskStore } from '../store/task-store.ts';
+import type { TaskTrace, Tracing } from '../telemetry/tracing.ts';
+import type { Workspace, WorkspacesDirOf } from '../workspace/workspace.ts';
+import type { Liveness } from './liveness.ts';
+
+export interface RunnerDeps {
+  store: TaskStore;
+  events: EventLog;
+  registry: AgentRegistry;
+  modelProvider: ModelProvider;
+  metrics: Metrics;
+  logger: Logger;
+  now: () => number;
+  /** Folder holding the workspaces of a tenant. */
+  workspacesDirOf: WorkspacesDirOf;
+  limits: { bashTimeoutMs: number; bashMaxOutputBytes: number; modelMaxRetries: number; modelStallTimeoutMs: number };
+  sandbox: Sandbox;
+  /** Writes that must survive a full disk go through it (usage, step and end states). */
+  storage: StorageGuard;
+  /** Prices of the models, for what each call costs. */
+  prices: PriceTable;
+  budgets: Budgets;
+  liveness: Liveness;
+  tracing: Tracing;
+  /** Strings that must never reach a task's error message (provider keys). */
+  secrets: string[];
+  /** Where an ACP definition's allowed variables are read from. */
+  serviceEnv: Record<string, string | undefined>;
+  /** PostgreSQL: this instance; a task's end is written only while it owns the task. */
+  instanceId?: string | null;
+}
+
+/** What every kind of run gets: the task, its body and definition, its workspace, its abort signal. */
+export interface TaskRun {
+  row: TaskRow;
+  body: CreateTaskBody;
+  def: AgentDefinition;
+  workspace: Workspace;
+  signal: AbortSignal;
+}
+
+/** A model run also gets its model, the steering messages, its trace and the lease check. */
+export interface ModelRun extends TaskRun {
+  model: string;
+  takeMessages: () => Promise<string[]>;
+  trace: TaskTrace;
+  confirmLease?: () => Promise<void>;
+}
+
+/** The runner's dependencies and the few things every kind of run does the same way. */
+export interface RunContext {
+  deps: RunnerDeps;
+  /**
+   * A transaction over the task's store and events that writes only while this instance owns the
+   * task (fencing: `TaskTakenOver` otherwise, and nothing is written); events appended in it are
+   * published once it commits.
+   */
+  ownedTransaction(row: TaskRow, body: (s: TaskStore, append: Append) => Promise<void>): Promise<void>;
+  /** What a call to `model` with `usage` cost now, in micro-dollars; null when the model has no price. */
+  costOf(model: string, usage: TokenUsage): number | null;
+  /** `message` without the strings that must never reach a task's error message. */
+  scrub(message: string): string;
+}
+
+export function createRunContext(deps: RunnerDeps): RunContext {
+  /** PostgreSQL: a task's steps are stored only while this instance owns it. */
+  const owner = deps.instanceId ?? null;
+  return {
+    deps,
+    ownedTransaction(row, body) {
+      return deps.events.transaction(row.id, async (tx, append) => {
+        const s = createTaskStore(tx);
+        await s.assertOwned(row.id, owner);
+        await body(s, append);
+      });
+    },
+    costOf(model, usage) {
+      const rates = deps.prices.ratesOf(model, deps.now(), usage.inputTokens);
+      return rates ? costMicroUsd(usage, rates) : null;
+    },
+    scrub(message) {
+      let out = message;
+      for (const s of deps.secrets) if (s) out = out.split(s).join('[redacted]');
+      return out;
+    },
+  };
+}

@@ -1,0 +1,104 @@
+import type { ModelMessage } from 'ai';
+import { createCompleteTool } from '../loop/complete-tool.ts';
+import { guardModel } from '../loop/model-guard.ts';
+import { errorMessage, runAgent } from '../loop/run-agent.ts';
+import { buildSystemPrompt } from '../loop/system-prompt.ts';
+import type { CreateTaskBody, Pause } from '../shapes/task.ts';
+import type { TaskRow } from '../store/schema.ts';
+import type { ToolContext } from '../tools/tool-types.ts';
+import { workspaceTools } from '../tools/workspace-tools.ts';
+import { endingOfAbort, failed, type Ending } from './finish-task.ts';
+import type { ModelRun, RunContext } from './run-context.ts';
+import { abortCode } from './task-abort.ts';
+import { createTaskObserver } from './task-observer.ts';
+
+/**
+ * A task of a model agent: the agent loop over the definition's tools, from the task's stored
+ * conversation (a resume) or its prompt; before each call its lease and budgets are checked (a
+ * reached budget pauses it: `{ pause }`), and every call is billed the moment it ends.
+ */
+export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending | { pause: Pause }> {
+  const { deps } = ctx;
+  const { row, body, def, model, workspace, signal, takeMessages, trace, confirmLease = async () => {} } = run;
+  const toolNames = def.tools;
+  const tools = toolNames
+    .map((name) => (name === 'complete' ? createCompleteTool(body.options?.outputSchema) : workspaceTools[name]))
+    .filter((t) => t !== undefined);
+  const toolContext: ToolContext = {
+    workspace,
+    signal,
+    limits: deps.limits,
+    sandbox: deps.sandbox,
+    onActivity: () => deps.liveness.activity(row.id),
+  };
+  const compactionModel = def.compactionModel === 'inherit' ? model : def.compactionModel;
+  const observer = createTaskObserver(ctx, { row, model, compactionModel, trace });
+  // Every call is billed the moment it ends, before the loop runs its tools.
+  const guarded = (id: string) =>
+    guardModel(deps.modelProvider(id), {
+      onUsage: (usage) => observer.modelUsage(usage, id),
+      stallTimeoutMs: deps.limits.modelStallTimeoutMs,
+      maxRetries: deps.limits.modelMaxRetries,
+    });
+  const result = await runAgent({
+    model: guarded(model),
+    system: buildSystemPrompt(def, {
+      now: new Date(deps.now()),
+      timezone: body.context.timezone,
+      tools: toolNames,
+    }),
+    messages: await conversationOf(ctx, row, body),
+    beforeCall: async (): Promise<Pause | null> => {
+      await confirmLease();
+      // What the last calls cost is billed before it is compared with the budgets.
+      await deps.storage.settled();
+      const now = (await deps.store.getById(row.id))!;
+      return deps.budgets.reached(now, now.budget ?? undefined, deps.now());
+    },
+    beforeTools: async () => {
+      await deps.storage.settled();
+      await confirmLease();
+    },
+    doneSteps: row.steps,
+    takeMessages,
+    compaction: { atTokens: def.compactAtTokens, model: guarded(compactionModel), modelId: compactionModel },
+    tools,
+    toolContext,
+    maxSteps: Math.min(body.options?.maxSteps ?? def.maxSteps, def.maxSteps),
+    maxRetries: deps.limits.modelMaxRetries,
+    temperature: def.temperature,
+    signal,
+    observer,
+  });
+  observer.close();
+
+  if (result.stoppedBy && !signal.aborted) return { pause: result.stoppedBy };
+  const delivered = {
+    summary: result.complete?.summary ?? (result.finalText || null),
+    artifacts: result.complete?.artifacts ?? [],
+    skipped: result.complete?.skipped ?? [],
+    output: result.complete?.output ?? null,
+  };
+  if (result.aborted) return { ...endingOfAbort(abortCode(signal)), ...delivered };
+  if (result.stalled) {
+    return { ...failed('provider_timeout', `the model sent nothing for ${deps.limits.modelStallTimeoutMs} ms; the request was cut`), ...delivered };
+  }
+  if (result.error) {
+    return { ...failed('provider_error', ctx.scrub(errorMessage(result.error))), ...delivered };
+  }
+  return { status: 'completed', ...delivered, stopReason: result.stopReason, errorCode: null, errorMessage: null };
+}
+
+/**
+ * The conversation a task continues from: its own stored one when it is resumed; else what it
+ * starts with (the earlier task's conversation for a follow-up, then the prompt), stored as its step 0.
+ */
+async function conversationOf(ctx: RunContext, row: TaskRow, body: CreateTaskBody): Promise<ModelMessage[]> {
+  const { store } = ctx.deps;
+  const stored = await store.messages(row.id);
+  if (stored.length > 0) return stored;
+  const earlier = row.previousTaskId ? await store.messages(row.previousTaskId) : [];
+  const start: ModelMessage[] = [...earlier, { role: 'user', content: body.prompt! }];
+  await ctx.ownedTransaction(row, (s) => s.appendMessages(row.id, 0, start));
+  return start;
+}

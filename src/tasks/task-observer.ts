@@ -1,0 +1,105 @@
+import { randomUUID } from 'node:crypto';
+import { capPayload } from '../events/cap-payload.ts';
+import { createDeltaCoalescer } from '../loop/delta-coalescer.ts';
+import type { AgentObserver } from '../loop/run-agent.ts';
+import { forStorage } from '../loop/transcript.ts';
+import type { TokenUsage } from '../shapes/task.ts';
+import type { TaskRow } from '../store/schema.ts';
+import type { TaskTrace } from '../telemetry/tracing.ts';
+import type { RunContext } from './run-context.ts';
+
+export interface TaskObserverOptions {
+  row: TaskRow;
+  /** The task's model, and the one its compactions call. */
+  model: string;
+  compactionModel: string;
+  trace: TaskTrace;
+}
+
+export type TaskObserver = AgentObserver & {
+  close(): void;
+  /** A model call ended with `usage`: billed now, before the loop runs its tools. */
+  modelUsage(usage: TokenUsage, model: string): void;
+};
+
+/**
+ * What a model run reports, turned into the task's record: every call billed the moment it ends
+ * (once: a key per call), the step's count, conversation and event committed together, liveness,
+ * the trace's spans, and the events of the stream.
+ */
+export function createTaskObserver(ctx: RunContext, { row, model, compactionModel, trace }: TaskObserverOptions): TaskObserver {
+  const { deps } = ctx;
+  const { events, store, logger } = deps;
+  const deltas = createDeltaCoalescer((step, text) => events.append(row, 'text.delta', { step, text }));
+  const log = logger.child({ taskId: row.id });
+  let current = 0;
+  return {
+    close: deltas.close,
+    stepStarted(step) {
+      current = step;
+      trace.modelCallStarted(model);
+      deps.liveness.model(row.id, step);
+      deltas.flush();
+      events.append(row, 'step.started', { step });
+    },
+    modelUsage(usage, calledModel) {
+      trace.modelCallEnded(calledModel, usage);
+      // Events appended before stay before it in the store (the write queue keeps the order).
+      void events.flush(row.id).catch(() => undefined);
+      const step = Math.max(current, 1);
+      const at = deps.now();
+      const cost = ctx.costOf(calledModel, usage);
+      // One key per call: the write may be repeated (a COMMIT whose answer the connection lost).
+      const callKey = randomUUID();
+      const billed = deps.storage.write(() => store.addUsage(row.id, step, usage, { model: calledModel, costMicroUsd: cost }, at, callKey));
+      if (deps.storage.fault !== null) {
+        // The only copy is in memory until the database takes it: say so where operators look.
+        logger.warn({ taskId: row.id, step, usage }, 'usage kept in memory until the database can be written');
+      }
+      void billed.catch((err) => logger.error({ err, taskId: row.id, step, usage }, 'usage could not be stored'));
+      deps.metrics.callBilled(usage, cost);
+    },
+    textDelta: deltas.push,
+    modelActivity: () => deps.liveness.activity(row.id),
+    compactionStarted: () => trace.modelCallStarted(compactionModel),
+    toolCall(step, call) {
+      deltas.flush();
+      deps.liveness.tool(row.id, step, call.toolName);
+      trace.toolStarted(call.toolCallId, call.toolName);
+      events.append(row, 'tool.call', { step, ...call, input: capPayload(call.input) });
+    },
+    toolResult(step, result) {
+      deltas.flush();
+      deps.liveness.activity(row.id);
+      trace.toolEnded(result.toolCallId, result.isError ? String(result.output) : null);
+      events.append(row, 'tool.result', { step, ...result, output: capPayload(result.output) });
+    },
+    stepFinished(step, finishReason, usage, added) {
+      deltas.flush();
+      // The step count, what the step added to the conversation and the event that reports the
+      // step commit together: a resume continues exactly after the last step that has all three.
+      const messages = forStorage(added);
+      ctx
+        .ownedTransaction(row, async (s, append) => {
+          await s.countStep(row.id);
+          await s.appendMessages(row.id, step, messages);
+          append(row, 'step.finished', { step, finishReason, usage: { ...usage, costMicroUsd: ctx.costOf(model, usage) } });
+        })
+        .catch((err) => log.error({ err, step }, 'could not store the finished step'));
+    },
+    messageReceived(_step, text) {
+      deltas.flush();
+      events.append(row, 'message.received', { text });
+    },
+    compacted(step, info, conversation) {
+      deltas.flush();
+      const messages = forStorage(conversation);
+      ctx
+        .ownedTransaction(row, async (s, append) => {
+          await s.replaceMessages(row.id, step - 1, messages);
+          append(row, 'context.compacted', info);
+        })
+        .catch((err) => log.error({ err, step }, 'could not store the compacted conversation'));
+    },
+  };
+}
