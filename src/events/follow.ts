@@ -23,15 +23,11 @@ export async function* followTask(events: EventLog, taskId: string, opts: { afte
   opts.signal?.addEventListener('abort', poke, { once: true });
   try {
     let last = opts.after ?? 0;
-    for (;;) {
-      const page = await events.read(taskId, last, 1000);
-      for (const stored of page) {
-        const message = JSON.parse(stored.json) as TaskEventMessage;
-        last = message.seq;
-        yield message;
-        if (message.type === TERMINAL_EVENT) return;
-      }
-      if (page.length < 1000) break;
+    for await (const stored of events.replay(taskId, last)) {
+      const message = JSON.parse(stored.json) as TaskEventMessage;
+      last = message.seq;
+      yield message;
+      if (message.type === TERMINAL_EVENT) return;
     }
     for (;;) {
       while (live.length > 0) {

@@ -1,8 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { EventLog, ParentKey } from '../events/event-log.ts';
-import type { StoredEvent } from '../events/event-types.ts';
+import type { EventLog } from '../events/event-log.ts';
 import { createFeed, type FeedSink } from '../events/feed.ts';
 import { socketSink } from '../events/socket-sink.ts';
 import { SSE_HEADERS, sseSink } from '../events/sse-sink.ts';
@@ -23,7 +22,6 @@ export interface StreamRoutesOptions {
   maxBufferedBytes: number;
 }
 
-const REPLAY_PAGE = 500;
 
 const eventStreamResponse = {
   description: 'An event stream: each event `id: <cursor>`, `event: <type>`, `data: <StreamMessage JSON>`',
@@ -49,26 +47,6 @@ async function upgradeRequired(): Promise<never> {
   });
 }
 
-/** A parent's stored events after the cursor `after`, page by page. */
-async function* storedParentEvents(events: EventLog, key: ParentKey, after: number): AsyncGenerator<StoredEvent> {
-  for (let from = after; ; ) {
-    const page = await events.readParent(key, from, REPLAY_PAGE);
-    yield* page;
-    if (page.length < REPLAY_PAGE) return;
-    from = page[page.length - 1].parentSeq!;
-  }
-}
-
-/** A task's stored events after `after`, read page by page as the consumer advances. */
-async function* storedEvents(events: EventLog, taskId: string, after: number): AsyncGenerator<StoredEvent> {
-  for (let from = after; ; ) {
-    const page = await events.read(taskId, from, REPLAY_PAGE);
-    yield* page;
-    if (page.length < REPLAY_PAGE) return;
-    from = page[page.length - 1].seq;
-  }
-}
-
 export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (app, opts) => {
   const { tasks, store, events } = opts;
   const feedOptions = { heartbeatMs: opts.heartbeatMs, maxBufferedBytes: opts.maxBufferedBytes };
@@ -83,7 +61,7 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
   function feedTask(sink: FeedSink, id: string, after: number) {
     const feed = createFeed({ sink, taskId: id, closeOnFinish: true, progress: () => tasks.progress(id), ...feedOptions });
     feed.onStop(events.subscribe(id, (event) => feed.send(event)));
-    return feed.replay(storedEvents(events, id, after));
+    return feed.replay(events.replay(id, after));
   }
 
   /** A parent's feed on `sink`: after the cursor, or the parent's unfinished tasks; stays open. */
@@ -93,9 +71,9 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
     feed.onStop(events.subscribeParent(key, (event) => feed.send(event)));
     return feed.replay(
       after !== undefined
-        ? storedParentEvents(events, key, after)
+        ? events.replayParent(key, after)
         : (async function* () {
-            for (const task of await store.unfinishedOfParent(tenant, parentTaskId)) yield* storedEvents(events, task.id, 0);
+            for (const task of await store.unfinishedOfParent(tenant, parentTaskId)) yield* events.replay(task.id, 0);
           })(),
     );
   }

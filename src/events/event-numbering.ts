@@ -1,0 +1,93 @@
+import type { SqlClient } from '../store/sql-client.ts';
+import { parentKey, type Pending } from './event-rows.ts';
+
+/** Cluster: the advisory-lock namespace of parent streams. */
+const PARENT_LOCK = 0x5a6d_0004;
+/** Parents whose last parent seq is cached; past it the cache is emptied once all is written. */
+const MAX_CACHED_PARENTS = 50_000;
+
+/** The numbers taken in a transaction before it (per task, per parent), to give back if it fails. */
+export type NumberUndo = [Map<string, number | undefined>, Map<string, number | undefined>];
+export const newUndo = (): NumberUndo => [new Map(), new Map()];
+
+/**
+ * How events get their numbers: the next `seq` of their task and `parentSeq` of their parent,
+ * gap-free, in the order they are written. One process (SQLite) keeps the last numbers in memory,
+ * read from the table the first time. Several instances (PostgreSQL) may write events of the same
+ * parent at once: the numbers are taken under a per-parent lock held to the commit, and read
+ * from the table every time (no cache), so they follow the commit order.
+ */
+export function createNumbering(cluster: { instanceId: string } | null) {
+  const lastSeq = new Map<string, number>();
+  const lastParentSeq = new Map<string, number>();
+
+  async function maxOf(tx: SqlClient, sql: string, key: string): Promise<number> {
+    return Number((await tx.rows(sql, [key]))[0]?.[0] ?? 0);
+  }
+
+  return {
+    /**
+     * Before numbering `rows` in `tx`. Cluster: drops the events of tasks another instance took
+     * over from this one (cut off longer than its lease: the task's stream goes on from its new
+     * owner only), takes the locks of their parents in one order (a deadlock between two bodies'
+     * late events is retried by the commit) and reads the last numbers of every task and parent
+     * of the batch at once. Answers the rows to write.
+     */
+    async prepare(tx: SqlClient, rows: Pending[]): Promise<Pending[]> {
+      if (!cluster || rows.length === 0) return rows;
+      const taskIds = [...new Set(rows.map((r) => r.task.id))];
+      const lost = new Set(
+        (await tx.rows('SELECT id FROM tasks WHERE id = ANY(?) AND owner IS NOT NULL AND owner <> ?', [taskIds, cluster.instanceId])).map((r) => r[0] as string),
+      );
+      const kept = lost.size > 0 ? rows.filter((r) => !lost.has(r.task.id)) : rows;
+      lastSeq.clear();
+      lastParentSeq.clear();
+      if (kept.length === 0) return kept;
+      const parents = [...new Set(kept.map((r) => parentKey(r.task)))].sort();
+      await tx.run('SELECT pg_advisory_xact_lock(?, hashtext(k)) FROM (SELECT k FROM unnest(CAST(? AS TEXT[])) AS k ORDER BY k) AS keys', [PARENT_LOCK, parents]);
+      const maxSeqs = await tx.rows('SELECT task_id, max(seq) FROM task_events WHERE task_id = ANY(?) GROUP BY task_id', [taskIds]);
+      const maxParentSeqs = await tx.rows('SELECT parent_key, max(parent_seq) FROM task_events WHERE parent_key = ANY(?) GROUP BY parent_key', [parents]);
+      for (const id of taskIds) lastSeq.set(id, 0);
+      for (const key of parents) lastParentSeq.set(key, 0);
+      for (const [id, max] of maxSeqs) lastSeq.set(id as string, Number(max ?? 0));
+      for (const [key, max] of maxParentSeqs) lastParentSeq.set(key as string, Number(max ?? 0));
+      return kept;
+    },
+
+    /** The next numbers of `row`'s task and parent (`terminal`: the task takes no more events). */
+    async next(tx: SqlClient, row: Pending, terminal: boolean, undo: NumberUndo): Promise<{ seq: number; parentSeq: number; parent: string }> {
+      const [seqs, parentSeqs] = undo;
+      const id = row.task.id;
+      const parent = parentKey(row.task);
+      if (!seqs.has(id)) seqs.set(id, lastSeq.get(id));
+      if (!parentSeqs.has(parent)) parentSeqs.set(parent, lastParentSeq.get(parent));
+      const seq = (lastSeq.get(id) ?? (await maxOf(tx, 'SELECT max(seq) FROM task_events WHERE task_id = ?', id))) + 1;
+      const parentSeq = (lastParentSeq.get(parent) ?? (await maxOf(tx, 'SELECT max(parent_seq) FROM task_events WHERE parent_key = ?', parent))) + 1;
+      // A finished task takes no more events: its number need not stay cached.
+      if (terminal) lastSeq.delete(id);
+      else lastSeq.set(id, seq);
+      lastParentSeq.set(parent, parentSeq);
+      return { seq, parentSeq, parent };
+    },
+
+    /** After the rows are inserted. Cluster: nothing is kept (the next transaction reads under its locks). */
+    written(): void {
+      if (!cluster) return;
+      lastSeq.clear();
+      lastParentSeq.clear();
+    },
+
+    /** The transaction failed: the numbers it took are given back, so a retry takes the same. */
+    restore([seqs, parentSeqs]: NumberUndo): void {
+      for (const [id, seq] of seqs) seq === undefined ? lastSeq.delete(id) : lastSeq.set(id, seq);
+      for (const [key, seq] of parentSeqs) seq === undefined ? lastParentSeq.delete(key) : lastParentSeq.set(key, seq);
+    },
+
+    /** Everything is stored: past MAX_CACHED_PARENTS the cache is emptied (rebuilt from the table when needed). */
+    trim(): void {
+      if (lastParentSeq.size > MAX_CACHED_PARENTS) lastParentSeq.clear();
+    },
+  };
+}
+
+export type Numbering = ReturnType<typeof createNumbering>;
