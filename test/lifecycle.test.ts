@@ -19,7 +19,8 @@ describe('queue: concurrency cap, fairness, bound', () => {
   });
 
   it('never runs more than MAX_CONCURRENT_TASKS at once, and all complete', async () => {
-    model.script('CAP', completeAfter(60));
+    // Long enough that no task ends before the ten are submitted, however slow the machine.
+    model.script('CAP', completeAfter(500));
     const ids = [];
     for (let i = 0; i < 10; i++) {
       const res = await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ prompt: `CAP ${i}` }) });
