@@ -2,7 +2,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
-import { loopP99Ms } from './support.ts';
 
 export interface BareRun {
   wallMs: number;
@@ -31,17 +30,17 @@ export async function startBareServer(modelUrl: string, warmup: number) {
     env: { ...process.env, OPENAI_BASE_URL: modelUrl },
     stdio: ['pipe', 'pipe', 'inherit'],
   });
-  const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const answer = async () => JSON.parse((await lines.next()).value as string);
   await answer(); // { ready: true } once warm
   return {
     /** Runs `n` tasks `concurrency` at a time. */
     async run(n: number, concurrency = 1): Promise<{ wallMs: number; latencies: number[] }> {
-      child.stdin!.write(`run ${n} ${concurrency}\n`);
+      child.stdin.write(`run ${n} ${concurrency}\n`);
       return answer();
     },
     async close() {
-      child.stdin!.end();
+      child.stdin.end();
       await new Promise((r) => child.once('exit', r));
     },
   };

@@ -1,5 +1,4 @@
 /** `npm run bench compare`: the service against a bare ai-SDK loop, one task at a time and 32 at a time. */
-import path from 'node:path';
 import { startScriptedModel } from '../scripted-model/server.ts';
 import { startBareServer } from './bare.ts';
 import { now, pct, startBenchService, warmUp, body } from './support.ts';

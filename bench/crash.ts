@@ -6,7 +6,7 @@ import path from 'node:path';
 import { closeDatabase, openSqlite } from '../src/store/database.ts';
 import { startChildService } from '../test/support/child-service.ts';
 import { startScriptedModel } from '../scripted-model/server.ts';
-import { sleep, f, benchEnv, body, submit } from './support.ts';
+import { sleep, benchEnv } from './support.ts';
 
 /**
  * Kill -9 at random moments under load, `rounds` times, then compare what the model server served

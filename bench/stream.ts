@@ -27,7 +27,7 @@ export async function benchStream(tasks: number) {
       new Promise((resolve, reject) => {
         socket.on('message', (raw) => {
           const received = now();
-          const e = JSON.parse(raw.toString());
+          const e = JSON.parse((raw as Buffer).toString());
           if (e.type !== 'text.delta') return;
           deltas++;
           for (const m of (e.data.text as string).matchAll(/\|t=([\d.]+)\|/g)) latencies.push(received - Number(m[1]));

@@ -1,7 +1,7 @@
 /** `npm run bench tracing`: sequential tasks with OpenTelemetry off and on. */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { now, sleep, pct, startBenchService, body } from './support.ts';
+import { now, sleep, pct, startBenchService } from './support.ts';
 
 /**
  * The cost of tracing: sequential 3-step tasks (?wait=true, one at a time) with OpenTelemetry off,

@@ -78,11 +78,11 @@ const app = acp
     }
     if (prompt.includes('ACP-OUTSIDE')) {
       const errors: string[] = [];
-      for (const path of [prompt.split('OUTSIDE-PATH=')[1]!.trim(), `${session.cwd}/../escape.txt`]) {
+      for (const path of [prompt.split('OUTSIDE-PATH=')[1].trim(), `${session.cwd}/../escape.txt`]) {
         try {
           await client.request(acp.methods.client.fs.writeTextFile, { sessionId: params.sessionId, path, content: 'escaped' });
           errors.push(`${path}: written`);
-        } catch (err) {
+        } catch {
           errors.push(`${path}: refused`);
         }
       }
@@ -110,12 +110,12 @@ const app = acp
       return { stopReason: 'end_turn' };
     }
     if (prompt.includes('ACP-EVIL-PATH')) {
-      const marker = prompt.split('MARKER=')[1]!.trim();
+      const marker = prompt.split('MARKER=')[1].trim();
       const evil = `${session.cwd}/.evil`;
       const plant = `mkdir -p ${evil} && printf '#!/bin/sh\necho "$0" >> ${marker}\nexec /bin/bash "$@"\n' > ${evil}/bash && ` +
         `chmod +x ${evil}/bash && cp ${evil}/bash ${evil}/bwrap && printf 'echo bash_env >> ${marker}\n' > ${evil}/rc`;
       const term = async (command: string, env: Array<{ name: string; value: string }> = []) => {
-        const { terminalId } = (await client.request(acp.methods.client.terminal.create, { sessionId: params.sessionId, command, env })) as { terminalId: string };
+        const { terminalId } = await client.request<{ terminalId: string }>(acp.methods.client.terminal.create, { sessionId: params.sessionId, command, env });
         await client.request(acp.methods.client.terminal.waitForExit, { sessionId: params.sessionId, terminalId });
         const out = (await client.request(acp.methods.client.terminal.output, { sessionId: params.sessionId, terminalId })) as { output: string };
         await client.request(acp.methods.client.terminal.release, { sessionId: params.sessionId, terminalId });

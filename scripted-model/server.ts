@@ -169,7 +169,7 @@ function responsesView(body: { input: ResponsesItem[] }): ConversationView {
 
 /** Streams one turn as Responses API events (text deltas, function-call argument deltas, usage). */
 async function streamResponses(res: ServerResponse, step: ScriptedTurn, model: string, n: number, signal: AbortSignal) {
-  const event = (data: Record<string, unknown>) => res.write(`event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`);
+  const event = (data: { type: string } & Record<string, unknown>) => res.write(`event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`);
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
   event({ type: 'response.created', response: { id: `resp_${n}`, created_at: Math.floor(Date.now() / 1000), model } });
   let index = 0;
@@ -233,7 +233,7 @@ export async function startScriptedModel(opts: { port?: number } = {}): Promise<
     }
     let raw = '';
     for await (const chunk of req) raw += chunk;
-    const parsed = JSON.parse(raw);
+    const parsed = JSON.parse(raw) as { model: string; messages: ChatMessage[]; input: ResponsesItem[] };
     const view = api === 'chat' ? chatView(parsed) : responsesView(parsed);
     const body = { ...parsed, messages: view.messages } as RecordedRequest['body'];
     requests.push({ body, authorization: req.headers.authorization, api });

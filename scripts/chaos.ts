@@ -49,7 +49,7 @@ function random(seed: number) {
   };
 }
 const rnd = random(SEED);
-const pick = <T>(list: readonly T[]) => list[Math.floor(rnd() * list.length)]!;
+const pick = <T>(list: readonly T[]) => list[Math.floor(rnd() * list.length)];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function main() {

@@ -67,7 +67,7 @@ async function main() {
   await new Promise<void>((resolve, reject) => {
     const socket = new WebSocket(`${base.replace('http', 'ws')}${accepted.streamUrl}`);
     socket.on('message', (raw) => {
-      const e = JSON.parse(raw.toString());
+      const e = JSON.parse((raw as Buffer).toString());
       const seq = e.seq === undefined ? '   ' : String(e.seq).padStart(3);
       const d = e.data;
       const detail = (): string => {

@@ -5,4 +5,4 @@ import { readFileSync } from 'node:fs';
  * card's, the one given to ACP agents, and @subagentd/client's, which test/package.test.ts keeps
  * equal). Read at run time so that dist/ and the sources answer the same.
  */
-export const SERVICE_VERSION: string = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
+export const SERVICE_VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;

@@ -72,9 +72,9 @@ describe('A2A', () => {
     const task = result as Extract<typeof result, { status: unknown }>;
     expect(task.contextId).toBe('T-a2a');
     expect(task.status!.state).toBe(TaskState.TASK_STATE_COMPLETED);
-    expect(task.status!.message!.parts[0]!.content).toEqual({ $case: 'text', value: 'A2A-SEND done' });
+    expect(task.status!.message!.parts[0].content).toEqual({ $case: 'text', value: 'A2A-SEND done' });
     const file = task.artifacts.find((a) => a.name === 'A2A-SEND.md')!;
-    expect(file.parts[0]!.content).toEqual({ $case: 'url', value: `${svc.url}/workspaces/T-a2a/files/A2A-SEND.md` });
+    expect(file.parts[0].content).toEqual({ $case: 'url', value: `${svc.url}/workspaces/T-a2a/files/A2A-SEND.md` });
     expect(file.metadata).toMatchObject({ fsType: 'file', size: 12 });
     // The same task through the HTTP API: the contextId is its parentTaskId.
     const same = await (await fetch(`${svc.url}/tasks/${task.id}`, { headers: { authorization: `Bearer ${KEYS.acme}` } })).json();
@@ -86,8 +86,8 @@ describe('A2A', () => {
     scriptReport('A2A-STREAM', 2);
     const client = await a2aClient();
     const events: StreamResponse[] = [];
-    for await (const e of client.sendMessageStream(send(text('A2A-STREAM go'), { returnImmediately: false }))) events.push(e as StreamResponse);
-    expect(events[0]!.payload!.$case).toBe('task');
+    for await (const e of client.sendMessageStream(send(text('A2A-STREAM go'), { returnImmediately: false }))) events.push(e);
+    expect(events[0].payload!.$case).toBe('task');
     expect(kinds(events).filter((k) => k === 'artifactUpdate')).toHaveLength(2); // summary + the file
     const last = events.at(-1)!.payload!;
     expect(last.$case).toBe('statusUpdate');
@@ -123,8 +123,8 @@ describe('A2A', () => {
     }
     expect(id).toMatch(/^tsk_/);
     const again: StreamResponse[] = [];
-    for await (const e of client.resubscribeTask({ tenant: '', id })) again.push(e as StreamResponse);
-    expect(again[0]!.payload!.$case).toBe('task');
+    for await (const e of client.resubscribeTask({ tenant: '', id })) again.push(e);
+    expect(again[0].payload!.$case).toBe('task');
     const last = again.at(-1)!.payload!;
     expect(last.$case === 'statusUpdate' && last.value.status!.state).toBe(TaskState.TASK_STATE_COMPLETED);
     await expect(async () => {
@@ -163,7 +163,7 @@ describe('A2A', () => {
       await until(async () => received.some((r) => r.body.statusUpdate?.status?.state === 'TASK_STATE_COMPLETED'));
       expect(received.every((r) => r.headers['x-a2a-notification-token'] === 'tok-123')).toBe(true);
       expect(received.map((r) => r.body.statusUpdate.status.state)).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
-      expect(received[0]!.body.statusUpdate.taskId).toBe(task.id);
+      expect(received[0].body.statusUpdate.taskId).toBe(task.id);
       // The A2A configs are not the tenant's webhooks.
       const hooks: any = await (await fetch(`${svc.url}/webhooks`, { headers: { authorization: `Bearer ${KEYS.acme}` } })).json();
       expect(hooks.webhooks).toEqual([]);

@@ -96,8 +96,8 @@ describe('@subagentd/client', () => {
     const agents = await client({ fetch: flaky }).agents.list();
     expect(agents.map((a) => a.type)).toContain('general');
     expect(calls).toHaveLength(3);
-    expect(calls[1]! - calls[0]!).toBeGreaterThanOrEqual(950);
-    expect(calls[2]! - calls[1]!).toBeGreaterThanOrEqual(950);
+    expect(calls[1] - calls[0]).toBeGreaterThanOrEqual(950);
+    expect(calls[2] - calls[1]).toBeGreaterThanOrEqual(950);
     const bad = await client().tasks.create({ subagent_type: 'nope', description: 'x', prompt: 'x', context }).catch((e) => e);
     expect(bad).toMatchObject({ status: 400, code: 'unknown_subagent_type' });
   });
@@ -164,7 +164,7 @@ describe.each(transports)('@subagentd/client streams over $transport', (over) =>
       }
     }
     expect(cuts).toBe(2);
-    const events = seen.filter((m) => m.type !== 'heartbeat') as Array<Exclude<StreamMessage, { type: 'heartbeat' }>>;
+    const events = seen.filter((m): m is Exclude<StreamMessage, { type: 'heartbeat' }> => m.type !== 'heartbeat');
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
     expect(events.at(-1)!.type).toBe('task.finished');
     expect(events.filter((e) => e.type === 'tool.call')).toHaveLength(7);

@@ -178,7 +178,7 @@ describe.skipIf(!run)('three instances on one PostgreSQL database', () => {
     // As if the owner had been cut off from the database longer than its lease: an instance that
     // no longer exists took the task, and its own lease runs out in two seconds.
     await db.query('UPDATE tasks SET owner = $1, lease_until = $2 WHERE id = $3', ['gone', Date.now() + 2000, id]);
-    await until(async () => (instances[victim as 'a' | 'b'] as ChildService).output().includes('task taken over by another instance'), 10_000);
+    await until(async () => (instances[victim] as ChildService).output().includes('task taken over by another instance'), 10_000);
     await until(async () => (await json(`${a.url}/tasks/${id}`)).body.status === 'completed', 20_000);
     const task = (await json(`${a.url}/tasks/${id}`)).body;
     expect(task).toMatchObject({ status: 'completed', summary: 'finished elsewhere', steps: 1 });

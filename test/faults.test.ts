@@ -29,7 +29,7 @@ describe('?wait=true', () => {
     expect(status).toBe(200);
     // Headers long before the task ended.
     expect(headersAt).toBeLessThan(400);
-    expect(headers.location).toBe(`/tasks/${headers['x-task-id']}`);
+    expect(headers.location).toBe(`/tasks/${String(headers['x-task-id'])}`);
     expect(body).toMatch(/^ {2,}\{/);
     const out = JSON.parse(body);
     expect(out).toMatchObject({ id: headers['x-task-id'], status: 'completed', summary: 'slow answer' });

@@ -60,8 +60,8 @@ describe('queue: concurrency cap, fairness, bound', () => {
       else ids.push(res.json().id);
     }
     expect(ids).toHaveLength(14); // 2 running + 12 queued
-    expect(refused!.headers['retry-after']).toBe('5');
-    expect(refused!.json().error.code).toBe('queue_full');
+    expect(refused?.headers['retry-after']).toBe('5');
+    expect(refused?.json().error.code).toBe('queue_full');
     await Promise.all(ids.map((id) => taskEnd(svc, id)));
   });
 });

@@ -23,7 +23,7 @@ function scriptParent(marker: string, args: Record<string, unknown>, answer: (re
   svc.model.script(marker, (ctx) =>
     ctx.turn === 0
       ? { toolCalls: [{ name: 'task', args }], usage: { input: 50, output: 20 } }
-      : { text: answer(JSON.parse(ctx.toolResults[0]!.content)), usage: { input: 80, output: 5 } },
+      : { text: answer(JSON.parse(ctx.toolResults[0].content)), usage: { input: 80, output: 5 } },
   );
 }
 
@@ -31,8 +31,8 @@ function scriptParent(marker: string, args: Record<string, unknown>, answer: (re
 function scriptBashSubagent(marker: string, done: (stdout: string) => Record<string, unknown>) {
   svc.model.script(marker, (ctx) =>
     ctx.turn === 0
-      ? { toolCalls: [{ name: 'bash', args: { command: ctx.messages.find((m) => m.role === 'user')!.content!.toString().split('RUN: ')[1] } }] }
-      : { toolCalls: [{ name: 'complete', args: { paths: [], ...done(JSON.parse(ctx.toolResults[0]!.content).stdout) } }] },
+      ? { toolCalls: [{ name: 'bash', args: { command: String(ctx.messages.find((m) => m.role === 'user')!.content).split('RUN: ')[1] } }] }
+      : { toolCalls: [{ name: 'complete', args: { paths: [], ...done(JSON.parse(ctx.toolResults[0].content).stdout) } }] },
   );
 }
 

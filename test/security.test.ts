@@ -323,7 +323,7 @@ describe('authentication and the HTTP surface', () => {
     new Promise<string>((resolve) => {
       const s = net.connect(Number(new URL(authed.url).port), '127.0.0.1', () => s.write(data));
       let out = '';
-      s.on('data', (d) => (out += d));
+      s.on('data', (d: Buffer) => (out += d.toString()));
       s.on('close', () => resolve(out));
       s.on('error', () => resolve(out));
       setTimeout(() => {
@@ -374,7 +374,7 @@ describe('authentication and the HTTP surface', () => {
       const half = await new Promise<string>((resolve) => {
         const s = net.connect(Number(new URL(slow.url).port), '127.0.0.1', () => s.write('GET /healthz HTTP/1.1\r\nHost: x\r\n'));
         let out = '';
-        s.on('data', (d) => (out += d));
+        s.on('data', (d: Buffer) => (out += d.toString()));
         s.on('close', () => resolve(out));
         setTimeout(() => s.destroy(), 15_000);
       });

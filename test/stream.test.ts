@@ -17,7 +17,7 @@ afterAll(() => svc.close());
 const submit = async (s: TestService, body: Record<string, unknown>) => {
   const res = await s.inject({ method: 'POST', url: '/tasks', payload: body });
   expect(res.statusCode).toBe(202);
-  return res.json() as { id: string; streamUrl: string };
+  return res.json<{ id: string; streamUrl: string }>();
 };
 
 function scriptReport(model: ScriptedModel, marker: string, opts: { firstDelayMs?: number } = {}) {
@@ -121,7 +121,7 @@ describe('GET /tasks/:id/stream', () => {
         ? { text: `step ${ctx.turn} `.repeat(20), chunkDelayMs: 1, toolCalls: [{ name: 'list_files', args: {} }] }
         : { toolCalls: [{ name: 'complete', args: { summary: 'busy done', paths: [] } }] },
     );
-    const { id, streamUrl } = await submit(svc, taskBody({ prompt: 'STREAM-BUSY' }));
+    const { streamUrl } = await submit(svc, taskBody({ prompt: 'STREAM-BUSY' }));
     // A first reader from the start tells how far the task has got.
     const watcher = await openStream(wsUrl(svc, streamUrl));
     const readers: Array<{ after: number; client: Awaited<ReturnType<typeof openStream>> }> = [];

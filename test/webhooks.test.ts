@@ -6,7 +6,7 @@ import path from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
-import { startService, taskBody, taskEnd, type TestService } from './support/harness';
+import { startService, taskBody } from './support/harness';
 import { until } from './support/until';
 
 interface Received {
@@ -87,7 +87,7 @@ describe('webhooks', () => {
 
   it('keeps deliveries through a restart while the receiver is down, and sends them once it is back', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-hooks-'));
-    let receiver = await startReceiver(() => ({ status: 200 }));
+    const receiver = await startReceiver(() => ({ status: 200 }));
     const url = receiver.url;
     await receiver.close();
     const first = await startService({ model, env, dir });

@@ -127,7 +127,7 @@ export function createA2aHandler(deps: A2aHandlerDeps): A2ARequestHandler {
     const meta: Record<string, unknown> = { ...params.metadata, ...message.metadata };
     const parsed = createTaskBodySchema.safeParse({
       subagent_type: meta.subagent_type ?? 'general',
-      description: meta.description ?? (text.split('\n')[0]!.slice(0, 80) || 'A2A task'),
+      description: meta.description ?? (text.split('\n')[0].slice(0, 80) || 'A2A task'),
       ...(meta.subagent_type === 'shell' ? { command: text } : { prompt: text }),
       ...(message.referenceTaskIds[0] ? { task_id: message.referenceTaskIds[0] } : {}),
       context: { parentTaskId: message.contextId || `a2a-${randomUUID()}`, userId: meta.userId ?? 'a2a', toolCallId: message.messageId || undefined },
@@ -224,7 +224,7 @@ export function createA2aHandler(deps: A2aHandlerDeps): A2ARequestHandler {
     url: c.url,
     token: c.token ?? '',
     // The credential is never shown again, only its scheme.
-    authentication: c.authorization ? { scheme: c.authorization.split(' ')[0]!, credentials: '' } : undefined,
+    authentication: c.authorization ? { scheme: c.authorization.split(' ')[0], credentials: '' } : undefined,
   });
 
   return {

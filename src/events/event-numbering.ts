@@ -8,7 +8,13 @@ const MAX_CACHED_PARENTS = 50_000;
 
 /** The numbers taken in a transaction before it (per task, per parent), to give back if it fails. */
 export type NumberUndo = [Map<string, number | undefined>, Map<string, number | undefined>];
-export const newUndo = (): NumberUndo => [new Map(), new Map()];
+export const newUndo = (): NumberUndo => [new Map<string, number | undefined>(), new Map<string, number | undefined>()];
+
+/** Sets `key` back to `value`, or removes it when it had none. */
+function putBack(map: Map<string, number>, key: string, value: number | undefined): void {
+  if (value === undefined) map.delete(key);
+  else map.set(key, value);
+}
 
 /**
  * How events get their numbers: the next `seq` of their task and `parentSeq` of their parent,
@@ -79,8 +85,8 @@ export function createNumbering(cluster: { instanceId: string } | null) {
 
     /** The transaction failed: the numbers it took are given back, so a retry takes the same. */
     restore([seqs, parentSeqs]: NumberUndo): void {
-      for (const [id, seq] of seqs) seq === undefined ? lastSeq.delete(id) : lastSeq.set(id, seq);
-      for (const [key, seq] of parentSeqs) seq === undefined ? lastParentSeq.delete(key) : lastParentSeq.set(key, seq);
+      for (const [id, seq] of seqs) putBack(lastSeq, id, seq);
+      for (const [key, seq] of parentSeqs) putBack(lastParentSeq, key, seq);
     },
 
     /** Everything is stored: past MAX_CACHED_PARENTS the cache is emptied (rebuilt from the table when needed). */

@@ -79,7 +79,7 @@ export const a2aRoutes: FastifyPluginAsyncZod<A2aRoutesOptions> = async (app, op
       let result: Awaited<ReturnType<JsonRpcTransportHandler['handle']>>;
       try {
         validateVersion(requestedVersion, await handler.getAgentCard(), 'JSONRPC');
-        result = await (legacy ? v03 : v1).handle(request.body as Record<string, unknown>, context);
+        result = await (legacy ? v03 : v1).handle(request.body, context);
       } catch (err) {
         return reply.send(failure(err));
       }

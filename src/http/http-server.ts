@@ -29,6 +29,8 @@ const trustHops = (hops: number) => (_address: string, hop: number) => hop < hop
 export async function createHttpServer(services: Services): Promise<FastifyInstance> {
   const { config, logger, tasks, store, events, metrics, storage, registry, usage, workspacesDirOf } = services;
   const server = Fastify({
+    // pino's Logger is a FastifyBaseLogger; said so, the instance keeps Fastify's default logger type.
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
     loggerInstance: logger.child({}, {
       serializers: {
         req: (req: { method: string; url: string; ip?: string }) => ({ method: req.method, url: redactUrl(req.url), ip: req.ip }),

@@ -181,7 +181,11 @@ function pruneSchemas(doc: DocumentLike): DocumentLike {
   const refsIn = (value: unknown) => [...JSON.stringify(value).matchAll(/"#\/components\/schemas\/([^"]+)"/g)].map((m) => m[1]);
   const used = new Set(refsIn({ ...doc, components: { ...doc.components, schemas: {} } }));
   for (const queue = [...used]; queue.length > 0; ) {
-    for (const ref of refsIn(schemas[queue.pop()!])) if (!used.has(ref)) used.add(ref), queue.push(ref);
+    for (const ref of refsIn(schemas[queue.pop()!])) {
+      if (used.has(ref)) continue;
+      used.add(ref);
+      queue.push(ref);
+    }
   }
   for (const name of Object.keys(schemas)) if (!used.has(name)) delete schemas[name];
   const renames = [...used].filter((n) => n.endsWith('Input') && !used.has(n.slice(0, -5)));

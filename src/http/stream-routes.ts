@@ -106,11 +106,11 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
     },
     // Refuse an unknown (or another tenant's) task with a 404 before the upgrade.
     preHandler: async (request) => {
-      await tasks.get(request.tenant, (request.params as { id: string }).id);
+      await tasks.get(request.tenant, (request.params).id);
     },
     wsHandler: async (socket, request) => {
-      const { id } = request.params as { id: string };
-      const { after } = request.query as { after: number };
+      const { id } = request.params;
+      const { after } = request.query;
       await feedTask(socketSink(socket, opts.pingMs), id, after);
     },
   });

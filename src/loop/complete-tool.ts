@@ -36,7 +36,8 @@ export function compileOutputSchema(schema: unknown): { validate: ValidateFuncti
   try {
     // No remote $ref loading (no loadSchema), no format warnings on stdout. The draft the schema
     // names (zod's toJSONSchema and most generators write 2020-12), else draft-07.
-    const draft = String((schema as { $schema?: unknown })?.$schema ?? '');
+    const named = (schema as { $schema?: unknown })?.$schema;
+    const draft = typeof named === 'string' ? named : '';
     const Draft = draft.includes('2020-12') ? Ajv2020 : draft.includes('2019-09') ? Ajv2019 : Ajv;
     const ajv = new Draft({ allErrors: true, strict: false, logger: false, code: { regExp: re2Engine } });
     const validate = ajv.compile(schema as object);
@@ -93,7 +94,7 @@ export function createCompleteTool(outputSchema: Record<string, unknown> | undef
       if (validate) {
         if (output === undefined) throw new Error('`output` is required: it must match the output schema');
         if (!validate(output)) {
-          throw new Error(`\`output\` does not match the output schema: ${schema!.errorsText()}`);
+          throw new Error(`\`output\` does not match the output schema: ${schema.errorsText()}`);
         }
       }
       const checked = await checkArtifacts(ctx.workspace, paths);

@@ -25,6 +25,19 @@ const CONTENT_PARTS = new Set(['text-delta', 'tool-input-start', 'tool-input-del
 
 const int = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.round(v) : 0);
 
+/** A usage object as providers send it (Chat Completions or Responses names), every field unchecked. */
+interface ProviderUsage {
+  prompt_tokens?: unknown;
+  completion_tokens?: unknown;
+  input_tokens?: unknown;
+  output_tokens?: unknown;
+  total_tokens?: unknown;
+  prompt_tokens_details?: { cached_tokens?: unknown } | null;
+  input_tokens_details?: { cached_tokens?: unknown } | null;
+  completion_tokens_details?: { reasoning_tokens?: unknown } | null;
+  output_tokens_details?: { reasoning_tokens?: unknown } | null;
+}
+
 /**
  * Usage as the provider reported it in one raw chunk: a Chat Completions chunk's `usage`, or a
  * Responses API `response.completed` / `response.incomplete` event. Null when the chunk has none.
@@ -33,7 +46,7 @@ export function usageOfRawChunk(raw: unknown): Usage | null {
   if (!raw || typeof raw !== 'object') return null;
   const chunk = raw as { type?: unknown; usage?: unknown; response?: { usage?: unknown } };
   const responses = typeof chunk.type === 'string' && chunk.type.startsWith('response.');
-  const u = (responses ? chunk.response?.usage : chunk.usage) as Record<string, any> | null | undefined;
+  const u = (responses ? chunk.response?.usage : chunk.usage) as ProviderUsage | null | undefined;
   if (!u || typeof u !== 'object') return null;
   const input = int(responses ? u.input_tokens : u.prompt_tokens);
   const output = int(responses ? u.output_tokens : u.completion_tokens);

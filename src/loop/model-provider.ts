@@ -24,7 +24,7 @@ export function createModelProvider(settings: ProviderSettings): ModelProvider {
   const openai = createOpenAI({
     apiKey: settings.apiKey ?? (settings.baseURL ? 'no-key' : undefined),
     baseURL: settings.baseURL,
-    fetch: watchStatus(settings.stallTimeoutMs ? stallGuardedFetch(settings.stallTimeoutMs) : fetch, settings.onHttpError),
+    fetch: watchStatus(settings.stallTimeoutMs ? stallGuardedFetch(settings.stallTimeoutMs) : fetch, (status) => settings.onHttpError?.(status)),
   });
   return (modelId) => (settings.api === 'responses' ? openai.responses(modelId) : openai.chat(modelId));
 }
@@ -35,5 +35,5 @@ function watchStatus(inner: typeof fetch, onError?: (status: number) => void): t
     const res = await inner(input, init);
     if (res.status >= 400) onError(res.status);
     return res;
-  }) as typeof fetch;
+  });
 }

@@ -140,10 +140,10 @@ describe('runAgent', () => {
     ]);
     expect(result).toMatchObject({ stopReason: 'complete', complete: { summary: 'fixed' } });
     // The second request carries the assistant's two calls and both errors, in call order.
-    const second = model.requests.filter((r) => JSON.stringify(r.body.messages).includes(marker))[1]!.body.messages;
+    const second = model.requests.filter((r) => JSON.stringify(r.body.messages).includes(marker))[1].body.messages;
     const tools = second.filter((m) => m.role === 'tool');
     expect(tools.map((m) => m.tool_call_id)).toEqual((second.find((m) => m.role === 'assistant')!.tool_calls as Array<{ id: string }>).map((c) => c.id));
-    expect(String(tools[0]!.content)).toContain('unavailable tool');
+    expect(String(tools[0].content)).toContain('unavailable tool');
   });
 
   it('ends a run whose conversation the SDK refuses as a failed call, before any model call', async () => {

@@ -51,7 +51,7 @@ function readPricesFile(file: string): z.infer<typeof pricesFileSchema> {
   try {
     raw = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    throw new Error(`PRICES_FILE ${file} cannot be read as JSON: ${(err as Error).message}`);
+    throw new Error(`PRICES_FILE ${file} cannot be read as JSON: ${(err as Error).message}`, { cause: err });
   }
   const parsed = pricesFileSchema.safeParse(raw);
   if (!parsed.success) {

@@ -50,7 +50,7 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
     const stderr = createOutputCapture(opts.maxOutputBytes);
     let timedOut = false;
     let aborted = false;
-    const child = spawn(argv[0]!, argv.slice(1), {
+    const child = spawn(argv[0], argv.slice(1), {
       cwd: opts.cwd,
       env: launch.env,
       detached: true,

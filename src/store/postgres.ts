@@ -21,8 +21,8 @@ const INSTANCE_LOCK = 0x5a6d_0002;
  */
 const types = {
   getTypeParser(oid: number, format?: string) {
-    if (oid === pg.types.builtins.INT8 || oid === pg.types.builtins.NUMERIC) return (v: string) => Number(v);
-    return pg.types.getTypeParser(oid, format as 'text');
+    if (oid === (pg.types.builtins.INT8 as number) || oid === (pg.types.builtins.NUMERIC as number)) return (v: string) => Number(v);
+    return pg.types.getTypeParser(oid, format as 'text') as (v: string) => unknown;
   },
 };
 
@@ -155,7 +155,7 @@ async function takeInstanceLock(
   const holder = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
   holder.on('error', () => undefined);
   await holder.connect();
-  const held = (await holder.query('SELECT pg_try_advisory_lock($1, hashtext($2)) AS held', [INSTANCE_LOCK, instanceId])).rows[0]?.held === true;
+  const held = (await holder.query<{ held: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS held', [INSTANCE_LOCK, instanceId])).rows[0]?.held === true;
   if (!held) {
     await holder.end();
     return null;

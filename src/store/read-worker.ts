@@ -51,7 +51,7 @@ export function createSqlReader(db: Db): SqlReader {
   const ask = <T>(message: object): Promise<T> => {
     const id = ++next;
     return new Promise<T>((resolve, reject) => {
-      waiting.set(id, { resolve: resolve as (answer: never) => void, reject });
+      waiting.set(id, { resolve: resolve, reject });
       worker.postMessage({ id, ...message });
     });
   };

@@ -13,6 +13,6 @@ export function rowReader<T extends Table>(table: T): (raw: Record<string, unkno
       const value = raw[name];
       row[key] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
     }
-    return row as T['$inferSelect'];
+    return row;
   };
 }

@@ -104,6 +104,6 @@ function settle<T>(fn: () => T): Promise<T> {
   try {
     return Promise.resolve(fn());
   } catch (err) {
-    return Promise.reject(err);
+    return Promise.reject(err instanceof Error ? err : new Error(String(err)));
   }
 }

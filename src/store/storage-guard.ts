@@ -125,7 +125,7 @@ export function createStorageGuard(opts: StorageGuardOptions = {}) {
      */
     write<T>(fn: () => T | Promise<T>): Promise<T> {
       return new Promise<T>((resolve, reject) => {
-        queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+        queue.push({ fn, resolve: resolve, reject });
         if (fault === null) void drain();
         else schedule();
       });

@@ -34,7 +34,7 @@ export function createTaskObserver(ctx: RunContext, { row, model, compactionMode
   const log = logger.child({ taskId: row.id });
   let current = 0;
   return {
-    close: deltas.close,
+    close: () => deltas.close(),
     stepStarted(step) {
       current = step;
       trace.modelCallStarted(model);
@@ -59,7 +59,7 @@ export function createTaskObserver(ctx: RunContext, { row, model, compactionMode
       void billed.catch((err) => logger.error({ err, taskId: row.id, step, usage }, 'usage could not be stored'));
       deps.metrics.callBilled(usage, cost);
     },
-    textDelta: deltas.push,
+    textDelta: (step, text) => deltas.push(step, text),
     modelActivity: () => deps.liveness.activity(row.id),
     compactionStarted: () => trace.modelCallStarted(compactionModel),
     toolCall(step, call) {

@@ -21,7 +21,7 @@ export interface ToolContext {
  * A workspace tool: schema, description and an `execute` that either returns what the model reads
  * or throws an Error whose message the model reads (the run goes on).
  */
-export interface WorkspaceTool<I = any> {
+export interface WorkspaceTool<I = unknown> {
   name: string;
   description: string;
   inputSchema: z.ZodType<I>;

@@ -25,6 +25,7 @@ export function compileSafeRegex(pattern: string, flags = 0): SafeRegex {
   } catch (err) {
     throw new Error(
       `invalid regular expression /${pattern}/: ${(err as Error).message} (RE2 syntax: no lookaround, no backreferences)`,
+      { cause: err },
     );
   }
   return { test: (text) => re.test(text) };

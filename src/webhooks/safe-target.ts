@@ -32,7 +32,7 @@ function publicV6(v6: ipaddr.IPv6): boolean {
   if (range === 'ipv4Mapped') return publicV4(v4At(bytes, 12));
   if (range === 'rfc6052') return v6.match(ipaddr.IPv6.parse('64:ff9b::'), 96) && publicV4(v4At(bytes, 12));
   if (range === '6to4') return publicV4(v4At(bytes, 2));
-  return range === 'unicast' && (bytes[0]! & 0xe0) === 0x20;
+  return range === 'unicast' && (bytes[0] & 0xe0) === 0x20;
 }
 
 /**

@@ -268,7 +268,7 @@ export function streamExactly(opened: Opened, chunk = 64 * 1024): Readable {
           position += bytesRead;
           this.push(buf.subarray(0, bytesRead));
         },
-        (err) => this.destroy(err),
+        (err: Error) => this.destroy(err),
       );
     },
     destroy(err, callback) {

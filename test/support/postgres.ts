@@ -60,7 +60,7 @@ export async function startTestPostgres(): Promise<TestPostgres> {
     process.getuid?.() === 0
       ? { uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })), gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' })) }
       : {};
-  if (user.uid !== undefined) chownSync(dir, user.uid, user.gid!);
+  if (user.uid !== undefined) chownSync(dir, user.uid, user.gid);
   const data = path.join(dir, 'data');
   execFileSync(path.join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale=C'], { stdio: 'pipe', cwd: dir, ...user });
   const port = await freePort();
@@ -79,7 +79,7 @@ export async function startTestPostgres(): Promise<TestPostgres> {
         return;
       } catch (err) {
         await c.end().catch(() => undefined);
-        if (server.exitCode !== null || Date.now() > deadline) throw new Error(`PostgreSQL did not start: ${(err as Error).message}`);
+        if (server.exitCode !== null || Date.now() > deadline) throw new Error(`PostgreSQL did not start: ${(err as Error).message}`, { cause: err });
         await new Promise((r) => setTimeout(r, 100));
       }
     }

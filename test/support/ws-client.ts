@@ -28,7 +28,7 @@ export function openStream(url: string, headers: Record<string, string> = {}): P
       socket.on('close', (code, reason) => r({ code, reason: reason.toString() })),
     );
     socket.on('message', (raw) => {
-      const m = JSON.parse(raw.toString()) as StreamMessage;
+      const m = JSON.parse((raw as Buffer).toString()) as StreamMessage;
       messages.push(m);
       for (const w of [...waiters]) {
         if (w.pred(m)) {

@@ -108,7 +108,7 @@ const isZod = (schema: unknown): schema is z.ZodType => typeof schema === 'objec
 function wireBody(body: CreateTaskInput<OutputSchema>): CreateTaskBody {
   const schema = body.options?.outputSchema;
   if (!isZod(schema)) return body as CreateTaskBody;
-  return { ...body, options: { ...body.options, outputSchema: z.toJSONSchema(schema, { io: 'input' }) as Record<string, unknown> } } as CreateTaskBody;
+  return { ...body, options: { ...body.options, outputSchema: z.toJSONSchema(schema, { io: 'input' }) } };
 }
 
 /** Parses a completed task's output with the zod schema it was asked for (defaults, transforms). */
@@ -170,7 +170,7 @@ export function createSubagentClient(options: SubagentClientOptions) {
           body: call.json !== undefined ? JSON.stringify(call.json) : (call.body as RequestInit['body']),
           signal: call.signal,
           ...(streamed ? { duplex: 'half' } : {}),
-        } as RequestInit);
+        });
       } catch (err) {
         if (call.signal?.aborted) throw err;
         // A stream body is spent after one try; anything else not idempotent may have been acted on.
@@ -286,9 +286,7 @@ export function createSubagentClient(options: SubagentClientOptions) {
     } catch (err) {
       o.signal?.removeEventListener('abort', stop);
       if (o.signal?.aborted) throw err;
-      return (async function* (): AsyncGenerator<string, SocketEnd> {
-        return { code: 1006, reason: (err as Error).message, opened: false };
-      })();
+      return ended({ code: 1006, reason: (err as Error).message, opened: false });
     }
     if (res.status === 204) return null;
     if (!res.ok) {
@@ -296,9 +294,7 @@ export function createSubagentClient(options: SubagentClientOptions) {
       // Turned away for now (429, 503): reconnect later; anything else is the caller's to know.
       if (res.status !== 429 && res.status < 500) throw await errorOf(res);
       await res.body?.cancel();
-      return (async function* (): AsyncGenerator<string, SocketEnd> {
-        return { code: 1013, reason: `HTTP ${res.status}`, opened: true };
-      })();
+      return ended({ code: 1013, reason: `HTTP ${res.status}`, opened: true });
     }
     const messages = readEventStream(res, controller, idleMs);
     return (async function* () {
@@ -422,3 +418,12 @@ export function createSubagentClient(options: SubagentClientOptions) {
 }
 
 export type SubagentClient = ReturnType<typeof createSubagentClient>;
+
+/** A stream that ends at once with `end`, yielding nothing. */
+function ended(end: SocketEnd): AsyncGenerator<string, SocketEnd> {
+  // eslint-disable-next-line require-yield
+  return (async function* () {
+    await Promise.resolve();
+    return end;
+  })() as AsyncGenerator<string, SocketEnd>;
+}

@@ -25,15 +25,21 @@ export function backoffMs(n: number, opts: Required<RetryOptions>): number {
 /** Waits `ms`, or rejects with the signal's reason when it fires first. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
+    if (signal?.aborted) return reject(reasonOf(signal));
     const timer = setTimeout(() => {
       signal?.removeEventListener('abort', onAbort);
       resolve();
     }, ms);
     const onAbort = () => {
       clearTimeout(timer);
-      reject(signal!.reason);
+      reject(reasonOf(signal!));
     };
     signal?.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/** What an aborted signal was aborted with, as an Error (AbortSignal.abort() gives a DOMException, which is one). */
+function reasonOf(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error ? reason : new Error(String(reason));
 }
