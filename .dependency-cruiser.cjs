@@ -26,7 +26,11 @@ const layerRules = LAYERS.slice(0, -1).map(([name, path], i) => ({
   comment: `${name} imports only from its own layer or lower ones`,
   severity: 'error',
   from: { path },
-  to: { path: LAYERS.slice(i + 1).map(([, p]) => p).join('|') },
+  to: {
+    path: LAYERS.slice(i + 1)
+      .map(([, p]) => p)
+      .join('|'),
+  },
 }));
 
 module.exports = {

@@ -6,7 +6,18 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['dist/**', 'data/**', '.bench/**', 'packages/*/dist/**', 'migrations/**', 'migrations-pg/**', 'packages/client/src/api-types.ts', '**/*.mjs', '**/*.cjs', 'drizzle*.config.ts'],
+    ignores: [
+      'dist/**',
+      'data/**',
+      '.bench/**',
+      'packages/*/dist/**',
+      'migrations/**',
+      'migrations-pg/**',
+      'packages/client/src/api-types.ts',
+      '**/*.mjs',
+      '**/*.cjs',
+      'drizzle*.config.ts',
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,

@@ -56,7 +56,10 @@ async function runTask(i, m = marker) {
       list_files: tool({ inputSchema: z.object({ path: z.string().optional() }), execute: async () => (await readdir(dir)).join('\n') }),
       complete: tool({
         inputSchema: z.object({ summary: z.string(), paths: z.array(z.string()) }),
-        execute: async ({ summary, paths }) => ({ summary, artifacts: await Promise.all(paths.map(async (p) => ({ path: p, size: (await stat(path.join(dir, p))).size }))) }),
+        execute: async ({ summary, paths }) => ({
+          summary,
+          artifacts: await Promise.all(paths.map(async (p) => ({ path: p, size: (await stat(path.join(dir, p))).size }))),
+        }),
       }),
     },
     stopWhen: [hasToolCall('complete'), stepCountIs(10)],

@@ -35,7 +35,11 @@ export async function benchCompare(total = 300, concurrency = 32, sequential = 6
   await warmUp(svc.url);
   const once = async (i: number) => {
     const t = now();
-    const res = await fetch(`${svc.url}/tasks?wait=true`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body(`COMPARE ${i}`, i)) });
+    const res = await fetch(`${svc.url}/tasks?wait=true`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body(`COMPARE ${i}`, i)),
+    });
     const out = JSON.parse(await res.text()) as { status: string };
     if (out.status !== 'completed') throw new Error(`task ended ${out.status}`);
     return now() - t;

@@ -22,7 +22,13 @@ export async function benchCrash(rounds = 20, tasksPerRound = 24, marginMs = 100
   const env = { ...benchEnv(dir, model.url), MAX_CONCURRENT_TASKS: '16', BASH_SANDBOX: 'none' };
   // Four steps: two with a short command (a kill can land while it runs), one listing, then complete.
   const script = [
-    { text: 'looking around', chunkSize: 4, chunkDelayMs: 10, toolCalls: [{ name: 'bash', args: { command: 'sleep 0.2' } }], usage: { input: 1000, output: 10 } },
+    {
+      text: 'looking around',
+      chunkSize: 4,
+      chunkDelayMs: 10,
+      toolCalls: [{ name: 'bash', args: { command: 'sleep 0.2' } }],
+      usage: { input: 1000, output: 10 },
+    },
     { toolCalls: [{ name: 'list_files', args: {} }], chunkDelayMs: 20, usage: { input: 1000, output: 10 } },
     { text: 'one more', chunkSize: 2, chunkDelayMs: 15, toolCalls: [{ name: 'bash', args: { command: 'sleep 0.1' } }], usage: { input: 1000, output: 10 } },
     { toolCalls: [{ name: 'complete', args: { summary: 'done', paths: [] } }], usage: { input: 1000, output: 10 } },
@@ -40,7 +46,12 @@ export async function benchCrash(rounds = 20, tasksPerRound = 24, marginMs = 100
     const res = await fetch(`${url}/tasks`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ subagent_type: 'general', description: 'crash bench', prompt: marker, context: { parentTaskId: 'P-crash', userId: `u-${n % 5}` } }),
+      body: JSON.stringify({
+        subagent_type: 'general',
+        description: 'crash bench',
+        prompt: marker,
+        context: { parentTaskId: 'P-crash', userId: `u-${n % 5}` },
+      }),
     });
     if (res.status !== 202) throw new Error(`submit answered ${res.status}`);
     taskOf.set(marker, ((await res.json()) as { id: string }).id);
@@ -54,7 +65,10 @@ export async function benchCrash(rounds = 20, tasksPerRound = 24, marginMs = 100
     const probe = (async () => {
       while (probing) {
         const sent = Date.now();
-        const ok = await fetch(`${svc.url}/healthz`).then((r) => r.ok, () => false);
+        const ok = await fetch(`${svc.url}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        );
         if (ok && probing) alive = sent;
         await sleep(20);
       }
@@ -81,9 +95,15 @@ export async function benchCrash(rounds = 20, tasksPerRound = 24, marginMs = 100
   spawnSync('pkill', ['-f', 'sleep 0\\.[12]']);
 
   const db = openSqlite(path.join(dir, 'db.sqlite'));
-  const billedRows = db.sqlite!.prepare('SELECT task_id AS taskId, count(*) AS n, sum(input_tokens) AS input FROM usage_reports GROUP BY task_id').all() as Array<{ taskId: string; n: number; input: number }>;
-  const records = db.sqlite!.prepare('SELECT task_id AS taskId, input_tokens AS input, status FROM subagent_records').all() as Array<{ taskId: string; input: number; status: string }>;
-  const unfinished = (db.sqlite!.prepare("SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')").pluck().get() as number);
+  const billedRows = db
+    .sqlite!.prepare('SELECT task_id AS taskId, count(*) AS n, sum(input_tokens) AS input FROM usage_reports GROUP BY task_id')
+    .all() as Array<{ taskId: string; n: number; input: number }>;
+  const records = db.sqlite!.prepare('SELECT task_id AS taskId, input_tokens AS input, status FROM subagent_records').all() as Array<{
+    taskId: string;
+    input: number;
+    status: string;
+  }>;
+  const unfinished = db.sqlite!.prepare("SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')").pluck().get() as number;
   await closeDatabase(db);
   const billedOf = new Map(billedRows.map((r) => [r.taskId, r]));
   const recordOf = new Map(records.map((r) => [r.taskId, r]));

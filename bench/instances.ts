@@ -69,7 +69,11 @@ export async function benchInstances(total = 300, concurrency = 48) {
           Array.from({ length: concurrency }, async () => {
             for (let i = next++; i < total; i = next++) {
               const t = now();
-              const res = await fetch(`${services[i % n].url}/tasks?wait=true`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body(`COMPARE ${i}`, i)) });
+              const res = await fetch(`${services[i % n].url}/tasks?wait=true`, {
+                method: 'POST',
+                headers: { 'content-type': 'application/json' },
+                body: JSON.stringify(body(`COMPARE ${i}`, i)),
+              });
               const out = (await res.json()) as { status: string };
               if (out.status === 'completed') completed++;
               latencies.push(now() - t);

@@ -29,9 +29,7 @@ export async function benchLoad(tasks = 1000) {
   clearInterval(sampler);
   clearInterval(scraper);
   loopSamples.push(await loopP99Ms(svc.url));
-  const finished = await Promise.all(
-    [...ids].map(async (id) => ((await (await fetch(`${svc.url}/tasks/${id}`)).json()) as { status: string }).status),
-  );
+  const finished = await Promise.all([...ids].map(async (id) => ((await (await fetch(`${svc.url}/tasks/${id}`)).json()) as { status: string }).status));
   const usage = (await (await fetch(`${svc.url}/usage`)).json()) as { totals: { tasks: number; inputTokens: number } };
   const after = memoryOf(svc.pid);
   // The bare loop running the same 1,000 tasks at once on the same model server.

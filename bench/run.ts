@@ -51,25 +51,55 @@ async function benchmarks(which: string) {
   if (build.status !== 0) throw new Error(`npm run build failed:\n${build.stdout}${build.stderr}`);
   if (wants('compare')) {
     const r = await benchCompare();
-    console.log(`The service against a bare ai-SDK streamText loop in one process (bench/bare-loop.mjs), same scripted model, same 4-call task (write, read, list, complete), measured in this run`);
+    console.log(
+      `The service against a bare ai-SDK streamText loop in one process (bench/bare-loop.mjs), same scripted model, same 4-call task (write, read, list, complete), measured in this run`,
+    );
     console.log('| measure | service | bare loop | ratio | goal |');
     console.log('|---|---:|---:|---:|---:|');
-    console.log(`| one task at a time, p50 (${r.sequential} tasks, ${ROUNDS} alternating rounds) | ${f(r.service.p50)} ms | ${f(r.bare.p50)} ms | ${f(r.service.p50 / r.bare.p50, 2)}× | ≤ 1.2× |`);
+    console.log(
+      `| one task at a time, p50 (${r.sequential} tasks, ${ROUNDS} alternating rounds) | ${f(r.service.p50)} ms | ${f(r.bare.p50)} ms | ${f(r.service.p50 / r.bare.p50, 2)}× | ≤ 1.2× |`,
+    );
     console.log(`| one task at a time, p99 | ${f(r.service.p99)} ms | ${f(r.bare.p99)} ms | ${f(r.service.p99 / r.bare.p99, 2)}× | |`);
-    console.log(`| ${r.total} tasks, ${r.concurrency} at a time (${ROUNDS} alternating rounds), wall | ${f(r.service.wallMs, 0)} ms | ${f(r.bare.wallMs, 0)} ms | ${f(r.service.wallMs / r.bare.wallMs, 2)}× | ≤ 1.15× |`);
-    console.log(`| first model request (general: 10 tools; bare loop: 4) | ${r.requestBytes.service} B | ${r.requestBytes.bare} B | | ≤ ${REQUEST_BYTES_BEFORE} B |`);
+    console.log(
+      `| ${r.total} tasks, ${r.concurrency} at a time (${ROUNDS} alternating rounds), wall | ${f(r.service.wallMs, 0)} ms | ${f(r.bare.wallMs, 0)} ms | ${f(r.service.wallMs / r.bare.wallMs, 2)}× | ≤ 1.15× |`,
+    );
+    console.log(
+      `| first model request (general: 10 tools; bare loop: 4) | ${r.requestBytes.service} B | ${r.requestBytes.bare} B | | ≤ ${REQUEST_BYTES_BEFORE} B |`,
+    );
     console.log();
     const seq = r.service.p50 / r.bare.p50;
     const conc = r.service.wallMs / r.bare.wallMs;
     goals.push(
-      { goal: `${r.total} tasks, ${r.concurrency} at a time: wall time`, service: `${f(r.service.wallMs, 0)} ms`, bare: `${f(r.bare.wallMs, 0)} ms`, ratio: conc, target: '≤ 1.15×', met: conc <= 1.15 },
-      { goal: 'one 4-call task at a time: p50 latency', service: `${f(r.service.p50)} ms`, bare: `${f(r.bare.p50)} ms`, ratio: seq, target: '≤ 1.2×', met: seq <= 1.2 },
-      { goal: 'first model request size (no regression)', service: `${r.requestBytes.service} B`, bare: `${r.requestBytes.bare} B`, target: `≤ ${REQUEST_BYTES_BEFORE} B`, met: r.requestBytes.service <= REQUEST_BYTES_BEFORE },
+      {
+        goal: `${r.total} tasks, ${r.concurrency} at a time: wall time`,
+        service: `${f(r.service.wallMs, 0)} ms`,
+        bare: `${f(r.bare.wallMs, 0)} ms`,
+        ratio: conc,
+        target: '≤ 1.15×',
+        met: conc <= 1.15,
+      },
+      {
+        goal: 'one 4-call task at a time: p50 latency',
+        service: `${f(r.service.p50)} ms`,
+        bare: `${f(r.bare.p50)} ms`,
+        ratio: seq,
+        target: '≤ 1.2×',
+        met: seq <= 1.2,
+      },
+      {
+        goal: 'first model request size (no regression)',
+        service: `${r.requestBytes.service} B`,
+        bare: `${r.requestBytes.bare} B`,
+        target: `≤ ${REQUEST_BYTES_BEFORE} B`,
+        met: r.requestBytes.service <= REQUEST_BYTES_BEFORE,
+      },
     );
   }
   if (wants('stream')) {
     console.log('Stream latency: model server emits a text chunk → WebSocket client receives the text.delta (bare loop: → its stream reader)');
-    console.log('| subscribed tasks | chunks measured | text.delta events | p50 ms | p99 ms | max ms | bare loop p50 / p99 ms | service CPU | bench process CPU |');
+    console.log(
+      '| subscribed tasks | chunks measured | text.delta events | p50 ms | p99 ms | max ms | bare loop p50 / p99 ms | service CPU | bench process CPU |',
+    );
     console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     const counts = which === 'goals' ? '100,1000' : (process.env.BENCH_STREAM_TASKS ?? '1,100,1000');
     for (const n of counts.split(',').map(Number)) {
@@ -79,7 +109,14 @@ async function benchmarks(which: string) {
       );
       const target = n >= 1000 ? 20 : 5;
       if (n === 100 || n === 1000) {
-        goals.push({ goal: `chunk → client p99, ${n} tasks streaming`, service: `${f(r.p99, 1)} ms`, bare: `${f(r.bareP99, 1)} ms`, ratio: r.p99 / r.bareP99, target: `< ${target} ms`, met: r.p99 < target });
+        goals.push({
+          goal: `chunk → client p99, ${n} tasks streaming`,
+          service: `${f(r.p99, 1)} ms`,
+          bare: `${f(r.bareP99, 1)} ms`,
+          ratio: r.p99 / r.bareP99,
+          target: `< ${target} ms`,
+          met: r.p99 < target,
+        });
       }
     }
     console.log();
@@ -87,15 +124,31 @@ async function benchmarks(which: string) {
   if (wants('load')) {
     const r = await benchLoad();
     console.log('1,000 tasks submitted at once, MAX_CONCURRENT_TASKS=1000, scripted model 2 s per step (2 steps); the bare loop runs the same 1,000 at once');
-    console.log('| tasks | completed | all accepted in | all finished in | service RSS before | peak RSS | event-loop delay p99 (worst 1 s window) | billed tasks | billed input tokens | bare loop: finished in / peak RSS / loop p99 |');
+    console.log(
+      '| tasks | completed | all accepted in | all finished in | service RSS before | peak RSS | event-loop delay p99 (worst 1 s window) | billed tasks | billed input tokens | bare loop: finished in / peak RSS / loop p99 |',
+    );
     console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     console.log(
       `| ${r.tasks} | ${r.completed} | ${f(r.submitMs, 0)} ms | ${f(r.wallMs, 0)} ms | ${f(r.rssBeforeMiB, 0)} MiB | ${f(r.peakRssMiB, 0)} MiB | ${f(r.loopP99Ms)} ms | ${r.billedTasks} | ${r.billedInput} | ${f(r.bare.wallMs, 0)} ms / ${f(r.bare.peakRssMiB, 0)} MiB / ${f(r.bare.loopP99Ms)} ms |`,
     );
     console.log();
     goals.push(
-      { goal: '1,000 running tasks: peak RSS', service: `${f(r.peakRssMiB, 0)} MiB`, bare: `${f(r.bare.peakRssMiB, 0)} MiB`, ratio: r.peakRssMiB / r.bare.peakRssMiB, target: '< 300 MiB', met: r.peakRssMiB < 300 },
-      { goal: '1,000 running tasks: event-loop delay p99', service: `${f(r.loopP99Ms)} ms`, bare: `${f(r.bare.loopP99Ms)} ms`, ratio: r.loopP99Ms / r.bare.loopP99Ms, target: '< 50 ms', met: r.loopP99Ms < 50 },
+      {
+        goal: '1,000 running tasks: peak RSS',
+        service: `${f(r.peakRssMiB, 0)} MiB`,
+        bare: `${f(r.bare.peakRssMiB, 0)} MiB`,
+        ratio: r.peakRssMiB / r.bare.peakRssMiB,
+        target: '< 300 MiB',
+        met: r.peakRssMiB < 300,
+      },
+      {
+        goal: '1,000 running tasks: event-loop delay p99',
+        service: `${f(r.loopP99Ms)} ms`,
+        bare: `${f(r.bare.loopP99Ms)} ms`,
+        ratio: r.loopP99Ms / r.bare.loopP99Ms,
+        target: '< 50 ms',
+        met: r.loopP99Ms < 50,
+      },
     );
   }
   // These two read and seed the SQLite file directly.
@@ -103,7 +156,9 @@ async function benchmarks(which: string) {
   if (!onPostgres && (which === 'all' || which === 'crash')) {
     const r = await benchCrash();
     console.log(`kill -9 at a random moment under load, ${r.rounds} rounds, then one clean start (4-step tasks, 2 with a command)`);
-    console.log('| tasks | answers served (settled) | billed of them | lost | duplicated | in flight at a kill | billed of them | records ≠ their reports | tasks left unfinished |');
+    console.log(
+      '| tasks | answers served (settled) | billed of them | lost | duplicated | in flight at a kill | billed of them | records ≠ their reports | tasks left unfinished |',
+    );
     console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     console.log(
       `| ${r.tasks} | ${r.served} | ${r.served - r.lost} | ${r.lost} | ${r.duplicated} | ${r.inFlight} | ${r.inFlightBilled} | ${r.recordMismatch} | ${r.unfinished} |`,
@@ -120,17 +175,25 @@ async function benchmarks(which: string) {
   }
   if (!onPostgres && (which === 'all' || which === 'usage')) {
     const r = await benchUsage();
-    console.log(`GET /usage over ${r.records.toLocaleString("en")} records (seeded in ${f(r.seedMs / 1000)} s, roll-ups built in ${f(r.rollupMs / 1000)} s), 30 requests each`);
+    console.log(
+      `GET /usage over ${r.records.toLocaleString('en')} records (seeded in ${f(r.seedMs / 1000)} s, roll-ups built in ${f(r.rollupMs / 1000)} s), 30 requests each`,
+    );
     console.log('| query | groups/rows | p50 ms | p99 ms |');
     console.log('|---|---:|---:|---:|');
     for (const row of r.rows) console.log(`| ${row.name} (\`${row.url}\`) | ${row.groups} | ${f(row.p50)} | ${f(row.p99)} |`);
-    console.log(`\nGET /healthz while 5 \`groupBy=user\` aggregates run: ${r.healthDuring.n} requests, p50 ${f(r.healthDuring.p50)} ms, p99 ${f(r.healthDuring.p99)} ms`);
+    console.log(
+      `\nGET /healthz while 5 \`groupBy=user\` aggregates run: ${r.healthDuring.n} requests, p50 ${f(r.healthDuring.p50)} ms, p99 ${f(r.healthDuring.p99)} ms`,
+    );
     console.log();
   }
   if (which === 'instances') {
     const r = await benchInstances();
-    console.log(`Instances on one PostgreSQL database (local cluster, fsync off): ${r.total} 4-call tasks, ${r.concurrency} at a time, sent round-robin, each waited for where it was sent`);
-    console.log('| instances | completed | wall | tasks/s | task p50 | task p99 | commits per task | CPU of the instances (100% = one core) | machine CPU busy (2 cores) |');
+    console.log(
+      `Instances on one PostgreSQL database (local cluster, fsync off): ${r.total} 4-call tasks, ${r.concurrency} at a time, sent round-robin, each waited for where it was sent`,
+    );
+    console.log(
+      '| instances | completed | wall | tasks/s | task p50 | task p99 | commits per task | CPU of the instances (100% = one core) | machine CPU busy (2 cores) |',
+    );
     console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const row of r.rows) {
       console.log(
@@ -143,7 +206,8 @@ async function benchmarks(which: string) {
     console.log('Goals (issue 16), each against the bare loop measured in this run');
     console.log('| goal | service | bare loop | service ÷ bare | target | met |');
     console.log('|---|---:|---:|---:|---:|:---:|');
-    for (const g of goals) console.log(`| ${g.goal} | ${g.service} | ${g.bare} | ${g.ratio === undefined ? '' : `${f(g.ratio, 2)}×`} | ${g.target} | ${g.met ? 'yes' : 'no'} |`);
+    for (const g of goals)
+      console.log(`| ${g.goal} | ${g.service} | ${g.bare} | ${g.ratio === undefined ? '' : `${f(g.ratio, 2)}×`} | ${g.target} | ${g.met ? 'yes' : 'no'} |`);
     console.log();
   }
 }

@@ -10,7 +10,12 @@ export async function benchStream(tasks: number) {
   svc.model.script('LATENCY', (ctx) =>
     ctx.turn === 0
       ? // A random phase: independent tasks do not emit in lock-step.
-        { delayMs: 1500 + Math.random() * 50, chunkDelayMs: 50, liveChunks: { count: chunks, make: () => `|t=${now()}|` }, toolCalls: [{ name: 'list_files', args: {} }] }
+        {
+          delayMs: 1500 + Math.random() * 50,
+          chunkDelayMs: 50,
+          liveChunks: { count: chunks, make: () => `|t=${now()}|` },
+          toolCalls: [{ name: 'list_files', args: {} }],
+        }
       : { toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] },
   );
   await warmUp(svc.url);

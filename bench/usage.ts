@@ -25,7 +25,23 @@ export async function benchUsage(records = 1_000_000, runs = 30) {
       const output = 10 + (i % 700);
       const started = t0 + Math.floor((i / records) * 90 * 86_400_000);
       const key = `${String(started).padStart(14, '0')}${String(i).padStart(8, '0')}`;
-      insert.run(`rec_${key}`, `tsk_${key}`, types[i % 5], `P-${i % 10_000}`, `u-${i % 1000}`, models[i % 4], 1 + (i % 9), input, output, input + output, i % 3 ? 0 : 50, i % 11 ? 0 : 7, started, started + 5000, 5000);
+      insert.run(
+        `rec_${key}`,
+        `tsk_${key}`,
+        types[i % 5],
+        `P-${i % 10_000}`,
+        `u-${i % 1000}`,
+        models[i % 4],
+        1 + (i % 9),
+        input,
+        output,
+        input + output,
+        i % 3 ? 0 : 50,
+        i % 11 ? 0 : 7,
+        started,
+        started + 5000,
+        5000,
+      );
     }
   })();
   // The records were written by hand, not through the store: build their roll-ups as the migration does.

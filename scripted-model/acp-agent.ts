@@ -47,7 +47,15 @@ const app = acp
     if (prompt.includes('ACP-WRITE')) {
       await update({ sessionUpdate: 'plan', entries: [{ content: 'Write the notes', priority: 'high', status: 'in_progress' }] });
       await say('Writing the notes. ');
-      await update({ sessionUpdate: 'tool_call', toolCallId: 'w1', title: 'Write notes/acp.md', kind: 'edit', status: 'in_progress', rawInput: { path: file }, locations: [{ path: file }] });
+      await update({
+        sessionUpdate: 'tool_call',
+        toolCallId: 'w1',
+        title: 'Write notes/acp.md',
+        kind: 'edit',
+        status: 'in_progress',
+        rawInput: { path: file },
+        locations: [{ path: file }],
+      });
       await client.request(acp.methods.client.fs.writeTextFile, { sessionId: params.sessionId, path: file, content: '# Notes\nwritten over ACP\n' });
       const back = await client.request(acp.methods.client.fs.readTextFile, { sessionId: params.sessionId, path: file, line: 2, limit: 1 });
       await update({ sessionUpdate: 'tool_call_update', toolCallId: 'w1', status: 'completed', rawOutput: { readBack: back.content } });
@@ -56,7 +64,11 @@ const app = acp
     }
     if (prompt.includes('ACP-TERMINAL')) {
       await update({ sessionUpdate: 'tool_call', toolCallId: 't1', title: 'echo', kind: 'execute', status: 'in_progress' });
-      const { terminalId } = await client.request(acp.methods.client.terminal.create, { sessionId: params.sessionId, command: 'echo', args: ['from-terminal'] });
+      const { terminalId } = await client.request(acp.methods.client.terminal.create, {
+        sessionId: params.sessionId,
+        command: 'echo',
+        args: ['from-terminal'],
+      });
       const exit = await client.request(acp.methods.client.terminal.waitForExit, { sessionId: params.sessionId, terminalId });
       const out = await client.request(acp.methods.client.terminal.output, { sessionId: params.sessionId, terminalId });
       await client.request(acp.methods.client.terminal.release, { sessionId: params.sessionId, terminalId });
@@ -112,7 +124,8 @@ const app = acp
     if (prompt.includes('ACP-EVIL-PATH')) {
       const marker = prompt.split('MARKER=')[1].trim();
       const evil = `${session.cwd}/.evil`;
-      const plant = `mkdir -p ${evil} && printf '#!/bin/sh\necho "$0" >> ${marker}\nexec /bin/bash "$@"\n' > ${evil}/bash && ` +
+      const plant =
+        `mkdir -p ${evil} && printf '#!/bin/sh\necho "$0" >> ${marker}\nexec /bin/bash "$@"\n' > ${evil}/bash && ` +
         `chmod +x ${evil}/bash && cp ${evil}/bash ${evil}/bwrap && printf 'echo bash_env >> ${marker}\n' > ${evil}/rc`;
       const term = async (command: string, env: Array<{ name: string; value: string }> = []) => {
         const { terminalId } = await client.request<{ terminalId: string }>(acp.methods.client.terminal.create, { sessionId: params.sessionId, command, env });

@@ -22,7 +22,10 @@ const summariseErrorLogs: Script = (ctx) => {
         const kind = l.split('ERROR ')[1]?.split(':')[0] ?? 'unknown';
         byKind.set(kind, (byKind.get(kind) ?? 0) + 1);
       }
-      const table = [...byKind].sort((a, b) => b[1] - a[1]).map(([k, n]) => `| ${k} | ${n} |`).join('\n');
+      const table = [...byKind]
+        .sort((a, b) => b[1] - a[1])
+        .map(([k, n]) => `| ${k} | ${n} |`)
+        .join('\n');
       return {
         text: `Found ${lines.length} errors; writing the report.`,
         chunkDelayMs: 15,
@@ -62,8 +65,13 @@ const summariseErrorLogs: Script = (ctx) => {
 
 const noScript: Script = (ctx) =>
   ctx.turn === 0
-    ? { text: 'This is the scripted model: it has no script for this prompt, so it completes at once.', usage: { input: 120, output: 24 },
-        toolCalls: [{ name: 'complete', args: { summary: 'The scripted model has no script for this prompt (see scripted-model/demo-script.ts).', paths: [] } }] }
+    ? {
+        text: 'This is the scripted model: it has no script for this prompt, so it completes at once.',
+        usage: { input: 120, output: 24 },
+        toolCalls: [
+          { name: 'complete', args: { summary: 'The scripted model has no script for this prompt (see scripted-model/demo-script.ts).', paths: [] } },
+        ],
+      }
     : { toolCalls: [{ name: 'complete', args: { summary: 'done', paths: [] } }], usage: { input: 10, output: 2 } };
 
 export function scriptDemo(model: ScriptedModel): void {

@@ -249,8 +249,7 @@ export async function startScriptedModel(opts: { port?: number } = {}): Promise<
     const attempt = (attempts.get(attemptKey) ?? 0) + 1;
     attempts.set(attemptKey, attempt);
     const ctx: TurnContext = { turn, model: body.model, messages: body.messages, toolResults, attempt };
-    const step: ScriptedTurn | undefined =
-      typeof found.script === 'function' ? found.script(ctx) : found.script[Math.min(turn, found.script.length - 1)];
+    const step: ScriptedTurn | undefined = typeof found.script === 'function' ? found.script(ctx) : found.script[Math.min(turn, found.script.length - 1)];
 
     await sleep(step.delayMs ?? 0, abort.signal);
     if (abort.signal.aborted) return;

@@ -74,9 +74,10 @@ async function main() {
 
   model.script('CHAOS-', (ctx) => {
     if (ctx.turn < 4) {
-      const tool = ctx.turn % 2 === 0
-        ? { name: 'write_file', args: { path: `chaos/${ctx.turn}-${Math.floor(Math.random() * 1e9)}.txt`, content: 'x' } }
-        : { name: 'bash', args: { command: 'sleep 0.2; echo ok' } };
+      const tool =
+        ctx.turn % 2 === 0
+          ? { name: 'write_file', args: { path: `chaos/${ctx.turn}-${Math.floor(Math.random() * 1e9)}.txt`, content: 'x' } }
+          : { name: 'bash', args: { command: 'sleep 0.2; echo ok' } };
       return { toolCalls: [tool], usage: { input: 100 + ctx.turn, output: 10 }, delayMs: 50 + Math.floor(Math.random() * 300) };
     }
     return { toolCalls: [{ name: 'complete', args: { summary: 'done', paths: [] } }], usage: { input: 200, output: 20 } };
@@ -115,7 +116,12 @@ async function main() {
   for (const name of NAMES) await start(name);
 
   const post = async (svc: ChildService, pathname: string, body: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(`${svc.url}${pathname}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), signal: AbortSignal.timeout(15_000) });
+    const res = await fetch(`${svc.url}${pathname}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(15_000),
+    });
     return { status: res.status, body: (await res.json().catch(() => null)) as any };
   };
   await post(instances.get('a')!, '/webhooks', { url: hookUrl, events: ['task.finished'] });
@@ -133,12 +139,17 @@ async function main() {
       const live = NAMES.filter((n) => !down.has(n) && instances.has(n));
       if (live.length > 0) {
         try {
-          const res = await post(instances.get(pick(live))!, '/tasks', {
-            subagent_type: 'general',
-            description: 'chaos',
-            prompt,
-            context: { parentTaskId: `T-chaos-${i % 8}`, userId: `u${i % 3}` },
-          }, { 'idempotency-key': key });
+          const res = await post(
+            instances.get(pick(live))!,
+            '/tasks',
+            {
+              subagent_type: 'general',
+              description: 'chaos',
+              prompt,
+              context: { parentTaskId: `T-chaos-${i % 8}`, userId: `u${i % 3}` },
+            },
+            { 'idempotency-key': key },
+          );
           if (res.status === 202 || res.status === 200) {
             submitted.set(res.body.id, prompt);
             return;
@@ -157,7 +168,11 @@ async function main() {
     let round: Array<'kill' | 'stop' | 'pg-restart'> = [];
     while (Date.now() < until) {
       await sleep(3000 + rnd() * 3000);
-      if (round.length === 0) round = (['kill', 'stop', 'pg-restart'] as const).map((k) => ({ k, r: rnd() })).sort((x, y) => x.r - y.r).map((x) => x.k);
+      if (round.length === 0)
+        round = (['kill', 'stop', 'pg-restart'] as const)
+          .map((k) => ({ k, r: rnd() }))
+          .sort((x, y) => x.r - y.r)
+          .map((x) => x.k);
       const kind = round.shift()!;
       const at = Date.now();
       if (kind === 'pg-restart') {
@@ -255,7 +270,9 @@ async function main() {
     const late = reports.filter((r) => r.task_id === t.id && t.completed_at !== null && Number(r.at) > Number(t.completed_at));
     lateRows += late.length;
     if (late.length > 0) {
-      const pausedCall = served.some((s) => faults.some((f) => f.kind === 'stop' && s.authorization === `Bearer chaos-key-${f.name}` && s.at >= f.at - LEASE_MS && s.at <= f.until + 1000));
+      const pausedCall = served.some((s) =>
+        faults.some((f) => f.kind === 'stop' && s.authorization === `Bearer chaos-key-${f.name}` && s.at >= f.at - LEASE_MS && s.at <= f.until + 1000),
+      );
       if (!pausedCall) violations.push(`${t.id}: ${late.length} usage rows after its end, no call of a paused instance to explain them`);
     }
     if (t.status !== 'queued' && t.status !== 'running') {
@@ -271,7 +288,11 @@ async function main() {
     seconds: SECONDS,
     wallSeconds: Math.round((Date.now() - started) / 1000),
     tasks: { submitted: submitted.size, refusedAfterRetries: refused, ...statuses },
-    faults: { kill: faults.filter((f) => f.kind === 'kill').length, stop: faults.filter((f) => f.kind === 'stop').length, pgRestart: faults.filter((f) => f.kind === 'pg-restart').length },
+    faults: {
+      kill: faults.filter((f) => f.kind === 'kill').length,
+      stop: faults.filter((f) => f.kind === 'stop').length,
+      pgRestart: faults.filter((f) => f.kind === 'pg-restart').length,
+    },
     resumes,
     servedCalls: model.served.filter((s) => s.prompt.startsWith('CHAOS-')).length,
     unbilledTokensWithinKillWindow: unbilledTokens,
@@ -283,7 +304,11 @@ async function main() {
   for (const v of violations.slice(0, 30)) console.error(`VIOLATION ${v}`);
   // Why tasks ended in error, as the instances logged it (those still running at the end).
   const failures = processes.flatMap(({ name, svc }) =>
-    svc.output().split('\n').filter((l) => l.includes('"task failed"') || l.includes('"runner failed"')).map((l) => `${name}: ${l}`),
+    svc
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('"task failed"') || l.includes('"runner failed"'))
+      .map((l) => `${name}: ${l}`),
   );
   for (const line of failures.slice(0, 10)) console.error(`task error: ${line.slice(0, 1500)}`);
   if (process.env.CHAOS_LOGS) {

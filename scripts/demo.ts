@@ -49,7 +49,9 @@ async function main() {
   mkdirSync(path.join(ws, 'logs'), { recursive: true });
   const kinds = ['ECONNRESET: upstream closed', 'ETIMEDOUT: db query', 'ECONNRESET: upstream closed', 'EACCES: /var/cache'];
   const log = Array.from({ length: 40 }, (_, i) =>
-    i % 5 === 0 ? `2026-11-29T10:${String(i).padStart(2, '0')}:00Z ERROR ${kinds[(i / 5) % kinds.length]}` : `2026-11-29T10:${String(i).padStart(2, '0')}:00Z INFO request ok`,
+    i % 5 === 0
+      ? `2026-11-29T10:${String(i).padStart(2, '0')}:00Z ERROR ${kinds[(i / 5) % kinds.length]}`
+      : `2026-11-29T10:${String(i).padStart(2, '0')}:00Z INFO request ok`,
   ).join('\n');
   writeFileSync(path.join(ws, 'logs/app.log'), `${log}\n`);
 
@@ -60,7 +62,9 @@ async function main() {
     context: { parentTaskId, userId: 'u-42', toolCallId: 'call_demo_1', timezone: 'Europe/Berlin' },
   };
   console.log(`\n${bold('POST /tasks')} ${dim(short(body, 160))}`);
-  const accepted = (await (await fetch(`${base}/tasks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json()) as { id: string; streamUrl: string };
+  const accepted = (await (
+    await fetch(`${base}/tasks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  ).json()) as { id: string; streamUrl: string };
   console.log(`→ 202 ${JSON.stringify(accepted)}\n`);
 
   console.log(bold(`WebSocket ${accepted.streamUrl}`));
@@ -72,15 +76,24 @@ async function main() {
       const d = e.data;
       const detail = (): string => {
         switch (e.type) {
-          case 'task.started': return `${d.subagent_type} on ${d.model} in ${d.workspace}`;
-          case 'step.started': return `step ${d.step}`;
-          case 'text.delta': return JSON.stringify(d.text);
-          case 'tool.call': return `${d.toolName} ${short(d.input, 90)}`;
-          case 'tool.result': return `${d.toolName}${d.isError ? ' ERROR' : ''} ${short(d.output, 90)}`;
-          case 'step.finished': return `step ${d.step} ${d.finishReason}, ${d.usage.totalTokens} tokens`;
-          case 'task.finished': return `${d.status} (${d.stopReason}) after ${d.steps} steps`;
-          case 'heartbeat': return dim(`still working (last seq ${d.lastSeq})`);
-          default: return '';
+          case 'task.started':
+            return `${d.subagent_type} on ${d.model} in ${d.workspace}`;
+          case 'step.started':
+            return `step ${d.step}`;
+          case 'text.delta':
+            return JSON.stringify(d.text);
+          case 'tool.call':
+            return `${d.toolName} ${short(d.input, 90)}`;
+          case 'tool.result':
+            return `${d.toolName}${d.isError ? ' ERROR' : ''} ${short(d.output, 90)}`;
+          case 'step.finished':
+            return `step ${d.step} ${d.finishReason}, ${d.usage.totalTokens} tokens`;
+          case 'task.finished':
+            return `${d.status} (${d.stopReason}) after ${d.steps} steps`;
+          case 'heartbeat':
+            return dim(`still working (last seq ${d.lastSeq})`);
+          default:
+            return '';
         }
       };
       console.log(`  ${seq} ${e.type.padEnd(14)} ${detail()}`);

@@ -34,15 +34,38 @@ async function main() {
   ]);
   const port = await freePort();
   const name = `subagentd-check-${process.pid}`;
-  const child = spawn(engine, [
-    ...engineArgs, 'run', '--rm', '--name', name, ...runArgs,
-    '--network', 'host',
-    '--security-opt', 'seccomp=unconfined', '--security-opt', 'systempaths=unconfined',
-    '-e', `PORT=${port}`, '-e', 'HOST=127.0.0.1', '-e', `OPENAI_BASE_URL=${model.url}`, '-e', 'OPENAI_API_KEY=image-check',
-    '-e', 'BASH_SANDBOX=bwrap', '-e', 'LOG_LEVEL=info',
-    ...(process.env.DATABASE_URL ? ['-e', `DATABASE_URL=${process.env.DATABASE_URL}`] : []),
-    image,
-  ], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    engine,
+    [
+      ...engineArgs,
+      'run',
+      '--rm',
+      '--name',
+      name,
+      ...runArgs,
+      '--network',
+      'host',
+      '--security-opt',
+      'seccomp=unconfined',
+      '--security-opt',
+      'systempaths=unconfined',
+      '-e',
+      `PORT=${port}`,
+      '-e',
+      'HOST=127.0.0.1',
+      '-e',
+      `OPENAI_BASE_URL=${model.url}`,
+      '-e',
+      'OPENAI_API_KEY=image-check',
+      '-e',
+      'BASH_SANDBOX=bwrap',
+      '-e',
+      'LOG_LEVEL=info',
+      ...(process.env.DATABASE_URL ? ['-e', `DATABASE_URL=${process.env.DATABASE_URL}`] : []),
+      image,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let log = '';
   child.stdout.on('data', (d) => (log += d));
   child.stderr.on('data', (d) => (log += d));
@@ -50,17 +73,40 @@ async function main() {
   try {
     // vfs storage copies the whole image before the container starts: give it time.
     const until = Date.now() + 240_000;
-    while (!(await fetch(`${base}/healthz`).then((r) => r.ok, () => false))) {
+    while (
+      !(await fetch(`${base}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      ))
+    ) {
       if (child.exitCode !== null || Date.now() > until) throw new Error(`the container did not become healthy:\n${log}`);
       await new Promise((r) => setTimeout(r, 250));
     }
     console.log('healthz:', await (await fetch(`${base}/healthz`)).text(), process.env.DATABASE_URL ? '(PostgreSQL)' : '(SQLite)');
     const post = async (body: unknown) =>
-      (await fetch(`${base}/tasks?wait=true`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<Record<string, any>>;
-    const modelTask = await post({ subagent_type: 'general', description: 'image check', prompt: 'IMAGE-CHECK', context: { parentTaskId: 'T-image', userId: 'u-1' } });
-    console.log('model task:', modelTask.status, modelTask.stopReason, modelTask.summary, modelTask.artifacts.map((a: { path: string; size: number }) => `${a.path} (${a.size} B)`));
+      (
+        await fetch(`${base}/tasks?wait=true`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+      ).json() as Promise<Record<string, any>>;
+    const modelTask = await post({
+      subagent_type: 'general',
+      description: 'image check',
+      prompt: 'IMAGE-CHECK',
+      context: { parentTaskId: 'T-image', userId: 'u-1' },
+    });
+    console.log(
+      'model task:',
+      modelTask.status,
+      modelTask.stopReason,
+      modelTask.summary,
+      modelTask.artifacts.map((a: { path: string; size: number }) => `${a.path} (${a.size} B)`),
+    );
     console.log('  the command said:', JSON.stringify(model.requests.at(-1)?.body.messages.at(-1)?.content));
-    const shellTask = await post({ subagent_type: 'shell', description: 'image shell', command: 'cat who.txt; touch /usr/pwned 2>&1; echo exit=$?', context: { parentTaskId: 'T-image', userId: 'u-1' } });
+    const shellTask = await post({
+      subagent_type: 'shell',
+      description: 'image shell',
+      command: 'cat who.txt; touch /usr/pwned 2>&1; echo exit=$?',
+      context: { parentTaskId: 'T-image', userId: 'u-1' },
+    });
     console.log('shell task:', shellTask.status, JSON.stringify(shellTask.output));
     const ok = modelTask.status === 'completed' && shellTask.status === 'completed' && /Read-only file system/.test(shellTask.output.stdout);
     console.log(ok ? 'IMAGE CHECK PASSED' : 'IMAGE CHECK FAILED');

@@ -18,7 +18,8 @@ export function startupWarnings(config: Config, registry: AgentRegistry, prices:
   const openai = !config.openaiBaseUrl || new URL(config.openaiBaseUrl).hostname === 'api.openai.com';
   if (openai && !config.openaiApiKey) {
     warnings.push({
-      message: "OPENAI_API_KEY is not set and the provider is OpenAI's API: every model call will be refused until it is (set OPENAI_BASE_URL for a server that needs no key)",
+      message:
+        "OPENAI_API_KEY is not set and the provider is OpenAI's API: every model call will be refused until it is (set OPENAI_BASE_URL for a server that needs no key)",
       fields: { provider: config.openaiBaseUrl ?? 'https://api.openai.com/v1' },
     });
   }

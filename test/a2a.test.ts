@@ -20,7 +20,9 @@ async function a2aClient(key = KEYS.acme): Promise<Client> {
     headers.set('authorization', `Bearer ${key}`);
     return fetch(input, { ...init, headers });
   };
-  const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl })] }));
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl })] }),
+  );
   return factory.createFromUrl(svc.url);
 }
 
@@ -35,7 +37,12 @@ const text = (value: string, extra: Partial<Message> = {}): Message => ({
   referenceTaskIds: [],
   ...extra,
 });
-const send = (message: Message, configuration?: Record<string, unknown>) => ({ tenant: '', message, configuration: configuration as never, metadata: undefined });
+const send = (message: Message, configuration?: Record<string, unknown>) => ({
+  tenant: '',
+  message,
+  configuration: configuration as never,
+  metadata: undefined,
+});
 
 /** A subagent that writes a report in `steps` steps (`delayMs` before each answer), then completes. */
 function scriptReport(marker: string, steps = 1, delayMs = 0) {
@@ -64,7 +71,7 @@ describe('A2A', () => {
     expect((await fetch(`${svc.url}/a2a`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status).toBe(401);
   });
 
-  it('a message starts a task in the context\'s workspace and answers with it completed, artifacts included', async () => {
+  it("a message starts a task in the context's workspace and answers with it completed, artifacts included", async () => {
     scriptReport('A2A-SEND');
     const client = await a2aClient();
     const result = await client.sendMessage(send(text('A2A-SEND write the report')));
@@ -132,7 +139,7 @@ describe('A2A', () => {
     }).rejects.toThrow(/cannot be subscribed/);
   });
 
-  it('keeps tenants apart: another tenant\'s task is not found', async () => {
+  it("keeps tenants apart: another tenant's task is not found", async () => {
     scriptReport('A2A-TENANT');
     const mine = (await (await a2aClient()).sendMessage(send(text('A2A-TENANT x')))) as { id: string };
     const other = await a2aClient(KEYS.other);
@@ -140,7 +147,7 @@ describe('A2A', () => {
     await expect(other.cancelTask({ tenant: '', id: mine.id, metadata: undefined })).rejects.toThrow(/not found/i);
   });
 
-  it('delivers push notifications to a task\'s config through the webhook outbox, with its token', async () => {
+  it("delivers push notifications to a task's config through the webhook outbox, with its token", async () => {
     const received: Array<{ headers: http.IncomingHttpHeaders; body: any }> = [];
     const receiver = http.createServer((req, res) => {
       let raw = '';
@@ -156,7 +163,10 @@ describe('A2A', () => {
       const client = await a2aClient();
       const url = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
       const task = (await client.sendMessage(
-        send(text('A2A-PUSH go'), { returnImmediately: true, taskPushNotificationConfig: { tenant: '', id: 'cfg-1', taskId: '', url, token: 'tok-123', authentication: undefined } }),
+        send(text('A2A-PUSH go'), {
+          returnImmediately: true,
+          taskPushNotificationConfig: { tenant: '', id: 'cfg-1', taskId: '', url, token: 'tok-123', authentication: undefined },
+        }),
       )) as { id: string };
       const listed = await client.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' });
       expect(listed.configs.map((c) => [c.id, c.url])).toEqual([['cfg-1', url]]);

@@ -14,7 +14,9 @@ const repo = path.resolve(import.meta.dirname, '..');
 const bin = process.env.OPENCODE_BIN;
 const missing = !bin ? 'OPENCODE_BIN is not set' : !existsSync(bin) ? `OPENCODE_BIN=${bin} does not exist` : null;
 if (missing) {
-  console.warn(`[opencode test] skipped: ${missing}. npm install opencode-ai and set OPENCODE_BIN=<prefix>/node_modules/.bin/opencode to run it; .ci/run does.`);
+  console.warn(
+    `[opencode test] skipped: ${missing}. npm install opencode-ai and set OPENCODE_BIN=<prefix>/node_modules/.bin/opencode to run it; .ci/run does.`,
+  );
 }
 const bwrap = spawnSync('bwrap', ['--ro-bind', '/', '/', '--unshare-all', '--', 'true']).status === 0;
 
@@ -76,7 +78,11 @@ describe.skipIf(missing !== null)(`opencode acp as a subagent (sandbox: ${bwrap 
     expect(readFileSync(file, 'utf8')).toBe('# Report\nwritten by opencode\n');
     expect(task.artifacts).toEqual([expect.objectContaining({ path: file, fsType: 'file' })]);
     // Nothing of opencode's own state lands in the workspace (its HOME is a scratch folder).
-    expect(spawnSync('ls', ['-A', path.join(svc.config.workspacesDir, 'T-oc')], { encoding: 'utf8' }).stdout.trim().split('\n')).toEqual(['report.md']);
+    expect(
+      spawnSync('ls', ['-A', path.join(svc.config.workspacesDir, 'T-oc')], { encoding: 'utf8' })
+        .stdout.trim()
+        .split('\n'),
+    ).toEqual(['report.md']);
     const events = await storedEvents(svc, task.id);
     const types = events.map((e: { type: string }) => e.type);
     expect(types[0]).toBe('task.started');

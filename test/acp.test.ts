@@ -47,7 +47,11 @@ afterAll(async () => {
 });
 
 const run = async (prompt: string, type = 'scripted-acp', parentTaskId = 'T-acp') => {
-  const res = await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ subagent_type: type, prompt, context: { parentTaskId, userId: 'u-acp' } }) });
+  const res = await svc.inject({
+    method: 'POST',
+    url: '/tasks',
+    payload: taskBody({ subagent_type: type, prompt, context: { parentTaskId, userId: 'u-acp' } }),
+  });
   expect(res.statusCode, res.body).toBe(202);
   return res.json().id as string;
 };
@@ -76,7 +80,15 @@ describe('ACP agents as subagents', () => {
     expect(task.usage).toMatchObject({ inputTokens: 120, outputTokens: 30, totalTokens: 150, cachedInputTokens: 20, reasoningTokens: 5 });
     const events = await storedEvents(svc, id);
     expect(events.map((e: { type: string }) => e.type)).toEqual([
-      'task.started', 'step.started', 'plan', 'text.delta', 'tool.call', 'tool.result', 'text.delta', 'step.finished', 'task.finished',
+      'task.started',
+      'step.started',
+      'plan',
+      'text.delta',
+      'tool.call',
+      'tool.result',
+      'text.delta',
+      'step.finished',
+      'task.finished',
     ]);
     expect(events[2].data.entries).toEqual([{ content: 'Write the notes', priority: 'high', status: 'in_progress' }]);
     expect(events[4].data).toMatchObject({ toolName: 'Write notes/acp.md', toolCallId: 'w1' });
@@ -93,7 +105,7 @@ describe('ACP agents as subagents', () => {
     expect(record).toMatchObject({ inputTokens: 0, usageReported: false });
   });
 
-  it('answers permission requests by the definition\'s policy', async () => {
+  it("answers permission requests by the definition's policy", async () => {
     expect((await taskEnd(svc, await run('ACP-PERMISSION'))).summary).toBe('permission: yes');
     expect((await taskEnd(svc, await run('ACP-PERMISSION', 'scripted-acp-deny'))).summary).toBe('permission: no');
   });
@@ -165,7 +177,12 @@ describe('ACP agents as subagents', () => {
     const bad = await svc.inject({
       method: 'POST',
       url: '/tasks',
-      payload: taskBody({ subagent_type: 'scripted-acp', prompt: 'x', context: { parentTaskId: 'T-acp', userId: 'u' }, options: { outputSchema: { type: 'object' } } }),
+      payload: taskBody({
+        subagent_type: 'scripted-acp',
+        prompt: 'x',
+        context: { parentTaskId: 'T-acp', userId: 'u' },
+        options: { outputSchema: { type: 'object' } },
+      }),
     });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().error.details[0].field).toBe('body.options.outputSchema');

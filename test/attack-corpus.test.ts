@@ -37,8 +37,7 @@ beforeAll(async () => {
 });
 afterAll(() => svc.close());
 
-const callTool = (name: string, args: Record<string, unknown>) =>
-  toolOnce(svc, name, args, { parentTaskId: 'T-atk', userId: 'u-atk' });
+const callTool = (name: string, args: Record<string, unknown>) => toolOnce(svc, name, args, { parentTaskId: 'T-atk', userId: 'u-atk' });
 
 const refused = /outside the workspace|symbolic link|NUL byte|longer than|backslash|starts with "~"|may not contain "\.\."|does not exist/;
 const longPath = `${'a/'.repeat(2100)}x.txt`;

@@ -17,7 +17,12 @@ beforeAll(async () => {
     { toolCalls: [{ name: 'write_file', args: { path: 'a.md', content: 'alpha data' } }], usage: { input: 70, output: 7 } },
     { toolCalls: [{ name: 'complete', args: { summary: 'alpha', paths: ['a.md'] } }] },
   ]);
-  const res = await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: 'TENANT-A', context: { parentTaskId: 'T-shared', userId: 'u-1' } }), headers: A });
+  const res = await svc.inject({
+    method: 'POST',
+    url: '/tasks?wait=true',
+    payload: taskBody({ prompt: 'TENANT-A', context: { parentTaskId: 'T-shared', userId: 'u-1' } }),
+    headers: A,
+  });
   taskA = res.json();
 });
 afterAll(() => svc.close());
@@ -50,7 +55,7 @@ describe('API keys', () => {
     expect((await svc.inject({ url: '/tasks?access_token=key-alpha-0123456789' })).statusCode).toBe(401);
   });
 
-  it('lets any key of a tenant see that tenant\'s tasks', async () => {
+  it("lets any key of a tenant see that tenant's tasks", async () => {
     expect(taskA).toMatchObject({ status: 'completed' });
     const res = await svc.inject({ url: `/tasks/${taskA.id}`, headers: A2 });
     expect(res.statusCode).toBe(200);
@@ -58,7 +63,7 @@ describe('API keys', () => {
 });
 
 describe('tenant isolation', () => {
-  it('answers 404 for another tenant\'s task, cancel and stream', async () => {
+  it("answers 404 for another tenant's task, cancel and stream", async () => {
     expect((await svc.inject({ url: `/tasks/${taskA.id}`, headers: B })).statusCode).toBe(404);
     expect((await svc.inject({ method: 'POST', url: `/tasks/${taskA.id}/cancel`, headers: B })).statusCode).toBe(404);
     const err = await openStream(`${svc.url.replace('http', 'ws')}/tasks/${taskA.id}/stream`, B).catch((e) => e);
@@ -85,7 +90,12 @@ describe('tenant isolation', () => {
       seen = ctx.toolResults[0]?.content ?? '';
       return { toolCalls: [{ name: 'complete', args: { summary: 'b', paths: [] } }] };
     });
-    await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: 'TENANT-B', context: { parentTaskId: 'T-shared', userId: 'u-1' } }), headers: B });
+    await svc.inject({
+      method: 'POST',
+      url: '/tasks?wait=true',
+      payload: taskBody({ prompt: 'TENANT-B', context: { parentTaskId: 'T-shared', userId: 'u-1' } }),
+      headers: B,
+    });
     expect(seen).toContain('does not exist');
     expect(readdirSync(svc.config.workspacesDir).sort()).toEqual(['@alpha', '@beta']);
   });
@@ -93,7 +103,14 @@ describe('tenant isolation', () => {
   it('scopes the parent stream to the tenant', async () => {
     const streamB = await openStream(`${svc.url.replace('http', 'ws')}/stream?parentTaskId=T-shared`, B);
     svc.model.script('TENANT-A-LIVE', [{ delayMs: 50, toolCalls: [{ name: 'complete', args: { summary: 'a', paths: [] } }] }]);
-    const id = (await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: 'TENANT-A-LIVE', context: { parentTaskId: 'T-shared', userId: 'u-1' } }), headers: A })).json().id;
+    const id = (
+      await svc.inject({
+        method: 'POST',
+        url: '/tasks?wait=true',
+        payload: taskBody({ prompt: 'TENANT-A-LIVE', context: { parentTaskId: 'T-shared', userId: 'u-1' } }),
+        headers: A,
+      })
+    ).json().id;
     expect(streamB.messages.some((m) => m.taskId === id)).toBe(false);
     streamB.socket.close();
   });

@@ -20,14 +20,17 @@ afterAll(async () => {
   await svc.close();
 });
 
-const client = (over: Partial<Parameters<typeof createSubagentClient>[0]> = {}) =>
-  createSubagentClient({ baseUrl: svc.url, apiKey: KEY, ...over });
+const client = (over: Partial<Parameters<typeof createSubagentClient>[0]> = {}) => createSubagentClient({ baseUrl: svc.url, apiKey: KEY, ...over });
 
 /** A subagent that writes a file in `steps` tool steps (each `delayMs` apart), then completes. */
 function scriptWriter(marker: string, steps: number, delayMs = 0) {
   svc.model.script(marker, (ctx) =>
     ctx.turn < steps
-      ? { delayMs, toolCalls: [{ name: 'write_file', args: { path: `${marker}/${ctx.turn}.txt`, content: `step ${ctx.turn}` } }], usage: { input: 10, output: 2 } }
+      ? {
+          delayMs,
+          toolCalls: [{ name: 'write_file', args: { path: `${marker}/${ctx.turn}.txt`, content: `step ${ctx.turn}` } }],
+          usage: { input: 10, output: 2 },
+        }
       : { toolCalls: [{ name: 'complete', args: { summary: `wrote ${steps} files`, paths: [`${marker}/0.txt`] } }], usage: { input: 10, output: 2 } },
   );
 }
@@ -49,9 +52,7 @@ describe('@subagentd/client', () => {
   });
 
   it('run() creates and waits in one call; a zod outputSchema is sent as JSON Schema and types the output', async () => {
-    svc.model.script('CLIENT-RUN', [
-      { toolCalls: [{ name: 'complete', args: { summary: 'counted', paths: [], output: { errors: 3, top: 'ECONNRESET' } } }] },
-    ]);
+    svc.model.script('CLIENT-RUN', [{ toolCalls: [{ name: 'complete', args: { summary: 'counted', paths: [], output: { errors: 3, top: 'ECONNRESET' } } }] }]);
     const schema = z.object({ errors: z.number().int().min(0), top: z.string(), note: z.string().default('none') });
     const done = await client().tasks.run({ subagent_type: 'general', description: 'Count', prompt: 'CLIENT-RUN', context, options: { outputSchema: schema } });
     expect(done.status).toBe('completed');
@@ -64,7 +65,13 @@ describe('@subagentd/client', () => {
         ? { toolCalls: [{ name: 'complete', args: { summary: 'x', paths: [], output: { errors: -1, top: 'x' } } }] }
         : { toolCalls: [{ name: 'complete', args: { summary: 'fixed', paths: [], output: { errors: 0, top: 'none' } } }] },
     );
-    const fixed = await client().tasks.run({ subagent_type: 'general', description: 'Count', prompt: 'CLIENT-RUN-BAD', context, options: { outputSchema: schema } });
+    const fixed = await client().tasks.run({
+      subagent_type: 'general',
+      description: 'Count',
+      prompt: 'CLIENT-RUN-BAD',
+      context,
+      options: { outputSchema: schema },
+    });
     expect(fixed).toMatchObject({ status: 'completed', steps: 2, output: { errors: 0, top: 'none', note: 'none' } });
   });
 
@@ -98,7 +105,9 @@ describe('@subagentd/client', () => {
     expect(calls).toHaveLength(3);
     expect(calls[1] - calls[0]).toBeGreaterThanOrEqual(950);
     expect(calls[2] - calls[1]).toBeGreaterThanOrEqual(950);
-    const bad = await client().tasks.create({ subagent_type: 'nope', description: 'x', prompt: 'x', context }).catch((e) => e);
+    const bad = await client()
+      .tasks.create({ subagent_type: 'nope', description: 'x', prompt: 'x', context })
+      .catch((e) => e);
     expect(bad).toMatchObject({ status: 400, code: 'unknown_subagent_type' });
   });
 
@@ -124,10 +133,7 @@ describe('@subagentd/client', () => {
 });
 
 /** Every stream test runs over both transports: WebSocket (`ws` here, on Node 20) and server-sent events. */
-const transports = [
-  { transport: 'websocket' as const, WebSocket: WebSocket as unknown as SocketConstructor },
-  { transport: 'sse' as const },
-];
+const transports = [{ transport: 'websocket' as const, WebSocket: WebSocket as unknown as SocketConstructor }, { transport: 'sse' as const }];
 
 describe.each(transports)('@subagentd/client streams over $transport', (over) => {
   it('wait() gets past a connection that goes silent (a proxy stops forwarding, never closes): it reconnects', async () => {
@@ -179,7 +185,9 @@ describe.each(transports)('@subagentd/client streams over $transport', (over) =>
       for await (const _ of c.tasks.stream('tsk_01JZZZZZZZZZZZZZZZZZZZZZZZ')) void _;
     })().catch((e) => e);
     expect(streamErr).toMatchObject({ status: 404, code: 'not_found' });
-    const bad = await createSubagentClient({ baseUrl: svc.url, apiKey: 'wrong' }).agents.list().catch((e) => e);
+    const bad = await createSubagentClient({ baseUrl: svc.url, apiKey: 'wrong' })
+      .agents.list()
+      .catch((e) => e);
     expect(bad).toMatchObject({ status: 401 });
   });
 

@@ -64,7 +64,8 @@ describe.skipIf(!run)('three instances on one PostgreSQL database', () => {
   it('runs tasks submitted round-robin exactly once, bills every token once after an instance is killed, and streams them from any instance', async () => {
     model.script('CLUSTER', (ctx) => {
       const n = /CLUSTER-(\d+)/.exec(ctx.messages.map((m) => JSON.stringify(m.content)).join(' '))![1];
-      if (ctx.turn === 0) return { toolCalls: [{ name: 'write_file', args: { path: `t${n}/one.txt`, content: `task ${n}` } }], usage: { input: 100 + Number(n), output: 10 } };
+      if (ctx.turn === 0)
+        return { toolCalls: [{ name: 'write_file', args: { path: `t${n}/one.txt`, content: `task ${n}` } }], usage: { input: 100 + Number(n), output: 10 } };
       if (ctx.turn === 1) {
         // The first time, a command long enough for an instance to be killed under it.
         return ctx.attempt === 1
@@ -157,7 +158,15 @@ describe.skipIf(!run)('three instances on one PostgreSQL database', () => {
     await until(async () => (await ownerOf(id)) !== null);
     const other = (await ownerOf(id)) === 'a' ? b : a;
     // A steering message sent to the other instance reaches the model at the next step.
-    expect((await json(`${other.url}/tasks/${id}/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'STEERED-ELSEWHERE' }) })).status).toBe(202);
+    expect(
+      (
+        await json(`${other.url}/tasks/${id}/messages`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ prompt: 'STEERED-ELSEWHERE' }),
+        })
+      ).status,
+    ).toBe(202);
     await until(async () => model.requests.some((r) => JSON.stringify(r.body).includes('STEERED-ELSEWHERE')), 10_000);
     const cancelled = await json(`${other.url}/tasks/${id}/cancel`, { method: 'POST' });
     expect(cancelled.status).toBe(202);

@@ -24,8 +24,7 @@ beforeAll(async () => {
 afterAll(() => svc.close());
 
 /** Runs one tool call in the T-conf workspace and returns what the model read back. */
-const runTool = (name: string, args: Record<string, unknown>) =>
-  toolOnce(svc, name, args, { parentTaskId: 'T-conf', userId: 'u-1' });
+const runTool = (name: string, args: Record<string, unknown>) => toolOnce(svc, name, args, { parentTaskId: 'T-conf', userId: 'u-1' });
 
 describe('workspace confinement of the file tools', () => {
   const readAttacks: Array<[string, string]> = [

@@ -115,7 +115,7 @@ describe('SIGTERM', () => {
     const refused = await post(svc, taskBody({ prompt: 'TERM-LATE' }));
     expect(refused.status).toBe(503);
     expect(refused.body.error.code).toBe('shutting_down');
-    expect(((await waitingResponse.json()) as { id: string; status: string })).toMatchObject({ id: queuedId, status: 'queued' });
+    expect((await waitingResponse.json()) as { id: string; status: string }).toMatchObject({ id: queuedId, status: 'queued' });
     const { code } = await svc.exited;
     expect(code).toBe(0);
     expect(Date.now() - sentAt).toBeLessThan(15_000);
@@ -166,7 +166,14 @@ describe('the parent stream across a crash', () => {
       const missed = again.messages.filter((m) => m.type !== 'heartbeat');
       expect(missed.map((m) => m.parentSeq)).toEqual(missed.map((_, i) => cursor + i + 1));
       expect(missed.find((m) => m.taskId === a && m.type === 'task.finished')).toMatchObject({ data: { status: 'error', error: { code: 'interrupted' } } });
-      expect(missed.filter((m) => m.taskId === b).map((m) => m.type)).toEqual(['task.started', 'step.started', 'tool.call', 'tool.result', 'step.finished', 'task.finished']);
+      expect(missed.filter((m) => m.taskId === b).map((m) => m.type)).toEqual([
+        'task.started',
+        'step.started',
+        'tool.call',
+        'tool.result',
+        'step.finished',
+        'task.finished',
+      ]);
       again.socket.close();
     } finally {
       second.child.kill('SIGKILL');

@@ -38,7 +38,13 @@ describe.skipIf(!run)('an owner paused past its lease (a VM stopped, then woken)
   /** An instance whose model calls carry its own key, so the scripted model tells them apart. */
   async function instance(name: string) {
     const { DATABASE_PATH: _unused, ...env } = childEnv(dir, model.url, `key-${name}`);
-    const svc = await startChildService({ ...env, DATABASE_URL: cluster.urlOf('deposed'), INSTANCE_ID: name, TASK_LEASE_MS: '3000', RATE_LIMIT_PER_MINUTE: '100000' });
+    const svc = await startChildService({
+      ...env,
+      DATABASE_URL: cluster.urlOf('deposed'),
+      INSTANCE_ID: name,
+      TASK_LEASE_MS: '3000',
+      RATE_LIMIT_PER_MINUTE: '100000',
+    });
     instances.push(svc);
     return svc;
   }
@@ -51,7 +57,8 @@ describe.skipIf(!run)('an owner paused past its lease (a VM stopped, then woken)
     model.script('DEPOSED', (ctx) => {
       if (ctx.turn === 0) return { toolCalls: [{ name: 'bash', args: { command: 'echo started' } }], usage: { input: 10, output: 1 } };
       // Answered after 4 s: a's call is in flight while it is paused.
-      if (ctx.turn === 1) return { toolCalls: [{ name: 'bash', args: { command: 'echo turn1 >> turn1.log' } }], usage: { input: 20, output: 2 }, delayMs: 4000 };
+      if (ctx.turn === 1)
+        return { toolCalls: [{ name: 'bash', args: { command: 'echo turn1 >> turn1.log' } }], usage: { input: 20, output: 2 }, delayMs: 4000 };
       if (ctx.turn === 2) return { toolCalls: [{ name: 'bash', args: { command: 'echo turn2 >> turn2.log' } }], usage: { input: 30, output: 3 } };
       return { toolCalls: [{ name: 'complete', args: { summary: 'done', paths: [] } }], usage: { input: 40, output: 4 } };
     });

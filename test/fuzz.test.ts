@@ -18,7 +18,12 @@ const body = fc.record(
     command: fc.oneof(fc.constantFrom('true', 'echo hi'), fc.anything()),
     context: fc.oneof(
       fc.record(
-        { parentTaskId: id, userId: id, toolCallId: fc.oneof(fc.string(), fc.anything()), timezone: fc.oneof(fc.constantFrom('Europe/Berlin', 'UTC', 'Nowhere/Land'), fc.anything()) },
+        {
+          parentTaskId: id,
+          userId: id,
+          toolCallId: fc.oneof(fc.string(), fc.anything()),
+          timezone: fc.oneof(fc.constantFrom('Europe/Berlin', 'UTC', 'Nowhere/Land'), fc.anything()),
+        },
         { requiredKeys: [] },
       ),
       fc.anything(),
@@ -69,10 +74,20 @@ describe('POST /tasks under random input', () => {
 
   it('survives raw non-JSON bodies and odd headers', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.string(), fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded', 'application/octet-stream'), fc.string({ maxLength: 300 }), async (raw, type, key) => {
-        const res = await svc.inject({ method: 'POST', url: '/tasks', headers: { 'content-type': type, 'idempotency-key': key.replace(/[^\x21-\x7e]/g, '') || 'k' }, payload: raw });
-        assertContractAnswer(res);
-      }),
+      fc.asyncProperty(
+        fc.string(),
+        fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded', 'application/octet-stream'),
+        fc.string({ maxLength: 300 }),
+        async (raw, type, key) => {
+          const res = await svc.inject({
+            method: 'POST',
+            url: '/tasks',
+            headers: { 'content-type': type, 'idempotency-key': key.replace(/[^\x21-\x7e]/g, '') || 'k' },
+            payload: raw,
+          });
+          assertContractAnswer(res);
+        },
+      ),
       { numRuns: 200 },
     );
   });

@@ -35,14 +35,20 @@ describe('queue: concurrency cap, fairness, bound', () => {
     expect(model.maxInFlight).toBe(2);
   });
 
-  it('serves users fairly: a burst does not starve another user\'s single task', async () => {
+  it("serves users fairly: a burst does not starve another user's single task", async () => {
     // Long enough that no burst task ends before the single one is submitted, however slow the machine.
     model.script('FAIR', completeAfter(400));
     const burst = [];
     for (let i = 0; i < 6; i++) {
-      burst.push((await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ prompt: `FAIR a${i}`, context: { parentTaskId: 'T-f', userId: 'u-burst' } }) })).json().id);
+      burst.push(
+        (
+          await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ prompt: `FAIR a${i}`, context: { parentTaskId: 'T-f', userId: 'u-burst' } }) })
+        ).json().id,
+      );
     }
-    const single = (await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ prompt: 'FAIR b', context: { parentTaskId: 'T-f', userId: 'u-single' } }) })).json().id;
+    const single = (
+      await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ prompt: 'FAIR b', context: { parentTaskId: 'T-f', userId: 'u-single' } }) })
+    ).json().id;
     const ends = await Promise.all([...burst, single].map((id) => taskEnd(svc, id)));
     const started = (id: string) => Date.parse(ends.find((t) => t.id === id)!.startedAt);
     // Two burst tasks took both slots at once; the single user's task started no later than any of
@@ -75,8 +81,12 @@ describe('cancel', () => {
 
   it('cancels a queued task: it never runs and has no record', async () => {
     svc.model.script('BLOCKER', completeAfter(400));
-    const blocker = (await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ prompt: 'BLOCKER', context: { parentTaskId: 'T-cq', userId: 'u' } }) })).json().id;
-    const queued = (await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ prompt: 'NEVER-RUNS', context: { parentTaskId: 'T-cq', userId: 'u' } }) })).json().id;
+    const blocker = (
+      await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ prompt: 'BLOCKER', context: { parentTaskId: 'T-cq', userId: 'u' } }) })
+    ).json().id;
+    const queued = (
+      await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ prompt: 'NEVER-RUNS', context: { parentTaskId: 'T-cq', userId: 'u' } }) })
+    ).json().id;
     const res = await svc.inject({ method: 'POST', url: `/tasks/${queued}/cancel` });
     expect(res.statusCode).toBe(202);
     expect(res.json()).toMatchObject({ status: 'aborted', error: { code: 'cancelled' }, startedAt: null, steps: 0 });
@@ -87,7 +97,7 @@ describe('cancel', () => {
     expect((await storedEvents(svc, queued)).map((e) => e.type)).toEqual(['task.finished']);
   });
 
-  it('cancels while a tool runs: the command\'s processes are killed at once', async () => {
+  it("cancels while a tool runs: the command's processes are killed at once", async () => {
     svc.model.script('CANCEL-TOOL', [
       { toolCalls: [{ name: 'bash', args: { command: 'setsid sleep 5151 & sleep 5252' } }], usage: { input: 30, output: 3 } },
       { toolCalls: [{ name: 'complete', args: { summary: 'never', paths: [] } }] },
@@ -135,7 +145,9 @@ describe('timeouts', () => {
 
   it('caps options.timeoutMs at TASK_TIMEOUT_MS', async () => {
     svc.model.script('CAPPED-TIMEOUT', completeAfter(30_000));
-    const out = (await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: 'CAPPED-TIMEOUT', options: { timeoutMs: 600_000 } }) })).json();
+    const out = (
+      await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: 'CAPPED-TIMEOUT', options: { timeoutMs: 600_000 } }) })
+    ).json();
     expect(out).toMatchObject({ status: 'aborted', error: { code: 'timeout' } });
     expect(Date.parse(out.completedAt) - Date.parse(out.startedAt)).toBeLessThan(5000);
   });
@@ -161,7 +173,12 @@ describe('Idempotency-Key', () => {
     const waited = await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: body, headers: { 'idempotency-key': 'call_idem_1' } });
     expect(waited.statusCode).toBe(200);
     expect(waited.json()).toMatchObject({ id: first.json().id, status: 'completed' });
-    const conflict = await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ prompt: 'IDEM other' }), headers: { 'idempotency-key': 'call_idem_1' } });
+    const conflict = await svc.inject({
+      method: 'POST',
+      url: '/tasks',
+      payload: taskBody({ prompt: 'IDEM other' }),
+      headers: { 'idempotency-key': 'call_idem_1' },
+    });
     expect(conflict.statusCode).toBe(409);
     expect(conflict.json().error.code).toBe('idempotency_conflict');
     expect(svc.model.requests.filter((r) => JSON.stringify(r.body).includes('IDEM once'))).toHaveLength(1);

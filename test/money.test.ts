@@ -48,7 +48,11 @@ describe('prices', () => {
   it('shows a model with no price: costMicroUsd null, its tokens as unpricedTokens', async () => {
     model.script('UNPRICED', [{ toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }], usage: { input: 50, output: 5 } }]);
     const out = (
-      await post(svc, '/tasks?wait=true', taskBody({ prompt: 'UNPRICED', options: { model: 'my-local-llama' }, context: { parentTaskId: 'T-unpriced', userId: 'u' } }))
+      await post(
+        svc,
+        '/tasks?wait=true',
+        taskBody({ prompt: 'UNPRICED', options: { model: 'my-local-llama' }, context: { parentTaskId: 'T-unpriced', userId: 'u' } }),
+      )
     ).json();
     expect(out.usage).toMatchObject({ totalTokens: 55, costMicroUsd: null });
     expect((await svc.inject({ url: '/usage/records?parentTaskId=T-unpriced' })).json().records).toMatchObject([{ costMicroUsd: null, unpricedTokens: 55 }]);
@@ -77,11 +81,18 @@ describe('prices', () => {
 describe('budgets that pause', () => {
   it('pauses a task at its own budget, frees its slot, refuses a resume that stays over it, and completes once raised', async () => {
     model.script('TASK-BUDGET', steps(4));
-    const { id } = (await post(svc, '/tasks', taskBody({ prompt: 'TASK-BUDGET', options: { budget: { maxTokens: 200 } }, context: { parentTaskId: 'T-tb', userId: 'u' } }))).json();
+    const { id } = (
+      await post(svc, '/tasks', taskBody({ prompt: 'TASK-BUDGET', options: { budget: { maxTokens: 200 } }, context: { parentTaskId: 'T-tb', userId: 'u' } }))
+    ).json();
     await until_(svc, id, 'paused');
     const paused = await task(svc, id);
     // Two steps of 110 tokens: the third call would start past 200.
-    expect(paused).toMatchObject({ status: 'paused', steps: 2, usage: { totalTokens: 220 }, pause: { reason: 'budget', budget: 'task', measure: 'tokens', limit: 200, spent: 220 } });
+    expect(paused).toMatchObject({
+      status: 'paused',
+      steps: 2,
+      usage: { totalTokens: 220 },
+      pause: { reason: 'budget', budget: 'task', measure: 'tokens', limit: 200, spent: 220 },
+    });
     expect(await metric(svc, 'subagentd_tasks_running')).toBe(0);
     const refused = await post(svc, `/tasks/${id}/resume`);
     expect(refused.statusCode).toBe(409);
@@ -102,7 +113,13 @@ describe('budgets that pause', () => {
 
   it('pauses every task of a parent at its standing budget; raising it lets them resume', async () => {
     const put = (body: object) => svc.inject({ method: 'PUT', url: '/budgets/parent/T-pb', payload: body });
-    expect((await put({ maxTokens: 300 })).json()).toEqual({ scope: 'parent', id: 'T-pb', maxTokens: 300, maxCostUsd: null, spent: { tokens: 0, costMicroUsd: 0 } });
+    expect((await put({ maxTokens: 300 })).json()).toEqual({
+      scope: 'parent',
+      id: 'T-pb',
+      maxTokens: 300,
+      maxCostUsd: null,
+      spent: { tokens: 0, costMicroUsd: 0 },
+    });
     model.script('PARENT-BUDGET', steps(3));
     const a = (await post(svc, '/tasks', taskBody({ prompt: 'PARENT-BUDGET a', context: { parentTaskId: 'T-pb', userId: 'u' } }))).json().id;
     const b = (await post(svc, '/tasks', taskBody({ prompt: 'PARENT-BUDGET b', context: { parentTaskId: 'T-pb', userId: 'u' } }))).json().id;
@@ -121,7 +138,7 @@ describe('budgets that pause', () => {
     expect((await svc.inject({ method: 'DELETE', url: '/budgets/parent/T-pb' })).statusCode).toBe(404);
   });
 
-  it('pauses at a user\'s cost budget in dollars', async () => {
+  it("pauses at a user's cost budget in dollars", async () => {
     // Each step costs 100 × 0.4 + 10 × 1.6 = 56 micro-dollars; the budget is 100.
     await svc.inject({ method: 'PUT', url: '/budgets/user/u-cost', payload: { maxCostUsd: 0.0001 } });
     model.script('USER-BUDGET', steps(3));
@@ -133,7 +150,7 @@ describe('budgets that pause', () => {
     expect(cancelled.json()).toMatchObject({ status: 'aborted', error: { code: 'cancelled' }, pause: null });
   });
 
-  it('pauses at a task\'s running time, pauses not counted', async () => {
+  it("pauses at a task's running time, pauses not counted", async () => {
     model.script('DURATION-BUDGET', [{ delayMs: 400, toolCalls: [{ name: 'list_files', args: {} }], usage: { input: 10, output: 1 } }, ...steps(0)]);
     const id = (await post(svc, '/tasks', taskBody({ prompt: 'DURATION-BUDGET', options: { budget: { maxDurationMs: 300 } } }))).json().id;
     await until_(svc, id, 'paused');

@@ -41,7 +41,11 @@ describe('the OpenAPI document', () => {
       const statuses = Object.keys(o.responses);
       expect(statuses.some((s) => /^2/.test(s)) || (o['x-websocket'] && statuses.includes('101'))).toBe(true);
       // Public routes (health, the agent card) take no input that could be wrong.
-      if (!(Array.isArray(o.security) && o.security.length === 0)) expect(statuses.some((s) => /^4/.test(s)), o.operationId).toBe(true);
+      if (!(Array.isArray(o.security) && o.security.length === 0))
+        expect(
+          statuses.some((s) => /^4/.test(s)),
+          o.operationId,
+        ).toBe(true);
     }
     expect(doc.paths['/tasks'].post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/CreateTaskBody' });
     expect(doc.paths['/tasks/{id}'].get.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Task' });
@@ -60,7 +64,12 @@ describe('the OpenAPI document', () => {
     expect(new Set(operations.map((o) => o.tags[0]))).toEqual(new Set(doc.tags.map((t: any) => t.name)));
     const tagOf = (url: string, method = 'get') => doc.paths[url][method].tags[0];
     expect([tagOf('/tasks', 'post'), tagOf('/tasks/{id}/stream'), tagOf('/tasks/{id}/events'), tagOf('/events'), tagOf('/usage'), tagOf('/healthz')]).toEqual([
-      'tasks', 'streams', 'streams', 'streams', 'usage', 'operations',
+      'tasks',
+      'streams',
+      'streams',
+      'streams',
+      'usage',
+      'operations',
     ]);
     // A generator sends the file as it is, not JSON-encoded.
     expect(doc.paths['/workspaces/{parentTaskId}/files/{path}'].put.requestBody).toMatchObject({
@@ -91,8 +100,19 @@ describe('the OpenAPI document', () => {
     const resolve = (s: any) => (s.$ref ? doc.components.schemas[s.$ref.split('/').pop()] : s);
     const kinds = doc.components.schemas.StreamMessage.oneOf.map((s: any) => resolve(s).properties.type.const);
     expect(kinds).toEqual([
-      'task.started', 'step.started', 'text.delta', 'tool.call', 'tool.result', 'step.finished',
-      'plan', 'message.received', 'context.compacted', 'task.resumed', 'task.paused', 'task.finished', 'heartbeat',
+      'task.started',
+      'step.started',
+      'text.delta',
+      'tool.call',
+      'tool.result',
+      'step.finished',
+      'plan',
+      'message.received',
+      'context.compacted',
+      'task.resumed',
+      'task.paused',
+      'task.finished',
+      'heartbeat',
     ]);
   });
 });
@@ -128,7 +148,10 @@ describe('a client generated from it (openapi-typescript + openapi-fetch)', () =
     });
     expect(put.response.status).toBe(201);
     expect(put.data?.size).toBe(bytes.length);
-    const got = await client.GET('/workspaces/{parentTaskId}/files/{path}', { params: { path: { parentTaskId: 'T-typed', path: 'input.bin' } }, parseAs: 'arrayBuffer' });
+    const got = await client.GET('/workspaces/{parentTaskId}/files/{path}', {
+      params: { path: { parentTaskId: 'T-typed', path: 'input.bin' } },
+      parseAs: 'arrayBuffer',
+    });
     expect(new Uint8Array(got.data as ArrayBuffer)).toEqual(bytes);
 
     const missing = await client.GET('/tasks/{id}', { params: { path: { id: 'tsk_00000000000000000000000000' } } });

@@ -48,13 +48,18 @@ describe('an orchestrator with the task tool', () => {
       (r) => r.summary,
     );
     const progress: TaskProgress[] = [];
-    const { text } = await run("ORCH-PIPELINE: have a subagent run printf 'alpha\\nbeta\\ngamma\\n' | sed -n '2p'; return only the second line", (p) => progress.push(p));
+    const { text } = await run("ORCH-PIPELINE: have a subagent run printf 'alpha\\nbeta\\ngamma\\n' | sed -n '2p'; return only the second line", (p) =>
+      progress.push(p),
+    );
     expect(text).toBe('beta');
     // Progress arrived as preliminary results while the subagent worked.
     expect(progress.map((p) => p.event)).toEqual(expect.arrayContaining(['task.started', 'tool.call', 'tool.result', 'step.finished']));
     expect(progress.find((p) => p.event === 'tool.call')?.toolName).toBe('bash');
     // The parent model saw only the compacted result: id, status, summary, output, artifact pointers.
-    const toolMessage = svc.model.requests.filter((r) => r.body.model === 'parent-model').at(-1)!.body.messages.find((m) => m.role === 'tool')!;
+    const toolMessage = svc.model.requests
+      .filter((r) => r.body.model === 'parent-model')
+      .at(-1)!
+      .body.messages.find((m) => m.role === 'tool')!;
     const seen = JSON.parse(String(toolMessage.content));
     expect(Object.keys(seen).sort()).toEqual(['artifacts', 'output', 'status', 'summary', 'task_id']);
     expect(seen).toMatchObject({ status: 'completed', summary: 'beta', output: null, artifacts: [] });
@@ -72,7 +77,12 @@ describe('an orchestrator with the task tool', () => {
         subagent_type: 'general',
         description: 'Structured JSON',
         prompt: `SUB-JSON RUN: echo '{"ok":true,"value":42}'`,
-        output_schema: { type: 'object', properties: { ok: { type: 'boolean' }, value: { type: 'number' } }, required: ['ok', 'value'], additionalProperties: false },
+        output_schema: {
+          type: 'object',
+          properties: { ok: { type: 'boolean' }, value: { type: 'number' } },
+          required: ['ok', 'value'],
+          additionalProperties: false,
+        },
       },
       (r) => JSON.stringify(r.output),
     );
@@ -82,10 +92,8 @@ describe('an orchestrator with the task tool', () => {
   });
 
   it('a shell subtask returns the last line: three', async () => {
-    scriptParent(
-      'ORCH-SHELL-1',
-      { subagent_type: 'shell', description: 'Last line', prompt: "printf 'one\\ntwo\\nthree\\n' | tail -n 1" },
-      (r) => r.output.stdout.trim(),
+    scriptParent('ORCH-SHELL-1', { subagent_type: 'shell', description: 'Last line', prompt: "printf 'one\\ntwo\\nthree\\n' | tail -n 1" }, (r) =>
+      r.output.stdout.trim(),
     );
     const { text } = await run("ORCH-SHELL-1: run printf 'one\\ntwo\\nthree\\n' | tail -n 1 in a subtask; only the last line");
     expect(text).toBe('three');
@@ -102,10 +110,14 @@ describe('an orchestrator with the task tool', () => {
     scriptParent('ORCH-ABORT', { subagent_type: 'general', description: 'Never ends', prompt: 'SUB-FOREVER' }, () => 'unreachable');
     const abort = new AbortController();
     let taskId: string | undefined;
-    const outcome = run('ORCH-ABORT', (p) => {
-      taskId = p.taskId;
-      if (p.event === 'step.finished') abort.abort();
-    }, abort.signal).catch((err) => err);
+    const outcome = run(
+      'ORCH-ABORT',
+      (p) => {
+        taskId = p.taskId;
+        if (p.event === 'step.finished') abort.abort();
+      },
+      abort.signal,
+    ).catch((err) => err);
     expect(await outcome).toBeInstanceOf(Error);
     expect(taskId).toMatch(/^tsk_/);
     const ended = await taskEnd(svc, taskId!);
@@ -113,7 +125,7 @@ describe('an orchestrator with the task tool', () => {
     expect(ended.error.code).toBe('cancelled');
   });
 
-  it('offers the service\'s definitions as the subagent_type enum, each with its description', async () => {
+  it("offers the service's definitions as the subagent_type enum, each with its description", async () => {
     const tool = await createTaskTool({ client: client(), context: { parentTaskId: 'T-orch', userId: 'u-orch' } });
     const json = z.toJSONSchema(tool.inputSchema as z.ZodType) as any;
     expect(json.properties.subagent_type.enum).toEqual(['general', 'explore', 'shell']);

@@ -25,9 +25,7 @@ const run = async (marker: string) =>
 
 describe('options.outputSchema', () => {
   it('returns a valid output', async () => {
-    svc.model.script('OUT-VALID', [
-      { toolCalls: [{ name: 'complete', args: { summary: 'counted', paths: [], output: { errors: 3, top: 'ECONNRESET' } } }] },
-    ]);
+    svc.model.script('OUT-VALID', [{ toolCalls: [{ name: 'complete', args: { summary: 'counted', paths: [], output: { errors: 3, top: 'ECONNRESET' } } }] }]);
     const out = await run('OUT-VALID');
     expect(out).toMatchObject({ status: 'completed', stopReason: 'complete', output: { errors: 3, top: 'ECONNRESET' }, steps: 1 });
   });
@@ -48,10 +46,7 @@ describe('options.outputSchema', () => {
   });
 
   it('never returns an output that failed validation', async () => {
-    svc.model.script('OUT-INVALID', [
-      { toolCalls: [{ name: 'complete', args: { summary: 'x', paths: [] } }] },
-      { text: 'I cannot produce it.' },
-    ]);
+    svc.model.script('OUT-INVALID', [{ toolCalls: [{ name: 'complete', args: { summary: 'x', paths: [] } }] }, { text: 'I cannot produce it.' }]);
     const out = await run('OUT-INVALID');
     expect(out).toMatchObject({ status: 'completed', stopReason: 'text', output: null, summary: 'I cannot produce it.' });
   });

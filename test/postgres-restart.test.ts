@@ -26,7 +26,13 @@ describe.skipIf(!run)('PostgreSQL restarting under load (a managed database fail
     model = await startScriptedModel();
     dir = mkdtempSync(path.join(tmpdir(), 'subagentd-pg-restart-'));
     const { DATABASE_PATH: _unused, ...env } = childEnv(dir, model.url, TEST_API_KEY);
-    svc = await startChildService({ ...env, DATABASE_URL: cluster.urlOf('restart'), INSTANCE_ID: 'restart', MAX_CONCURRENT_TASKS: '8', RATE_LIMIT_PER_MINUTE: '100000' });
+    svc = await startChildService({
+      ...env,
+      DATABASE_URL: cluster.urlOf('restart'),
+      INSTANCE_ID: 'restart',
+      MAX_CONCURRENT_TASKS: '8',
+      RATE_LIMIT_PER_MINUTE: '100000',
+    });
   }, 90_000);
   afterAll(async () => {
     svc?.child.kill('SIGKILL');
@@ -40,7 +46,11 @@ describe.skipIf(!run)('PostgreSQL restarting under load (a managed database fail
     model.script('RESTART', (ctx) => {
       const n = Number(/RESTART-(\d+)/.exec(JSON.stringify(ctx.messages))?.[1] ?? 0);
       if (ctx.turn < 4) {
-        return { toolCalls: [{ name: 'write_file', args: { path: `r${n}/step${ctx.turn}.txt`, content: `${ctx.turn}` } }], usage: { input: 100 + n, output: 10 }, delayMs: 150 };
+        return {
+          toolCalls: [{ name: 'write_file', args: { path: `r${n}/step${ctx.turn}.txt`, content: `${ctx.turn}` } }],
+          usage: { input: 100 + n, output: 10 },
+          delayMs: 150,
+        };
       }
       return { toolCalls: [{ name: 'complete', args: { summary: `done ${n}`, paths: [`r${n}/step3.txt`] } }], usage: { input: 300 + n, output: 30 } };
     });
@@ -72,9 +82,15 @@ describe.skipIf(!run)('PostgreSQL restarting under load (a managed database fail
     for (const [i, task] of tasks.entries()) {
       expect(task, JSON.stringify(task.error)).toMatchObject({ status: 'completed', summary: `done ${i}` });
       const served = model.served.filter((s) => s.prompt === `RESTART-${i}`);
-      expect(task.usage.inputTokens, `task ${i}: served ${JSON.stringify(served)}; ${svc.output().split('\n').filter((l) => l.includes(task.id) || l.includes('"level":50')).join('\n').slice(-3000)}`).toBe(
-        served.reduce((sum, s) => sum + s.inputTokens, 0),
-      );
+      expect(
+        task.usage.inputTokens,
+        `task ${i}: served ${JSON.stringify(served)}; ${svc
+          .output()
+          .split('\n')
+          .filter((l) => l.includes(task.id) || l.includes('"level":50'))
+          .join('\n')
+          .slice(-3000)}`,
+      ).toBe(served.reduce((sum, s) => sum + s.inputTokens, 0));
     }
     const totals = (await json(`${svc.url}/usage?parentTaskId=T-restart`)).body.totals;
     expect(totals.inputTokens).toBe(model.served.filter((s) => s.prompt.startsWith('RESTART-')).reduce((sum, s) => sum + s.inputTokens, 0));

@@ -96,7 +96,11 @@ describe('provider faults', () => {
 
   it('retries a 200 with an HTML or empty body, then completes; gives up with provider_error', async () => {
     svc.model.script('HTML-THEN-OK', (ctx): ScriptedTurn =>
-      ctx.attempt === 1 ? { fault: 'html' } : ctx.attempt === 2 ? { fault: 'empty' } : { toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] },
+      ctx.attempt === 1
+        ? { fault: 'html' }
+        : ctx.attempt === 2
+          ? { fault: 'empty' }
+          : { toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] },
     );
     expect(await run('HTML-THEN-OK')).toMatchObject({ status: 'completed', stopReason: 'complete', summary: 'ok' });
     expect(requestsFor('HTML-THEN-OK')).toHaveLength(3);

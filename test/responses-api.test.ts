@@ -27,7 +27,11 @@ describe('OPENAI_API=responses', () => {
           return { toolCalls: [{ name: 'complete', args: { summary: 'notes written', paths: ['notes.md'] } }], usage: { input: 150, output: 15 } };
       }
     });
-    const res = await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: 'RESPONSES-RUN', context: { parentTaskId: 'T-resp', userId: 'u-1' } }) });
+    const res = await svc.inject({
+      method: 'POST',
+      url: '/tasks?wait=true',
+      payload: taskBody({ prompt: 'RESPONSES-RUN', context: { parentTaskId: 'T-resp', userId: 'u-1' } }),
+    });
     const out = res.json();
     expect(out).toMatchObject({
       status: 'completed',

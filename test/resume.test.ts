@@ -71,7 +71,10 @@ describe('RECOVERY_MODE=resume after kill -9', () => {
         steps: 3,
         startedAt: before.startedAt,
         usage: { inputTokens: 100 + 200 + 210 + 300, outputTokens: 10 + 20 + 21 + 30 },
-        artifacts: [expect.objectContaining({ path: expect.stringMatching(/one\.txt$/) }), expect.objectContaining({ path: expect.stringMatching(/two\.txt$/) })],
+        artifacts: [
+          expect.objectContaining({ path: expect.stringMatching(/one\.txt$/) }),
+          expect.objectContaining({ path: expect.stringMatching(/two\.txt$/) }),
+        ],
       });
       const served = model.served.filter((s) => s.prompt.includes('RESUME-ME'));
       const servedInput = served.reduce((n, s) => n + s.inputTokens, 0);

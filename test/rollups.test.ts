@@ -10,13 +10,22 @@ afterAll(() => svc.close());
 /** A deterministic pseudo-random sequence, so a failure can be replayed. */
 function random(seed: number) {
   let s = seed;
-  return () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  return () => (s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
 }
 
 /** Every groupBy, with and without the filters the roll-ups answer, and some they do not. */
 function queries(day: string, nextDay: string): string[] {
   const groupBys = ['', 'user', 'parentTask', 'subagentType', 'model', 'day'];
-  const filters = ['', 'userId=u-1', 'parentTaskId=P-2', 'subagent_type=explore', 'model=gpt-4.1', `from=${day}&to=${nextDay}`, 'userId=u-0&model=gpt-4.1-mini', `from=${day}T06:00:00Z`];
+  const filters = [
+    '',
+    'userId=u-1',
+    'parentTaskId=P-2',
+    'subagent_type=explore',
+    'model=gpt-4.1',
+    `from=${day}&to=${nextDay}`,
+    'userId=u-0&model=gpt-4.1-mini',
+    `from=${day}T06:00:00Z`,
+  ];
   return filters.flatMap((f) => groupBys.map((g) => [f, g && `groupBy=${g}`].filter(Boolean).join('&')));
 }
 
@@ -31,7 +40,11 @@ describe('usage roll-ups', () => {
       const slow = rnd() < 0.2;
       svc.model.script(marker, (ctx) =>
         ctx.turn < steps
-          ? { delayMs: slow ? 300 : 0, toolCalls: [{ name: 'list_files', args: {} }], usage: { input: 50 + Math.floor(rnd() * 500), output: 5 + Math.floor(rnd() * 50), cached: Math.floor(rnd() * 40) } }
+          ? {
+              delayMs: slow ? 300 : 0,
+              toolCalls: [{ name: 'list_files', args: {} }],
+              usage: { input: 50 + Math.floor(rnd() * 500), output: 5 + Math.floor(rnd() * 50), cached: Math.floor(rnd() * 40) },
+            }
           : { toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }], usage: { input: 20, output: 2 } },
       );
       const shell = rnd() < 0.15;

@@ -55,7 +55,7 @@ withBwrap('the bash sandbox (bubblewrap)', () => {
     expect(out.output.stdout).toMatch(/\/etc\/pwned': Read-only file system/);
   });
 
-  it('hides the service\'s own files and the other workspaces', async () => {
+  it("hides the service's own files and the other workspaces", async () => {
     const out = await shell(
       `cat ${path.join(svc.dir, 'host-secret.txt')} 2>&1; cat ${svc.config.databasePath} 2>&1 | head -c 20; echo; ` +
         `ls ${svc.config.workspacesDir}; cat ${path.join(svc.config.workspacesDir, 'T-other', 'private.txt')} 2>&1; ls /root | wc -l`,
@@ -124,7 +124,7 @@ withBwrap('the bash sandbox (bubblewrap)', () => {
 });
 
 withBwrap('the host side of the sandbox', () => {
-  it('starts bwrap and the cgroup gate by absolute path with the service\'s variables; the asked ones go inside', async () => {
+  it("starts bwrap and the cgroup gate by absolute path with the service's variables; the asked ones go inside", async () => {
     // Programs named bwrap and bash planted in a workspace, first on the PATH a request asks for,
     // with BASH_ENV and LD_PRELOAD: before the fix, the host resolved its launcher on that PATH.
     const ws = mkdtempSync(path.join(tmpdir(), 'subagentd-host-side-'));
@@ -132,7 +132,9 @@ withBwrap('the host side of the sandbox', () => {
     try {
       mkdirSync(path.join(ws, '.evil'));
       for (const name of ['bwrap', 'bash']) {
-        writeFileSync(path.join(ws, '.evil', name), `#!/bin/sh\necho "$0" >> ${marker}\nexec /bin/${name === 'bash' ? 'bash' : 'false'} "$@"\n`, { mode: 0o755 });
+        writeFileSync(path.join(ws, '.evil', name), `#!/bin/sh\necho "$0" >> ${marker}\nexec /bin/${name === 'bash' ? 'bash' : 'false'} "$@"\n`, {
+          mode: 0o755,
+        });
       }
       writeFileSync(path.join(ws, '.evil', 'rc'), `echo bash_env >> ${marker}\n`);
       const sandbox = createSandbox({ mode: 'bwrap', hide: [], maxProcesses: 256, maxFileBytes: 1 << 20, maxMemoryBytes: 1 << 30, tmpBytes: 1 << 20 });
@@ -161,7 +163,15 @@ withBwrap('the host side of the sandbox', () => {
 describe('without a usable sandbox', () => {
   let bare: TestService;
   beforeAll(async () => {
-    bare = await startService({ sandbox: { kind: 'unavailable', reason: 'bwrap not found', wrap: () => { throw new Error('no'); } } });
+    bare = await startService({
+      sandbox: {
+        kind: 'unavailable',
+        reason: 'bwrap not found',
+        wrap: () => {
+          throw new Error('no');
+        },
+      },
+    });
   });
   afterAll(() => bare.close());
 
@@ -216,7 +226,7 @@ withBwrap('what only the sandbox stops (a real service process with its key in t
     }
   }
 
-  it('keeps the service\'s process, and the key in its environment, out of reach', async () => {
+  it("keeps the service's process, and the key in its environment, out of reach", async () => {
     const out = await runProbe('bwrap');
     expect(out.split('\n')[0]).toBe('0');
     expect(out).not.toContain(TEST_API_KEY);
@@ -250,8 +260,8 @@ withBwrap('process cap', () => {
       '            time.sleep(3); os._exit(0)',
       '        n += 1',
       '    except OSError as e:',
-      '        print(\'fork refused:\', e.strerror); break',
-      'print(\'forked\', n)',
+      "        print('fork refused:', e.strerror); break",
+      "print('forked', n)",
       '"',
     ].join('\n');
     const out = (
@@ -299,7 +309,7 @@ withBwrap('resource limits of one command', () => {
     expect(out.output.stdout).toMatch(/exit (1|137)/);
   });
 
-  it('gives the command a /tmp of SANDBOX_TMP_BYTES, not the host\'s RAM', async () => {
+  it("gives the command a /tmp of SANDBOX_TMP_BYTES, not the host's RAM", async () => {
     const out = await run('head -c 64M /dev/zero > /tmp/big 2>/dev/null; echo "exit $?"; stat -c %s /tmp/big');
     expect(out.output.stdout).toMatch(/exit [1-9]/);
     expect(Number(out.output.stdout.trim().split('\n').pop())).toBeLessThanOrEqual(4 * 1024 * 1024);

@@ -51,7 +51,11 @@ function download(url: string): Promise<{ status: number; length: number | null;
         const parts: Buffer[] = [];
         res.on('data', (d: Buffer) => parts.push(d));
         res.on('end', () =>
-          resolve({ status: res.statusCode!, length: res.headers['content-length'] ? Number(res.headers['content-length']) : null, body: Buffer.concat(parts) }),
+          resolve({
+            status: res.statusCode!,
+            length: res.headers['content-length'] ? Number(res.headers['content-length']) : null,
+            body: Buffer.concat(parts),
+          }),
         );
         // A response the server cut short (a file that shrank) ends in an abort: no bytes past the length.
         res.on('aborted', () => resolve({ status: -1, length: null, body: Buffer.concat(parts) }));
@@ -216,7 +220,11 @@ describe('user-supplied regular expressions and globs are bounded', () => {
       await svc.inject({
         method: 'POST',
         url: '/tasks?wait=true',
-        payload: taskBody({ prompt: marker, context, options: { outputSchema: { type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } } } } }),
+        payload: taskBody({
+          prompt: marker,
+          context,
+          options: { outputSchema: { type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } } } },
+        }),
       })
     ).json();
     expect(out.status).toBe('completed');
@@ -255,7 +263,7 @@ describe('output schemas are per task and bounded', () => {
     svc.model.script('SCHEMA-ONLY', [{ text: 'no tools' }]);
   });
 
-  it('the same $id in two tasks never collides, and a $ref never reaches another task\'s schema', async () => {
+  it("the same $id in two tasks never collides, and a $ref never reaches another task's schema", async () => {
     const schema = { $id: 'https://example.test/shared', type: 'object', properties: { secretField: { const: 'TENANT-A-SCHEMA-CONTENT' } } };
     expect((await withSchema(schema)).statusCode).toBe(202);
     expect((await withSchema(schema)).statusCode).toBe(202);
@@ -284,7 +292,13 @@ describe('tenants do not crowd each other out', () => {
   const B = { authorization: 'Bearer key-b-000000000002' };
   beforeAll(async () => {
     q = await startService({
-      env: { API_KEYS: 'key-a-000000000001:a,key-b-000000000002:b', MAX_CONCURRENT_TASKS: '2', MAX_CONCURRENT_PER_TENANT: '1', MAX_QUEUED_PER_TENANT: '3', MAX_QUEUED_TASKS: '50' },
+      env: {
+        API_KEYS: 'key-a-000000000001:a,key-b-000000000002:b',
+        MAX_CONCURRENT_TASKS: '2',
+        MAX_CONCURRENT_PER_TENANT: '1',
+        MAX_QUEUED_PER_TENANT: '3',
+        MAX_QUEUED_TASKS: '50',
+      },
     });
     q.model.script('SLOW', [{ text: 'slow', delayMs: 800 }]);
   });
@@ -336,7 +350,9 @@ describe('authentication and the HTTP surface', () => {
   it('takes ?access_token= only on a WebSocket route, and only spelled canonically; no spelling reaches the logs', async () => {
     const plain = await authed.inject({ url: `/usage?access_token=${KEY}`, headers: { upgrade: 'websocket' } });
     expect(plain.statusCode).toBe(401);
-    const task = (await authed.inject({ method: 'POST', url: '/tasks', headers: { authorization: `Bearer ${KEY}` }, payload: taskBody({ prompt: 'none' }) })).json();
+    const task = (
+      await authed.inject({ method: 'POST', url: '/tasks', headers: { authorization: `Bearer ${KEY}` }, payload: taskBody({ prompt: 'none' }) })
+    ).json();
     const base = authed.url.replace('http', 'ws');
     const ok = await openStream(`${base}/tasks/${task.id}/stream?access_token=${KEY}`);
     ok.socket.close();
@@ -360,7 +376,9 @@ describe('authentication and the HTTP surface', () => {
       expect(response.startsWith(`HTTP/1.1 ${status} `), response.slice(0, 60)).toBe(true);
       expect(bodyOf(response).error.code).toBe(code);
     }
-    const task = (await authed.inject({ method: 'POST', url: '/tasks', headers: { authorization: `Bearer ${KEY}` }, payload: taskBody({ prompt: 'none' }) })).json();
+    const task = (
+      await authed.inject({ method: 'POST', url: '/tasks', headers: { authorization: `Bearer ${KEY}` }, payload: taskBody({ prompt: 'none' }) })
+    ).json();
     const plainGet = await authed.inject({ url: `/tasks/${task.id}/stream`, headers: { authorization: `Bearer ${KEY}` } });
     expect(plainGet.statusCode).toBe(426);
     expect(plainGet.json().error.code).toBe('upgrade_required');
@@ -394,7 +412,8 @@ describe('authentication and the HTTP surface', () => {
   });
 
   it('refuses an address that keeps sending wrong keys, even with the right key, for the rest of the minute', async () => {
-    for (let i = 0; i < 5; i++) expect((await authed.inject({ url: '/agents', headers: { authorization: 'Bearer wrong' }, remoteAddress: '10.0.0.9' })).statusCode).toBe(401);
+    for (let i = 0; i < 5; i++)
+      expect((await authed.inject({ url: '/agents', headers: { authorization: 'Bearer wrong' }, remoteAddress: '10.0.0.9' })).statusCode).toBe(401);
     const locked = await authed.inject({ url: '/agents', headers: { authorization: `Bearer ${KEY}` }, remoteAddress: '10.0.0.9' });
     expect(locked.statusCode).toBe(429);
     expect(locked.json().error.code).toBe('too_many_auth_failures');

@@ -70,7 +70,13 @@ describe('service routes', () => {
 
   it('GET /metrics counts provider error answers and the failures that ended tasks', async () => {
     svc.model.script('METRICS-FAIL', () => ({ status: 503, errorMessage: 'down' }));
-    const out = (await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: { subagent_type: 'general', description: 'm', prompt: 'METRICS-FAIL', context: { parentTaskId: 'T-m', userId: 'u' } } })).json();
+    const out = (
+      await svc.inject({
+        method: 'POST',
+        url: '/tasks?wait=true',
+        payload: { subagent_type: 'general', description: 'm', prompt: 'METRICS-FAIL', context: { parentTaskId: 'T-m', userId: 'u' } },
+      })
+    ).json();
     expect(out.error.code).toBe('provider_error');
     const res = await svc.inject({ url: '/metrics' });
     expect(res.body).toMatch(/subagentd_provider_http_errors_total\{status="503"\} [1-9]/);
@@ -81,7 +87,11 @@ describe('service routes', () => {
 describe('tracing off', () => {
   it('loads no OpenTelemetry code while OTEL_EXPORTER_OTLP_ENDPOINT is unset', async () => {
     svc.model.script('NO-OTEL', [{ toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] }]);
-    await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: { subagent_type: 'explore', description: 'o', prompt: 'NO-OTEL', context: { parentTaskId: 'T-o', userId: 'u' } } });
+    await svc.inject({
+      method: 'POST',
+      url: '/tasks?wait=true',
+      payload: { subagent_type: 'explore', description: 'o', prompt: 'NO-OTEL', context: { parentTaskId: 'T-o', userId: 'u' } },
+    });
     // (The ai SDK itself loads @opentelemetry/api, a few kilobytes of no-op interfaces.)
     const loaded = Object.keys(createRequire(import.meta.url).cache).filter((k) => /@opentelemetry\/(sdk-|exporter-|otlp-|resources|core)/.test(k));
     expect(loaded).toEqual([]);

@@ -27,7 +27,7 @@ const end = (id: string) => taskEnd(svc, id, { key: 'key-a' });
 const roles = (messages: Array<{ role: string }>) => messages.map((m) => m.role);
 
 describe('the transcript: GET /tasks/:id/messages', () => {
-  it('holds the conversation as the model saw it, after each step, for the task\'s tenant only', async () => {
+  it("holds the conversation as the model saw it, after each step, for the task's tenant only", async () => {
     svc.model.script('TRANSCRIPT', [{ toolCalls: [{ name: 'list_files', args: {} }], usage: { input: 10, output: 1 } }, complete('listed')]);
     const id = (await post(taskBody({ prompt: 'TRANSCRIPT' }))).json().id;
     expect((await end(id)).status).toBe('completed');
@@ -45,9 +45,7 @@ describe('the transcript: GET /tasks/:id/messages', () => {
 
 describe('follow-up: POST /tasks with task_id', () => {
   it('continues the conversation in a new task of the same session, with its own record', async () => {
-    svc.model.script('SESSION-1', (ctx) =>
-      lastUserText(ctx).includes('FOLLOW-UP') ? complete('second answer') : complete('first answer'),
-    );
+    svc.model.script('SESSION-1', (ctx) => (lastUserText(ctx).includes('FOLLOW-UP') ? complete('second answer') : complete('first answer')));
     const first = await end((await post(taskBody({ prompt: 'SESSION-1', context: { parentTaskId: 'T-s', userId: 'u' } }))).json().id);
     expect(first).toMatchObject({ status: 'completed', summary: 'first answer', sessionId: first.id, previousTaskId: null });
 
@@ -67,7 +65,7 @@ describe('follow-up: POST /tasks with task_id', () => {
     expect(records.map((r: { taskId: string }) => r.taskId).sort()).toEqual([first.id, second.id].sort());
   });
 
-  it('the model reads back its artifacts by relative path only, never a path of the service\'s host', async () => {
+  it("the model reads back its artifacts by relative path only, never a path of the service's host", async () => {
     svc.model.script('REL-PATHS', (ctx) =>
       lastUserText(ctx).includes('AGAIN')
         ? complete('again')
@@ -84,7 +82,7 @@ describe('follow-up: POST /tasks with task_id', () => {
     expect(JSON.stringify(sent.body.messages)).not.toContain(svc.config.workspacesDir);
   });
 
-  it('answers session_mismatch, task_not_finished and 404 (another tenant\'s task too)', async () => {
+  it("answers session_mismatch, task_not_finished and 404 (another tenant's task too)", async () => {
     svc.model.script('SESSION-ERR', [complete('done')]);
     const done = await end((await post(taskBody({ prompt: 'SESSION-ERR', context: { parentTaskId: 'T-e', userId: 'u' } }))).json().id);
     const type = await post(taskBody({ task_id: done.id, subagent_type: 'explore', context: { parentTaskId: 'T-e', userId: 'u' } }));
@@ -119,7 +117,19 @@ describe('steering: POST /tasks/:id/messages', () => {
     await stream.closed;
     expect((await get(`/tasks/${id}`)).json()).toMatchObject({ status: 'completed', summary: 'steered' });
     const types = stream.messages.filter((m) => m.type !== 'heartbeat' && m.type !== 'text.delta').map((m) => m.type);
-    expect(types).toEqual(['task.started', 'step.started', 'tool.call', 'tool.result', 'step.finished', 'message.received', 'step.started', 'tool.call', 'tool.result', 'step.finished', 'task.finished']);
+    expect(types).toEqual([
+      'task.started',
+      'step.started',
+      'tool.call',
+      'tool.result',
+      'step.finished',
+      'message.received',
+      'step.started',
+      'tool.call',
+      'tool.result',
+      'step.finished',
+      'task.finished',
+    ]);
     expect(stream.messages.find((m) => m.type === 'message.received')!.data).toEqual({ text: 'focus on the tests' });
     const { messages } = (await get(`/tasks/${id}/messages`)).json();
     expect(roles(messages)).toEqual(['user', 'assistant', 'tool', 'user', 'assistant', 'tool']);
@@ -134,7 +144,7 @@ describe('steering: POST /tasks/:id/messages', () => {
 });
 
 describe('steering bounds', () => {
-  it('refuses what would make a task\'s waiting messages larger than 64 Ki characters', async () => {
+  it("refuses what would make a task's waiting messages larger than 64 Ki characters", async () => {
     svc.model.script('STEER-BOUND', [{ delayMs: 800, ...complete('done') }]);
     const { id } = (await post(taskBody({ prompt: 'STEER-BOUND' }))).json();
     // In its first model call: the messages sent now wait for its second step.
@@ -150,7 +160,7 @@ describe('steering bounds', () => {
 });
 
 describe('compaction', () => {
-  it('replaces older turns with a summary once a step\'s input reaches compactAtTokens, and bills it', async () => {
+  it("replaces older turns with a summary once a step's input reaches compactAtTokens, and bills it", async () => {
     // A definition that compacts early, with its own compaction model.
     const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-compact-'));
     mkdirSync(path.join(dir, 'agents'));
@@ -165,7 +175,9 @@ describe('compaction', () => {
         if (JSON.stringify(ctx.messages).includes('SUMMARY:')) return complete('compacted and done');
         return { toolCalls: [{ name: 'read_file', args: { path: `COMPACT-ME-${ctx.turn}.txt` } }], usage: { input: 1200, output: 5 } };
       });
-      const id = (await restarted.inject({ method: 'POST', url: '/tasks', headers: A, payload: taskBody({ subagent_type: 'compacting', prompt: 'COMPACT-ME' }) })).json().id;
+      const id = (
+        await restarted.inject({ method: 'POST', url: '/tasks', headers: A, payload: taskBody({ subagent_type: 'compacting', prompt: 'COMPACT-ME' }) })
+      ).json().id;
       const out = await taskEnd(restarted, id, { key: 'key-a' });
       expect(out).toMatchObject({ status: 'completed', summary: 'compacted and done' });
       // Three steps of 1200 input tokens; then two steps are kept and the first is summarised, once

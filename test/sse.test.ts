@@ -87,7 +87,7 @@ describe('GET /tasks/:id/events', () => {
 });
 
 describe('GET /events?parentTaskId=', () => {
-  it("streams every task of the parent with id = parentSeq, live, and resumes after Last-Event-ID", async () => {
+  it('streams every task of the parent with id = parentSeq, live, and resumes after Last-Event-ID', async () => {
     const parent = 'T-sse-parent';
     const controller = new AbortController();
     const res = await fetch(`${svc.url}/events?parentTaskId=${parent}`, { headers: auth, signal: controller.signal });

@@ -51,7 +51,9 @@ describe.skipIf(process.env.TEST_DATABASE === 'postgres')('a full disk', () => {
   let svc: TestService;
   afterAll(async () => svc?.close());
 
-  it('refuses new tasks with 507, reports it in /healthz and /metrics, stops running tasks without losing what was stored, and recovers when space returns', async ({ skip }) => {
+  it('refuses new tasks with 507, reports it in /healthz and /metrics, stops running tasks without losing what was stored, and recovers when space returns', async ({
+    skip,
+  }) => {
     if (!mounted) skip(why);
     svc = await startService({ dir, env: { BASH_SANDBOX: 'none' } });
     svc.model.script('BEFORE-FULL', [{ toolCalls: [{ name: 'complete', args: { summary: 'fine', paths: [] } }], usage: { input: 10, output: 1 } }]);

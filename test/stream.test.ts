@@ -64,7 +64,12 @@ describe('GET /tasks/:id/stream', () => {
       expect(Date.parse(m.at)).not.toBeNaN();
     }
     expect(events[0].data).toEqual({ subagent_type: 'general', model: 'gpt-4.1-mini', workspace: path.join(svc.config.workspacesDir, 'T-1') });
-    expect(events.filter((m) => m.type === 'text.delta').map((m) => m.data.text).join('')).toBe('Writing the report now.');
+    expect(
+      events
+        .filter((m) => m.type === 'text.delta')
+        .map((m) => m.data.text)
+        .join(''),
+    ).toBe('Writing the report now.');
     const call = events.find((m) => m.type === 'tool.call')!;
     expect(call.data).toMatchObject({ step: 1, toolName: 'write_file', input: { path: 'STREAM-ORDER.md', content: '# report\n' } });
     const result = events.find((m) => m.type === 'tool.result')!;
@@ -72,9 +77,17 @@ describe('GET /tasks/:id/stream', () => {
     const finishedSteps = events.filter((m) => m.type === 'step.finished');
     expect(finishedSteps.map((m) => m.data)).toEqual([
       // gpt-4.1-mini: $0.40 input, $0.10 cached input, $1.60 output per million tokens.
-      { step: 1, finishReason: 'tool-calls', usage: { inputTokens: 100, outputTokens: 10, totalTokens: 110, cachedInputTokens: 0, reasoningTokens: 0, costMicroUsd: 56 } },
+      {
+        step: 1,
+        finishReason: 'tool-calls',
+        usage: { inputTokens: 100, outputTokens: 10, totalTokens: 110, cachedInputTokens: 0, reasoningTokens: 0, costMicroUsd: 56 },
+      },
       // 100 × 0.4 + 50 × 0.1 + 12 × 1.6 = 64.2 → 64
-      { step: 2, finishReason: 'tool-calls', usage: { inputTokens: 150, outputTokens: 12, totalTokens: 162, cachedInputTokens: 50, reasoningTokens: 0, costMicroUsd: 64 } },
+      {
+        step: 2,
+        finishReason: 'tool-calls',
+        usage: { inputTokens: 150, outputTokens: 12, totalTokens: 162, cachedInputTokens: 50, reasoningTokens: 0, costMicroUsd: 64 },
+      },
     ]);
     const final = events.at(-1)!;
     expect(final.data).toEqual((await svc.inject({ url: `/tasks/${id}` })).json());

@@ -26,14 +26,15 @@ describe('a subagent task end to end', () => {
         usage: { input: 180, output: 15, reasoning: 5 },
       },
       {
-        toolCalls: [
-          { name: 'complete', args: { summary: 'Report written to out/report.md', paths: ['out/report.md', 'missing.md', '../etc/passwd'] } },
-        ],
+        toolCalls: [{ name: 'complete', args: { summary: 'Report written to out/report.md', paths: ['out/report.md', 'missing.md', '../etc/passwd'] } }],
         usage: { input: 260, output: 25, cached: 100 },
       },
     ]);
     const res = await post(
-      taskBody({ prompt: 'REPORT-RUN summarise the logs', context: { parentTaskId: 'T-run', userId: 'u-42', toolCallId: 'call_abc', timezone: 'Europe/Berlin' } }),
+      taskBody({
+        prompt: 'REPORT-RUN summarise the logs',
+        context: { parentTaskId: 'T-run', userId: 'u-42', toolCallId: 'call_abc', timezone: 'Europe/Berlin' },
+      }),
       '?wait=true',
     );
     expect(res.statusCode).toBe(200);
@@ -84,9 +85,16 @@ describe('a subagent task end to end', () => {
     expect(String(first.body.messages[0].content)).toContain('workspace: the current folder of your commands');
     expect(String(first.body.messages[0].content)).not.toContain(svc.config.workspacesDir);
     expect(String(first.body.messages[0].content)).toContain('Europe/Berlin');
-    expect(first.body.tools!.map((t) => t.function.name).sort()).toEqual(
-      ['bash', 'complete', 'edit_file', 'glob', 'grep', 'list_files', 'read_file', 'write_file'],
-    );
+    expect(first.body.tools!.map((t) => t.function.name).sort()).toEqual([
+      'bash',
+      'complete',
+      'edit_file',
+      'glob',
+      'grep',
+      'list_files',
+      'read_file',
+      'write_file',
+    ]);
 
     // Exactly one usage record with the same sums.
     const records = (await svc.inject({ url: '/usage/records?parentTaskId=T-run' })).json().records;
@@ -111,13 +119,15 @@ describe('a subagent task end to end', () => {
   });
 
   it('answers 202 with the stream URL, then the task can be polled to its end', async () => {
-    svc.model.script('ASYNC-RUN', [
-      { delayMs: 100, toolCalls: [{ name: 'complete', args: { summary: 'async done', paths: [] } }] },
-    ]);
+    svc.model.script('ASYNC-RUN', [{ delayMs: 100, toolCalls: [{ name: 'complete', args: { summary: 'async done', paths: [] } }] }]);
     const res = await post(taskBody({ prompt: 'ASYNC-RUN' }));
     expect(res.statusCode).toBe(202);
     const accepted = res.json();
-    expect(accepted).toEqual({ id: expect.stringMatching(/^tsk_/), status: expect.stringMatching(/^(queued|running)$/), streamUrl: `/tasks/${accepted.id}/stream` });
+    expect(accepted).toEqual({
+      id: expect.stringMatching(/^tsk_/),
+      status: expect.stringMatching(/^(queued|running)$/),
+      streamUrl: `/tasks/${accepted.id}/stream`,
+    });
     expect(res.headers.location).toBe(`/tasks/${accepted.id}`);
     let task = (await svc.inject({ url: `/tasks/${accepted.id}` })).json();
     expect(['queued', 'running']).toContain(task.status);
@@ -127,10 +137,7 @@ describe('a subagent task end to end', () => {
   });
 
   it('falls back to the final text when the subagent never calls complete', async () => {
-    svc.model.script('TEXT-ONLY', [
-      { toolCalls: [{ name: 'list_files', args: {} }] },
-      { text: 'The workspace is empty; nothing to report.' },
-    ]);
+    svc.model.script('TEXT-ONLY', [{ toolCalls: [{ name: 'list_files', args: {} }] }, { text: 'The workspace is empty; nothing to report.' }]);
     const out = (await post(taskBody({ prompt: 'TEXT-ONLY', context: { parentTaskId: 'T-text', userId: 'u-1' } }), '?wait=true')).json();
     expect(out).toMatchObject({
       status: 'completed',
@@ -154,7 +161,9 @@ describe('a subagent task end to end', () => {
       { toolCalls: [{ name: 'write_file', args: { path: 'x.txt', content: 'no' } }] },
       { toolCalls: [{ name: 'complete', args: { summary: 'looked around', paths: [] } }] },
     ]);
-    const out = (await post(taskBody({ subagent_type: 'explore', prompt: 'EXPLORE-RUN', context: { parentTaskId: 'T-explore', userId: 'u-1' } }), '?wait=true')).json();
+    const out = (
+      await post(taskBody({ subagent_type: 'explore', prompt: 'EXPLORE-RUN', context: { parentTaskId: 'T-explore', userId: 'u-1' } }), '?wait=true')
+    ).json();
     expect(out).toMatchObject({ status: 'completed', stopReason: 'complete', model: 'gpt-4.1-mini' });
     const req = svc.model.requests.find((r) => JSON.stringify(r.body).includes('EXPLORE-RUN'))!;
     expect(req.body.tools!.map((t) => t.function.name).sort()).toEqual(['complete', 'glob', 'grep', 'list_files', 'read_file']);
@@ -223,7 +232,9 @@ describe('GET /tasks', () => {
     svc.model.script('LIST-ME', [{ toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] }]);
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
-      const out = (await post(taskBody({ prompt: `LIST-ME ${i}`, context: { parentTaskId: 'T-list', userId: i % 2 ? 'u-odd' : 'u-even' } }), '?wait=true')).json();
+      const out = (
+        await post(taskBody({ prompt: `LIST-ME ${i}`, context: { parentTaskId: 'T-list', userId: i % 2 ? 'u-odd' : 'u-even' } }), '?wait=true')
+      ).json();
       ids.push(out.id);
     }
     const page1 = (await svc.inject({ url: '/tasks?parentTaskId=T-list&limit=2' })).json();

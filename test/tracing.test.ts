@@ -50,7 +50,7 @@ const attr = (s: OtlpSpan, key: string) => {
 };
 
 describe('OpenTelemetry', () => {
-  it('exports the task as invoke_agent with GenAI attributes, model calls and tool calls as its children, under the caller\'s trace', async () => {
+  it("exports the task as invoke_agent with GenAI attributes, model calls and tool calls as its children, under the caller's trace", async () => {
     svc.model.script('TRACED', [
       { toolCalls: [{ name: 'read_file', args: { path: 'missing.txt' } }], usage: { input: 40, output: 4 } },
       { toolCalls: [{ name: 'complete', args: { summary: 'traced', paths: [] } }], usage: { input: 60, output: 6 } },
@@ -92,7 +92,10 @@ describe('OpenTelemetry', () => {
   it('gives a compaction call its own chat span under the task', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-trace-compact-'));
     mkdirSync(path.join(dir, 'agents'));
-    writeFileSync(path.join(dir, 'agents', 'compacting.md'), '---\nname: compacting\ndescription: c\ncompactAtTokens: 1000\ncompactionModel: compactor\n---\nWork.\n');
+    writeFileSync(
+      path.join(dir, 'agents', 'compacting.md'),
+      '---\nname: compacting\ndescription: c\ncompactAtTokens: 1000\ncompactionModel: compactor\n---\nWork.\n',
+    );
     const other = await startService({ model: svc.model, dir });
     try {
       svc.model.script('TRACE-COMPACT', (ctx) => {
@@ -100,7 +103,9 @@ describe('OpenTelemetry', () => {
         if (JSON.stringify(ctx.messages).includes('SUMMARY')) return { toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] };
         return { toolCalls: [{ name: 'list_files', args: { path: `TRACE-COMPACT-${ctx.turn}` } }], usage: { input: 1200, output: 5 } };
       });
-      const task = (await other.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ subagent_type: 'compacting', prompt: 'TRACE-COMPACT' }) })).json();
+      const task = (
+        await other.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ subagent_type: 'compacting', prompt: 'TRACE-COMPACT' }) })
+      ).json();
       expect(task.usage.compactions).toBe(1);
       await until(async () => spans.some((s) => attr(s, 'subagentd.task.id') === task.id), 10_000);
       const root = spans.find((s) => attr(s, 'subagentd.task.id') === task.id)!;

@@ -6,7 +6,10 @@ let svc: TestService;
 const ids: string[] = [];
 beforeAll(async () => {
   svc = await startService();
-  svc.model.script('BILL-A', [{ toolCalls: [{ name: 'list_files', args: {} }], usage: { input: 100, output: 10, cached: 40 } }, { toolCalls: [{ name: 'complete', args: { summary: 'a', paths: [] } }], usage: { input: 200, output: 20, reasoning: 7 } }]);
+  svc.model.script('BILL-A', [
+    { toolCalls: [{ name: 'list_files', args: {} }], usage: { input: 100, output: 10, cached: 40 } },
+    { toolCalls: [{ name: 'complete', args: { summary: 'a', paths: [] } }], usage: { input: 200, output: 20, reasoning: 7 } },
+  ]);
   svc.model.script('BILL-B', [{ toolCalls: [{ name: 'complete', args: { summary: 'b', paths: [] } }], usage: { input: 1000, output: 100 } }]);
   const runs = [
     { prompt: 'BILL-A', userId: 'u-1', parentTaskId: 'P-1', subagent_type: 'general' },
@@ -27,7 +30,11 @@ beforeAll(async () => {
     ids.push(res.json().id);
   }
   // A shell task is billed with zero tokens.
-  await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ subagent_type: 'shell', prompt: undefined, command: 'true', context: { parentTaskId: 'P-3', userId: 'u-3' } }) });
+  await svc.inject({
+    method: 'POST',
+    url: '/tasks?wait=true',
+    payload: taskBody({ subagent_type: 'shell', prompt: undefined, command: 'true', context: { parentTaskId: 'P-3', userId: 'u-3' } }),
+  });
 });
 afterAll(() => svc.close());
 
@@ -124,7 +131,29 @@ describe('GET /usage/records', () => {
     expect(p2.nextCursor).toBeNull();
     for (const r of [...p1.records, ...p2.records]) {
       expect(Object.keys(r).sort()).toEqual(
-        ['cachedInputTokens', 'completedAt', 'costMicroUsd', 'description', 'durationMs', 'id', 'inputTokens', 'model', 'outputTokens', 'parentTaskId', 'reasoningTokens', 'startedAt', 'status', 'steps', 'subagent_type', 'taskId', 'toolCallId', 'totalTokens', 'unpricedTokens', 'usageReported', 'userId'].sort(),
+        [
+          'cachedInputTokens',
+          'completedAt',
+          'costMicroUsd',
+          'description',
+          'durationMs',
+          'id',
+          'inputTokens',
+          'model',
+          'outputTokens',
+          'parentTaskId',
+          'reasoningTokens',
+          'startedAt',
+          'status',
+          'steps',
+          'subagent_type',
+          'taskId',
+          'toolCallId',
+          'totalTokens',
+          'unpricedTokens',
+          'usageReported',
+          'userId',
+        ].sort(),
       );
     }
   });
@@ -135,7 +164,13 @@ describe('a call billed once, whatever the database answered', () => {
     const own = await startService();
     try {
       own.model.script('BILL-ONCE', [{ toolCalls: [{ name: 'complete', args: { summary: 'x', paths: [] } }], usage: { input: 50, output: 5 } }]);
-      const id = (await own.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: 'BILL-ONCE', context: { parentTaskId: 'P-once', userId: 'u' } }) })).json().id;
+      const id = (
+        await own.inject({
+          method: 'POST',
+          url: '/tasks?wait=true',
+          payload: taskBody({ prompt: 'BILL-ONCE', context: { parentTaskId: 'P-once', userId: 'u' } }),
+        })
+      ).json().id;
       const store = createTaskStore(own.db.sql);
       const call = { inputTokens: 7, outputTokens: 1, totalTokens: 8, cachedInputTokens: 0, reasoningTokens: 0 };
       // What the storage guard does after a lost answer: the same write, the same call key.

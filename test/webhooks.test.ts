@@ -53,18 +53,33 @@ describe('webhooks', () => {
       const created = await svc.inject({ method: 'POST', url: '/webhooks', payload: { url: receiver.url, events: ['task.finished', 'task.started'] } });
       expect(created.statusCode).toBe(201);
       const hook = created.json();
-      expect(hook).toMatchObject({ id: expect.stringMatching(/^whk_/), url: receiver.url, events: ['task.finished', 'task.started'], secret: expect.stringMatching(/^whsec_/) });
+      expect(hook).toMatchObject({
+        id: expect.stringMatching(/^whk_/),
+        url: receiver.url,
+        events: ['task.finished', 'task.started'],
+        secret: expect.stringMatching(/^whsec_/),
+      });
       expect((await svc.inject({ url: '/webhooks' })).json().webhooks).toEqual([
         { id: hook.id, url: receiver.url, events: hook.events, createdAt: expect.any(String), failingSince: null, disabled: null },
       ]);
 
       model.script('HOOKED', complete);
-      const task = (await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: 'HOOKED', context: { parentTaskId: 'T-hook', userId: 'u-h', toolCallId: 'call_h' } }) })).json();
+      const task = (
+        await svc.inject({
+          method: 'POST',
+          url: '/tasks?wait=true',
+          payload: taskBody({ prompt: 'HOOKED', context: { parentTaskId: 'T-hook', userId: 'u-h', toolCallId: 'call_h' } }),
+        })
+      ).json();
       await until(async () => new Set(receiver.received.filter((r) => r.headers['webhook-id']).map((r) => r.body)).size === 2 && receiver.received.length >= 4);
-      await until(async () => (await svc.inject({ url: `/webhooks/${hook.id}/deliveries` })).json().deliveries.every((d: { status: string }) => d.status === 'delivered'));
+      await until(async () =>
+        (await svc.inject({ url: `/webhooks/${hook.id}/deliveries` })).json().deliveries.every((d: { status: string }) => d.status === 'delivered'),
+      );
 
       const verifier = new Webhook(hook.secret);
-      const bodies = receiver.received.map((r) => verifier.verify(r.body, r.headers as Record<string, string>) as { type: string; data: Record<string, unknown> });
+      const bodies = receiver.received.map(
+        (r) => verifier.verify(r.body, r.headers as Record<string, string>) as { type: string; data: Record<string, unknown> },
+      );
       const finished = bodies.find((b) => b.type === 'task.finished')!;
       expect(finished.data).toEqual({ taskId: task.id, status: 'completed', parentTaskId: 'T-hook', userId: 'u-h', toolCallId: 'call_h', sessionId: task.id });
       // Every attempt of one delivery carries the same webhook-id.
@@ -144,14 +159,23 @@ describe('webhooks', () => {
     }
   });
 
-  it('refuses private, loopback and link-local targets unless WEBHOOK_ALLOW_PRIVATE=true, and other tenants\' hooks', async () => {
+  it("refuses private, loopback and link-local targets unless WEBHOOK_ALLOW_PRIVATE=true, and other tenants' hooks", async () => {
     const svc = await startService({ model, env: { API_KEYS: 'ka:a,kb:b' } });
     try {
       const register = (url: string) => svc.inject({ method: 'POST', url: '/webhooks', headers: { authorization: 'Bearer ka' }, payload: { url } });
       for (const url of [
-        'http://127.0.0.1:9/x', 'http://[::1]/x', 'http://[::ffff:127.0.0.1]/x', 'http://169.254.169.254/latest/meta-data', 'http://10.1.2.3/x',
-        'http://localhost:8080/x', 'http://[::127.0.0.1]/x', 'http://[64:ff9b:1::808:808]/x', 'http://[2002:a00:1::1]/x', 'http://[::ffff:0:a00:1]/x',
-        'http://[100::1]/x', 'http://[64:ff9b::a9fe:a9fe]/x',
+        'http://127.0.0.1:9/x',
+        'http://[::1]/x',
+        'http://[::ffff:127.0.0.1]/x',
+        'http://169.254.169.254/latest/meta-data',
+        'http://10.1.2.3/x',
+        'http://localhost:8080/x',
+        'http://[::127.0.0.1]/x',
+        'http://[64:ff9b:1::808:808]/x',
+        'http://[2002:a00:1::1]/x',
+        'http://[::ffff:0:a00:1]/x',
+        'http://[100::1]/x',
+        'http://[64:ff9b::a9fe:a9fe]/x',
       ]) {
         const res = await register(url);
         expect(res.statusCode, url).toBe(400);
@@ -163,13 +187,15 @@ describe('webhooks', () => {
       expect((await svc.inject({ url: '/webhooks', headers: { authorization: 'Bearer ka' } })).json().webhooks).toEqual([]);
       const other = await svc.inject({ url: '/webhooks', headers: { authorization: 'Bearer kb' } });
       expect(other.json().webhooks).toEqual([]);
-      expect((await svc.inject({ method: 'DELETE', url: '/webhooks/whk_00000000000000000000000000', headers: { authorization: 'Bearer kb' } })).statusCode).toBe(404);
+      expect(
+        (await svc.inject({ method: 'DELETE', url: '/webhooks/whk_00000000000000000000000000', headers: { authorization: 'Bearer kb' } })).statusCode,
+      ).toBe(404);
     } finally {
       await svc.close();
     }
   });
 
-  it('sends one tenant\'s deliveries while another tenant\'s endpoints hang (each endpoint its own lane)', async () => {
+  it("sends one tenant's deliveries while another tenant's endpoints hang (each endpoint its own lane)", async () => {
     // Tenant a: 20 endpoints on a receiver that holds every request without answering (the timeout
     // is a minute). Before, the outbox sent one batch of 20, oldest first, and waited for all of it.
     const svc = await startService({ model, env: { ...env, API_KEYS: 'ka:a,kb:b', WEBHOOK_TIMEOUT_MS: '60000', MAX_WEBHOOKS_PER_TENANT: '25' } });
@@ -183,7 +209,12 @@ describe('webhooks', () => {
     try {
       const hangingUrl = `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/hook`;
       for (let i = 0; i < 20; i++) {
-        const res = await svc.inject({ method: 'POST', url: '/webhooks', headers: { authorization: 'Bearer ka' }, payload: { url: `${hangingUrl}?n=${i}`, events: ['task.started'] } });
+        const res = await svc.inject({
+          method: 'POST',
+          url: '/webhooks',
+          headers: { authorization: 'Bearer ka' },
+          payload: { url: `${hangingUrl}?n=${i}`, events: ['task.started'] },
+        });
         expect(res.statusCode).toBe(201);
       }
       await svc.inject({ method: 'POST', url: '/webhooks', headers: { authorization: 'Bearer kb' }, payload: { url: fast.url, events: ['task.started'] } });
@@ -191,7 +222,9 @@ describe('webhooks', () => {
       await svc.inject({ method: 'POST', url: '/tasks?wait=true', headers: { authorization: 'Bearer ka' }, payload: taskBody({ prompt: 'LANES' }) });
       // a's sends are under way (no more than its share at once) ...
       await until(async () => held.length > 0);
-      const b = (await svc.inject({ method: 'POST', url: '/tasks?wait=true', headers: { authorization: 'Bearer kb' }, payload: taskBody({ prompt: 'LANES' }) })).json();
+      const b = (
+        await svc.inject({ method: 'POST', url: '/tasks?wait=true', headers: { authorization: 'Bearer kb' }, payload: taskBody({ prompt: 'LANES' }) })
+      ).json();
       // ... and b's task.started arrives while they still hang.
       await until(async () => fast.received.some((r) => r.body.includes(b.id)));
       expect(held.length).toBeGreaterThan(0);
@@ -213,7 +246,8 @@ describe('webhooks', () => {
   it('bounds the endpoints of a tenant (409 webhook_limit), not those of another', async () => {
     const svc = await startService({ model, env: { ...env, API_KEYS: 'ka:a,kb:b', MAX_WEBHOOKS_PER_TENANT: '2' } });
     try {
-      const register = (key: string) => svc.inject({ method: 'POST', url: '/webhooks', headers: { authorization: `Bearer ${key}` }, payload: { url: 'http://127.0.0.1:9/x' } });
+      const register = (key: string) =>
+        svc.inject({ method: 'POST', url: '/webhooks', headers: { authorization: `Bearer ${key}` }, payload: { url: 'http://127.0.0.1:9/x' } });
       const first = (await register('ka')).json();
       expect((await register('ka')).statusCode).toBe(201);
       const third = await register('ka');
@@ -240,9 +274,14 @@ describe('webhooks', () => {
       await until(async () => (await view()).disabled !== null);
       const disabled = await view();
       expect(disabled.failingSince).toEqual(expect.any(String));
-      expect(disabled.disabled).toEqual({ at: expect.any(String), reason: expect.stringMatching(/^every attempt failed since .*; last: the receiver answered 503$/) });
+      expect(disabled.disabled).toEqual({
+        at: expect.any(String),
+        reason: expect.stringMatching(/^every attempt failed since .*; last: the receiver answered 503$/),
+      });
       const deliveries = async () => (await svc.inject({ url: `/webhooks/${hook.id}/deliveries` })).json().deliveries;
-      expect(await deliveries()).toEqual([expect.objectContaining({ taskId: first, status: 'failed', lastError: expect.stringContaining('endpoint disabled') })]);
+      expect(await deliveries()).toEqual([
+        expect.objectContaining({ taskId: first, status: 'failed', lastError: expect.stringContaining('endpoint disabled') }),
+      ]);
       // Disabled: nothing is queued for it.
       const attempts = receiver.received.length;
       await run();
@@ -270,7 +309,13 @@ describe('webhooks', () => {
     // to these public addresses (the suite sends traffic to loopback only).
     const svc = await startService({ model, env: { API_KEYS: 'ka:a' } });
     try {
-      for (const url of ['https://8.8.8.8/hook', 'http://93.184.216.34:8080/x', 'https://[2606:4700:4700::1111]/hook', 'https://[64:ff9b::808:808]/hook', 'https://[2002:808:808::1]/x']) {
+      for (const url of [
+        'https://8.8.8.8/hook',
+        'http://93.184.216.34:8080/x',
+        'https://[2606:4700:4700::1111]/hook',
+        'https://[64:ff9b::808:808]/hook',
+        'https://[2002:808:808::1]/x',
+      ]) {
         const res = await svc.inject({ method: 'POST', url: '/webhooks', headers: { authorization: 'Bearer ka' }, payload: { url } });
         expect(res.statusCode, `${url}: ${res.body}`).toBe(201);
         const gone = await svc.inject({ method: 'DELETE', url: `/webhooks/${res.json().id}`, headers: { authorization: 'Bearer ka' } });

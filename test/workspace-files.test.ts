@@ -114,7 +114,10 @@ describe('PUT /workspaces/:parentTaskId/files/*', () => {
   it('a folder on the path swapped for a link by a racing command never leads a write outside', async () => {
     const dir = path.join(ws(), 'race');
     mkdirSync(path.join(dir, 'd'), { recursive: true });
-    const p = spawn('bash', ['-c', `while true; do mv -T d d.real; ln -sfn ${path.join(outside, 'dir')} d; rm d; mv -T d.real d; done`], { cwd: dir, stdio: 'ignore' });
+    const p = spawn('bash', ['-c', `while true; do mv -T d d.real; ln -sfn ${path.join(outside, 'dir')} d; rm d; mv -T d.real d; done`], {
+      cwd: dir,
+      stdio: 'ignore',
+    });
     swappers.push(p);
     const statuses = new Set<number>();
     for (let i = 0; i < 200; i++) statuses.add((await put('race/d/out.txt', `try ${i}`)).statusCode);
@@ -254,7 +257,7 @@ describe('workspace files per tenant', () => {
     expect(readdirSync(ws()).filter((n) => n.startsWith('.removing-'))).toEqual([]);
   });
 
-  it('one tenant cannot list, read, write or delete in another tenant\'s workspace', async () => {
+  it("one tenant cannot list, read, write or delete in another tenant's workspace", async () => {
     const multi = await startService({ env: { API_KEYS: 'key-a:alpha,key-b:beta' } });
     try {
       const as = (key: string) => ({ authorization: `Bearer ${key}` });

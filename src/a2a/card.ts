@@ -10,7 +10,12 @@ export const LEGACY_VERSION = '0.3';
  * interface per protocol version served) plus the v0.3 fields (`url`, `protocolVersion`,
  * `preferredTransport`), so clients of either version can read it. One skill per subagent type.
  */
-export function agentCardJson(opts: { origin: string; agents: Array<Pick<AgentDefinition, 'type' | 'description' | 'kind'>>; authRequired: boolean; version: string }) {
+export function agentCardJson(opts: {
+  origin: string;
+  agents: Array<Pick<AgentDefinition, 'type' | 'description' | 'kind'>>;
+  authRequired: boolean;
+  version: string;
+}) {
   const url = `${opts.origin}${A2A_PATH}`;
   return {
     name: 'subagentd',

@@ -80,7 +80,11 @@ function textOf(message: Message): string {
     const c = part.content;
     if (c?.$case === 'text') parts.push(c.value);
     else if (c?.$case === 'data') parts.push(JSON.stringify(c.value));
-    else throw new JsonRpcRequestMalformedError({ message: 'only text and data parts are taken: put files in the workspace with PUT /workspaces/{contextId}/files/{path}', envelopeCode: -32602 });
+    else
+      throw new JsonRpcRequestMalformedError({
+        message: 'only text and data parts are taken: put files in the workspace with PUT /workspaces/{contextId}/files/{path}',
+        envelopeCode: -32602,
+      });
   }
   return parts.join('\n');
 }
@@ -160,7 +164,19 @@ export function createA2aHandler(deps: A2aHandlerDeps): A2ARequestHandler {
           contextId,
           status: {
             state: TaskState.TASK_STATE_WORKING,
-            message: text === null ? undefined : { messageId: randomUUID(), contextId, taskId: id, role: Role.ROLE_AGENT, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] },
+            message:
+              text === null
+                ? undefined
+                : {
+                    messageId: randomUUID(),
+                    contextId,
+                    taskId: id,
+                    role: Role.ROLE_AGENT,
+                    parts: [textPart(text)],
+                    metadata: undefined,
+                    extensions: [],
+                    referenceTaskIds: [],
+                  },
             timestamp: at,
           },
           metadata,
@@ -213,7 +229,8 @@ export function createA2aHandler(deps: A2aHandlerDeps): A2ARequestHandler {
       const why = err instanceof WebhookTargetError ? err.message : `invalid url: ${(err as Error).message}`;
       throw new JsonRpcRequestMalformedError({ message: why, envelopeCode: -32602 });
     }
-    const auth = config.authentication?.scheme && config.authentication.credentials ? `${config.authentication.scheme} ${config.authentication.credentials}` : null;
+    const auth =
+      config.authentication?.scheme && config.authentication.credentials ? `${config.authentication.scheme} ${config.authentication.credentials}` : null;
     return { configId: config.id || randomUUID(), taskId: config.taskId, url: config.url, token: config.token || null, authorization: auth, version: '1.0' };
   }
 

@@ -103,7 +103,13 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
     lastHeard = Date.now();
     observer.activity();
   };
-  const terminals = createTerminals({ workspace, sandbox: opts.sandbox, timeoutMs: opts.commandTimeoutMs, maxOutputBytes: opts.maxOutputBytes, onActivity: heard });
+  const terminals = createTerminals({
+    workspace,
+    sandbox: opts.sandbox,
+    timeoutMs: opts.commandTimeoutMs,
+    maxOutputBytes: opts.maxOutputBytes,
+    onActivity: heard,
+  });
   const noteLocations = (locations: acp.ToolCallLocation[] | null | undefined, kind: string | null | undefined) => {
     if (kind === 'edit' || kind === 'delete' || kind === 'move') for (const l of locations ?? []) written.add(l.path);
   };
@@ -154,7 +160,8 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
       const target = await workspace.resolve(params.path, { mustExist: true });
       const opened = await openInside(workspace.root, target.real, params.path, 'read');
       try {
-        if (opened.stat.size > MAX_LOADED_BYTES) throw new Error(`"${params.path}" is ${opened.stat.size} bytes, over the ${MAX_LOADED_BYTES} bytes a read may load`);
+        if (opened.stat.size > MAX_LOADED_BYTES)
+          throw new Error(`"${params.path}" is ${opened.stat.size} bytes, over the ${MAX_LOADED_BYTES} bytes a read may load`);
         const content = (await readHead(opened, MAX_LOADED_BYTES)).toString('utf8');
         if (!params.line && !params.limit) return { content };
         const lines = content.split('\n');
@@ -197,7 +204,9 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
     fail({ code: 'agent_protocol_error', message: `the agent wrote a line that is not JSON-RPC: ${JSON.stringify(line.slice(0, 200))}` });
     connection.close();
   });
-  const connection = app.connect(acp.ndJsonStream(Writable.toWeb(child.stdin) as WritableStream<Uint8Array>, Readable.toWeb(lines) as ReadableStream<Uint8Array>));
+  const connection = app.connect(
+    acp.ndJsonStream(Writable.toWeb(child.stdin) as WritableStream<Uint8Array>, Readable.toWeb(lines) as ReadableStream<Uint8Array>),
+  );
   const agent = connection.agent;
   let sessionId: string | null = null;
   let failure: AcpFailure | null = null;
@@ -206,12 +215,15 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
   };
 
   // The prompt turn races the process's end, a stall and the task's abort.
-  const stallTimer = setInterval(() => {
-    if (Date.now() - lastHeard > opts.stallTimeoutMs) {
-      fail({ code: 'agent_stalled', message: `the agent sent nothing for ${opts.stallTimeoutMs} ms` });
-      connection.close();
-    }
-  }, Math.min(1000, opts.stallTimeoutMs));
+  const stallTimer = setInterval(
+    () => {
+      if (Date.now() - lastHeard > opts.stallTimeoutMs) {
+        fail({ code: 'agent_stalled', message: `the agent sent nothing for ${opts.stallTimeoutMs} ms` });
+        connection.close();
+      }
+    },
+    Math.min(1000, opts.stallTimeoutMs),
+  );
   const onAbort = () => {
     if (sessionId) void agent.notify(acp.methods.agent.session.cancel, { sessionId }).catch(() => {});
     // After the grace the process group goes, whatever the agent did with the cancel.
@@ -273,7 +285,7 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
   const tail = stderr.result().text.trim();
   return {
     stopReason,
-    summary: (afterLastTool.trim() || text.trim()),
+    summary: afterLastTool.trim() || text.trim(),
     written: [...written],
     usage,
     failure: final && tail ? { ...final, message: `${final.message}; its stderr: ${tail.slice(-2000)}` } : final,
@@ -326,4 +338,3 @@ function usageOf(u: acp.Usage | null | undefined): TokenUsage | null {
     reasoningTokens: u.thoughtTokens ?? 0,
   };
 }
-

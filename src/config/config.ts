@@ -3,8 +3,7 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 
-const intFrom = (def: number, min = 1) =>
-  z.coerce.number().int().min(min).default(def);
+const intFrom = (def: number, min = 1) => z.coerce.number().int().min(min).default(def);
 
 /** The environment, validated once at boot. Every key is documented in `.env.example`. */
 export const configSchema = z.object({
@@ -149,7 +148,10 @@ function toConfig(env: z.output<typeof configSchema>) {
 export function parseApiKeys(raw: string | undefined): Map<string, string> | null {
   if (!raw || !raw.trim()) return null;
   const keys = new Map<string, string>();
-  for (const entry of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const i = entry.indexOf(':');
     const key = i === -1 ? entry : entry.slice(0, i);
     const tenant = i === -1 ? key : entry.slice(i + 1);

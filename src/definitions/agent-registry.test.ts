@@ -5,9 +5,7 @@ const names = { defaultModel: 'big', smallModel: 'small-one' };
 
 describe('resolveTools', () => {
   it('starts from every workspace tool, always adds complete', () => {
-    expect(resolveTools(undefined, undefined).sort()).toEqual(
-      ['bash', 'complete', 'edit_file', 'glob', 'grep', 'list_files', 'read_file', 'write_file'],
-    );
+    expect(resolveTools(undefined, undefined).sort()).toEqual(['bash', 'complete', 'edit_file', 'glob', 'grep', 'list_files', 'read_file', 'write_file']);
   });
 
   it('applies the allow-list, then the deny-list, then removes the forbidden tools', () => {

@@ -45,8 +45,7 @@ export function builtinAgents(names: ModelNames): AgentDefinition[] {
   return [
     {
       type: 'general',
-      description:
-        'General-purpose agent for multi-step work in the workspace: research files, write and edit files, run commands.',
+      description: 'General-purpose agent for multi-step work in the workspace: research files, write and edit files, run commands.',
       kind: 'model',
       model: resolveModelName('inherit', names),
       maxSteps: 50,

@@ -5,14 +5,7 @@ import { matter } from 'vfile-matter';
 import { z } from 'zod';
 import { workspaceToolNames } from '../tools/workspace-tools.ts';
 import type { AgentDefinition } from './agent-definition.ts';
-import {
-  DEFAULT_COMPACT_AT_TOKENS,
-  FORBIDDEN_TOOLS,
-  resolveCompactionModel,
-  resolveModelName,
-  resolveTools,
-  type ModelNames,
-} from './agent-registry.ts';
+import { DEFAULT_COMPACT_AT_TOKENS, FORBIDDEN_TOOLS, resolveCompactionModel, resolveModelName, resolveTools, type ModelNames } from './agent-registry.ts';
 
 /** Names a definition may mention: every workspace tool, `complete`, and the forbidden ones (removed). */
 const KNOWN_TOOLS = new Set<string>([...workspaceToolNames, 'complete', ...FORBIDDEN_TOOLS]);
@@ -30,25 +23,27 @@ const toolList = z
   });
 
 /** The front matter of an `AGENTS_DIR/*.md` file. Unknown keys (e.g. `color`) are ignored. */
-export const agentFileSchema = z.object({
-  name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must be 1-64 chars of a-z, 0-9, "_" or "-", starting with a letter or digit'),
-  description: z.string().min(1, 'is required'),
-  model: z.string().min(1).optional(),
-  tools: toolList.optional(),
-  disallowedTools: toolList.optional(),
-  maxSteps: z.number().int().min(1).max(1000).optional(),
-  temperature: z.number().min(0).max(2).optional(),
-  compactionModel: z.string().min(1).optional(),
-  compactAtTokens: z.number().int().min(1000).optional(),
-  /** `acp`: an external Agent Client Protocol agent runs the task (`command`, `args`, `env`, `permission`). */
-  kind: z.enum(['model', 'acp']).default('model'),
-  command: z.string().min(1).optional(),
-  args: z.array(z.string()).default([]),
-  env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name')).default([]),
-  permission: z.enum(['allow_workspace', 'deny']).default('allow_workspace'),
-}).superRefine((fm, ctx) => {
-  if (fm.kind === 'acp' && !fm.command) ctx.addIssue({ code: 'custom', path: ['command'], message: 'is required when kind is "acp"' });
-});
+export const agentFileSchema = z
+  .object({
+    name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must be 1-64 chars of a-z, 0-9, "_" or "-", starting with a letter or digit'),
+    description: z.string().min(1, 'is required'),
+    model: z.string().min(1).optional(),
+    tools: toolList.optional(),
+    disallowedTools: toolList.optional(),
+    maxSteps: z.number().int().min(1).max(1000).optional(),
+    temperature: z.number().min(0).max(2).optional(),
+    compactionModel: z.string().min(1).optional(),
+    compactAtTokens: z.number().int().min(1000).optional(),
+    /** `acp`: an external Agent Client Protocol agent runs the task (`command`, `args`, `env`, `permission`). */
+    kind: z.enum(['model', 'acp']).default('model'),
+    command: z.string().min(1).optional(),
+    args: z.array(z.string()).default([]),
+    env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name')).default([]),
+    permission: z.enum(['allow_workspace', 'deny']).default('allow_workspace'),
+  })
+  .superRefine((fm, ctx) => {
+    if (fm.kind === 'acp' && !fm.command) ctx.addIssue({ code: 'custom', path: ['command'], message: 'is required when kind is "acp"' });
+  });
 
 export interface AgentFileError {
   file: string;
@@ -65,7 +60,9 @@ export function loadAgentFiles(dir: string, names: ModelNames): { definitions: A
   const errors: AgentFileError[] = [];
   let files: string[];
   try {
-    files = readdirSync(dir).filter((f) => f.endsWith('.md')).sort();
+    files = readdirSync(dir)
+      .filter((f) => f.endsWith('.md'))
+      .sort();
   } catch {
     return { definitions, errors };
   }

@@ -13,8 +13,7 @@ export class AppError extends Error {
 }
 
 /** New work is refused once shutdown began (reads are still answered until the server closes). */
-export const shuttingDown = () =>
-  new AppError(503, 'shutting_down', 'the service is shutting down; retry shortly', undefined, { 'retry-after': '5' });
+export const shuttingDown = () => new AppError(503, 'shutting_down', 'the service is shutting down; retry shortly', undefined, { 'retry-after': '5' });
 
 export const notFound = (what: string) => new AppError(404, 'not_found', `${what} not found`);
 

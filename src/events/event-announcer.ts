@@ -29,7 +29,8 @@ export async function announce(tx: SqlClient, instanceId: string, written: Numbe
     if (a) {
       a.s[1] = r.event.seq;
       a.p[1] = r.event.parentSeq!;
-    } else byTask.set(r.event.taskId, { i: instanceId, t: r.event.taskId, k: r.parent, s: [r.event.seq, r.event.seq], p: [r.event.parentSeq!, r.event.parentSeq!] });
+    } else
+      byTask.set(r.event.taskId, { i: instanceId, t: r.event.taskId, k: r.parent, s: [r.event.seq, r.event.seq], p: [r.event.parentSeq!, r.event.parentSeq!] });
   }
   let batch: string[] = [];
   let size = 2;

@@ -87,7 +87,12 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
     const out: Numbered[] = [];
     for (const r of rows) {
       const { seq, parentSeq, parent } = await numbering.next(tx, r, r.type === TERMINAL_EVENT, undo);
-      out.push({ event: { taskId: r.task.id, seq, type: r.type, json: envelope(seq, r.type, r.task.id, r.at, r.dataJson, parentSeq), parentSeq }, parent, at: r.at, dataJson: r.dataJson });
+      out.push({
+        event: { taskId: r.task.id, seq, type: r.type, json: envelope(seq, r.type, r.task.id, r.at, r.dataJson, parentSeq), parentSeq },
+        parent,
+        at: r.at,
+        dataJson: r.dataJson,
+      });
     }
     // One statement per INSERT_CHUNK events (a group commit holds hundreds of text deltas).
     for (let i = 0; i < out.length; i += INSERT_CHUNK) {
@@ -102,7 +107,10 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
     const hooked =
       opts.onWrite !== undefined &&
       out.length > 0 &&
-      (await opts.onWrite(tx, out.map((r) => ({ taskId: r.event.taskId, tenant: tenantOfKey(r.parent), type: r.event.type, at: r.at }))));
+      (await opts.onWrite(
+        tx,
+        out.map((r) => ({ taskId: r.event.taskId, tenant: tenantOfKey(r.parent), type: r.event.type, at: r.at })),
+      ));
     return { written: out, hooked };
   }
 

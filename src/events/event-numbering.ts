@@ -43,14 +43,19 @@ export function createNumbering(cluster: { instanceId: string } | null) {
       if (!cluster || rows.length === 0) return rows;
       const taskIds = [...new Set(rows.map((r) => r.task.id))];
       const lost = new Set(
-        (await tx.rows('SELECT id FROM tasks WHERE id = ANY(?) AND owner IS NOT NULL AND owner <> ?', [taskIds, cluster.instanceId])).map((r) => r[0] as string),
+        (await tx.rows('SELECT id FROM tasks WHERE id = ANY(?) AND owner IS NOT NULL AND owner <> ?', [taskIds, cluster.instanceId])).map(
+          (r) => r[0] as string,
+        ),
       );
       const kept = lost.size > 0 ? rows.filter((r) => !lost.has(r.task.id)) : rows;
       lastSeq.clear();
       lastParentSeq.clear();
       if (kept.length === 0) return kept;
       const parents = [...new Set(kept.map((r) => parentKey(r.task)))].sort();
-      await tx.run('SELECT pg_advisory_xact_lock(?, hashtext(k)) FROM (SELECT k FROM unnest(CAST(? AS TEXT[])) AS k ORDER BY k) AS keys', [PARENT_LOCK, parents]);
+      await tx.run('SELECT pg_advisory_xact_lock(?, hashtext(k)) FROM (SELECT k FROM unnest(CAST(? AS TEXT[])) AS k ORDER BY k) AS keys', [
+        PARENT_LOCK,
+        parents,
+      ]);
       const maxSeqs = await tx.rows('SELECT task_id, max(seq) FROM task_events WHERE task_id = ANY(?) GROUP BY task_id', [taskIds]);
       const maxParentSeqs = await tx.rows('SELECT parent_key, max(parent_seq) FROM task_events WHERE parent_key = ANY(?) GROUP BY parent_key', [parents]);
       for (const id of taskIds) lastSeq.set(id, 0);

@@ -15,7 +15,11 @@ export function createEventReader(sql: SqlClient) {
 
   /** Stored events of every task of a parent (by its key, `<parentTaskId>@<tenant>`) with `parentSeq > after`, in the order they were written. */
   async function readParentKey(key: string, after = 0, limit = 10_000): Promise<StoredEvent[]> {
-    const rows = await sql.rows(`SELECT ${EVENT_COLUMNS} FROM task_events WHERE parent_key = ? AND parent_seq > ? ORDER BY parent_seq LIMIT ?`, [key, after, limit]);
+    const rows = await sql.rows(`SELECT ${EVENT_COLUMNS} FROM task_events WHERE parent_key = ? AND parent_seq > ? ORDER BY parent_seq LIMIT ?`, [
+      key,
+      after,
+      limit,
+    ]);
     return rows.map(storedOf);
   }
 
@@ -26,7 +30,7 @@ export function createEventReader(sql: SqlClient) {
 
   /** A task's stored events after `after`, read a page at a time as the consumer advances. */
   async function* replay(taskId: string, after = 0): AsyncGenerator<StoredEvent> {
-    for (let from = after; ; ) {
+    for (let from = after; ;) {
       const page = await read(taskId, from, REPLAY_PAGE);
       yield* page;
       if (page.length < REPLAY_PAGE) return;
@@ -36,7 +40,7 @@ export function createEventReader(sql: SqlClient) {
 
   /** A parent's stored events after the cursor `after`, a page at a time. */
   async function* replayParent(key: ParentKey, after = 0): AsyncGenerator<StoredEvent> {
-    for (let from = after; ; ) {
+    for (let from = after; ;) {
       const page = await readParent(key, from, REPLAY_PAGE);
       yield* page;
       if (page.length < REPLAY_PAGE) return;

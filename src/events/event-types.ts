@@ -60,7 +60,7 @@ export const heartbeatSchema = z.object({
   data: progressSchema
     .partial()
     .extend({ lastSeq: z.number().int().min(0).describe('the last seq sent on this socket (0 before any)') })
-    .describe("lastSeq; on a task stream, while the task has not ended, also its progress fields (phase, step, tool, phaseSince, lastActivityAt, usage)"),
+    .describe('lastSeq; on a task stream, while the task has not ended, also its progress fields (phase, step, tool, phaseSince, lastActivityAt, usage)'),
 });
 
 /** One message of a progress stream (`/tasks/:id/stream`, `/stream`), as the wire carries it. */

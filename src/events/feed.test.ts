@@ -26,13 +26,18 @@ function fakeSocket() {
   return socket;
 }
 
-const event = (seq: number, type = 'tool.call'): StoredEvent =>
-  ({ taskId: 't1', seq, type, json: JSON.stringify({ seq, type }) }) as unknown as StoredEvent;
+const event = (seq: number, type = 'tool.call'): StoredEvent => ({ taskId: 't1', seq, type, json: JSON.stringify({ seq, type }) }) as unknown as StoredEvent;
 
 describe('createFeed', () => {
   it('closes with 1012 rather than skip a seq, so the reader reconnects from the store', async () => {
     const socket = fakeSocket();
-    const feed = createFeed({ sink: socketSink(socket as unknown as WebSocket, 60_000), taskId: 't1', closeOnFinish: true, heartbeatMs: 60_000, maxBufferedBytes: 1 << 20 });
+    const feed = createFeed({
+      sink: socketSink(socket as unknown as WebSocket, 60_000),
+      taskId: 't1',
+      closeOnFinish: true,
+      heartbeatMs: 60_000,
+      maxBufferedBytes: 1 << 20,
+    });
     await feed.replay([event(1), event(2)]);
     feed.send(event(2));
     feed.send(event(3));

@@ -37,7 +37,9 @@ export const a2aRoutes: FastifyPluginAsyncZod<A2aRoutesOptions> = async (app, op
         summary: 'The A2A agent card',
         description: 'One skill per subagent type; the JSON-RPC endpoint for A2A v1.0 and v0.3. Public, like /healthz.',
         security: [],
-        response: { 200: { description: 'The agent card (A2A v1.0, with the v0.3 fields too)', content: { 'application/json': { schema: z.looseObject({}) } } } },
+        response: {
+          200: { description: 'The agent card (A2A v1.0, with the v0.3 fields too)', content: { 'application/json': { schema: z.looseObject({}) } } },
+        },
       },
     },
     async (request, reply) => reply.header('cache-control', 'public, max-age=60').send(cardJson(opts.publicUrl ?? `${request.protocol}://${request.host}`)),

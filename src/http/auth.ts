@@ -103,17 +103,20 @@ function presentedKey(request: FastifyRequest): string | undefined {
 export function redactUrl(url: string): string {
   const q = url.indexOf('?');
   if (q === -1) return url;
-  const pairs = url.slice(q + 1).split('&').map((pair) => {
-    const eq = pair.indexOf('=');
-    const rawName = eq === -1 ? pair : pair.slice(0, eq);
-    let name = rawName;
-    try {
-      name = decodeURIComponent(rawName.replace(/\+/g, ' '));
-    } catch {
-      // undecodable: compared as it is
-    }
-    return name.trim().toLowerCase() === QUERY_TOKEN ? `${rawName}=[redacted]` : pair;
-  });
+  const pairs = url
+    .slice(q + 1)
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      const rawName = eq === -1 ? pair : pair.slice(0, eq);
+      let name = rawName;
+      try {
+        name = decodeURIComponent(rawName.replace(/\+/g, ' '));
+      } catch {
+        // undecodable: compared as it is
+      }
+      return name.trim().toLowerCase() === QUERY_TOKEN ? `${rawName}=[redacted]` : pair;
+    });
   return `${url.slice(0, q)}?${pairs.join('&')}`;
 }
 

@@ -69,7 +69,8 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ budgets: Budgets; now: () =>
       },
     },
     async (request, reply) => {
-      if (!(await budgets.delete(request.tenant, request.params.scope, request.params.id))) throw notFound(`budget ${request.params.scope}/${request.params.id}`);
+      if (!(await budgets.delete(request.tenant, request.params.scope, request.params.id)))
+        throw notFound(`budget ${request.params.scope}/${request.params.id}`);
       return reply.status(204).send();
     },
   );

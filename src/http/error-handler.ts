@@ -40,7 +40,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
       reply.header('retry-after', '30');
       return reply
         .status(fault === 'storage_full' ? 507 : 503)
-        .send(errorBody(fault, fault === 'storage_full' ? 'the service\'s disk is full; retry later' : 'the service cannot write its database; retry later'));
+        .send(errorBody(fault, fault === 'storage_full' ? "the service's disk is full; retry later" : 'the service cannot write its database; retry later'));
     }
     const status = err.statusCode ?? 500;
     if (status >= 400 && status < 500) {

@@ -5,7 +5,10 @@ import type { Metrics } from '../metrics/metrics.ts';
 import type { StorageGuard } from '../store/storage-guard.ts';
 import { errors, json } from './openapi.ts';
 
-export const healthRoutes: FastifyPluginAsyncZod<{ metrics: Metrics; storage: StorageGuard; recovered: () => boolean }> = async (app, { metrics, storage, recovered }) => {
+export const healthRoutes: FastifyPluginAsyncZod<{ metrics: Metrics; storage: StorageGuard; recovered: () => boolean }> = async (
+  app,
+  { metrics, storage, recovered },
+) => {
   app.get(
     '/healthz',
     {
@@ -24,7 +27,11 @@ export const healthRoutes: FastifyPluginAsyncZod<{ metrics: Metrics; storage: St
         throw new AppError(503, 'starting', 'the service is taking up the tasks a previous process left unfinished; retry shortly');
       }
       if (storage.fault) {
-        throw new AppError(503, storage.fault, `the database cannot be written (${storage.fault === 'storage_full' ? 'disk full' : 'unavailable'}); ${storage.waiting} writes wait in memory`);
+        throw new AppError(
+          503,
+          storage.fault,
+          `the database cannot be written (${storage.fault === 'storage_full' ? 'disk full' : 'unavailable'}); ${storage.waiting} writes wait in memory`,
+        );
       }
       return { status: 'ok' as const };
     },

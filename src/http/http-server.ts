@@ -31,11 +31,14 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
   const server = Fastify({
     // pino's Logger is a FastifyBaseLogger; said so, the instance keeps Fastify's default logger type.
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
-    loggerInstance: logger.child({}, {
-      serializers: {
-        req: (req: { method: string; url: string; ip?: string }) => ({ method: req.method, url: redactUrl(req.url), ip: req.ip }),
+    loggerInstance: logger.child(
+      {},
+      {
+        serializers: {
+          req: (req: { method: string; url: string; ip?: string }) => ({ method: req.method, url: redactUrl(req.url), ip: req.ip }),
+        },
       },
-    }) as FastifyBaseLogger,
+    ) as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
     // request.ip (rate limits, the auth lockout) is the client's, not a proxy's (TRUST_PROXY).
     trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
@@ -96,14 +99,15 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
   });
   // Shed load with 503 while the event loop is saturated, instead of answering everything late.
   // (A loop blocked for a whole sample interval counts as saturated.) 0 turns shedding off.
-  if (config.maxEventLoopDelayMs > 0) await server.register(underPressure, {
-    maxEventLoopDelay: config.maxEventLoopDelayMs,
-    retryAfter: 5,
-    pressureHandler: (_request, reply, type, value) => {
-      reply.header('retry-after', '5');
-      throw new AppError(503, 'overloaded', `the service is overloaded (${type}: ${value}); retry shortly`);
-    },
-  });
+  if (config.maxEventLoopDelayMs > 0)
+    await server.register(underPressure, {
+      maxEventLoopDelay: config.maxEventLoopDelayMs,
+      retryAfter: 5,
+      pressureHandler: (_request, reply, type, value) => {
+        reply.header('retry-after', '5');
+        throw new AppError(503, 'overloaded', `the service is overloaded (${type}: ${value}); retry shortly`);
+      },
+    });
 
   await registerOpenApi(server, { isPublic });
 
@@ -112,7 +116,12 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
   await server.register(tasksRoutes, { tasks, keepAliveMs: config.heartbeatMs });
   await server.register(usageRoutes, { usage });
   await server.register(budgetsRoutes, { budgets: services.budgets, now: Date.now });
-  await server.register(webhooksRoutes, { webhooks: services.webhooks, allowPrivate: config.webhooks.allowPrivate, maxPerTenant: config.webhooks.maxPerTenant, now: Date.now });
+  await server.register(webhooksRoutes, {
+    webhooks: services.webhooks,
+    allowPrivate: config.webhooks.allowPrivate,
+    maxPerTenant: config.webhooks.maxPerTenant,
+    now: Date.now,
+  });
   await server.register(a2aRoutes, {
     tasks,
     events,

@@ -28,7 +28,15 @@ import { workspaceFileSchema, workspaceListingSchema } from '../shapes/artifact.
 import { SERVICE_VERSION } from '../version.ts';
 import { usageRecordListSchema, usageRecordSchema, usageReportSchema, usageTotalsSchema } from '../shapes/usage-report.ts';
 import { standingBudgetBodySchema, standingBudgetSchema } from '../shapes/budget.ts';
-import { createdWebhookSchema, createWebhookBodySchema, deliveryListSchema, deliverySchema, webhookListSchema, webhookPayloadSchema, webhookSchema } from '../shapes/webhook.ts';
+import {
+  createdWebhookSchema,
+  createWebhookBodySchema,
+  deliveryListSchema,
+  deliverySchema,
+  webhookListSchema,
+  webhookPayloadSchema,
+  webhookSchema,
+} from '../shapes/webhook.ts';
 import { errorBodySchema } from './error-schema.ts';
 
 /**
@@ -102,7 +110,6 @@ const errorText = {
   507: 'The disk that holds the database is full',
 } as const;
 type ErrorStatus = keyof typeof errorText;
-
 
 /** A JSON response with a description, as a route's `schema.response` entry. */
 export function json<T extends z.ZodType>(description: string, schema: T) {
@@ -180,7 +187,7 @@ function pruneSchemas(doc: DocumentLike): DocumentLike {
   const schemas = doc.components?.schemas ?? {};
   const refsIn = (value: unknown) => [...JSON.stringify(value).matchAll(/"#\/components\/schemas\/([^"]+)"/g)].map((m) => m[1]);
   const used = new Set(refsIn({ ...doc, components: { ...doc.components, schemas: {} } }));
-  for (const queue = [...used]; queue.length > 0; ) {
+  for (const queue = [...used]; queue.length > 0;) {
     for (const ref of refsIn(schemas[queue.pop()!])) {
       if (used.has(ref)) continue;
       used.add(ref);
@@ -209,7 +216,8 @@ function finishDocument(doc: DocumentLike, isPublic: (url: string) => boolean): 
       for (const p of op.parameters ?? []) if (p.in === 'path' && p.name === '*') p.name = 'path';
       const responses = (op.responses ??= {});
       const common: ErrorStatus[] = isPublic(url) ? [500, 503] : [401, 429, 500, 503];
-      for (const s of common) responses[s] ??= { description: errorText[s], content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+      for (const s of common)
+        responses[s] ??= { description: errorText[s], content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
       // A body-less answer (204) has no schema to carry its description.
       for (const r of Object.values(responses) as Array<{ description?: string }>) {
         if (r.description === 'Default Response') r.description = 'Done; no content';
@@ -222,7 +230,11 @@ function finishDocument(doc: DocumentLike, isPublic: (url: string) => boolean): 
         delete responses['200'];
       }
       if (op['x-binary-body']) {
-        op.requestBody = { required: true, description: op['x-binary-body'], content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } };
+        op.requestBody = {
+          required: true,
+          description: op['x-binary-body'],
+          content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+        };
         delete op['x-binary-body'];
       }
       if (isPublic(url)) op.security = [];

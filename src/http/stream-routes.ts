@@ -22,7 +22,6 @@ export interface StreamRoutesOptions {
   maxBufferedBytes: number;
 }
 
-
 const eventStreamResponse = {
   description: 'An event stream: each event `id: <cursor>`, `event: <type>`, `data: <StreamMessage JSON>`',
   content: { 'text/event-stream': { schema: z.string() } },
@@ -97,8 +96,7 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
     schema: {
       operationId: 'streamTask',
       summary: 'Progress events of one task (WebSocket)',
-      description:
-        'Replays every stored event with seq > after, then live events; heartbeats while idle; closes with 1000 after task.finished.',
+      description: 'Replays every stored event with seq > after, then live events; heartbeats while idle; closes with 1000 after task.finished.',
       params: taskIdParamsSchema,
       querystring: z.object({ after: afterSchema }),
       response: errors(400, 404, 426),
@@ -106,7 +104,7 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
     },
     // Refuse an unknown (or another tenant's) task with a 404 before the upgrade.
     preHandler: async (request) => {
-      await tasks.get(request.tenant, (request.params).id);
+      await tasks.get(request.tenant, request.params.id);
     },
     wsHandler: async (socket, request) => {
       const { id } = request.params;
@@ -125,7 +123,7 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
       summary: 'Progress events of every task of a parent task (WebSocket)',
       description:
         "Events of every task of the parent, each with its own task's seq and with parentSeq, its place among the " +
-        'parent\'s events. With ?after=<parentSeq> it replays every stored event after that cursor (finished tasks ' +
+        "parent's events. With ?after=<parentSeq> it replays every stored event after that cursor (finished tasks " +
         "included), so a reader that reconnects misses nothing; without it, the stored events of the parent's " +
         'unfinished tasks. Then live events. Stays open until the client closes it.',
       querystring: z.object({ parentTaskId: contextIdSchema, after: cursorSchema }),
@@ -144,7 +142,7 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
       config: { acceptsQueryToken: 'always' },
       schema: {
         operationId: 'taskEvents',
-          summary: 'Progress events of one task (server-sent events)',
+        summary: 'Progress events of one task (server-sent events)',
         description:
           'The messages of `/tasks/{id}/stream` as `text/event-stream`: `id:` is the seq, `event:` the type, `data:` the ' +
           'StreamMessage JSON; heartbeats are comments (`: {"type":"heartbeat",...}`). Replays the stored events after ' +
@@ -172,10 +170,10 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
       config: { acceptsQueryToken: 'always' },
       schema: {
         operationId: 'parentEvents',
-          summary: 'Progress events of every task of a parent task (server-sent events)',
+        summary: 'Progress events of every task of a parent task (server-sent events)',
         description:
-          'The messages of `/stream` as `text/event-stream`, `id:` being each event\'s parentSeq, so an EventSource that ' +
-          'reconnects with `Last-Event-ID` misses nothing. Without a cursor: the stored events of the parent\'s ' +
+          "The messages of `/stream` as `text/event-stream`, `id:` being each event's parentSeq, so an EventSource that " +
+          "reconnects with `Last-Event-ID` misses nothing. Without a cursor: the stored events of the parent's " +
           'unfinished tasks, then live ones. Stays open until the client closes it.',
         querystring: z.object({ parentTaskId: contextIdSchema, after: cursorSchema }),
         headers: lastEventIdSchema,

@@ -166,7 +166,7 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
         operationId: 'resumeTask',
         summary: 'Resume a task paused at a budget',
         description:
-          'Optionally replaces the task\'s own budget (to raise it), then continues the task from its next step ' +
+          "Optionally replaces the task's own budget (to raise it), then continues the task from its next step " +
           '(task.resumed). 409 budget_exceeded while a budget is still reached (raise the standing budget first), ' +
           '409 task_not_paused unless the task is paused.',
         params: taskIdParamsSchema,

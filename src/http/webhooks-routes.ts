@@ -87,7 +87,13 @@ export const webhooksRoutes: FastifyPluginAsyncZod<WebhooksRoutesOptions> = asyn
 
   app.get(
     '/webhooks',
-    { schema: { operationId: 'listWebhooks', summary: "The tenant's webhook endpoints (without secrets)", response: { 200: json('The endpoints', webhookListSchema) } } },
+    {
+      schema: {
+        operationId: 'listWebhooks',
+        summary: "The tenant's webhook endpoints (without secrets)",
+        response: { 200: json('The endpoints', webhookListSchema) },
+      },
+    },
     async (request) => ({ webhooks: (await webhooks.list(request.tenant)).map(view) }),
   );
 

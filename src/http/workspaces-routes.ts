@@ -71,10 +71,10 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
         operationId: 'listWorkspace',
         summary: 'List a workspace',
         description:
-          'Every file, folder and link of the parent task\'s workspace, recursively, with paths relative to it, sorted. ' +
+          "Every file, folder and link of the parent task's workspace, recursively, with paths relative to it, sorted. " +
           'Links are listed as links and never followed; FIFOs, sockets and devices are left out. At most 10,000 entries (`truncated` says when there were more).',
         params: z.object({ parentTaskId: contextIdSchema }),
-        response: { 200: json('The workspace\'s entries', workspaceListingSchema), ...errors(400, 404, 414) },
+        response: { 200: json("The workspace's entries", workspaceListingSchema), ...errors(400, 404, 414) },
       },
     },
     async (request) => {
@@ -90,7 +90,7 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
         operationId: 'putWorkspaceFile',
         summary: 'Upload a workspace file',
         description:
-          'The raw request body (any content type) becomes the file at that path in the parent task\'s workspace; the workspace ' +
+          "The raw request body (any content type) becomes the file at that path in the parent task's workspace; the workspace " +
           'and missing folders are created, an existing file is replaced atomically (a reader sees the old file or the new one, never half). ' +
           'Over MAX_UPLOAD_BYTES (default 100 MiB): 413, and nothing is changed. A path through a link leading outside, or at a folder, is refused.',
         params: fileParams,
@@ -117,7 +117,10 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
           if (received > maxUploadBytes) throw tooLarge(maxUploadBytes);
         });
         const file = describeFile(parentTaskId, target.relative.split(path.sep).join('/'), written.stat)!;
-        return reply.code(written.replaced ? 200 : 201).header('location', file.url).send(file);
+        return reply
+          .code(written.replaced ? 200 : 201)
+          .header('location', file.url)
+          .send(file);
       } catch (err) {
         throw pathFailure(err, filePath);
       }
@@ -160,7 +163,7 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
       schema: {
         operationId: 'getWorkspaceFile',
         summary: 'Download a workspace file',
-        description: 'Serves a regular file of the parent task\'s workspace; nothing outside the workspace is ever served.',
+        description: "Serves a regular file of the parent task's workspace; nothing outside the workspace is ever served.",
         params: fileParams,
         response: {
           200: {
@@ -185,15 +188,17 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
         const failure = pathFailure(err, filePath);
         throw failure.statusCode === 409 ? new AppError(400, 'not_a_file', `"${filePath}" is not a regular file`) : failure;
       }
-      return reply
-        .header('content-type', contentTypes[path.extname(filePath).toLowerCase()] ?? 'application/octet-stream')
-        .header('content-length', opened.stat.size)
-        .header('last-modified', opened.stat.mtime.toUTCString())
-        .header('x-content-type-options', 'nosniff')
-        // Model-written HTML must not run scripts on the service's origin.
-        .header('content-security-policy', "sandbox; default-src 'none'")
-        // A stream is sent as it is: the type provider only knows the schema's string.
-        .send(streamExactly(opened) as never);
+      return (
+        reply
+          .header('content-type', contentTypes[path.extname(filePath).toLowerCase()] ?? 'application/octet-stream')
+          .header('content-length', opened.stat.size)
+          .header('last-modified', opened.stat.mtime.toUTCString())
+          .header('x-content-type-options', 'nosniff')
+          // Model-written HTML must not run scripts on the service's origin.
+          .header('content-security-policy', "sandbox; default-src 'none'")
+          // A stream is sent as it is: the type provider only knows the schema's string.
+          .send(streamExactly(opened) as never)
+      );
     },
   );
 };

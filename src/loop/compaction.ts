@@ -84,6 +84,9 @@ export async function compact(opts: CompactOptions): Promise<Compacted> {
 /** One message as text for the compaction model, long contents cut. */
 function describe(m: ModelMessage): string {
   const content = typeof m.content === 'string' ? m.content : JSON.stringify(m.content);
-  const cut = content.length > MAX_CHARS_PER_MESSAGE ? `${content.slice(0, MAX_CHARS_PER_MESSAGE)} [... ${content.length - MAX_CHARS_PER_MESSAGE} more characters]` : content;
+  const cut =
+    content.length > MAX_CHARS_PER_MESSAGE
+      ? `${content.slice(0, MAX_CHARS_PER_MESSAGE)} [... ${content.length - MAX_CHARS_PER_MESSAGE} more characters]`
+      : content;
   return `[${m.role}] ${cut}`;
 }

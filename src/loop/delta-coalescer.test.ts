@@ -13,7 +13,10 @@ describe('createDeltaCoalescer', () => {
     c.push(1, ' wor');
     expect(out).toEqual([[1, 'Hel']]);
     await sleep(40);
-    expect(out).toEqual([[1, 'Hel'], [1, 'lo wor']]);
+    expect(out).toEqual([
+      [1, 'Hel'],
+      [1, 'lo wor'],
+    ]);
     await sleep(40);
     // Quiet again: the next delta goes out at once.
     c.push(1, 'ld');
@@ -29,7 +32,11 @@ describe('createDeltaCoalescer', () => {
     c.push(2, 'c');
     c.push(2, 'd');
     c.flush();
-    expect(out).toEqual([[1, 'a'], [1, 'b'], [2, 'cd']]);
+    expect(out).toEqual([
+      [1, 'a'],
+      [1, 'b'],
+      [2, 'cd'],
+    ]);
     c.close();
   });
 

@@ -28,7 +28,7 @@ async function drain(parts: Array<Record<string, unknown>>) {
   const model = guardModel(fakeModel(parts) as never, { onUsage: (u) => billed.push(u), stallTimeoutMs: 5000, maxRetries: 0 });
   const { stream } = await (model as unknown as { doStream(o: object): Promise<{ stream: ReadableStream }> }).doStream({});
   const seen: string[] = [];
-  for (const reader = stream.getReader(); ; ) {
+  for (const reader = stream.getReader(); ;) {
     const r = await reader.read();
     if (r.done) break;
     seen.push((r.value as { type: string }).type);
@@ -60,14 +60,22 @@ describe('guardModel', () => {
   });
 
   it('turns an end without a finish reason into an error part', async () => {
-    const { seen } = await drain([{ type: 'text-delta', id: '0', delta: 'cut' }, { type: 'finish', finishReason: { unified: 'other' }, usage: {} }]);
+    const { seen } = await drain([
+      { type: 'text-delta', id: '0', delta: 'cut' },
+      { type: 'finish', finishReason: { unified: 'other' }, usage: {} },
+    ]);
     expect(seen).toEqual(['text-delta', 'error', 'finish']);
   });
 });
 
 describe('usage parsers', () => {
   it('read Chat Completions and Responses usage, and nothing else', () => {
-    expect(usageOfRawChunk({ type: 'response.completed', response: { usage: { input_tokens: 7, output_tokens: 1, output_tokens_details: { reasoning_tokens: 1 } } } })).toEqual({
+    expect(
+      usageOfRawChunk({
+        type: 'response.completed',
+        response: { usage: { input_tokens: 7, output_tokens: 1, output_tokens_details: { reasoning_tokens: 1 } } },
+      }),
+    ).toEqual({
       inputTokens: 7,
       outputTokens: 1,
       totalTokens: 8,

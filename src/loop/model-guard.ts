@@ -281,27 +281,30 @@ function guardStream(source: ReadableStream<StreamPart>, opts: ModelGuardOptions
       buffered.unshift(...ahead);
       return { kind };
     },
-    stream: new ReadableStream<StreamPart>({
-      async pull(controller) {
-        try {
-          const part = await pull();
-          if (part === null) {
-            if (sourceError) controller.error(sourceError);
-            else controller.close();
-            return;
+    stream: new ReadableStream<StreamPart>(
+      {
+        async pull(controller) {
+          try {
+            const part = await pull();
+            if (part === null) {
+              if (sourceError) controller.error(sourceError);
+              else controller.close();
+              return;
+            }
+            controller.enqueue(part);
+          } catch (err) {
+            controller.error(err);
           }
-          controller.enqueue(part);
-        } catch (err) {
-          controller.error(err);
-        }
+        },
+        async cancel(reason) {
+          // Aborted by the caller (cancel, timeout, shutdown): what was reported so far still counts.
+          stopStall();
+          report();
+          await reader.cancel(reason).catch(() => {});
+        },
+        // No read-ahead: nothing may be pulled before `peek` has finished looking.
       },
-      async cancel(reason) {
-        // Aborted by the caller (cancel, timeout, shutdown): what was reported so far still counts.
-        stopStall();
-        report();
-        await reader.cancel(reason).catch(() => {});
-      },
-      // No read-ahead: nothing may be pulled before `peek` has finished looking.
-    }, { highWaterMark: 0 }),
+      { highWaterMark: 0 },
+    ),
   };
 }

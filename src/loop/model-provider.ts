@@ -31,9 +31,9 @@ export function createModelProvider(settings: ProviderSettings): ModelProvider {
 
 function watchStatus(inner: typeof fetch, onError?: (status: number) => void): typeof fetch {
   if (!onError) return inner;
-  return (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
+  return async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
     const res = await inner(input, init);
     if (res.status >= 400) onError(res.status);
     return res;
-  });
+  };
 }

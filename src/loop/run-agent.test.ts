@@ -128,13 +128,21 @@ describe('runAgent', () => {
 
   it('gives an unknown tool and input that fails its schema back to the model as errors, in call order', async () => {
     const { result, seen, marker } = await run([
-      { toolCalls: [{ name: 'no_such_tool', args: {} }, { name: 'complete', args: { summary: 5 } }], usage: { input: 5, output: 1 } },
+      {
+        toolCalls: [
+          { name: 'no_such_tool', args: {} },
+          { name: 'complete', args: { summary: 5 } },
+        ],
+        usage: { input: 5, output: 1 },
+      },
       complete('fixed'),
     ]);
     expect(seen.slice(0, 5)).toEqual([
       'step 1',
       'call no_such_tool',
-      expect.stringMatching(/^result no_such_tool error: Model tried to call unavailable tool 'no_such_tool'\. Available tools: complete, explode, stubborn\.$/),
+      expect.stringMatching(
+        /^result no_such_tool error: Model tried to call unavailable tool 'no_such_tool'\. Available tools: complete, explode, stubborn\.$/,
+      ),
       'call complete',
       expect.stringMatching(/^result complete error: Invalid input for tool complete: /),
     ]);
@@ -169,10 +177,7 @@ describe('runAgent', () => {
 
   it('delivers steering messages before the next step, and gives a model that already answered one more step', async () => {
     const inbox: string[] = [];
-    const turns: ScriptedTurn[] = [
-      { delayMs: 100, text: 'first answer', usage: { input: 5, output: 1 } },
-      complete('after the steer'),
-    ];
+    const turns: ScriptedTurn[] = [{ delayMs: 100, text: 'first answer', usage: { input: 5, output: 1 } }, complete('after the steer')];
     setTimeout(() => inbox.push('also check the tests'), 20);
     const { result, seen } = await run(turns, { takeMessages: () => inbox.splice(0) });
     expect(seen).toEqual(['step 1', 'finished 1 stop', 'message also check the tests', 'step 2', 'call complete', 'result complete', 'finished 2 tool-calls']);

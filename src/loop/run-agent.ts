@@ -12,7 +12,14 @@ import {
   type ToolResultPart,
   type ToolSet,
 } from 'ai';
-import { asLanguageModelUsage, convertToLanguageModelPrompt, prepareCallSettings, prepareRetries, prepareToolsAndToolChoice, standardizePrompt } from 'ai/internal';
+import {
+  asLanguageModelUsage,
+  convertToLanguageModelPrompt,
+  prepareCallSettings,
+  prepareRetries,
+  prepareToolsAndToolChoice,
+  standardizePrompt,
+} from 'ai/internal';
 import type { z } from 'zod';
 import type { StopReason } from '../shapes/artifact.ts';
 import type { TokenUsage as Usage } from '../shapes/usage.ts';
@@ -183,11 +190,7 @@ export async function runAgent<S>(opts: RunAgentOptions<S>): Promise<AgentRunRes
   }
   const aborted = opts.signal.aborted;
   const stalled = !aborted && isStall(error);
-  const stopReason: StopReason = complete
-    ? 'complete'
-    : step >= opts.maxSteps && lastFinishReason === 'tool-calls'
-      ? 'max_steps'
-      : 'text';
+  const stopReason: StopReason = complete ? 'complete' : step >= opts.maxSteps && lastFinishReason === 'tool-calls' ? 'max_steps' : 'text';
   return { finalText, complete, stopReason, error: aborted ? null : error, aborted, stalled, stoppedBy };
 }
 
@@ -358,7 +361,10 @@ async function runStep<S>(step: number, conversation: ModelMessage[], setup: Run
  * that does not parse or validate becomes the error the model reads back; the input kept is the
  * parsed JSON when there is one.
  */
-function parseToolCall(part: Extract<ProviderPart, { type: 'tool-call' }>, tools: Map<string, WorkspaceTool>): { input: unknown; tool?: WorkspaceTool; error?: unknown } {
+function parseToolCall(
+  part: Extract<ProviderPart, { type: 'tool-call' }>,
+  tools: Map<string, WorkspaceTool>,
+): { input: unknown; tool?: WorkspaceTool; error?: unknown } {
   const text = part.input.trim() === '' ? '{}' : part.input;
   let value: unknown;
   try {
@@ -371,7 +377,10 @@ function parseToolCall(part: Extract<ProviderPart, { type: 'tool-call' }>, tools
   const parsed = found.inputSchema.safeParse(value);
   if (!parsed.success) {
     const cause = TypeValidationError.wrap({ value, cause: parsed.error });
-    return { input: typeof value === 'object' && value !== null ? value : {}, error: new InvalidToolInputError({ toolName: part.toolName, toolInput: part.input, cause }) };
+    return {
+      input: typeof value === 'object' && value !== null ? value : {},
+      error: new InvalidToolInputError({ toolName: part.toolName, toolInput: part.input, cause }),
+    };
   }
   return { input: parsed.data, tool: found };
 }

@@ -12,7 +12,11 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     labelNames: ['status', 'subagent_type'],
     registers: [registry],
   });
-  const calls = new Counter({ name: 'subagentd_model_calls_total', help: 'Model calls whose usage was billed (one per call that reported usage)', registers: [registry] });
+  const calls = new Counter({
+    name: 'subagentd_model_calls_total',
+    help: 'Model calls whose usage was billed (one per call that reported usage)',
+    registers: [registry],
+  });
   const cost = new Counter({
     name: 'subagentd_model_cost_usd_total',
     help: 'What the billed model calls cost, in US dollars (the exact sums are in /usage, in micro-dollars)',
@@ -27,7 +31,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
   });
   const duration = new Histogram({
     name: 'subagentd_task_duration_seconds',
-    help: 'Seconds from a task\'s start to its end, by subagent type',
+    help: "Seconds from a task's start to its end, by subagent type",
     labelNames: ['subagent_type'],
     buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900],
     registers: [registry],

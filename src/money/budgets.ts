@@ -73,7 +73,10 @@ export function createBudgets(sql: SqlClient) {
           over('task', 'durationMs', own.maxDurationMs, ran);
         if (hit) return hit;
       }
-      for (const [scope, id] of [['parent', task.parentTaskId], ['user', task.userId]] as const) {
+      for (const [scope, id] of [
+        ['parent', task.parentTaskId],
+        ['user', task.userId],
+      ] as const) {
         const standing = await budgets.get(task.tenant, scope, id);
         if (!standing) continue;
         const spent = await budgets.spent(task.tenant, scope, id);

@@ -50,7 +50,8 @@ export function bashPath(): string {
  * which program runs (PATH), load code into every process (LD_*, BASH_ENV, ENV, BASH_FUNC_*, shell
  * options) or move the confined home. The service sets PATH and HOME itself.
  */
-const REFUSED_NAMES = /^(PATH|HOME|ENV|BASH_ENV|SHELLOPTS|BASHOPTS|IFS|CDPATH|GLOBIGNORE|PS4|PROMPT_COMMAND|LD_.*|BASH_FUNC_.*|NODE_OPTIONS|PYTHONSTARTUP|PERL5OPT|PERL5LIB|RUBYOPT)$/i;
+const REFUSED_NAMES =
+  /^(PATH|HOME|ENV|BASH_ENV|SHELLOPTS|BASHOPTS|IFS|CDPATH|GLOBIGNORE|PS4|PROMPT_COMMAND|LD_.*|BASH_FUNC_.*|NODE_OPTIONS|PYTHONSTARTUP|PERL5OPT|PERL5LIB|RUBYOPT)$/i;
 
 /** Most variables, and bytes of names and values, a request may add to a command's environment. */
 export const MAX_REQUESTED_VARIABLES = 64;

@@ -84,23 +84,32 @@ function bwrapWorks(bwrap: string | null): string | null {
  */
 function bwrapArgs(workspace: string, hide: string[], tmpBytes: number, argv: string[], extra: WrapExtra = {}): string[] {
   // Only existing folders can be masked (the root is read-only), and never one holding the system.
-  const masks = [...new Set([...ALWAYS_HIDDEN, ...hide])].filter(
-    (p) => !isInside(p, '/usr') && !isInside(p, '/etc') && existsSync(p),
-  );
+  const masks = [...new Set([...ALWAYS_HIDDEN, ...hide])].filter((p) => !isInside(p, '/usr') && !isInside(p, '/etc') && existsSync(p));
   return [
-    '--ro-bind', '/', '/',
-    '--dev', '/dev',
-    '--proc', '/proc',
+    '--ro-bind',
+    '/',
+    '/',
+    '--dev',
+    '/dev',
+    '--proc',
+    '/proc',
     ...masks.flatMap((m) => ['--size', String(MASK_BYTES), '--tmpfs', m]),
-    '--size', String(tmpBytes), '--tmpfs', '/tmp',
-    '--bind', workspace, workspace,
+    '--size',
+    String(tmpBytes),
+    '--tmpfs',
+    '/tmp',
+    '--bind',
+    workspace,
+    workspace,
     ...(extra.writable ?? []).flatMap((p) => ['--bind', p, p]),
     '--unshare-all',
     ...(extra.network ? ['--share-net'] : []),
     '--die-with-parent',
     '--new-session',
-    '--hostname', 'sandbox',
-    '--chdir', workspace,
+    '--hostname',
+    'sandbox',
+    '--chdir',
+    workspace,
     '--clearenv',
     ...Object.entries(programEnv(workspace, extra)).flatMap(([k, v]) => ['--setenv', k, v]),
     '--',

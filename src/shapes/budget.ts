@@ -18,4 +18,3 @@ export const standingBudgetSchema = z.object({
   maxCostUsd: z.number().nullable(),
   spent: z.object({ tokens: z.number().int(), costMicroUsd: z.number().int() }).describe('every task of the scope, running ones included'),
 });
-

@@ -159,7 +159,12 @@ export const taskListSchema = z.object({
 });
 
 /** `POST /tasks/:id/messages`: a steering message for a queued or running task. */
-export const steeringBodySchema = z.object({ prompt: z.string().min(1).max(64 * 1024) });
+export const steeringBodySchema = z.object({
+  prompt: z
+    .string()
+    .min(1)
+    .max(64 * 1024),
+});
 
 /**
  * One message of a task's conversation as the model saw it (the ai SDK's ModelMessage): `user`

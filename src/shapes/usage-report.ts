@@ -24,9 +24,11 @@ export const usageQuerySchema = usageFilterSchema.extend({
   source: z
     .enum(['auto', 'records'])
     .default('auto')
-    .describe('auto: roll-ups kept with every record where they can answer (milliseconds at any size); records: sum the raw records (for audits; slow at scale)'),
+    .describe(
+      'auto: roll-ups kept with every record where they can answer (milliseconds at any size); records: sum the raw records (for audits; slow at scale)',
+    ),
   limit: z.coerce.number().int().min(1).max(10_000).default(1000).describe('groups per page (with groupBy)'),
-  cursor: z.string().max(256).optional().describe("nextCursor of the previous page: the groups whose key sorts after it"),
+  cursor: z.string().max(256).optional().describe('nextCursor of the previous page: the groups whose key sorts after it'),
 });
 
 /** `GET /usage/records`: the filters and a page. */
@@ -48,7 +50,9 @@ export type UsageTotals = z.infer<typeof usageTotalsSchema>;
 
 export const usageReportSchema = z.object({
   totals: usageTotalsSchema,
-  groups: z.array(usageTotalsSchema.extend({ key: z.string().describe('the user, parent task, type, model or UTC day') })).describe('in key order; at most `limit`'),
+  groups: z
+    .array(usageTotalsSchema.extend({ key: z.string().describe('the user, parent task, type, model or UTC day') }))
+    .describe('in key order; at most `limit`'),
   nextCursor: z.string().nullable().describe('with groupBy, when more groups follow: pass it as cursor for the next page'),
 });
 

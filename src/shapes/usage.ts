@@ -12,11 +12,7 @@ export type TokenUsage = z.infer<typeof tokenUsageSchema>;
 
 /** A usage as the API shows it: the tokens and what they cost. */
 export const usageSchema = tokenUsageSchema.extend({
-  costMicroUsd: z
-    .number()
-    .int()
-    .nullable()
-    .describe('whole micro-dollars (1e-6 USD) at the price of each call; null when some of the tokens have no price'),
+  costMicroUsd: z.number().int().nullable().describe('whole micro-dollars (1e-6 USD) at the price of each call; null when some of the tokens have no price'),
 });
 export type Usage = z.infer<typeof usageSchema>;
 

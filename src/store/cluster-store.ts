@@ -51,20 +51,18 @@ export function createClusterStore(sql: SqlClient, instanceId: string) {
         await tx.run('SELECT pg_advisory_xact_lock(?)', [CLAIM_LOCK]);
         const next = await tx.get<{ id: string }>(NEXT, [Math.min(maxPerTenant, 1e9), busy]);
         if (!next) return undefined;
-        const raw = await tx.get(
-          'UPDATE tasks SET owner = ?, lease_until = ? WHERE id = ? AND owner IS NULL RETURNING *',
-          [instanceId, leaseUntil, next.id],
-        );
+        const raw = await tx.get('UPDATE tasks SET owner = ?, lease_until = ? WHERE id = ? AND owner IS NULL RETURNING *', [instanceId, leaseUntil, next.id]);
         return raw && taskOf(raw);
       });
     },
 
     /** Claims one waiting task by id (to cancel it); false when somebody owns it or it is not waiting. */
     async claimWaiting(id: string, leaseUntil: number): Promise<boolean> {
-      const changed = await sql.run(
-        `UPDATE tasks SET owner = ?, lease_until = ? WHERE id = ? AND owner IS NULL AND status IN ('queued', 'running')`,
-        [instanceId, leaseUntil, id],
-      );
+      const changed = await sql.run(`UPDATE tasks SET owner = ?, lease_until = ? WHERE id = ? AND owner IS NULL AND status IN ('queued', 'running')`, [
+        instanceId,
+        leaseUntil,
+        id,
+      ]);
       return changed > 0;
     },
 
@@ -128,10 +126,9 @@ export function createClusterStore(sql: SqlClient, instanceId: string) {
 
     /** Tasks waiting across the cluster, in all and of one tenant (the queue's bounds). */
     async waiting(tenant: string): Promise<{ all: number; tenant: number }> {
-      const [all, mine] = (await sql.rows(
-        `SELECT count(*), count(*) FILTER (WHERE tenant = ?) FROM tasks WHERE owner IS NULL AND status IN ('queued', 'running')`,
-        [tenant],
-      ))[0] as [number, number];
+      const [all, mine] = (
+        await sql.rows(`SELECT count(*), count(*) FILTER (WHERE tenant = ?) FROM tasks WHERE owner IS NULL AND status IN ('queued', 'running')`, [tenant])
+      )[0] as [number, number];
       return { all: Number(all), tenant: Number(mine) };
     },
 

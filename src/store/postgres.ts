@@ -106,7 +106,13 @@ async function retrying<T>(op: () => Promise<T>, canRepeat: (err: unknown) => bo
  * is lost with its connection). `check` throws while this process may not write (its instance
  * lock is lost).
  */
-function clientOver(q: pg.Pool | pg.PoolClient, transaction: SqlClient['transaction'], check: () => void, watch: RetryWatch, inTransaction: boolean): SqlClient {
+function clientOver(
+  q: pg.Pool | pg.PoolClient,
+  transaction: SqlClient['transaction'],
+  check: () => void,
+  watch: RetryWatch,
+  inTransaction: boolean,
+): SqlClient {
   const query = (config: string | pg.QueryConfig | pg.QueryArrayConfig, params?: readonly unknown[]) => {
     const send = () => {
       check();
@@ -155,7 +161,8 @@ async function takeInstanceLock(
   const holder = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
   holder.on('error', () => undefined);
   await holder.connect();
-  const held = (await holder.query<{ held: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS held', [INSTANCE_LOCK, instanceId])).rows[0]?.held === true;
+  const held =
+    (await holder.query<{ held: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS held', [INSTANCE_LOCK, instanceId])).rows[0]?.held === true;
   if (!held) {
     await holder.end();
     return null;
@@ -209,7 +216,7 @@ export async function openPostgres(url: string, instanceId: string, options: Pos
   let retaking = false;
   const onLost = () => {
     if (closing) return;
-    lost = new InstanceLockLost('the connection holding this process\'s lock on the database was lost; retrying');
+    lost = new InstanceLockLost("the connection holding this process's lock on the database was lost; retrying");
     void retake();
   };
   async function retake() {

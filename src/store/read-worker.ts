@@ -42,12 +42,15 @@ export function createSqlReader(db: Db): SqlReader {
   worker.unref();
   let next = 0;
   const waiting = new Map<number, { resolve: (answer: never) => void; reject: (err: Error) => void }>();
-  worker.on('message', ({ id, rows, json, nextCursor, error }: { id: number; rows?: unknown[][]; json?: string; nextCursor?: string | null; error?: string }) => {
-    const w = waiting.get(id);
-    waiting.delete(id);
-    if (error !== undefined) w?.reject(new Error(error));
-    else w?.resolve((json !== undefined ? { json, nextCursor: nextCursor ?? null } : rows) as never);
-  });
+  worker.on(
+    'message',
+    ({ id, rows, json, nextCursor, error }: { id: number; rows?: unknown[][]; json?: string; nextCursor?: string | null; error?: string }) => {
+      const w = waiting.get(id);
+      waiting.delete(id);
+      if (error !== undefined) w?.reject(new Error(error));
+      else w?.resolve((json !== undefined ? { json, nextCursor: nextCursor ?? null } : rows) as never);
+    },
+  );
   const ask = <T>(message: object): Promise<T> => {
     const id = ++next;
     return new Promise<T>((resolve, reject) => {

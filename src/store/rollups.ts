@@ -33,7 +33,9 @@ export function daySql(dialect: Dialect, column = 'started_at'): string {
  */
 function addSql(dialect: Dialect): string {
   const pairs = Object.keys(ROLLUP_DIMS).flatMap((dim) => [`('${dim}', 1)`, `('${dim}', 0)`]);
-  const key = `CASE d.dim ${Object.entries(ROLLUP_DIMS).map(([dim, col]) => `WHEN '${dim}' THEN ${col === "''" ? "''" : col}`).join(' ')} END`;
+  const key = `CASE d.dim ${Object.entries(ROLLUP_DIMS)
+    .map(([dim, col]) => `WHEN '${dim}' THEN ${col === "''" ? "''" : col}`)
+    .join(' ')} END`;
   return `WITH d(dim, daily) AS (VALUES ${pairs.join(', ')})
     INSERT INTO usage_rollups (tenant, dim, key, day, ${MEASURES.join(', ')})
     SELECT tenant, d.dim, ${key}, CASE WHEN d.daily = 1 THEN ${daySql(dialect)} ELSE '*' END, ${MEASURES.map(() => 'CAST(? AS BIGINT)').join(', ')}
@@ -57,9 +59,7 @@ export function rollupsFromRecordsSql(dialect: Dialect = 'sqlite'): string {
   const measures = MEASURES.map((m) => (m === 'tasks' ? 'count(*) AS tasks' : `sum(${m}) AS ${m}`)).join(', ');
   const grouped = Object.entries(ROLLUP_DIMS)
     .flatMap(([dim, key]) =>
-      [daySql(dialect), "'*'"].map(
-        (day) => `SELECT tenant, '${dim}', ${key}, ${day}, ${measures} FROM subagent_records GROUP BY tenant, ${key}, ${day}`,
-      ),
+      [daySql(dialect), "'*'"].map((day) => `SELECT tenant, '${dim}', ${key}, ${day}, ${measures} FROM subagent_records GROUP BY tenant, ${key}, ${day}`),
     )
     .join(' UNION ALL ');
   return `INSERT INTO usage_rollups (tenant, dim, key, day, ${MEASURES.join(', ')}) ${grouped}`;

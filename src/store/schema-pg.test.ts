@@ -7,7 +7,12 @@ const tablesOf = (mod: Record<string, unknown>) =>
   Object.fromEntries(
     Object.values(mod)
       .filter((v): v is Table => typeof v === 'object' && v !== null && Symbol.for('drizzle:Name') in v)
-      .map((t) => [getTableName(t), Object.entries(getTableColumns(t)).map(([key, c]) => `${key}:${c.name}:${c.notNull}`).sort()]),
+      .map((t) => [
+        getTableName(t),
+        Object.entries(getTableColumns(t))
+          .map(([key, c]) => `${key}:${c.name}:${c.notNull}`)
+          .sort(),
+      ]),
   );
 
 describe('the PostgreSQL schema', () => {

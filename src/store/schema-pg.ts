@@ -224,7 +224,9 @@ export const webhooks = pgTable(
      * `a2a`: an A2A push-notification config of one task (`taskId`), sent as A2A StreamResponse
      * JSON with its token or authorization header, in the same outbox.
      */
-    kind: text('kind', { enum: ['webhook', 'a2a'] }).notNull().default('webhook'),
+    kind: text('kind', { enum: ['webhook', 'a2a'] })
+      .notNull()
+      .default('webhook'),
     taskId: text('task_id'),
     /** The A2A config's own id (unique per task). */
     configId: text('config_id'),
@@ -279,4 +281,3 @@ export const budgets = pgTable(
   },
   (t) => [primaryKey({ columns: [t.tenant, t.scope, t.scopeId] })],
 );
-

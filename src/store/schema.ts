@@ -3,13 +3,14 @@ import type { ModelMessage } from 'ai';
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 
 /** Token columns shared by tasks, records and usage reports: integers, never null, one per token field. */
-const tokenColumns = () => ({
-  inputTokens: integer('input_tokens').notNull().default(0),
-  outputTokens: integer('output_tokens').notNull().default(0),
-  totalTokens: integer('total_tokens').notNull().default(0),
-  cachedInputTokens: integer('cached_input_tokens').notNull().default(0),
-  reasoningTokens: integer('reasoning_tokens').notNull().default(0),
-}) satisfies Record<keyof TokenUsage, unknown>;
+const tokenColumns = () =>
+  ({
+    inputTokens: integer('input_tokens').notNull().default(0),
+    outputTokens: integer('output_tokens').notNull().default(0),
+    totalTokens: integer('total_tokens').notNull().default(0),
+    cachedInputTokens: integer('cached_input_tokens').notNull().default(0),
+    reasoningTokens: integer('reasoning_tokens').notNull().default(0),
+  }) satisfies Record<keyof TokenUsage, unknown>;
 
 /** What the tokens of a task or record cost, and how many of them had no price. */
 const costColumns = () => ({
@@ -221,7 +222,9 @@ export const webhooks = sqliteTable(
      * `a2a`: an A2A push-notification config of one task (`taskId`), sent as A2A StreamResponse
      * JSON with its token or authorization header, in the same outbox.
      */
-    kind: text('kind', { enum: ['webhook', 'a2a'] }).notNull().default('webhook'),
+    kind: text('kind', { enum: ['webhook', 'a2a'] })
+      .notNull()
+      .default('webhook'),
     taskId: text('task_id'),
     /** The A2A config's own id (unique per task). */
     configId: text('config_id'),

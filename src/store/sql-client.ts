@@ -48,7 +48,10 @@ export function createSqliteClient(sqlite: Database.Database): SqlClient {
       return (s.reader ? s.all(...params) : (s.run(...params), [])) as never[];
     },
     get: (sql: string, params: readonly unknown[] = []) => prepare(sql).get(...params) as never,
-    rows: (sql: string, params: readonly unknown[] = []) => prepare(sql).raw(true).all(...params) as unknown[][],
+    rows: (sql: string, params: readonly unknown[] = []) =>
+      prepare(sql)
+        .raw(true)
+        .all(...params) as unknown[][],
   };
 
   /** Settles once the transaction holding the connection (if any) has ended. */

@@ -2,7 +2,8 @@
 export type StorageFault = 'storage_full' | 'storage_unavailable';
 
 /** The driver's own messages (no code) for a connection that failed or went away under a statement. */
-const CONNECTION_LOST = /^(timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|Client was closed and is not queryable)/;
+const CONNECTION_LOST =
+  /^(timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error|Client was closed and is not queryable)/;
 
 /**
  * The error codes that mean "the disk, the file or the server", not "this statement": SQLite's,

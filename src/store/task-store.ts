@@ -137,7 +137,18 @@ export function createTaskStore(sql: SqlClient) {
           `INSERT INTO subagent_records (id, task_id, tenant, subagent_type, parent_task_id, user_id, tool_call_id, description, model,
              status, started_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)`,
-          [`rec_${ulid(startedAt)}`, task.id, task.tenant, task.subagentType, task.parentTaskId, task.userId, task.toolCallId, task.description, model, startedAt],
+          [
+            `rec_${ulid(startedAt)}`,
+            task.id,
+            task.tenant,
+            task.subagentType,
+            task.parentTaskId,
+            task.userId,
+            task.toolCallId,
+            task.description,
+            model,
+            startedAt,
+          ],
         );
         await addToRollups(tx, task.id, { tasks: 1 });
       });
@@ -291,11 +302,19 @@ export function createTaskStore(sql: SqlClient) {
      * Accepts a steering message unless the task already has `max.messages` waiting or their
      * characters would pass `max.chars`; answers what is waiting (before it, when refused).
      */
-    offerMessage(taskId: string, text: string, at: number, max: { messages: number; chars: number }): Promise<{ accepted: boolean; waiting: number; chars: number }> {
+    offerMessage(
+      taskId: string,
+      text: string,
+      at: number,
+      max: { messages: number; chars: number },
+    ): Promise<{ accepted: boolean; waiting: number; chars: number }> {
       return atomically(async (tx) => {
         // Two messages for one task at once (from two instances) are numbered one after the other.
         await tx.run('UPDATE tasks SET id = id WHERE id = ?', [taskId]);
-        const [count, chars] = (await tx.rows('SELECT count(*), coalesce(sum(length(text)), 0) FROM task_inbox WHERE task_id = ?', [taskId]))[0] as [number, number];
+        const [count, chars] = (await tx.rows('SELECT count(*), coalesce(sum(length(text)), 0) FROM task_inbox WHERE task_id = ?', [taskId]))[0] as [
+          number,
+          number,
+        ];
         const waiting = Number(count);
         const used = Number(chars);
         if (waiting >= max.messages || used + text.length > max.chars) return { accepted: false, waiting, chars: used };
@@ -331,7 +350,6 @@ export function createTaskStore(sql: SqlClient) {
       const rows = await sql.all(`SELECT * FROM tasks WHERE ${UNFINISHED} ORDER BY id`);
       return rows.map(taskOf);
     },
-
   };
   return store;
 }

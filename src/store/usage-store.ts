@@ -69,8 +69,7 @@ const rollupColumns = {
 } satisfies Record<keyof UsageTotals, unknown>;
 
 const sumNames = Object.keys(sums) as Array<keyof UsageTotals>;
-const toTotals = (values: unknown[]): UsageTotals =>
-  Object.fromEntries(sumNames.map((name, i) => [name, Number(values[i] ?? 0)])) as UsageTotals;
+const toTotals = (values: unknown[]): UsageTotals => Object.fromEntries(sumNames.map((name, i) => [name, Number(values[i] ?? 0)])) as UsageTotals;
 
 /** The record fields of `GET /usage/records` (times as epoch ms), in the order the reader answers them. */
 const recordColumns: Record<keyof UsageRecord, SQLiteColumn> = {
@@ -129,7 +128,14 @@ export function createUsageStore(dialect: Dialect, reader: SqlReader) {
    * `to` on UTC day boundaries.
    */
   function rollupRows(tenant: string, f: UsageFilter, groupBy: UsageGroupBy | undefined): { where: SQL; by: SQL | null; oneRowPerKey: boolean } | null {
-    const filters = ([['user', f.userId], ['parent', f.parentTaskId], ['type', f.subagentType], ['model', f.model]] as const).filter(([, v]) => v !== undefined);
+    const filters = (
+      [
+        ['user', f.userId],
+        ['parent', f.parentTaskId],
+        ['type', f.subagentType],
+        ['model', f.model],
+      ] as const
+    ).filter(([, v]) => v !== undefined);
     if (filters.length > 1) return null;
     if ((f.from !== undefined && f.from % DAY_MS !== 0) || (f.to !== undefined && f.to % DAY_MS !== 0)) return null;
     if (filters.length === 1 && groupBy !== undefined && groupBy !== 'day') return null;
@@ -155,23 +161,41 @@ export function createUsageStore(dialect: Dialect, reader: SqlReader) {
       // All time: one row per key, already in key order in the table's own key (no GROUP BY,
       // which would send the planner to the other index and through every day's row).
       const c = page.cursor === undefined ? plan.where : and(plan.where, gt(u.key, page.cursor))!;
-      return db.select({ key: u.key, ...rollupColumns }).from(u).where(c).orderBy(u.day, u.key).limit(rows).toSQL();
+      return db
+        .select({ key: u.key, ...rollupColumns })
+        .from(u)
+        .where(c)
+        .orderBy(u.day, u.key)
+        .limit(rows)
+        .toSQL();
     }
     if (plan?.by) {
       const c = page.cursor === undefined ? plan.where : and(plan.where, sql`${plan.by} > ${page.cursor}`)!;
-      return db.select({ key: sql<string>`${plan.by}`, ...rollupSums }).from(u).where(c).groupBy(plan.by).orderBy(plan.by).limit(rows).toSQL();
+      return db
+        .select({ key: sql<string>`${plan.by}`, ...rollupSums })
+        .from(u)
+        .where(c)
+        .groupBy(plan.by)
+        .orderBy(plan.by)
+        .limit(rows)
+        .toSQL();
     }
     const key = groupColumns[groupBy];
     const c = page.cursor === undefined ? where(tenant, f) : and(where(tenant, f), sql`${key} > ${page.cursor}`)!;
-    return db.select({ key: sql<string>`${key}`, ...sums }).from(r).where(c).groupBy(key).orderBy(key).limit(rows).toSQL();
+    return db
+      .select({ key: sql<string>`${key}`, ...sums })
+      .from(r)
+      .where(c)
+      .groupBy(key)
+      .orderBy(key)
+      .limit(rows)
+      .toSQL();
   }
 
   return {
     async totals(tenant: string, f: UsageFilter, source: UsageSource = 'auto'): Promise<UsageTotals> {
       const plan = source === 'auto' ? rollupRows(tenant, f, undefined) : null;
-      const [row] = await reader.all(
-        plan ? db.select(rollupSums).from(u).where(plan.where).toSQL() : db.select(sums).from(r).where(where(tenant, f)).toSQL(),
-      );
+      const [row] = await reader.all(plan ? db.select(rollupSums).from(u).where(plan.where).toSQL() : db.select(sums).from(r).where(where(tenant, f)).toSQL());
       return toTotals(row ?? []);
     },
 

@@ -18,12 +18,9 @@ const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
 export function checkAgainstDefinition(registry: AgentRegistry, body: CreateTaskBody): void {
   const def = registry.get(body.subagent_type);
   if (!def) {
-    throw new AppError(
-      400,
-      'unknown_subagent_type',
-      `unknown subagent_type "${body.subagent_type}"; available types: ${registry.types().join(', ')}`,
-      { available: registry.types() },
-    );
+    throw new AppError(400, 'unknown_subagent_type', `unknown subagent_type "${body.subagent_type}"; available types: ${registry.types().join(', ')}`, {
+      available: registry.types(),
+    });
   }
   const invalid: Array<{ field: string; message: string }> = [];
   if (body.options?.maxSteps !== undefined && body.options.maxSteps > def.maxSteps) {
@@ -32,7 +29,8 @@ export function checkAgainstDefinition(registry: AgentRegistry, body: CreateTask
   if (def.kind === 'acp') {
     // An external agent keeps no conversation here and has no `complete` to fill `output` with.
     if (body.task_id) invalid.push({ field: 'body.task_id', message: `"${def.type}" runs an external ACP agent, whose conversation cannot be continued` });
-    if (body.options?.outputSchema) invalid.push({ field: 'body.options.outputSchema', message: `"${def.type}" runs an external ACP agent, which cannot return a structured output` });
+    if (body.options?.outputSchema)
+      invalid.push({ field: 'body.options.outputSchema', message: `"${def.type}" runs an external ACP agent, which cannot return a structured output` });
   }
   if (body.options?.outputSchema !== undefined) {
     const compiled = compileOutputSchema(body.options.outputSchema);
@@ -75,10 +73,16 @@ export async function sessionOf(store: TaskStore, tenant: string, body: CreateTa
   const earlier = await store.get(tenant, body.task_id);
   if (!earlier) throw notFound(`task ${body.task_id}`);
   if (earlier.status === 'queued' || earlier.status === 'running' || earlier.status === 'paused') {
-    throw new AppError(409, 'task_not_finished', `task ${earlier.id} is ${earlier.status}; continue it once it has ended, or steer it with POST /tasks/${earlier.id}/messages`);
+    throw new AppError(
+      409,
+      'task_not_finished',
+      `task ${earlier.id} is ${earlier.status}; continue it once it has ended, or steer it with POST /tasks/${earlier.id}/messages`,
+    );
   }
   const mismatched = [
-    ...(earlier.subagentType !== body.subagent_type ? [{ field: 'body.subagent_type', message: `must be "${earlier.subagentType}", the type of ${earlier.id}` }] : []),
+    ...(earlier.subagentType !== body.subagent_type
+      ? [{ field: 'body.subagent_type', message: `must be "${earlier.subagentType}", the type of ${earlier.id}` }]
+      : []),
     ...(earlier.parentTaskId !== body.context.parentTaskId
       ? [{ field: 'body.context.parentTaskId', message: `must be "${earlier.parentTaskId}", the parent of ${earlier.id}` }]
       : []),
@@ -145,7 +149,6 @@ export function newTaskRow(
     activity: null,
   };
 }
-
 
 export interface QueueBounds {
   maxQueued: number;

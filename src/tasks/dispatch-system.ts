@@ -50,10 +50,7 @@ export function createDispatchSystem(res: TaskResources, scheduler: Scheduler, l
   function start(row: TaskRow, resumeReason: ResumeReason | undefined): void {
     const timeoutMs = Math.min(row.request.options?.timeoutMs ?? deps.taskTimeoutMs, deps.taskTimeoutMs);
     const controller = new AbortController();
-    const timer = setTimeout(
-      () => controller.abort(new TaskAbort('timeout', `the task ran longer than its timeout of ${timeoutMs} ms`)),
-      timeoutMs,
-    );
+    const timer = setTimeout(() => controller.abort(new TaskAbort('timeout', `the task ran longer than its timeout of ${timeoutMs} ms`)), timeoutMs);
     active.set(row.id, { controller, timer, resumable: deps.registry.get(row.subagentType)?.kind === 'model' });
     leases?.track(row.id);
     let started!: () => void;

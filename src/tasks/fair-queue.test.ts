@@ -4,8 +4,7 @@ import { createFairQueue } from './fair-queue.ts';
 type Item = { tenant: string; user: string; n: number };
 const item = (s: string): Item => ({ tenant: s[0], user: s[1], n: Number(s.slice(2)) });
 const name = (i: Item | undefined) => (i ? `${i.tenant}${i.user}${i.n}` : undefined);
-const queue = (max?: number) =>
-  createFairQueue<Item>({ groupOf: (i) => i.tenant, keyOf: (i) => `${i.tenant}/${i.user}`, maxRunningPerGroup: max });
+const queue = (max?: number) => createFairQueue<Item>({ groupOf: (i) => i.tenant, keyOf: (i) => `${i.tenant}/${i.user}`, maxRunningPerGroup: max });
 
 describe('createFairQueue', () => {
   it('serves keys round-robin and each key in order', () => {

@@ -20,7 +20,10 @@ export function createPauseSystem(res: TaskResources) {
       if (deps.storage.fault) return;
       for (const id of await store.pausedBefore(deps.now() - deps.pausedTtlMs)) {
         const row = (await store.getById(id))!;
-        const why = aborted('budget_exceeded', `the task stayed paused at its ${row.pause?.budget ?? ''} budget longer than PAUSED_TTL_MS (${deps.pausedTtlMs} ms)`);
+        const why = aborted(
+          'budget_exceeded',
+          `the task stayed paused at its ${row.pause?.budget ?? ''} budget longer than PAUSED_TTL_MS (${deps.pausedTtlMs} ms)`,
+        );
         try {
           await res.finish(row, why, deps.now());
         } catch (err) {
@@ -55,7 +58,12 @@ export function createPauseSystem(res: TaskResources) {
       const own = budget ?? row.budget ?? undefined;
       const still = await deps.budgets.reached({ ...row, pausedMs: row.pausedMs + (now - (row.pausedAt ?? now)) }, own, now);
       if (still) {
-        throw new AppError(409, 'budget_exceeded', `the ${still.budget} budget is still reached (${still.measure}: ${still.spent} of ${still.limit}); raise it first`, still);
+        throw new AppError(
+          409,
+          'budget_exceeded',
+          `the ${still.budget} budget is still reached (${still.measure}: ${still.spent} of ${still.limit}); raise it first`,
+          still,
+        );
       }
       return deps.storage.write(async () => {
         if (!(await store.unpause(row.id, budget ?? null, now))) return null;

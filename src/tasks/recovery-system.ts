@@ -30,7 +30,8 @@ export function createRecoverySystem(res: TaskResources) {
     /** Ends a task whose process stopped under it: at its last stored event, not now. */
     async interrupt(row: TaskRow): Promise<void> {
       const endedAt = Math.max(row.startedAt ?? row.createdAt, (await deps.events.lastAt(row.id)) ?? 0);
-      const why = row.resumes > 0 ? `the service stopped while the task was running (${row.resumes} resumes already)` : 'the service stopped while the task was running';
+      const why =
+        row.resumes > 0 ? `the service stopped while the task was running (${row.resumes} resumes already)` : 'the service stopped while the task was running';
       await res.finish(row, { ...failed('interrupted', why), summary: row.summary }, endedAt);
     },
 

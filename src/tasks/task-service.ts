@@ -46,7 +46,13 @@ export function createTaskService(deps: TaskServiceDeps) {
   const res = createTaskResources(deps);
   const { cluster, leaseMs, waiters } = res;
   const scheduler = cluster
-    ? clusterScheduler(cluster, { maxRunningPerTenant: deps.maxConcurrentPerTenant, leaseMs, now: deps.now, logger: deps.logger, busy: () => [...res.active.keys()] })
+    ? clusterScheduler(cluster, {
+        maxRunningPerTenant: deps.maxConcurrentPerTenant,
+        leaseMs,
+        now: deps.now,
+        logger: deps.logger,
+        busy: () => [...res.active.keys()],
+      })
     : localScheduler(deps.maxConcurrentPerTenant);
   const recovery = createRecoverySystem(res);
   const pauses = createPauseSystem(res);

@@ -82,7 +82,11 @@ export function createTracing(env: NodeJS.ProcessEnv = process.env): Tracing {
       return {
         modelCallStarted(m) {
           call?.end();
-          call = tracer.startSpan(`chat ${m}`, { kind: api.SpanKind.CLIENT, attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': m } }, inTask);
+          call = tracer.startSpan(
+            `chat ${m}`,
+            { kind: api.SpanKind.CLIENT, attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': m } },
+            inTask,
+          );
         },
         modelCallEnded(_m, usage) {
           if (!call) return;
@@ -93,7 +97,11 @@ export function createTracing(env: NodeJS.ProcessEnv = process.env): Tracing {
         toolStarted(id, name) {
           tools.set(
             id,
-            tracer.startSpan(`execute_tool ${name}`, { kind: api.SpanKind.INTERNAL, attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': name, 'gen_ai.tool.call.id': id } }, inTask),
+            tracer.startSpan(
+              `execute_tool ${name}`,
+              { kind: api.SpanKind.INTERNAL, attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': name, 'gen_ai.tool.call.id': id } },
+              inTask,
+            ),
           );
         },
         toolEnded(id, error) {

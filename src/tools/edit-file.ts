@@ -5,8 +5,7 @@ import { defineTool, MAX_LOADED_BYTES } from './tool-types.ts';
 export const editFileTool = defineTool({
   name: 'edit_file',
   readOnly: false,
-  description:
-    'Replace an exact string in a workspace file. oldString must occur exactly once unless replaceAll is true.',
+  description: 'Replace an exact string in a workspace file. oldString must occur exactly once unless replaceAll is true.',
   inputSchema: z.object({
     path: z.string().describe('Path relative to the workspace root'),
     oldString: z.string().min(1).describe('Exact text to replace'),

@@ -12,9 +12,7 @@ export const SKIPPED_FOLDERS: ReadonlySet<string> = new Set(['.git', 'node_modul
 export const globTool = defineTool({
   name: 'glob',
   readOnly: true,
-  description:
-    'Find workspace paths matching a glob pattern such as "**/*.md", "src/*.ts" or "docs/*.{md,txt}" ' +
-    '(.git and node_modules are not searched).',
+  description: 'Find workspace paths matching a glob pattern such as "**/*.md", "src/*.ts" or "docs/*.{md,txt}" ' + '(.git and node_modules are not searched).',
   inputSchema: z.object({ pattern: z.string().min(1).describe('Glob pattern relative to the workspace root') }),
   async execute({ pattern }, ctx) {
     const matcher = compileGlob(pattern);

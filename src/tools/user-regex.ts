@@ -23,10 +23,7 @@ export function compileSafeRegex(pattern: string, flags = 0): SafeRegex {
   try {
     re = RE2JS.compile(RE2JS.translateRegExp(pattern), flags);
   } catch (err) {
-    throw new Error(
-      `invalid regular expression /${pattern}/: ${(err as Error).message} (RE2 syntax: no lookaround, no backreferences)`,
-      { cause: err },
-    );
+    throw new Error(`invalid regular expression /${pattern}/: ${(err as Error).message} (RE2 syntax: no lookaround, no backreferences)`, { cause: err });
   }
   return { test: (text) => re.test(text) };
 }

@@ -180,7 +180,11 @@ export function createDispatcher(opts: DispatcherOptions) {
         const heads = await store.dueHeads(opts.now(), HEADS);
         const picked = pickFair(heads, { endpoints: new Set(busy.keys()), perTenant, total: busy.size });
         // A send takes at most three timeouts (connect, headers, body); its claim outlasts it.
-        const mine = await store.claim(picked.map((d) => d.id), opts.now(), opts.now() + 3 * opts.timeoutMs + 5_000);
+        const mine = await store.claim(
+          picked.map((d) => d.id),
+          opts.now(),
+          opts.now() + 3 * opts.timeoutMs + 5_000,
+        );
         for (const d of picked) if (mine.has(d.id) && !closed) start(d);
       } while (again && !closed);
     } catch (err) {

@@ -35,7 +35,8 @@ export function createWebhookStore(
   /** Several instances share the database (PostgreSQL): deliveries are claimed, nothing is cached. */
   shared = false,
 ) {
-  const ENDPOINTS_OF = 'SELECT id, events, kind, a2a_version AS version FROM webhooks WHERE tenant = ? AND (task_id IS NULL OR task_id = ?) AND disabled_at IS NULL';
+  const ENDPOINTS_OF =
+    'SELECT id, events, kind, a2a_version AS version FROM webhooks WHERE tenant = ? AND (task_id IS NULL OR task_id = ?) AND disabled_at IS NULL';
   const INSERT_DELIVERY = `INSERT INTO webhook_deliveries (id, webhook_id, tenant, event, task_id, payload, status, attempts, next_attempt_at, created_at)
      VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)`;
   // The oldest due delivery of each endpoint: an endpoint's deliveries go one at a time, in order.
@@ -67,7 +68,10 @@ export function createWebhookStore(
     },
     /** Turns a disabled endpoint back on (its failed deliveries can then be retried). */
     async enable(tenant: string, id: string): Promise<WebhookRow | undefined> {
-      await sql.run(`UPDATE webhooks SET disabled_at = NULL, disabled_reason = NULL, failing_since = NULL WHERE tenant = ? AND id = ? AND kind = 'webhook'`, [tenant, id]);
+      await sql.run(`UPDATE webhooks SET disabled_at = NULL, disabled_reason = NULL, failing_since = NULL WHERE tenant = ? AND id = ? AND kind = 'webhook'`, [
+        tenant,
+        id,
+      ]);
       const raw = await sql.get(`SELECT * FROM webhooks WHERE tenant = ? AND id = ? AND kind = 'webhook'`, [tenant, id]);
       return raw && webhookOf(raw);
     },
@@ -135,18 +139,21 @@ export function createWebhookStore(
           if (!(JSON.parse(endpoint.events) as string[]).includes(e.type)) continue;
           if (endpoint.kind === 'a2a' && !a2aPayload) continue;
           const id = `msg_${ulid(e.at)}`;
-          const payload = endpoint.kind === 'a2a' ? a2aPayload!(task, e, endpoint.version ?? '1.0') : JSON.stringify({
-            type: e.type,
-            timestamp: new Date(e.at).toISOString(),
-            data: {
-              taskId: task.id,
-              status: task.status,
-              parentTaskId: task.parentTaskId,
-              userId: task.userId,
-              toolCallId: task.toolCallId,
-              sessionId: task.sessionId ?? task.id,
-            },
-          });
+          const payload =
+            endpoint.kind === 'a2a'
+              ? a2aPayload!(task, e, endpoint.version ?? '1.0')
+              : JSON.stringify({
+                  type: e.type,
+                  timestamp: new Date(e.at).toISOString(),
+                  data: {
+                    taskId: task.id,
+                    status: task.status,
+                    parentTaskId: task.parentTaskId,
+                    userId: task.userId,
+                    toolCallId: task.toolCallId,
+                    sessionId: task.sessionId ?? task.id,
+                  },
+                });
           await tx.run(INSERT_DELIVERY, [id, endpoint.id, e.tenant, e.type, task.id, payload, e.at, e.at]);
           any = true;
         }
@@ -177,11 +184,10 @@ export function createWebhookStore(
      */
     async claim(ids: string[], now: number, claimUntil: number): Promise<Set<string>> {
       if (!shared || ids.length === 0) return new Set(ids);
-      const rows = await sql.rows(`UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ANY(?) AND status = 'pending' AND next_attempt_at <= ? RETURNING id`, [
-        claimUntil,
-        ids,
-        now,
-      ]);
+      const rows = await sql.rows(
+        `UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ANY(?) AND status = 'pending' AND next_attempt_at <= ? RETURNING id`,
+        [claimUntil, ids, now],
+      );
       return new Set(rows.map((r) => r[0] as string));
     },
     /** Deliveries of an endpoint whose endpoint was deleted are dropped. */
@@ -190,7 +196,10 @@ export function createWebhookStore(
     },
     async delivered(id: string, webhookId: string, now: number): Promise<void> {
       await sql.transaction(async (tx) => {
-        await tx.run(`UPDATE webhook_deliveries SET status = 'delivered', delivered_at = ?, attempts = attempts + 1, last_error = NULL WHERE id = ?`, [now, id]);
+        await tx.run(`UPDATE webhook_deliveries SET status = 'delivered', delivered_at = ?, attempts = attempts + 1, last_error = NULL WHERE id = ?`, [
+          now,
+          id,
+        ]);
         await tx.run(`UPDATE webhooks SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL`, [webhookId]);
       });
     },
@@ -202,11 +211,17 @@ export function createWebhookStore(
     async endpointFailed(webhookId: string, now: number, disableAfterMs: number, error: string): Promise<boolean> {
       return sql.transaction(async (tx) => {
         await tx.run(`UPDATE webhooks SET failing_since = ? WHERE id = ? AND failing_since IS NULL`, [now, webhookId]);
-        const since = Number((await tx.get<{ since: number }>(`SELECT failing_since AS since FROM webhooks WHERE id = ? AND disabled_at IS NULL`, [webhookId]))?.since ?? now);
+        const since = Number(
+          (await tx.get<{ since: number }>(`SELECT failing_since AS since FROM webhooks WHERE id = ? AND disabled_at IS NULL`, [webhookId]))?.since ?? now,
+        );
         if (now - since < disableAfterMs) return false;
         const reason = `every attempt failed since ${new Date(since).toISOString()}; last: ${error}`.slice(0, 500);
-        if ((await tx.run(`UPDATE webhooks SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL`, [now, reason, webhookId])) === 0) return false;
-        await tx.run(`UPDATE webhook_deliveries SET status = 'failed', last_error = ? WHERE webhook_id = ? AND status = 'pending'`, [`endpoint disabled: ${reason}`.slice(0, 500), webhookId]);
+        if ((await tx.run(`UPDATE webhooks SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND disabled_at IS NULL`, [now, reason, webhookId])) === 0)
+          return false;
+        await tx.run(`UPDATE webhook_deliveries SET status = 'failed', last_error = ? WHERE webhook_id = ? AND status = 'pending'`, [
+          `endpoint disabled: ${reason}`.slice(0, 500),
+          webhookId,
+        ]);
         return true;
       });
     },
@@ -220,7 +235,11 @@ export function createWebhookStore(
     },
     /** A delivery again at once (a failed one becomes pending); undefined when it is not this tenant's. */
     async retry(tenant: string, id: string, now: number): Promise<DeliveryRow | undefined> {
-      await sql.run(`UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ? WHERE tenant = ? AND id = ? AND status IN ('failed', 'pending')`, [now, tenant, id]);
+      await sql.run(`UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ? WHERE tenant = ? AND id = ? AND status IN ('failed', 'pending')`, [
+        now,
+        tenant,
+        id,
+      ]);
       const raw = await sql.get('SELECT * FROM webhook_deliveries WHERE tenant = ? AND id = ?', [tenant, id]);
       return raw && deliveryOf(raw);
     },

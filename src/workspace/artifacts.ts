@@ -17,10 +17,7 @@ export function fileUrl(parentTaskId: string, relative: string): string {
  * reason (`not_found`, `outside_workspace`, `not_a_regular_file` for a FIFO, socket or device, ...).
  * Duplicates are reported once.
  */
-export async function checkArtifacts(
-  workspace: Workspace,
-  paths: string[],
-): Promise<{ artifacts: Artifact[]; skipped: SkippedPath[] }> {
+export async function checkArtifacts(workspace: Workspace, paths: string[]): Promise<{ artifacts: Artifact[]; skipped: SkippedPath[] }> {
   const artifacts: Artifact[] = [];
   const skipped: SkippedPath[] = [];
   const seen = new Set<string>();

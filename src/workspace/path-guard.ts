@@ -41,16 +41,13 @@ export function isInside(root: string, child: string): boolean {
  * does not exist yet, of its nearest existing ancestor) must stay inside too, so a symbolic link
  * can never lead out. A dangling link is refused: writing through it would create a file outside.
  */
-export async function resolveWorkspacePath(
-  realRoot: string,
-  input: string,
-  opts: { mustExist: boolean },
-): Promise<ResolvedPath> {
+export async function resolveWorkspacePath(realRoot: string, input: string, opts: { mustExist: boolean }): Promise<ResolvedPath> {
   if (typeof input !== 'string') throw new PathError('invalid_path', 'path must be a string');
   if (input.includes('\0')) throw new PathError('invalid_path', 'path contains a NUL byte');
   if (input.length > MAX_PATH_LENGTH) throw new PathError('invalid_path', `path longer than ${MAX_PATH_LENGTH} characters`);
   if (input.includes('\\')) throw new PathError('invalid_path', `path "${input}" contains a backslash; use "/" separators`);
-  if (input.startsWith('~')) throw new PathError('invalid_path', `path "${input}" starts with "~"; home folders are not available, use a workspace-relative path`);
+  if (input.startsWith('~'))
+    throw new PathError('invalid_path', `path "${input}" starts with "~"; home folders are not available, use a workspace-relative path`);
 
   const absolute = path.resolve(realRoot, input === '' ? '.' : input);
   if (!isInside(realRoot, absolute)) {

@@ -99,7 +99,10 @@ async function openChildDir(dir: FileHandle, name: string, create: boolean): Pro
 
 /** The components of `real` below `root` (empty for the root itself). */
 function partsOf(root: string, real: string): string[] {
-  return path.relative(root, real).split(path.sep).filter((p) => p !== '' && p !== '.');
+  return path
+    .relative(root, real)
+    .split(path.sep)
+    .filter((p) => p !== '' && p !== '.');
 }
 
 /** Opens the folder `root/parts...` one component at a time, creating missing ones when asked. */
@@ -272,7 +275,10 @@ export function streamExactly(opened: Opened, chunk = 64 * 1024): Readable {
       );
     },
     destroy(err, callback) {
-      opened.handle.close().then(() => callback(err), () => callback(err));
+      opened.handle.close().then(
+        () => callback(err),
+        () => callback(err),
+      );
     },
   });
 }
@@ -319,7 +325,7 @@ export async function replaceFromStream(
       let position = 0;
       for await (const chunk of source) {
         onChunk(chunk.length);
-        for (let off = 0; off < chunk.length; ) {
+        for (let off = 0; off < chunk.length;) {
           const { bytesWritten } = await handle.write(chunk, off, chunk.length - off, position);
           off += bytesWritten;
           position += bytesWritten;

@@ -67,7 +67,13 @@ export async function startChildService(
   for (;;) {
     if (child.exitCode !== null) throw new Error(`service exited early:\n${out}`);
     if (Date.now() > until) throw new Error(`service not ready in time:\n${out}`);
-    if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) break;
+    if (
+      await fetch(`${url}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
     await new Promise((r) => setTimeout(r, 50));
   }
   return { child, url, output: () => out, exited };

@@ -26,7 +26,9 @@ export interface TestPostgres {
 function binDir(): string | null {
   const debian = '/usr/lib/postgresql';
   if (existsSync(debian)) {
-    const versions = readdirSync(debian).filter((v) => existsSync(path.join(debian, v, 'bin/initdb'))).sort((a, b) => Number(b) - Number(a));
+    const versions = readdirSync(debian)
+      .filter((v) => existsSync(path.join(debian, v, 'bin/initdb')))
+      .sort((a, b) => Number(b) - Number(a));
     if (versions[0]) return path.join(debian, versions[0], 'bin');
   }
   try {
@@ -62,10 +64,31 @@ export async function startTestPostgres(): Promise<TestPostgres> {
       : {};
   if (user.uid !== undefined) chownSync(dir, user.uid, user.gid);
   const data = path.join(dir, 'data');
-  execFileSync(path.join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale=C'], { stdio: 'pipe', cwd: dir, ...user });
+  execFileSync(path.join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale=C'], {
+    stdio: 'pipe',
+    cwd: dir,
+    ...user,
+  });
   const port = await freePort();
   // Durability of the cluster itself is not under test (the service's processes are what get killed).
-  const args = ['-D', data, '-p', String(port), '-h', '127.0.0.1', '-k', dir, '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=400'];
+  const args = [
+    '-D',
+    data,
+    '-p',
+    String(port),
+    '-h',
+    '127.0.0.1',
+    '-k',
+    dir,
+    '-c',
+    'fsync=off',
+    '-c',
+    'synchronous_commit=off',
+    '-c',
+    'full_page_writes=off',
+    '-c',
+    'max_connections=400',
+  ];
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   let server: ChildProcess;
   async function start() {

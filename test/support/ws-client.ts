@@ -24,9 +24,7 @@ export function openStream(url: string, headers: Record<string, string> = {}): P
     const socket = new WebSocket(url, { headers });
     const messages: StreamMessage[] = [];
     const waiters: Array<{ pred: (m: StreamMessage) => boolean; resolve: (m: StreamMessage) => void }> = [];
-    const closed = new Promise<{ code: number; reason: string }>((r) =>
-      socket.on('close', (code, reason) => r({ code, reason: reason.toString() })),
-    );
+    const closed = new Promise<{ code: number; reason: string }>((r) => socket.on('close', (code, reason) => r({ code, reason: reason.toString() })));
     socket.on('message', (raw) => {
       const m = JSON.parse((raw as Buffer).toString()) as StreamMessage;
       messages.push(m);

@@ -213,15 +213,17 @@ export function createSubagentClient(options: SubagentClientOptions) {
      * stream rather than holding one request open). With a zod `options.outputSchema`, `output`
      * comes back typed and parsed by it.
      */
-    async run<S extends OutputSchema = Record<string, unknown>>(body: CreateTaskInput<S>, o: CreateTaskOptions & WaitOptions = {}): Promise<TypedTaskOutput<S>> {
+    async run<S extends OutputSchema = Record<string, unknown>>(
+      body: CreateTaskInput<S>,
+      o: CreateTaskOptions & WaitOptions = {},
+    ): Promise<TypedTaskOutput<S>> {
       const { id } = await tasks.create(body, o);
       return typedOutput(await tasks.wait(id, o), body.options?.outputSchema);
     },
     get: (id: string, o?: RequestOptions) => get<TaskOutput>(`/tasks/${seg(id)}`, undefined, o),
     list: (query: ListTasksQuery = {}, o?: RequestOptions) => get<TaskList>('/tasks', query, o),
     /** `POST /tasks/:id/cancel` (idempotent): the task as it is; it ends `aborted`/`cancelled`. */
-    cancel: (id: string, o?: RequestOptions) =>
-      json<TaskOutput>({ method: 'POST', path: `/tasks/${seg(id)}/cancel`, idempotent: true, signal: o?.signal }),
+    cancel: (id: string, o?: RequestOptions) => json<TaskOutput>({ method: 'POST', path: `/tasks/${seg(id)}/cancel`, idempotent: true, signal: o?.signal }),
     /** `POST /tasks/:id/resume`, optionally raising the task's own budget. */
     resume: (id: string, budget?: TaskBudget, o?: RequestOptions) =>
       json<TaskOutput>({ method: 'POST', path: `/tasks/${seg(id)}/resume`, json: budget ? { budget } : {}, idempotent: false, signal: o?.signal }),
@@ -405,7 +407,8 @@ export function createSubagentClient(options: SubagentClientOptions) {
         json<void>({ method: 'DELETE', path: `/budgets/${scope}/${seg(id)}`, idempotent: true, signal: o?.signal }),
     },
     webhooks: {
-      create: (body: CreateWebhookBody, o?: RequestOptions) => json<CreatedWebhook>({ method: 'POST', path: '/webhooks', json: body, idempotent: false, signal: o?.signal }),
+      create: (body: CreateWebhookBody, o?: RequestOptions) =>
+        json<CreatedWebhook>({ method: 'POST', path: '/webhooks', json: body, idempotent: false, signal: o?.signal }),
       list: (o?: RequestOptions) => get<WebhookList>('/webhooks', undefined, o),
       delete: (id: string, o?: RequestOptions) => json<void>({ method: 'DELETE', path: `/webhooks/${seg(id)}`, idempotent: true, signal: o?.signal }),
       deliveries: (id: string, query: { limit?: number; cursor?: string } = {}, o?: RequestOptions) =>

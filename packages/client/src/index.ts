@@ -5,7 +5,18 @@
  * `zod`.
  */
 export { createSubagentClient, isEnded } from './client.ts';
-export type { CreateTaskInput, CreateTaskOptions, OutputSchema, TypedTaskOutput, RequestOptions, StreamOptions, SubagentClient, SubagentClientOptions, UploadBody, WaitOptions } from './client.ts';
+export type {
+  CreateTaskInput,
+  CreateTaskOptions,
+  OutputSchema,
+  TypedTaskOutput,
+  RequestOptions,
+  StreamOptions,
+  SubagentClient,
+  SubagentClientOptions,
+  UploadBody,
+  WaitOptions,
+} from './client.ts';
 export { SubagentApiError } from './errors.ts';
 export type { RetryOptions } from './retry.ts';
 export type { SocketConstructor } from './socket.ts';

@@ -75,10 +75,7 @@ export async function createTaskTool({ client, context, agents, only }: TaskTool
         'Self-contained task delegation. Must include goal, all required context (subagent has no conversation history), ' +
           'expected output / file deliverables, and scope boundaries.',
       ),
-    task_id: z
-      .string()
-      .optional()
-      .describe('Continue an earlier finished task of the same type (its task_id from that result): it keeps its conversation.'),
+    task_id: z.string().optional().describe('Continue an earlier finished task of the same type (its task_id from that result): it keeps its conversation.'),
     output_schema: z
       .record(z.string(), z.unknown())
       .optional()
