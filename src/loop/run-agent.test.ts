@@ -176,10 +176,12 @@ describe('runAgent', () => {
   });
 
   it('delivers steering messages before the next step, and gives a model that already answered one more step', async () => {
-    const inbox: string[] = [];
-    const turns: ScriptedTurn[] = [{ delayMs: 100, text: 'first answer', usage: { input: 5, output: 1 } }, complete('after the steer')];
-    setTimeout(() => inbox.push('also check the tests'), 20);
-    const { result, seen } = await run(turns, { takeMessages: () => inbox.splice(0) });
+    const turns: ScriptedTurn[] = [{ text: 'first answer', usage: { input: 5, output: 1 } }, complete('after the steer')];
+    // The message comes in while step 1 runs: the loop's first look (before step 1) finds none, its
+    // second (once the model has answered) finds it. Counted, not timed: a loaded machine cannot
+    // move it.
+    let looks = 0;
+    const { result, seen } = await run(turns, { takeMessages: () => (++looks === 2 ? ['also check the tests'] : []) });
     expect(seen).toEqual(['step 1', 'finished 1 stop', 'message also check the tests', 'step 2', 'call complete', 'result complete', 'finished 2 tool-calls']);
     expect(result).toMatchObject({ stopReason: 'complete', complete: { summary: 'after the steer' } });
   });
