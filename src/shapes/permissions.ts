@@ -1,0 +1,17 @@
+import { z } from 'zod';
+
+/** What a permission rule says of a call: run it, ask the caller first, or refuse it. */
+export const permissionDecisionSchema = z.enum(['allow', 'ask', 'deny']);
+export type PermissionDecision = z.infer<typeof permissionDecisionSchema>;
+
+/** `<tool>` or `bash(<glob>)`: a tool's name, or bash with a glob over the whole command (`*` matches anything). */
+const RULE_KEY = /^(?:[a-z][a-z0-9_]{0,63}|bash\([^()]{1,500}\))$/;
+
+/**
+ * Permission rules: a tool name, or `bash(<glob>)`, mapped to allow | ask | deny (a definition's
+ * front matter `permissions`, a task's `options.permissions`). At most 100 rules.
+ */
+export const permissionsSchema = z
+  .record(z.string().regex(RULE_KEY, 'must be a tool name or bash(<glob>)'), permissionDecisionSchema)
+  .refine((rules) => Object.keys(rules).length <= 100, 'at most 100 rules');
+export type Permissions = z.infer<typeof permissionsSchema>;
