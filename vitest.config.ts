@@ -10,6 +10,7 @@ import { defineConfig } from 'vitest/config';
 const SLOW = [
   'test/crash-recovery.test.ts',
   'test/resume.test.ts',
+  'test/approvals-restart.test.ts',
   'test/package.test.ts',
   'test/acp.test.ts',
   'test/acp-opencode.test.ts',

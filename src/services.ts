@@ -157,6 +157,7 @@ export function createServices(deps: ServiceDeps): Services {
       modelMaxRetries: config.modelMaxRetries,
       modelStallTimeoutMs: config.modelStallTimeoutMs,
     },
+    approvalTimeoutMs: config.approvalTimeoutMs,
     secrets: config.openaiApiKey ? [config.openaiApiKey] : [],
     serviceEnv: deps.serviceEnv ?? process.env,
     prices,

@@ -173,6 +173,30 @@ describe.skipIf(!run)('three instances on one PostgreSQL database', () => {
     await until(async () => (await json(`${other.url}/tasks/${id}`)).body.status === 'aborted', 10_000);
     expect((await json(`${a.url}/tasks/${id}`)).body).toMatchObject({ status: 'aborted', error: { code: 'cancelled' } });
   }, 30_000);
+  it('takes the answer to an approval on an instance that did not run the task, and the cluster runs the call', async () => {
+    model.script('FAR-ASK', [
+      { toolCalls: [{ name: 'bash', args: { command: 'echo far > asked-far.txt' } }] },
+      { toolCalls: [{ name: 'complete', args: { summary: 'answered elsewhere', paths: [] } }] },
+    ]);
+    const a = instances.a ?? instances.b!;
+    const body = taskBody({ prompt: 'FAR-ASK', context: { parentTaskId: 'T-far-ask', userId: 'u-1' }, options: { permissions: { bash: 'ask' } } });
+    const id = (await post(a, body)).body.id;
+    await until(async () => (await json(`${a.url}/tasks/${id}`)).body.status === 'paused', 15_000);
+    const requestId = (await json(`${a.url}/tasks/${id}`)).body.pause.requestId as string;
+    // The instance that ran it logged its start; another one takes the answer.
+    const live = (['a', 'b', 'c'] as const).filter((n) => instances[n] !== null);
+    const ranOn = live.find((n) => instances[n]!.output().includes(id))!;
+    const other = instances[live.find((n) => n !== ranOn)!]!;
+    const answer = await json(`${other.url}/tasks/${id}/approvals/${requestId}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ decision: 'allow' }),
+    });
+    expect(answer.status).toBe(200);
+    await until(async () => (await json(`${other.url}/tasks/${id}`)).body.status === 'completed', 15_000);
+    expect(readFileSync(path.join(dir, 'workspaces', 'T-far-ask', 'asked-far.txt'), 'utf8')).toBe('far\n');
+  }, 40_000);
+
   it('stops a task whose lease another instance took, writes nothing more of it there, and completes it once elsewhere', async () => {
     model.script('STOLEN', (ctx) =>
       ctx.attempt === 1

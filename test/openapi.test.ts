@@ -111,6 +111,8 @@ describe('the OpenAPI document', () => {
       'context.compacted',
       'task.resumed',
       'task.paused',
+      'approval.requested',
+      'approval.answered',
       'task.finished',
       'heartbeat',
     ]);

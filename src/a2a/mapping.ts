@@ -42,7 +42,10 @@ function message(t: Pick<TaskOutput, 'id' | 'context'>, role: Role, id: string, 
 
 /** What the agent says with a status: the summary when it ended, why when it failed or paused. */
 function statusText(t: TaskOutput): string | null {
-  if (t.status === 'paused' && t.pause) {
+  if (t.status === 'paused' && t.pause?.reason === 'approval') {
+    return `Waiting for approval of ${t.pause.toolName} (request ${t.pause.requestId}). Answer it with POST /tasks/${t.id}/approvals/${t.pause.requestId}.`;
+  }
+  if (t.status === 'paused' && t.pause?.reason === 'budget') {
     return `Paused at the ${t.pause.budget} budget (${t.pause.measure}: ${t.pause.spent} of ${t.pause.limit}). Raise it and resume the task.`;
   }
   if (t.status === 'completed') return t.summary ?? '';

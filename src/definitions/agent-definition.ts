@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { permissionsSchema } from '../shapes/permissions.ts';
 
 /** A resolved subagent definition: what a task of this type runs with. */
 export const agentDefinitionSchema = z.object({
@@ -17,6 +18,8 @@ export const agentDefinitionSchema = z.object({
   compactionModel: z.string(),
   /** Compact once a step's input tokens reach this. */
   compactAtTokens: z.number().int().min(1),
+  /** Permission rules of its tool calls (the front matter's `permissions`); every call allowed without them. */
+  permissions: permissionsSchema.optional(),
   /** For `kind: acp`: the agent process and how its requests are answered. */
   acp: z
     .object({
@@ -40,4 +43,5 @@ export const agentSummarySchema = agentDefinitionSchema.pick({
   tools: true,
   compactionModel: true,
   compactAtTokens: true,
+  permissions: true,
 });

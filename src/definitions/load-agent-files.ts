@@ -3,6 +3,7 @@ import path from 'node:path';
 import { VFile } from 'vfile';
 import { matter } from 'vfile-matter';
 import { z } from 'zod';
+import { permissionsSchema } from '../shapes/permissions.ts';
 import { workspaceToolNames } from '../tools/workspace-tools.ts';
 import type { AgentDefinition } from './agent-definition.ts';
 import { DEFAULT_COMPACT_AT_TOKENS, FORBIDDEN_TOOLS, resolveCompactionModel, resolveModelName, resolveTools, type ModelNames } from './agent-registry.ts';
@@ -30,6 +31,8 @@ export const agentFileSchema = z
     model: z.string().min(1).optional(),
     tools: toolList.optional(),
     disallowedTools: toolList.optional(),
+    /** allow | ask | deny per tool, or bash(<glob>) over the whole command. */
+    permissions: permissionsSchema.optional(),
     maxSteps: z.number().int().min(1).max(1000).optional(),
     temperature: z.number().min(0).max(2).optional(),
     compactionModel: z.string().min(1).optional(),
@@ -109,6 +112,7 @@ export function loadAgentFiles(dir: string, names: ModelNames): { definitions: A
         temperature: fm.temperature,
         compactionModel: resolveCompactionModel(fm.compactionModel, names),
         compactAtTokens: fm.compactAtTokens ?? DEFAULT_COMPACT_AT_TOKENS,
+        ...(fm.permissions && { permissions: fm.permissions }),
       });
     } catch (err) {
       errors.push({ file, field: '(front matter)', message: (err as Error).message.split('\n')[0] });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { pauseSchema, progressSchema, taskOutputSchema, usageSchema } from '../shapes/task.ts';
+import { approvalRequestSchema, pauseSchema, progressSchema, taskOutputSchema, usageSchema } from '../shapes/task.ts';
 
 const step = z.number().int().min(1);
 
@@ -32,9 +32,13 @@ export const eventDataSchemas = {
   'task.resumed': z.object({
     fromStep: z.number().int().min(1).describe('the step it continues with'),
     attempt: z.number().int().min(0).describe('resumes after a restart so far (0 for a budget resume before any restart)'),
-    reason: z.enum(['restart', 'budget']),
+    reason: z.enum(['restart', 'budget', 'approval']),
   }),
-  'task.paused': pauseSchema.describe('a budget was reached before a model call: the task holds no slot until POST /tasks/{id}/resume'),
+  'task.paused': pauseSchema.describe(
+    'a budget was reached before a model call (the task holds no slot until POST /tasks/{id}/resume), or a call waits for approval (until POST /tasks/{id}/approvals/{requestId})',
+  ),
+  'approval.requested': approvalRequestSchema.describe('a tool call whose permission rule is ask waits for POST /tasks/{id}/approvals/{requestId}'),
+  'approval.answered': z.object({ requestId: z.string(), decision: z.enum(['allow', 'deny']), by: z.enum(['caller', 'timeout']) }),
   'task.finished': taskOutputSchema,
 } as const;
 

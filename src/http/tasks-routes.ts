@@ -12,6 +12,7 @@ import {
   steeringBodySchema,
   taskMessagesSchema,
   resumeBodySchema,
+  approvalBodySchema,
 } from '../shapes/task.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { errors, json } from './openapi.ts';
@@ -176,5 +177,23 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
       },
     },
     async (request, reply) => reply.status(202).send(tasks.output(await tasks.resume(request.tenant, request.params.id, request.body?.budget))),
+  );
+
+  app.post(
+    '/tasks/:id/approvals/:requestId',
+    {
+      schema: {
+        operationId: 'answerApproval',
+        summary: 'Answer a tool call waiting for approval',
+        description:
+          'allow runs the call (with `input` instead of its own when given, checked against the tool); deny gives the model ' +
+          'a tool error with `message`. Once every call of the step is answered the task goes on (task.resumed). The same answer again ' +
+          'is 200; a different one 409 approval_answered; an unknown request 404.',
+        params: taskIdParamsSchema.extend({ requestId: z.string().min(1).max(64) }),
+        body: approvalBodySchema,
+        response: { 200: json('The task as it is now', taskOutputSchema), ...errors(400, 404, 409, 413, 415) },
+      },
+    },
+    async (request) => tasks.output(await tasks.answerApproval(request.tenant, request.params.id, request.params.requestId, request.body)),
   );
 };

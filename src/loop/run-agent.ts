@@ -50,6 +50,26 @@ export interface AgentObserver {
   stepFinished(step: number, finishReason: string, usage: Usage, added: ModelMessage[]): void;
   /** The conversation was compacted before `step`: it now is `conversation`. */
   compacted(step: number, info: { beforeTokens: number; afterTokens: number; model: string }, conversation: ModelMessage[]): void;
+  /** The answered calls of step `step` ran (a resume after approval): their results, to be stored with that step. */
+  answeredCallsRan?(step: number, added: ModelMessage[]): void;
+}
+
+/** A call as the permission rules see it, with their answer. */
+export interface DecidedCall {
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+  decision: 'allow' | 'ask' | 'deny';
+  rule: string | null;
+}
+
+/** A call the caller answered while the task waited: run it (`allow`, with its input) or refuse it with `message`. */
+export interface AnsweredCall {
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+  allow: boolean;
+  message: string;
 }
 
 /** `S`: what `beforeCall` answers to stop a run (the runner's budget pause). */
@@ -74,6 +94,15 @@ export interface RunAgentOptions<S = unknown> {
   beforeCall?: () => S | null | Promise<S | null>;
   /** Awaited once a call's answer is whole and before its tools run (the runner: its writes are stored). */
   beforeTools?: () => Promise<void>;
+  /** The permission rules' answer for one call (`allow` for every call without it). */
+  decide?: (call: { toolName: string; input: unknown }) => { decision: 'allow' | 'ask' | 'deny'; rule: string | null };
+  /**
+   * Calls of a step asked for approval (`decide` said `ask`): the others of the step ran (or were
+   * refused); this answers the pause the run stops with, after the step is reported finished.
+   */
+  onAsk?: (step: number, calls: DecidedCall[]) => S;
+  /** A resume after approval: the answered calls of step `doneSteps`, run (or refused) before the first model call. */
+  answered?: AnsweredCall[];
   compaction?: CompactionOptions;
 }
 
@@ -144,6 +173,13 @@ export async function runAgent<S>(opts: RunAgentOptions<S>): Promise<AgentRunRes
   const steering: string[] = [];
   let stoppedBy: S | null = null;
 
+  if (opts.answered && opts.answered.length > 0 && !opts.signal.aborted) {
+    const ran = await runAnswered(step, opts.answered, setup, opts);
+    complete ??= ran.complete;
+    conversation.push(...ran.messages);
+    opts.observer.answeredCallsRan?.(step, ran.messages);
+  }
+
   while (step < opts.maxSteps && !complete && !error && !opts.signal.aborted) {
     stoppedBy = (await opts.beforeCall?.()) ?? null;
     if (stoppedBy) break;
@@ -182,6 +218,10 @@ export async function runAgent<S>(opts: RunAgentOptions<S>): Promise<AgentRunRes
     lastInputTokens = r.usage.inputTokens;
     conversation.push(...r.messages);
     observer.stepFinished(step, r.finishReason, r.usage, [...added, ...r.messages]);
+    if (r.asking.length > 0 && opts.onAsk && !complete) {
+      stoppedBy = opts.onAsk(step, r.decided);
+      break;
+    }
     if (r.finishReason !== 'tool-calls') {
       // The model answered, but a steering message came in meanwhile: it gets one more step.
       steering.push(...((await opts.takeMessages?.()) ?? []));
@@ -203,6 +243,10 @@ interface StepOutcome {
   complete: CompleteResult | null;
   messages: ModelMessage[];
   error: unknown;
+  /** Calls the permission rules sent to the caller for approval (they did not run). */
+  asking: DecidedCall[];
+  /** Every call of the step that reached its tools, with the rules' answer. */
+  decided: DecidedCall[];
 }
 
 /**
@@ -230,7 +274,17 @@ type AssistantPart = Exclude<AssistantContent, string>[number];
  */
 async function runStep<S>(step: number, conversation: ModelMessage[], setup: RunSetup, opts: RunAgentOptions<S>): Promise<StepOutcome> {
   const { observer, signal } = opts;
-  const out: StepOutcome = { finished: false, finishReason: '', usage: toUsage(undefined), text: '', complete: null, messages: [], error: null };
+  const out: StepOutcome = {
+    finished: false,
+    finishReason: '',
+    usage: toUsage(undefined),
+    text: '',
+    complete: null,
+    messages: [],
+    error: null,
+    asking: [],
+    decided: [],
+  };
   /** The assistant's content in the order it arrived; open text and reasoning parts by id. */
   const content: AssistantPart[] = [];
   type OpenPart = { type: 'text' | 'reasoning'; text: string; providerOptions?: ProviderOptions };
@@ -330,21 +384,16 @@ async function runStep<S>(step: number, conversation: ModelMessage[], setup: Run
       if (calls.length > 0) await untilAborted(Promise.resolve(opts.beforeTools?.()), signal);
       // Stopped meanwhile (cancelled, or the task's lease lost): no tool acts on the world.
       if (signal.aborted) calls.length = 0;
-      await untilAborted(
-        Promise.all(
-          calls.map(async (c) => {
-            try {
-              const output = await c.tool.execute(c.input, opts.toolContext);
-              const finished = c.toolName === 'complete' ? (output as CompleteResult) : null;
-              if (finished && !signal.aborted) out.complete = finished;
-              record({ toolCallId: c.toolCallId, toolName: c.toolName, output: finished ? completeForModel(finished) : output, isError: false });
-            } catch (err) {
-              record({ toolCallId: c.toolCallId, toolName: c.toolName, output: errorMessage(err), isError: true });
-            }
-          }),
-        ),
-        signal,
-      );
+      // The permission rules: a denied call is a tool error naming its rule; an asked one waits.
+      const allowed = calls.filter((c) => {
+        const { decision, rule } = opts.decide?.({ toolName: c.toolName, input: c.input }) ?? { decision: 'allow' as const, rule: null };
+        const decided = { toolCallId: c.toolCallId, toolName: c.toolName, input: c.input, decision, rule };
+        out.decided.push(decided);
+        if (decision === 'deny') record({ toolCallId: c.toolCallId, toolName: c.toolName, output: deniedBy(rule), isError: true });
+        if (decision === 'ask') out.asking.push(decided);
+        return decision === 'allow';
+      });
+      await untilAborted(Promise.all(allowed.map((c) => runCall(c, opts, record, (done) => (out.complete = done)))), signal);
     }
     if (!out.error && !signal.aborted && out.finishReason) {
       out.messages = responseMessages(content, results);
@@ -354,6 +403,60 @@ async function runStep<S>(step: number, conversation: ModelMessage[], setup: Run
     if (!signal.aborted) out.error ??= err;
   }
   return out;
+}
+
+/** Runs one call of a tool and records its result (`onComplete`: `complete` succeeded). */
+async function runCall<S>(
+  c: { toolCallId: string; toolName: string; input: unknown; tool: WorkspaceTool },
+  opts: RunAgentOptions<S>,
+  record: (r: { toolCallId: string; toolName: string; output: unknown; isError: boolean }) => void,
+  onComplete: (done: CompleteResult) => void,
+): Promise<void> {
+  try {
+    const output = await c.tool.execute(c.input, opts.toolContext);
+    const finished = c.toolName === 'complete' ? (output as CompleteResult) : null;
+    if (finished && !opts.signal.aborted) onComplete(finished);
+    record({ toolCallId: c.toolCallId, toolName: c.toolName, output: finished ? completeForModel(finished) : output, isError: false });
+  } catch (err) {
+    record({ toolCallId: c.toolCallId, toolName: c.toolName, output: errorMessage(err), isError: true });
+  }
+}
+
+/** What the model reads of a call the permission rules refused. */
+const deniedBy = (rule: string | null) => `denied by the permission rule "${rule ?? 'deny'}"`;
+
+/**
+ * A resume after approval: the answered calls of `step` run (allowed: with their input, the
+ * permission rules asked again, so a deny still applies) or are refused with the caller's message.
+ * Answers the tool message they add, and `complete`'s result if it was among them.
+ */
+async function runAnswered<S>(
+  step: number,
+  answered: AnsweredCall[],
+  setup: RunSetup,
+  opts: RunAgentOptions<S>,
+): Promise<{ messages: ModelMessage[]; complete: CompleteResult | null }> {
+  const results: ToolResultPart[] = [];
+  let complete: CompleteResult | null = null;
+  const record = (r: { toolCallId: string; toolName: string; output: unknown; isError: boolean }) => {
+    if (opts.signal.aborted) return;
+    results.push({ type: 'tool-result', toolCallId: r.toolCallId, toolName: r.toolName, output: modelOutput(r.output, r.isError) });
+    opts.observer.toolResult(step, r);
+  };
+  await untilAborted(
+    Promise.all(
+      answered.map(async (a) => {
+        const tool = setup.tools.get(a.toolName);
+        const again = opts.decide?.({ toolName: a.toolName, input: a.input });
+        if (!a.allow) return record({ toolCallId: a.toolCallId, toolName: a.toolName, output: a.message, isError: true });
+        if (again?.decision === 'deny') return record({ toolCallId: a.toolCallId, toolName: a.toolName, output: deniedBy(again.rule), isError: true });
+        if (!tool) return record({ toolCallId: a.toolCallId, toolName: a.toolName, output: `tool "${a.toolName}" is no longer offered`, isError: true });
+        await runCall({ ...a, tool }, opts, record, (done) => (complete = done));
+      }),
+    ),
+    opts.signal,
+  );
+  return { messages: results.length > 0 ? [{ role: 'tool', content: results }] : [], complete };
 }
 
 /**

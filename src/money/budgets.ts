@@ -1,7 +1,7 @@
 import type { SqlClient } from '../store/sql-client.ts';
 import type { TaskRow } from '../store/schema.ts';
 import { iso } from '../shapes/time.ts';
-import type { Pause, TaskBudget } from '../shapes/task.ts';
+import type { BudgetPause, TaskBudget } from '../shapes/task.ts';
 
 export type BudgetScope = 'parent' | 'user';
 
@@ -61,9 +61,9 @@ export function createBudgets(sql: SqlClient) {
      * The first budget `task` has reached, checked in this order: its own (tokens, cost, running
      * time), its parent's, its user's; null when it may make its next model call.
      */
-    async reached(task: TaskRow, own: TaskBudget | undefined, now: number): Promise<Pause | null> {
+    async reached(task: TaskRow, own: TaskBudget | undefined, now: number): Promise<BudgetPause | null> {
       const since = iso(now);
-      const over = (budget: Pause['budget'], measure: Pause['measure'], limit: number | null | undefined, spent: number): Pause | null =>
+      const over = (budget: BudgetPause['budget'], measure: BudgetPause['measure'], limit: number | null | undefined, spent: number): BudgetPause | null =>
         limit !== null && limit !== undefined && spent >= limit ? { reason: 'budget', budget, measure, limit, spent, since } : null;
       if (own) {
         const ran = now - (task.startedAt ?? now) - task.pausedMs;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { artifactSchema, skippedPathSchema, stopReasonSchema } from './artifact.ts';
+import { permissionsSchema } from './permissions.ts';
 import { usageSchema } from './usage.ts';
 
 // The contract's request and task shapes, composing the shared ones beside them.
@@ -40,7 +41,7 @@ export const taskBudgetSchema = z.object({
 export type TaskBudget = z.infer<typeof taskBudgetSchema>;
 
 /** Why a task is paused: the budget it reached, on which measure, its limit and what was spent. */
-export const pauseSchema = z.object({
+export const budgetPauseSchema = z.object({
   reason: z.literal('budget'),
   budget: z.enum(['task', 'parent', 'user']),
   measure: z.enum(['tokens', 'costMicroUsd', 'durationMs']),
@@ -48,6 +49,39 @@ export const pauseSchema = z.object({
   spent: z.number().int(),
   since: z.string().describe('ISO 8601 time it paused'),
 });
+export type BudgetPause = z.infer<typeof budgetPauseSchema>;
+
+/** One tool call waiting for the caller's answer. */
+export const approvalRequestSchema = z.object({
+  requestId: z.string(),
+  toolCallId: z.string(),
+  toolName: z.string(),
+  input: z.unknown(),
+});
+export type ApprovalRequest = z.infer<typeof approvalRequestSchema>;
+
+/** A caller's (or the timeout's) answer to an approval request. */
+export const approvalAnswerSchema = z.object({
+  decision: z.enum(['allow', 'deny']),
+  message: z.string().optional(),
+  input: z.record(z.string(), z.unknown()).optional(),
+  by: z.enum(['caller', 'timeout']),
+});
+export type ApprovalAnswer = z.infer<typeof approvalAnswerSchema>;
+
+/**
+ * Tool calls whose permission rule is `ask`: the first one, and every one of the step in `pending`
+ * (with its answer once given). The task goes on once all are answered.
+ */
+export const approvalPauseSchema = approvalRequestSchema.extend({
+  reason: z.literal('approval'),
+  since: z.string().describe('ISO 8601 time it paused'),
+  expiresAt: z.string().describe('when the unanswered requests are denied (options.approvalTimeoutMs)'),
+  pending: z.array(approvalRequestSchema.extend({ answer: approvalAnswerSchema.nullable() })),
+});
+export type ApprovalPause = z.infer<typeof approvalPauseSchema>;
+
+export const pauseSchema = z.discriminatedUnion('reason', [budgetPauseSchema, approvalPauseSchema]);
 export type Pause = z.infer<typeof pauseSchema>;
 
 export const taskOptionsSchema = z.object({
@@ -56,6 +90,8 @@ export const taskOptionsSchema = z.object({
   timeoutMs: z.number().int().min(100).optional(),
   outputSchema: z.record(z.string(), z.unknown()).optional(),
   budget: taskBudgetSchema.optional(),
+  permissions: permissionsSchema.optional().describe("allow | ask | deny per tool or bash(<glob>); narrows the definition's"),
+  approvalTimeoutMs: z.number().int().min(1000).optional().describe('unanswered approvals are denied after this (default APPROVAL_TIMEOUT_MS)'),
 });
 export type TaskOptions = z.infer<typeof taskOptionsSchema>;
 
@@ -177,6 +213,13 @@ export const modelMessageSchema = z.looseObject({
 });
 
 export const taskMessagesSchema = z.object({ messages: z.array(modelMessageSchema) });
+
+/** `POST /tasks/:id/approvals/:requestId`: the caller's answer to a call waiting for approval. */
+export const approvalBodySchema = z.object({
+  decision: z.enum(['allow', 'deny']),
+  message: z.string().max(10_000).optional().describe('deny: what the model reads as the tool error'),
+  input: z.record(z.string(), z.unknown()).optional().describe("allow: the call's input replaced (checked against the tool's schema)"),
+});
 
 /** `POST /tasks/:id/resume`: optionally the task's new budget (replacing its own). */
 export const resumeBodySchema = z.object({ budget: taskBudgetSchema.optional() });

@@ -64,6 +64,8 @@ export const tasks = pgTable(
     /** The task's own budget: `options.budget`, as raised by its resumes. */
     budget: text('budget'),
     pausedAt: bigint('paused_at', { mode: 'number' }),
+    pauseUntil: bigint('pause_until', { mode: 'number' }),
+    waitingCalls: text('waiting_calls'),
     pausedMs: bigint('paused_ms', { mode: 'number' }).notNull().default(0),
     /**
      * On PostgreSQL, the instance running the task (null while nobody runs it) and until when its

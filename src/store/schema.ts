@@ -1,4 +1,4 @@
-import type { Artifact, CreateTaskBody, Pause, SkippedPath, StopReason, TaskBudget, TokenUsage } from '../shapes/task.ts';
+import type { ApprovalAnswer, ApprovalRequest, Artifact, CreateTaskBody, Pause, SkippedPath, StopReason, TaskBudget, TokenUsage } from '../shapes/task.ts';
 import type { ModelMessage } from 'ai';
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 
@@ -61,6 +61,13 @@ export const tasks = sqliteTable(
     /** The task's own budget: `options.budget`, as raised by its resumes. */
     budget: text('budget', { mode: 'json' }).$type<TaskBudget>(),
     pausedAt: integer('paused_at'),
+    /** An approval pause: when its unanswered requests are denied (epoch ms); null for a budget pause. */
+    pauseUntil: integer('pause_until'),
+    /**
+     * The tool calls of the step that asked for approval, with their answers: kept after the task
+     * goes on (a repeated answer is recognised), `ran` once the resumed run has acted on them.
+     */
+    waitingCalls: text('waiting_calls', { mode: 'json' }).$type<WaitingCalls>(),
     pausedMs: integer('paused_ms').notNull().default(0),
     /**
      * On PostgreSQL, the instance running the task (null while nobody runs it) and until when its
@@ -281,6 +288,14 @@ export const budgets = sqliteTable(
 );
 
 /** A running task's liveness as its owner instance last stored it (epoch ms). */
+/** The calls of the step that asked for approval: all of them (allowed ones ran already), answers as given. */
+export interface WaitingCalls {
+  step: number;
+  calls: Array<ApprovalRequest & { decision: 'allow' | 'deny' | 'ask'; rule: string | null; answer: ApprovalAnswer | null }>;
+  /** The resumed run has acted on the answers (their results are in the conversation). */
+  ran: boolean;
+}
+
 export interface Activity {
   phase: 'model' | 'tool';
   step: number;

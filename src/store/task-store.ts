@@ -1,10 +1,10 @@
 import { ulid } from 'ulid';
 import { tokenFields, usageOf, type TokenUsage } from '../shapes/usage.ts';
 import type { ModelMessage } from 'ai';
-import type { Pause, TaskBudget } from '../shapes/task.ts';
+import type { ApprovalPause, Pause, TaskBudget } from '../shapes/task.ts';
 import { addToRollups } from './rollups.ts';
 import { rowReader } from './rows.ts';
-import { tasks, type NewTaskRow, type TaskRow } from './schema.ts';
+import { tasks, type NewTaskRow, type TaskRow, type WaitingCalls } from './schema.ts';
 import type { SqlClient } from './sql-client.ts';
 
 export interface TaskFilter {
@@ -240,9 +240,64 @@ export function createTaskStore(sql: SqlClient) {
       });
     },
 
+    /**
+     * `running → paused` for approval (the task and its record, run inside the event's transaction):
+     * the calls waiting for answers, and when the unanswered ones are denied.
+     */
+    pauseForApproval(taskId: string, pause: ApprovalPause, waiting: WaitingCalls, at: number, until: number): Promise<void> {
+      return atomically(async (tx) => {
+        await tx.run(`UPDATE tasks SET status = 'paused', pause = ?, paused_at = ?, pause_until = ?, waiting_calls = ?, owner = NULL WHERE id = ?`, [
+          JSON.stringify(pause),
+          at,
+          until,
+          JSON.stringify(waiting),
+          taskId,
+        ]);
+        await tx.run(`UPDATE subagent_records SET status = 'paused' WHERE task_id = ?`, [taskId]);
+      });
+    },
+
+    /**
+     * Records answers to a task's approval requests, if its waiting calls are still `before` (false:
+     * someone else answered meanwhile; read again). With `resume`, every request is answered: the
+     * task goes `paused → running` for any instance to continue (`resume_reason` approval), the
+     * pause added to the time it spent paused.
+     */
+    answerApprovals(taskId: string, before: WaitingCalls, after: WaitingCalls, pause: ApprovalPause, resume: boolean, at: number): Promise<boolean> {
+      return atomically(async (tx) => {
+        const changed = resume
+          ? await tx.run(
+              `UPDATE tasks SET waiting_calls = ?, status = 'running', pause = NULL, pause_until = NULL, owner = NULL, resume_reason = 'approval',
+                 paused_ms = paused_ms + (CASE WHEN paused_at IS NULL OR CAST(? AS BIGINT) < paused_at THEN 0 ELSE CAST(? AS BIGINT) - paused_at END),
+                 paused_at = NULL
+               WHERE id = ? AND status = 'paused' AND waiting_calls = ?`,
+              [JSON.stringify(after), at, at, taskId, JSON.stringify(before)],
+            )
+          : await tx.run(`UPDATE tasks SET waiting_calls = ?, pause = ? WHERE id = ? AND status = 'paused' AND waiting_calls = ?`, [
+              JSON.stringify(after),
+              JSON.stringify(pause),
+              taskId,
+              JSON.stringify(before),
+            ]);
+        if (changed > 0 && resume) await tx.run(`UPDATE subagent_records SET status = 'running' WHERE task_id = ?`, [taskId]);
+        return changed > 0;
+      });
+    },
+
+    /** The resumed run acted on the answers (run inside the transaction that stores their results). */
+    async waitingCallsRan(taskId: string, waiting: WaitingCalls): Promise<void> {
+      await sql.run('UPDATE tasks SET waiting_calls = ? WHERE id = ?', [JSON.stringify({ ...waiting, ran: true }), taskId]);
+    },
+
+    /** Tasks paused for approval whose time to answer ran out before `now`. */
+    async approvalsExpired(now: number): Promise<string[]> {
+      const rows = await sql.rows(`SELECT id FROM tasks WHERE status = 'paused' AND pause_until IS NOT NULL AND pause_until < ? ORDER BY pause_until`, [now]);
+      return rows.map((r) => r[0] as string);
+    },
+
     /** Paused tasks that paused before `cutoff` (epoch ms), oldest first. */
     async pausedBefore(cutoff: number): Promise<string[]> {
-      const rows = await sql.rows(`SELECT id FROM tasks WHERE status = 'paused' AND paused_at < ? ORDER BY paused_at`, [cutoff]);
+      const rows = await sql.rows(`SELECT id FROM tasks WHERE status = 'paused' AND pause_until IS NULL AND paused_at < ? ORDER BY paused_at`, [cutoff]);
       return rows.map((r) => r[0] as string);
     },
 

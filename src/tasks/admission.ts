@@ -143,6 +143,8 @@ export function newTaskRow(
     traceParent,
     pausedAt: null,
     pausedMs: 0,
+    pauseUntil: null,
+    waitingCalls: null,
     owner: null,
     leaseUntil: null,
     resumeReason: null,

@@ -22,7 +22,7 @@ export function createPauseSystem(res: TaskResources) {
         const row = (await store.getById(id))!;
         const why = aborted(
           'budget_exceeded',
-          `the task stayed paused at its ${row.pause?.budget ?? ''} budget longer than PAUSED_TTL_MS (${deps.pausedTtlMs} ms)`,
+          `the task stayed paused at its ${row.pause?.reason === 'budget' ? row.pause.budget : ''} budget longer than PAUSED_TTL_MS (${deps.pausedTtlMs} ms)`,
         );
         try {
           await res.finish(row, why, deps.now());
@@ -53,6 +53,13 @@ export function createPauseSystem(res: TaskResources) {
      */
     async unpause(row: TaskRow, budget: TaskBudget | undefined): Promise<TaskRow | null> {
       if (row.status !== 'paused') throw new AppError(409, 'task_not_paused', `task ${row.id} is ${row.status}, not paused`);
+      if (row.pause?.reason === 'approval') {
+        throw new AppError(
+          409,
+          'approval_pending',
+          `task ${row.id} waits for the answer to approval ${row.pause.requestId}: POST /tasks/${row.id}/approvals/${row.pause.requestId}`,
+        );
+      }
       if (res.state.closing) throw shuttingDown();
       const now = deps.now();
       const own = budget ?? row.budget ?? undefined;

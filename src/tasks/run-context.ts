@@ -26,6 +26,8 @@ export interface RunnerDeps {
   /** Folder holding the workspaces of a tenant. */
   workspacesDirOf: WorkspacesDirOf;
   limits: { bashTimeoutMs: number; bashMaxOutputBytes: number; modelMaxRetries: number; modelStallTimeoutMs: number };
+  /** How long an approval waits for its answer unless the task says otherwise (APPROVAL_TIMEOUT_MS). */
+  approvalTimeoutMs: number;
   sandbox: Sandbox;
   /** Writes that must survive a full disk go through it (usage, step and end states). */
   storage: StorageGuard;

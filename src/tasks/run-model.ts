@@ -1,10 +1,13 @@
 import type { ModelMessage } from 'ai';
 import { createCompleteTool } from '../loop/complete-tool.ts';
 import { guardModel } from '../loop/model-guard.ts';
-import { errorMessage, runAgent } from '../loop/run-agent.ts';
+import { errorMessage, runAgent, type AnsweredCall, type DecidedCall } from '../loop/run-agent.ts';
 import { buildSystemPrompt } from '../loop/system-prompt.ts';
-import type { CreateTaskBody, Pause } from '../shapes/task.ts';
-import type { TaskRow } from '../store/schema.ts';
+import type { ApprovalPause, CreateTaskBody, Pause } from '../shapes/task.ts';
+import { iso } from '../shapes/time.ts';
+import { decideCall, deniedWhole } from '../definitions/permissions.ts';
+import { ulid } from 'ulid';
+import type { TaskRow, WaitingCalls } from '../store/schema.ts';
 import type { ToolContext } from '../tools/tool-types.ts';
 import { workspaceTools } from '../tools/workspace-tools.ts';
 import { endingOfAbort, failed, type Ending } from './finish-task.ts';
@@ -17,10 +20,13 @@ import { createTaskObserver } from './task-observer.ts';
  * conversation (a resume) or its prompt; before each call its lease and budgets are checked (a
  * reached budget pauses it: `{ pause }`), and every call is billed the moment it ends.
  */
-export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending | { pause: Pause }> {
+export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending | { pause: Pause; waiting?: WaitingCalls }> {
   const { deps } = ctx;
   const { row, body, def, model, workspace, signal, takeMessages, trace, confirmLease = async () => {} } = run;
-  const toolNames = def.tools;
+  // The definition's permission rules, then the task's (which only narrow them): a tool denied
+  // whole is not offered; a call is decided when the model makes it.
+  const rules = [def.permissions, body.options?.permissions];
+  const toolNames = def.tools.filter((name) => name === 'complete' || !deniedWhole(rules, name));
   const tools = toolNames
     .map((name) => (name === 'complete' ? createCompleteTool(body.options?.outputSchema) : workspaceTools[name]))
     .filter((t) => t !== undefined);
@@ -33,6 +39,8 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
   };
   const compactionModel = def.compactionModel === 'inherit' ? model : def.compactionModel;
   const observer = createTaskObserver(ctx, { row, model, compactionModel, trace });
+  /** Set when a step's calls asked for approval: the pause and the calls it waits on. */
+  const asked: { waiting?: WaitingCalls } = {};
   // Every call is billed the moment it ends, before the loop runs its tools.
   const guarded = (id: string) =>
     guardModel(deps.modelProvider(id), {
@@ -60,6 +68,13 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
       await confirmLease();
     },
     doneSteps: row.steps,
+    decide: ({ toolName, input }) => decideCall(rules, toolName, toolName === 'bash' ? commandOf(input) : undefined),
+    onAsk: (step, calls) => {
+      const approval = approvalOf(ctx, row, step, calls);
+      asked.waiting = approval.waiting;
+      return approval.pause;
+    },
+    answered: answeredCalls(row),
     takeMessages,
     compaction: { atTokens: def.compactAtTokens, model: guarded(compactionModel), modelId: compactionModel },
     tools,
@@ -72,7 +87,7 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
   });
   observer.close();
 
-  if (result.stoppedBy && !signal.aborted) return { pause: result.stoppedBy };
+  if (result.stoppedBy && !signal.aborted) return { pause: result.stoppedBy, waiting: asked.waiting };
   const delivered = {
     summary: result.complete?.summary ?? (result.finalText || null),
     artifacts: result.complete?.artifacts ?? [],
@@ -101,4 +116,48 @@ async function conversationOf(ctx: RunContext, row: TaskRow, body: CreateTaskBod
   const start: ModelMessage[] = [...earlier, { role: 'user', content: body.prompt! }];
   await ctx.ownedTransaction(row, (s) => s.appendMessages(row.id, 0, start));
   return start;
+}
+
+/** bash's whole command, as the permission rules match it. */
+const commandOf = (input: unknown) =>
+  typeof input === 'object' && input !== null && typeof (input as { command?: unknown }).command === 'string' ? (input as { command: string }).command : '';
+
+/** The pause a step's asked calls put the task in, and the calls it waits on (each asked one with a request id). */
+function approvalOf(ctx: RunContext, row: TaskRow, step: number, calls: DecidedCall[]): { pause: ApprovalPause; waiting: WaitingCalls } {
+  const now = ctx.deps.now();
+  const waiting: WaitingCalls = {
+    step,
+    calls: calls.map((c) => ({ ...c, requestId: c.decision === 'ask' ? `apr_${ulid(now)}` : '', answer: null })),
+    ran: false,
+  };
+  const pending = waiting.calls
+    .filter((c) => c.decision === 'ask')
+    .map((c) => ({ requestId: c.requestId, toolCallId: c.toolCallId, toolName: c.toolName, input: c.input, answer: null }));
+  const timeoutMs = row.request.options?.approvalTimeoutMs ?? ctx.deps.approvalTimeoutMs;
+  const first = pending[0];
+  return {
+    pause: {
+      reason: 'approval',
+      ...first,
+      since: iso(now),
+      expiresAt: iso(now + timeoutMs),
+      pending: pending.map(({ answer: _none, ...p }) => ({ ...p, answer: null })),
+    },
+    waiting,
+  };
+}
+
+/** A resume after approval: the calls the caller (or the timeout) answered, not yet acted on. */
+function answeredCalls(row: TaskRow): AnsweredCall[] | undefined {
+  const waiting = row.waitingCalls;
+  if (!waiting || waiting.ran || waiting.step !== row.steps) return undefined;
+  return waiting.calls
+    .filter((c) => c.decision === 'ask' && c.answer)
+    .map((c) => ({
+      toolCallId: c.toolCallId,
+      toolName: c.toolName,
+      input: c.answer!.input ?? c.input,
+      allow: c.answer!.decision === 'allow',
+      message: c.answer!.message ?? (c.answer!.by === 'timeout' ? 'denied: no answer came within the approval timeout' : 'denied by the caller'),
+    }));
 }

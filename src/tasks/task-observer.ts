@@ -87,6 +87,18 @@ export function createTaskObserver(ctx: RunContext, { row, model, compactionMode
         })
         .catch((err) => log.error({ err, step }, 'could not store the finished step'));
     },
+    answeredCallsRan(step, added) {
+      deltas.flush();
+      // The results join the step that asked for them; the answers are marked acted on with them.
+      const messages = forStorage(added);
+      const waiting = row.waitingCalls;
+      ctx
+        .ownedTransaction(row, async (s) => {
+          await s.appendMessages(row.id, step, messages);
+          if (waiting) await s.waitingCallsRan(row.id, waiting);
+        })
+        .catch((err) => log.error({ err, step }, 'could not store the results of the answered calls'));
+    },
     messageReceived(_step, text) {
       deltas.flush();
       events.append(row, 'message.received', { text });

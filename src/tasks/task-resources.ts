@@ -37,7 +37,7 @@ export interface TaskServiceDeps {
 }
 
 /** Why a `running` task is started again: after a restart or a takeover, or after a budget pause. */
-export type ResumeReason = 'restart' | 'budget';
+export type ResumeReason = 'restart' | 'budget' | 'approval';
 
 /** A task running in this process. */
 export interface Active {

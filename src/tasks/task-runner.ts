@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { errorMessage } from '../loop/run-agent.ts';
 import { usageOf, type Pause } from '../shapes/task.ts';
-import type { TaskRow } from '../store/schema.ts';
+import type { TaskRow, WaitingCalls } from '../store/schema.ts';
 import { storageFaultOf } from '../store/storage-guard.ts';
 import { TaskTakenOver } from '../store/task-store.ts';
 import { openWorkspace } from '../workspace/workspace.ts';
@@ -17,7 +17,7 @@ export type { RunnerDeps } from './run-context.ts';
 export interface RunOptions {
   takeMessages?: () => Promise<string[]>;
   /** Why a `running` task is run again. */
-  resumeReason?: 'restart' | 'budget';
+  resumeReason?: 'restart' | 'budget' | 'approval';
   /** Called once the task is stored as started (or could not be). */
   onStarted?: () => void;
   /**
@@ -78,7 +78,7 @@ export function createTaskRunner(deps: RunnerDeps) {
             ? await runExternal(ctx, taskRun)
             : await runModel(ctx, { ...taskRun, model: model!, takeMessages, trace, confirmLease: opts.confirmLease });
       if ('pause' in outcome) {
-        const paused = await pause(ctx, row, outcome.pause, log);
+        const paused = await pause(ctx, row, outcome, log);
         trace.end(paused, null);
         return paused;
       }
@@ -131,13 +131,23 @@ export function createTaskRunner(deps: RunnerDeps) {
   return { run };
 }
 
-/** A budget was reached: `running → paused` with `task.paused`, in one transaction; the slot is freed. */
-async function pause(ctx: RunContext, row: TaskRow, why: Pause, log: Logger): Promise<TaskRow> {
+/**
+ * A budget was reached, or calls wait for approval: `running → paused` with `task.paused` (and an
+ * `approval.requested` per call waiting), in one transaction; the slot is freed.
+ */
+async function pause(ctx: RunContext, row: TaskRow, { pause: why, waiting }: { pause: Pause; waiting?: WaitingCalls }, log: Logger): Promise<TaskRow> {
+  const now = ctx.deps.now();
   await ctx.ownedTransaction(row, async (s, append) => {
-    await s.pause(row.id, why, ctx.deps.now());
+    if (why.reason === 'approval' && waiting) {
+      await s.pauseForApproval(row.id, why, waiting, now, Date.parse(why.expiresAt));
+      for (const p of why.pending)
+        append(row, 'approval.requested', { requestId: p.requestId, toolCallId: p.toolCallId, toolName: p.toolName, input: p.input });
+    } else {
+      await s.pause(row.id, why, now);
+    }
     append(row, 'task.paused', why);
   });
-  log.info({ pause: why }, 'task paused at a budget');
+  log.info({ pause: why }, why.reason === 'approval' ? 'task waits for approval' : 'task paused at a budget');
   return (await ctx.deps.store.getById(row.id))!;
 }
 

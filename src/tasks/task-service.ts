@@ -8,6 +8,7 @@ import { isUniqueViolation } from '../store/sql-client.ts';
 import { storageFaultOf, type StorageFault } from '../store/storage-guard.ts';
 import { TaskTakenOver, type TaskFilter } from '../store/task-store.ts';
 import { checkAgainstDefinition, checkQueueRoom, earlierTask, newTaskRow, sessionOf, storageRefusal } from './admission.ts';
+import { createApprovalSystem, type ApprovalReply } from './approval-system.ts';
 import { createDispatchSystem } from './dispatch-system.ts';
 import { aborted, failed } from './finish-task.ts';
 import { hashBody } from './hash-body.ts';
@@ -56,6 +57,13 @@ export function createTaskService(deps: TaskServiceDeps) {
     : localScheduler(deps.maxConcurrentPerTenant);
   const recovery = createRecoverySystem(res);
   const pauses = createPauseSystem(res);
+  // Every answer given: the task may start again (on any instance: the cluster's scheduler wakes them).
+  const approvals = createApprovalSystem(res, {
+    onResumable: (row) => {
+      scheduler.offer(row, 'approval');
+      void pump();
+    },
+  });
   // The dispatcher and the leases need each other: a run confirms its lease, a renewal looks for work.
   const pump = () => dispatch.pump();
   const leases = cluster ? createLeaseSystem(res, cluster, { recovery, pump: () => void pump() }) : null;
@@ -63,6 +71,7 @@ export function createTaskService(deps: TaskServiceDeps) {
   /** Tasks admitted and being stored, by id: they count in the queue's bounds until they are in it. */
   const admitting = new Map<string, string>();
   pauses.start();
+  approvals.start();
 
   /** Ends a task that was cancelled before it started (or while paused). */
   const endWaiting = (row: TaskRow, message: string) => res.finish(row, aborted('cancelled', message), deps.now());
@@ -182,6 +191,14 @@ export function createTaskService(deps: TaskServiceDeps) {
       return (await store.getById(id))!;
     },
 
+    /**
+     * Answers approval request `requestId` of a task waiting for it (approval-system.ts): once
+     * every request of the step is answered, the task goes on from where it waited.
+     */
+    async answerApproval(tenant: string, id: string, requestId: string, reply: ApprovalReply): Promise<TaskRow> {
+      return approvals.answer(await service.get(tenant, id), requestId, reply);
+    },
+
     /** Cancels a queued, running or paused task; a finished task is returned as it is. */
     async cancel(tenant: string, id: string): Promise<TaskRow> {
       try {
@@ -264,6 +281,7 @@ export function createTaskService(deps: TaskServiceDeps) {
     async close(graceMs = 0): Promise<void> {
       res.state.closing = true;
       pauses.stop();
+      approvals.stop();
       leases?.stop();
       const handedOver = await dispatch.stopAll(graceMs);
       await leases?.handOver(handedOver);

@@ -156,6 +156,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tasks/{id}/approvals/{requestId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Answer a tool call waiting for approval
+         * @description allow runs the call (with `input` instead of its own when given, checked against the tool); deny gives the model a tool error with `message`. Once every call of the step is answered the task goes on (task.resumed). The same answer again is 200; a different one 409 approval_answered; an unknown request 404.
+         */
+        post: operations["answerApproval"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/usage": {
         parameters: {
             query?: never;
@@ -594,6 +614,31 @@ export interface components {
             limit: number;
             spent: number;
             since: string;
+        } | {
+            requestId: string;
+            toolCallId: string;
+            toolName: string;
+            input: unknown;
+            /** @constant */
+            reason: "approval";
+            since: string;
+            expiresAt: string;
+            pending: {
+                requestId: string;
+                toolCallId: string;
+                toolName: string;
+                input: unknown;
+                answer: {
+                    /** @enum {string} */
+                    decision: "allow" | "deny";
+                    message?: string;
+                    input?: {
+                        [key: string]: unknown;
+                    };
+                    /** @enum {string} */
+                    by: "caller" | "timeout";
+                } | null;
+            }[];
         };
         StandingBudget: {
             /** @enum {string} */
@@ -609,7 +654,7 @@ export interface components {
         Webhook: {
             id: string;
             url: string;
-            events: ("task.started" | "task.finished" | "task.paused" | "task.resumed")[];
+            events: ("task.started" | "task.finished" | "task.paused" | "task.resumed" | "approval.requested")[];
             createdAt: string;
             failingSince: string | null;
             disabled: {
@@ -620,7 +665,7 @@ export interface components {
         CreatedWebhook: {
             id: string;
             url: string;
-            events: ("task.started" | "task.finished" | "task.paused" | "task.resumed")[];
+            events: ("task.started" | "task.finished" | "task.paused" | "task.resumed" | "approval.requested")[];
             createdAt: string;
             failingSince: string | null;
             disabled: {
@@ -635,7 +680,7 @@ export interface components {
         WebhookDelivery: {
             id: string;
             /** @enum {string} */
-            event: "task.started" | "task.finished" | "task.paused" | "task.resumed";
+            event: "task.started" | "task.finished" | "task.paused" | "task.resumed" | "approval.requested";
             taskId: string;
             attempts: number;
             /** @enum {string} */
@@ -651,7 +696,7 @@ export interface components {
         };
         WebhookPayload: {
             /** @enum {string} */
-            type: "task.started" | "task.finished" | "task.paused" | "task.resumed";
+            type: "task.started" | "task.finished" | "task.paused" | "task.resumed" | "approval.requested";
             timestamp: string;
             data: {
                 taskId: string;
@@ -764,6 +809,9 @@ export interface components {
             tools: string[];
             compactionModel: string;
             compactAtTokens: number;
+            permissions?: {
+                [key: string]: "allow" | "ask" | "deny";
+            };
         };
         StreamMessage: {
             seq: number;
@@ -856,6 +904,33 @@ export interface components {
         } | {
             seq: number;
             /** @constant */
+            type: "approval.requested";
+            taskId: string;
+            parentSeq?: number;
+            at: string;
+            data: {
+                requestId: string;
+                toolCallId: string;
+                toolName: string;
+                input: unknown;
+            };
+        } | {
+            seq: number;
+            /** @constant */
+            type: "approval.answered";
+            taskId: string;
+            parentSeq?: number;
+            at: string;
+            data: {
+                requestId: string;
+                /** @enum {string} */
+                decision: "allow" | "deny";
+                /** @enum {string} */
+                by: "caller" | "timeout";
+            };
+        } | {
+            seq: number;
+            /** @constant */
             type: "task.finished";
             taskId: string;
             parentSeq?: number;
@@ -928,7 +1003,7 @@ export interface components {
             fromStep: number;
             attempt: number;
             /** @enum {string} */
-            reason: "restart" | "budget";
+            reason: "restart" | "budget" | "approval";
         };
         CreateTaskBody: {
             task_id?: string;
@@ -952,7 +1027,7 @@ export interface components {
         CreateWebhookBody: {
             /** Format: uri */
             url: string;
-            events?: ("task.started" | "task.finished" | "task.paused" | "task.resumed")[];
+            events?: ("task.started" | "task.finished" | "task.paused" | "task.resumed" | "approval.requested")[];
         };
         TaskBudget: {
             maxTokens?: number;
@@ -967,6 +1042,10 @@ export interface components {
                 [key: string]: unknown;
             };
             budget?: components["schemas"]["TaskBudget"];
+            permissions?: {
+                [key: string]: "allow" | "ask" | "deny";
+            };
+            approvalTimeoutMs?: number;
         };
     };
     responses: never;
@@ -1687,6 +1766,121 @@ export interface operations {
         responses: {
             /** @description The task, running again (or queued for a slot) */
             202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Task"];
+                };
+            };
+            /** @description Invalid request: `error.details` names each field and what is wrong with it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong API key (only while API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such task, workspace, file or route for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This Idempotency-Key was already used with a different body */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit, queue limit or auth-failure limit was reached; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected failure of the service */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Shutting down, overloaded, or the database cannot be written; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    answerApproval: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                requestId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    decision: "allow" | "deny";
+                    message?: string;
+                    input?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The task as it is now */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,0 +1,129 @@
+import { AppError, notFound } from '../errors/app-error.ts';
+import { createCompleteTool } from '../loop/complete-tool.ts';
+import type { ApprovalAnswer, ApprovalPause } from '../shapes/task.ts';
+import type { TaskRow, WaitingCalls } from '../store/schema.ts';
+import { createTaskStore } from '../store/task-store.ts';
+import { workspaceTools } from '../tools/workspace-tools.ts';
+import type { TaskResources } from './task-resources.ts';
+
+/** What a caller sends to answer an approval request. */
+export interface ApprovalReply {
+  decision: 'allow' | 'deny';
+  message?: string;
+  input?: Record<string, unknown>;
+}
+
+/** Times an answer is tried again when another answer to the same task was stored meanwhile. */
+const MAX_ANSWER_ATTEMPTS = 5;
+
+/**
+ * Approvals: tool calls whose permission rule is `ask` wait in the task's row (`waiting_calls`)
+ * while it is paused, for the caller's answer (`answer`) or the timeout's (`expire`). Once every
+ * call of the step is answered the task goes on, on whichever instance claims it; the run acts
+ * on the answers before its next model call (run-model.ts).
+ */
+export function createApprovalSystem(res: TaskResources, opts: { onResumable: (row: TaskRow) => void }) {
+  const { deps } = res;
+  const { store } = deps;
+  let timer: NodeJS.Timeout | null = null;
+
+  /** Stores `answers` (request id → answer) if nobody answered meanwhile; the row as it is after, and whether the task goes on. */
+  async function record(row: TaskRow, answers: Map<string, ApprovalAnswer>): Promise<{ row: TaskRow; stored: boolean; resumed: boolean }> {
+    const before = row.waitingCalls!;
+    const after: WaitingCalls = { ...before, calls: before.calls.map((c) => (answers.has(c.requestId) ? { ...c, answer: answers.get(c.requestId)! } : c)) };
+    const pause = row.pause as ApprovalPause;
+    const nextPause: ApprovalPause = {
+      ...pause,
+      pending: pause.pending.map((p) => (answers.has(p.requestId) ? { ...p, answer: answers.get(p.requestId)! } : p)),
+    };
+    const resume = after.calls.every((c) => c.decision !== 'ask' || c.answer !== null);
+    const now = deps.now();
+    const stored = await deps.events.transaction(row.id, async (tx, append) => {
+      const ok = await createTaskStore(tx).answerApprovals(row.id, before, after, nextPause, resume, now);
+      if (ok) for (const [requestId, a] of answers) append(row, 'approval.answered', { requestId, decision: a.decision, by: a.by });
+      return ok;
+    });
+    const current = (await store.getById(row.id))!;
+    if (stored && resume) opts.onResumable(current);
+    return { row: current, stored, resumed: stored && resume };
+  }
+
+  /** Ends the wait of tasks whose approvals ran out of time: every unanswered request is denied (`by: timeout`). */
+  async function expire(): Promise<void> {
+    if (deps.storage.fault) return;
+    for (const id of await store.approvalsExpired(deps.now())) {
+      const row = await store.getById(id);
+      if (!row?.waitingCalls || row.status !== 'paused') continue;
+      const answers = new Map<string, ApprovalAnswer>(
+        row.waitingCalls.calls.filter((c) => c.decision === 'ask' && !c.answer).map((c) => [c.requestId, { decision: 'deny', by: 'timeout' }]),
+      );
+      // Answered by a caller (or another instance's timer) meanwhile: its next pass sees it.
+      if (answers.size > 0) await record(row, answers);
+    }
+  }
+
+  return {
+    /**
+     * A caller's answer to request `requestId` of `row`: 404 for an unknown request, the task as it
+     * is for the same answer again, 409 `approval_answered` for a different one, 409 `task_finished`
+     * when the task ended before it was answered, 400 when an allowed call's new `input` does not
+     * fit its tool.
+     */
+    async answer(row: TaskRow, requestId: string, reply: ApprovalReply): Promise<TaskRow> {
+      for (let attempt = 1; ; attempt++) {
+        const call = row.waitingCalls?.calls.find((c) => c.requestId === requestId && c.decision === 'ask');
+        if (!call) throw notFound(`approval request ${requestId} of task ${row.id}`);
+        if (call.answer) {
+          if (call.answer.decision === reply.decision) return row;
+          throw new AppError(
+            409,
+            'approval_answered',
+            `approval request ${requestId} was already answered: ${call.answer.decision} (by the ${call.answer.by})`,
+          );
+        }
+        if (row.status !== 'paused')
+          throw new AppError(409, 'task_finished', `task ${row.id} is ${row.status}; its approval requests can no longer be answered`);
+        if (reply.decision === 'allow' && reply.input) checkInput(call.toolName, reply.input);
+        const answer: ApprovalAnswer = {
+          decision: reply.decision,
+          by: 'caller',
+          ...(reply.message !== undefined && { message: reply.message }),
+          ...(reply.decision === 'allow' && reply.input && { input: reply.input }),
+        };
+        const done = await record(row, new Map([[requestId, answer]]));
+        if (done.stored || attempt >= MAX_ANSWER_ATTEMPTS) return done.row;
+        // Another answer to this task was stored first: once more, over what is stored now.
+        row = done.row;
+      }
+    },
+
+    expire,
+
+    /** Looks for approvals past their time every second (a timeout fires within a second of it). */
+    start(): void {
+      timer = setInterval(() => void expire().catch((err) => deps.logger.error({ err }, 'could not deny the expired approvals; retrying')), 1000);
+      timer.unref();
+    },
+
+    stop(): void {
+      if (timer) clearInterval(timer);
+    },
+  };
+}
+
+export type ApprovalSystem = ReturnType<typeof createApprovalSystem>;
+
+/** An allowed call's replaced input must fit its tool's schema. */
+function checkInput(toolName: string, input: Record<string, unknown>): void {
+  const tool = toolName === 'complete' ? createCompleteTool(undefined) : workspaceTools[toolName];
+  const parsed = tool?.inputSchema.safeParse(input);
+  if (parsed && !parsed.success) {
+    const details = parsed.error.issues.map((i) => ({ field: ['body', 'input', ...i.path.map(String)].join('.'), message: i.message }));
+    throw new AppError(
+      400,
+      'invalid_request',
+      `invalid request: the input does not fit the ${toolName} tool (${details.map((d) => d.field).join(', ')})`,
+      details,
+    );
+  }
+}
