@@ -1,0 +1,109 @@
+/** The agent loop's shapes: its options, its result, what it reports, the calls the permission rules decide. */
+import type { LanguageModelV3 } from '@ai-sdk/provider';
+import type { LanguageModel, ModelMessage } from 'ai';
+import type { prepareToolsAndToolChoice } from 'ai/internal';
+import type { StopReason } from '../shapes/artifact.ts';
+import type { TokenUsage as Usage } from '../shapes/usage.ts';
+import type { ToolContext, WorkspaceTool } from '../tools/tool-types.ts';
+import type { CompactionOptions } from './compaction.ts';
+import type { CompleteResult } from './complete-tool.ts';
+
+/** What the loop reports as it runs; the runner turns these into stored events. */
+export interface AgentObserver {
+  stepStarted(step: number): void;
+  textDelta(step: number, text: string): void;
+  toolCall(step: number, call: { toolCallId: string; toolName: string; input: unknown }): void;
+  toolResult(step: number, result: { toolCallId: string; toolName: string; output: unknown; isError: boolean }): void;
+  /** A compaction call to the compaction model is about to start. */
+  compactionStarted?(): void;
+  /** Any part of the model's answer arrived (liveness). */
+  modelActivity?(): void;
+  /** A steering message goes to the model with the step about to start. */
+  messageReceived(step: number, text: string): void;
+  /**
+   * Once per finished step: the usage the SDK gives for it (billing is done by the model guard) and
+   * the messages the step added to the conversation (steering messages delivered before it, the
+   * model's answer, the tool results), to be stored with the step.
+   */
+  stepFinished(step: number, finishReason: string, usage: Usage, added: ModelMessage[]): void;
+  /** The conversation was compacted before `step`: it now is `conversation`. */
+  compacted(step: number, info: { beforeTokens: number; afterTokens: number; model: string }, conversation: ModelMessage[]): void;
+  /** The answered calls of step `step` ran (a resume after approval): their results, to be stored with that step. */
+  answeredCallsRan?(step: number, added: ModelMessage[]): void;
+}
+
+/** A call as the permission rules see it, with their answer. */
+export interface DecidedCall {
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+  decision: 'allow' | 'ask' | 'deny';
+  rule: string | null;
+}
+
+/** A call the caller answered while the task waited: run it (`allow`, with its input) or refuse it with `message`. */
+export interface AnsweredCall {
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+  allow: boolean;
+  message: string;
+}
+
+/** `S`: what `beforeCall` answers to stop a run (the runner's budget pause). */
+export interface RunAgentOptions<S = unknown> {
+  model: LanguageModel;
+  system: string;
+  /** The conversation so far: the kickoff prompt, and for a follow-up or a resume what came after. */
+  messages: ModelMessage[];
+  /** Steps the task already finished (a resumed task); the next one is `doneSteps + 1`. */
+  doneSteps?: number;
+  tools: WorkspaceTool[];
+  toolContext: ToolContext;
+  /** The task's step limit, counting steps done before a resume. */
+  maxSteps: number;
+  maxRetries: number;
+  temperature?: number;
+  signal: AbortSignal;
+  observer: AgentObserver;
+  /** Steering messages waiting for the next step (each is taken once). */
+  takeMessages?: () => Promise<string[]> | string[];
+  /** Asked before every model call: a reason to stop here (a budget reached), or null to go on. */
+  beforeCall?: () => S | null | Promise<S | null>;
+  /** Awaited once a call's answer is whole and before its tools run (the runner: its writes are stored). */
+  beforeTools?: () => Promise<void>;
+  /** The permission rules' answer for one call (`allow` for every call without it). */
+  decide?: (call: { toolName: string; input: unknown }) => { decision: 'allow' | 'ask' | 'deny'; rule: string | null };
+  /**
+   * Calls of a step asked for approval (`decide` said `ask`): the others of the step ran (or were
+   * refused); this answers the pause the run stops with, after the step is reported finished.
+   */
+  onAsk?: (step: number, calls: DecidedCall[]) => S;
+  /** A resume after approval: the answered calls of step `doneSteps`, run (or refused) before the first model call. */
+  answered?: AnsweredCall[];
+  compaction?: CompactionOptions;
+}
+
+export interface AgentRunResult<S = unknown> {
+  /** The last non-empty text the model wrote: the summary when `complete` was never called. */
+  finalText: string;
+  complete: CompleteResult | null;
+  stopReason: StopReason;
+  /** Set when the provider failed (after the SDK's retries). */
+  error: unknown;
+  /** The caller's signal aborted the run. */
+  aborted: boolean;
+  /** The provider error was a stall (see stall-guard). */
+  stalled: boolean;
+  /** What `beforeCall` answered when it stopped the run. */
+  stoppedBy: S | null;
+}
+
+/** What a run prepares once and every step uses. */
+export interface RunSetup {
+  model: LanguageModelV3;
+  tools: Map<string, WorkspaceTool>;
+  /** The tools as the provider is sent them (name, description, JSON Schema). */
+  callTools: Awaited<ReturnType<typeof prepareToolsAndToolChoice>>;
+  system: string;
+}

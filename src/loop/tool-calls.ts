@@ -1,0 +1,82 @@
+/** Running a step's tool calls: one call, the answered calls of a resume, and what the model reads back. */
+import type { JSONValue, ModelMessage, ToolResultPart } from 'ai';
+import type { WorkspaceTool } from '../tools/tool-types.ts';
+import { publicMessage } from '../errors/public-message.ts';
+import { completeForModel, type CompleteResult } from './complete-tool.ts';
+import type { AnsweredCall, RunAgentOptions, RunSetup } from './agent-types.ts';
+
+/** Runs one call of a tool and records its result (`onComplete`: `complete` succeeded). */
+export async function runCall<S>(
+  c: { toolCallId: string; toolName: string; input: unknown; tool: WorkspaceTool },
+  opts: RunAgentOptions<S>,
+  record: (r: { toolCallId: string; toolName: string; output: unknown; isError: boolean }) => void,
+  onComplete: (done: CompleteResult) => void,
+): Promise<void> {
+  try {
+    const output = await c.tool.execute(c.input, opts.toolContext);
+    const finished = c.toolName === 'complete' ? (output as CompleteResult) : null;
+    if (finished && !opts.signal.aborted) onComplete(finished);
+    record({ toolCallId: c.toolCallId, toolName: c.toolName, output: finished ? completeForModel(finished) : output, isError: false });
+  } catch (err) {
+    record({ toolCallId: c.toolCallId, toolName: c.toolName, output: errorMessage(err), isError: true });
+  }
+}
+
+/** What the model reads of a call the permission rules refused. */
+export const deniedBy = (rule: string | null) => `denied by the permission rule "${rule ?? 'deny'}"`;
+
+/**
+ * A resume after approval: the answered calls of `step` run (allowed: with their input, the
+ * permission rules asked again, so a deny still applies) or are refused with the caller's message.
+ * Answers the tool message they add, and `complete`'s result if it was among them.
+ */
+export async function runAnswered<S>(
+  step: number,
+  answered: AnsweredCall[],
+  setup: RunSetup,
+  opts: RunAgentOptions<S>,
+): Promise<{ messages: ModelMessage[]; complete: CompleteResult | null }> {
+  const results: ToolResultPart[] = [];
+  let complete: CompleteResult | null = null;
+  const record = (r: { toolCallId: string; toolName: string; output: unknown; isError: boolean }) => {
+    if (opts.signal.aborted) return;
+    results.push({ type: 'tool-result', toolCallId: r.toolCallId, toolName: r.toolName, output: modelOutput(r.output, r.isError) });
+    opts.observer.toolResult(step, r);
+  };
+  await untilAborted(
+    Promise.all(
+      answered.map(async (a) => {
+        const tool = setup.tools.get(a.toolName);
+        const again = opts.decide?.({ toolName: a.toolName, input: a.input });
+        if (!a.allow) return record({ toolCallId: a.toolCallId, toolName: a.toolName, output: a.message, isError: true });
+        if (again?.decision === 'deny') return record({ toolCallId: a.toolCallId, toolName: a.toolName, output: deniedBy(again.rule), isError: true });
+        if (!tool) return record({ toolCallId: a.toolCallId, toolName: a.toolName, output: `tool "${a.toolName}" is no longer offered`, isError: true });
+        await runCall({ ...a, tool }, opts, record, (done) => (complete = done));
+      }),
+    ),
+    opts.signal,
+  );
+  return { messages: results.length > 0 ? [{ role: 'tool', content: results }] : [], complete };
+}
+
+/** What the model reads of a tool's outcome, as the SDK writes it: text, JSON, or an error's text. */
+export function modelOutput(output: unknown, isError: boolean): ToolResultPart['output'] {
+  if (isError) return { type: 'error-text', value: errorMessage(output) };
+  if (typeof output === 'string') return { type: 'text', value: output };
+  return { type: 'json', value: (output ?? null) as JSONValue };
+}
+
+/** Waits for `work`, or only until `signal` aborts (a tool that ignores the signal cannot hold the run). */
+export function untilAborted(work: Promise<unknown>, signal: AbortSignal): Promise<unknown> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const onAbort = () => resolve(undefined);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+export function errorMessage(err: unknown): string {
+  if (err instanceof Error) return publicMessage(err);
+  return typeof err === 'string' ? err : JSON.stringify(err);
+}
