@@ -63,10 +63,20 @@ export async function startChildService(
   );
   const url = `http://127.0.0.1:${env.PORT ?? port}`;
   if (opts.waitReady === false) return { child, url, output: () => out, exited };
-  const until = Date.now() + 20_000;
+  // Never outlives the test process (a failed test's afterAll may not reach it).
+  const reap = () => child.kill('SIGKILL');
+  process.once('exit', reap);
+  void exited.then(() => process.removeListener('exit', reap));
+  // A loaded machine compiles the sources slowly under tsx: 30 s before it counts as not starting.
+  const until = Date.now() + 30_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`service exited early:\n${out}`);
-    if (Date.now() > until) throw new Error(`service not ready in time:\n${out}`);
+    if (Date.now() > until) {
+      // Not left running: it would hold the database and the next start would find it in use.
+      child.kill('SIGKILL');
+      await exited;
+      throw new Error(`service not ready in time:\n${out}`);
+    }
     if (
       await fetch(`${url}/healthz`).then(
         (r) => r.ok,
