@@ -19,7 +19,9 @@ export function storageFaultOf(err: unknown): StorageFault | null {
   }
   if (code === 'SQLITE_FULL' || code === '53100') return 'storage_full';
   if (/^SQLITE_(READONLY|IOERR|CANTOPEN|NOTADB|CORRUPT)/.test(code)) return 'storage_unavailable';
-  if (/^(08|53|57P)/.test(code) || code === '25006') return 'storage_unavailable';
+  // 25P03: the server ended a session left idle inside a transaction (its process was paused past
+  // TASK_LEASE_MS): the write did not happen, and is tried again on a new connection.
+  if (/^(08|53|57P)/.test(code) || code === '25006' || code === '25P03') return 'storage_unavailable';
   if (/^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EHOSTUNREACH)$/.test(code)) return 'storage_unavailable';
   return null;
 }
