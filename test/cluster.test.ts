@@ -173,13 +173,20 @@ describe.skipIf(!run)('three instances on one PostgreSQL database', () => {
     await until(async () => (await json(`${other.url}/tasks/${id}`)).body.status === 'aborted', 10_000);
     expect((await json(`${a.url}/tasks/${id}`)).body).toMatchObject({ status: 'aborted', error: { code: 'cancelled' } });
   }, 30_000);
-  it('takes the answer to an approval on an instance that did not run the task, and the cluster runs the call', async () => {
+  it('takes the answers to an approval and a tool result on an instance that did not run the task, and the cluster runs the call', async () => {
     model.script('FAR-ASK', [
-      { toolCalls: [{ name: 'bash', args: { command: 'echo far > asked-far.txt' } }] },
+      {
+        toolCalls: [
+          { name: 'bash', args: { command: 'echo far > asked-far.txt' } },
+          { name: 'lookup', args: { key: 'k' } },
+        ],
+      },
       { toolCalls: [{ name: 'complete', args: { summary: 'answered elsewhere', paths: [] } }] },
     ]);
     const a = instances.a ?? instances.b!;
-    const body = taskBody({ prompt: 'FAR-ASK', context: { parentTaskId: 'T-far-ask', userId: 'u-1' }, options: { permissions: { bash: 'ask' } } });
+    const lookup = { name: 'lookup', description: 'Looks a key up in the caller', inputSchema: { type: 'object', properties: { key: { type: 'string' } } } };
+    const options = { permissions: { bash: 'ask' }, clientTools: [lookup] };
+    const body = taskBody({ prompt: 'FAR-ASK', context: { parentTaskId: 'T-far-ask', userId: 'u-1' }, options });
     const id = (await post(a, body)).body.id;
     await until(async () => (await json(`${a.url}/tasks/${id}`)).body.status === 'paused', 15_000);
     const requestId = (await json(`${a.url}/tasks/${id}`)).body.pause.requestId as string;
@@ -193,7 +200,15 @@ describe.skipIf(!run)('three instances on one PostgreSQL database', () => {
       body: JSON.stringify({ decision: 'allow' }),
     });
     expect(answer.status).toBe(200);
+    const toolRequest = (answer.body.pause.pending as Array<{ kind: string; requestId: string }>).find((p) => p.kind === 'tool')!;
+    const result = await json(`${other.url}/tasks/${id}/tool-results/${toolRequest.requestId}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ output: 'FAR-VALUE' }),
+    });
+    expect(result.status).toBe(200);
     await until(async () => (await json(`${other.url}/tasks/${id}`)).body.status === 'completed', 15_000);
+    expect(model.requests.some((r) => JSON.stringify(r.body.messages).includes('FAR-VALUE'))).toBe(true);
     expect(readFileSync(path.join(dir, 'workspaces', 'T-far-ask', 'asked-far.txt'), 'utf8')).toBe('far\n');
   }, 40_000);
 

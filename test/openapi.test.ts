@@ -113,6 +113,8 @@ describe('the OpenAPI document', () => {
       'task.paused',
       'approval.requested',
       'approval.answered',
+      'tool.requested',
+      'tool.answered',
       'task.finished',
       'heartbeat',
     ]);

@@ -45,6 +45,9 @@ function statusText(t: TaskOutput): string | null {
   if (t.status === 'paused' && t.pause?.reason === 'approval') {
     return `Waiting for approval of ${t.pause.toolName} (request ${t.pause.requestId}). Answer it with POST /tasks/${t.id}/approvals/${t.pause.requestId}.`;
   }
+  if (t.status === 'paused' && t.pause?.reason === 'tool') {
+    return `Waiting for the result of ${t.pause.toolName} (request ${t.pause.requestId}), a tool the caller runs. Post it with POST /tasks/${t.id}/tool-results/${t.pause.requestId}.`;
+  }
   if (t.status === 'paused' && t.pause?.reason === 'budget') {
     return `Paused at the ${t.pause.budget} budget (${t.pause.measure}: ${t.pause.spent} of ${t.pause.limit}). Raise it and resume the task.`;
   }

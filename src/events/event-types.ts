@@ -32,13 +32,19 @@ export const eventDataSchemas = {
   'task.resumed': z.object({
     fromStep: z.number().int().min(1).describe('the step it continues with'),
     attempt: z.number().int().min(0).describe('resumes after a restart so far (0 for a budget resume before any restart)'),
-    reason: z.enum(['restart', 'budget', 'approval']),
+    reason: z.enum(['restart', 'budget', 'approval']).describe('approval: every approval or caller-run tool request of the pause was answered'),
   }),
   'task.paused': pauseSchema.describe(
-    'a budget was reached before a model call (the task holds no slot until POST /tasks/{id}/resume), or a call waits for approval (until POST /tasks/{id}/approvals/{requestId})',
+    'a budget was reached before a model call (the task holds no slot until POST /tasks/{id}/resume), or a call waits for approval (until POST /tasks/{id}/approvals/{requestId}) or for the result of a caller-run tool (POST /tasks/{id}/tool-results/{requestId})',
   ),
   'approval.requested': approvalRequestSchema.describe('a tool call whose permission rule is ask waits for POST /tasks/{id}/approvals/{requestId}'),
   'approval.answered': z.object({ requestId: z.string(), decision: z.enum(['allow', 'deny']), by: z.enum(['caller', 'timeout']) }),
+  'tool.requested': approvalRequestSchema.describe('a call of a caller-run tool (options.clientTools) waits for POST /tasks/{id}/tool-results/{requestId}'),
+  'tool.answered': z.object({
+    requestId: z.string(),
+    by: z.enum(['caller', 'timeout']),
+    isError: z.boolean().describe('the caller posted an error, or no result came in time'),
+  }),
   'task.finished': taskOutputSchema,
 } as const;
 
@@ -64,7 +70,9 @@ export const heartbeatSchema = z.object({
   data: progressSchema
     .partial()
     .extend({ lastSeq: z.number().int().min(0).describe('the last seq sent on this socket (0 before any)') })
-    .describe('lastSeq; on a task stream, while the task has not ended, also its progress fields (phase, step, tool, phaseSince, lastActivityAt, usage)'),
+    .describe(
+      'lastSeq; on a task stream, while the task has not ended, also its progress fields (phase, step, tool, reason and pending while paused, phaseSince, lastActivityAt, usage)',
+    ),
 });
 
 /** One message of a progress stream (`/tasks/:id/stream`, `/stream`), as the wire carries it. */

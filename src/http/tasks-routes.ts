@@ -13,6 +13,7 @@ import {
   taskMessagesSchema,
   resumeBodySchema,
   approvalBodySchema,
+  toolResultBodySchema,
 } from '../shapes/task.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { errors, json } from './openapi.ts';
@@ -195,5 +196,23 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
       },
     },
     async (request) => tasks.output(await tasks.answerApproval(request.tenant, request.params.id, request.params.requestId, request.body)),
+  );
+
+  app.post(
+    '/tasks/:id/tool-results/:requestId',
+    {
+      schema: {
+        operationId: 'submitToolResult',
+        summary: "Post the result of a caller-run tool's call",
+        description:
+          "`{ output }` is what the model reads as the tool's result, `{ error }` a tool error it reads. Once every request of the step " +
+          'is answered the task goes on (task.resumed). The same result again is 200; a different one (or one after the timeout failed ' +
+          'the call) 409 tool_result_submitted; an unknown request 404; a task that ended first 409 task_finished.',
+        params: taskIdParamsSchema.extend({ requestId: z.string().min(1).max(64) }),
+        body: toolResultBodySchema,
+        response: { 200: json('The task as it is now', taskOutputSchema), ...errors(400, 404, 409, 413, 415) },
+      },
+    },
+    async (request) => tasks.output(await tasks.submitToolResult(request.tenant, request.params.id, request.params.requestId, request.body)),
   );
 };

@@ -37,17 +37,22 @@ export interface DecidedCall {
   toolCallId: string;
   toolName: string;
   input: unknown;
-  decision: 'allow' | 'ask' | 'deny';
+  /** `client`: a caller-run tool's call, which waits for the caller's result. */
+  decision: 'allow' | 'ask' | 'deny' | 'client';
   rule: string | null;
 }
 
-/** A call the caller answered while the task waited: run it (`allow`, with its input) or refuse it with `message`. */
+/**
+ * A call the caller answered while the task waited: run it (`allow`, with its input) or refuse it
+ * with `message`; a caller-run tool's call carries the caller's `result` instead.
+ */
 export interface AnsweredCall {
   toolCallId: string;
   toolName: string;
   input: unknown;
   allow: boolean;
   message: string;
+  result?: { output?: unknown; error?: string };
 }
 
 /** `S`: what `beforeCall` answers to stop a run (the runner's budget pause). */
@@ -75,8 +80,9 @@ export interface RunAgentOptions<S = unknown> {
   /** The permission rules' answer for one call (`allow` for every call without it). */
   decide?: (call: { toolName: string; input: unknown }) => { decision: 'allow' | 'ask' | 'deny'; rule: string | null };
   /**
-   * Calls of a step asked for approval (`decide` said `ask`): the others of the step ran (or were
-   * refused); this answers the pause the run stops with, after the step is reported finished.
+   * Calls of a step wait on the caller (`decide` said `ask`, or a caller-run tool was called): the
+   * others of the step ran (or were refused); this answers the pause the run stops with, after the
+   * step is reported finished.
    */
   onAsk?: (step: number, calls: DecidedCall[]) => S;
   /** A resume after approval: the answered calls of step `doneSteps`, run (or refused) before the first model call. */

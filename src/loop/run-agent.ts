@@ -1,5 +1,5 @@
 import type { LanguageModelV3 } from '@ai-sdk/provider';
-import { tool, zodSchema, type ModelMessage, type ToolSet } from 'ai';
+import { jsonSchema, tool, zodSchema, type JSONSchema7, type ModelMessage, type ToolSet } from 'ai';
 import { prepareToolsAndToolChoice, standardizePrompt } from 'ai/internal';
 import type { z } from 'zod';
 import type { StopReason } from '../shapes/artifact.ts';
@@ -27,7 +27,12 @@ function toolSchema(schema: z.ZodType) {
 
 /** The tools as the provider is sent them (name, description, JSON Schema), made once per run. */
 async function providerTools(tools: WorkspaceTool[]) {
-  const set: ToolSet = Object.fromEntries(tools.map((t) => [t.name, tool({ description: t.description, inputSchema: toolSchema(t.inputSchema) })]));
+  const set: ToolSet = Object.fromEntries(
+    tools.map((t) => [
+      t.name,
+      tool({ description: t.description, inputSchema: t.jsonSchema ? jsonSchema(t.jsonSchema as JSONSchema7) : toolSchema(t.inputSchema) }),
+    ]),
+  );
   return prepareToolsAndToolChoice({ tools: set, toolChoice: undefined, activeTools: undefined });
 }
 

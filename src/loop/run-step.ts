@@ -18,7 +18,7 @@ export interface StepOutcome {
   complete: CompleteResult | null;
   messages: ModelMessage[];
   error: unknown;
-  /** Calls the permission rules sent to the caller for approval (they did not run). */
+  /** Calls that wait on the caller: approvals the permission rules asked for, caller-run tools' calls (they did not run). */
   asking: DecidedCall[];
   /** Every call of the step that reached its tools, with the rules' answer. */
   decided: DecidedCall[];
@@ -152,12 +152,14 @@ export async function runStep<S>(step: number, conversation: ModelMessage[], set
       // Stopped meanwhile (cancelled, or the task's lease lost): no tool acts on the world.
       if (signal.aborted) calls.length = 0;
       // The permission rules: a denied call is a tool error naming its rule; an asked one waits.
+      // A caller-run tool's call waits for the caller's result (unless denied).
       const allowed = calls.filter((c) => {
-        const { decision, rule } = opts.decide?.({ toolName: c.toolName, input: c.input }) ?? { decision: 'allow' as const, rule: null };
-        const decided = { toolCallId: c.toolCallId, toolName: c.toolName, input: c.input, decision, rule };
+        const ruled = opts.decide?.({ toolName: c.toolName, input: c.input }) ?? { decision: 'allow' as const, rule: null };
+        const decision: DecidedCall['decision'] = c.tool.caller && ruled.decision !== 'deny' ? 'client' : ruled.decision;
+        const decided = { toolCallId: c.toolCallId, toolName: c.toolName, input: c.input, decision, rule: ruled.rule };
         out.decided.push(decided);
-        if (decision === 'deny') record({ toolCallId: c.toolCallId, toolName: c.toolName, output: deniedBy(rule), isError: true });
-        if (decision === 'ask') out.asking.push(decided);
+        if (decision === 'deny') record({ toolCallId: c.toolCallId, toolName: c.toolName, output: deniedBy(ruled.rule), isError: true });
+        if (decision === 'ask' || decision === 'client') out.asking.push(decided);
         return decision === 'allow';
       });
       await untilAborted(Promise.all(allowed.map((c) => runCall(c, opts, record, (done) => (out.complete = done)))), signal);

@@ -27,7 +27,8 @@ export const deniedBy = (rule: string | null) => `denied by the permission rule 
 
 /**
  * A resume after approval: the answered calls of `step` run (allowed: with their input, the
- * permission rules asked again, so a deny still applies) or are refused with the caller's message.
+ * permission rules asked again, so a deny still applies) or are refused with the caller's message;
+ * a caller-run tool's call gets the caller's result.
  * Answers the tool message they add, and `complete`'s result if it was among them.
  */
 export async function runAnswered<S>(
@@ -46,6 +47,11 @@ export async function runAnswered<S>(
   await untilAborted(
     Promise.all(
       answered.map(async (a) => {
+        // A caller-run tool's call: the caller's result is what the model reads.
+        if (a.result) {
+          const isError = a.result.error !== undefined;
+          return record({ toolCallId: a.toolCallId, toolName: a.toolName, output: isError ? a.result.error : a.result.output, isError });
+        }
         const tool = setup.tools.get(a.toolName);
         const again = opts.decide?.({ toolName: a.toolName, input: a.input });
         if (!a.allow) return record({ toolCallId: a.toolCallId, toolName: a.toolName, output: a.message, isError: true });

@@ -69,19 +69,54 @@ export const approvalAnswerSchema = z.object({
 });
 export type ApprovalAnswer = z.infer<typeof approvalAnswerSchema>;
 
-/**
- * Tool calls whose permission rule is `ask`: the first one, and every one of the step in `pending`
- * (with its answer once given). The task goes on once all are answered.
- */
-export const approvalPauseSchema = approvalRequestSchema.extend({
-  reason: z.literal('approval'),
-  since: z.string().describe('ISO 8601 time it paused'),
-  expiresAt: z.string().describe('when the unanswered requests are denied (options.approvalTimeoutMs)'),
-  pending: z.array(approvalRequestSchema.extend({ answer: approvalAnswerSchema.nullable() })),
+/** The caller's (or the timeout's) result of a caller-run tool's call: its output, or an error the model reads. */
+export const toolAnswerSchema = z.object({
+  output: z.unknown().optional(),
+  error: z.string().optional(),
+  by: z.enum(['caller', 'timeout']),
 });
-export type ApprovalPause = z.infer<typeof approvalPauseSchema>;
+export type ToolAnswer = z.infer<typeof toolAnswerSchema>;
 
-export const pauseSchema = z.discriminatedUnion('reason', [budgetPauseSchema, approvalPauseSchema]);
+/** One request of a pause: an approval (`kind: approval`) or a caller-run tool's call (`kind: tool`), with its answer once given. */
+export const pendingRequestSchema = approvalRequestSchema.extend({
+  kind: z.enum(['approval', 'tool']),
+  answer: z
+    .union([approvalAnswerSchema, z.object({ by: z.enum(['caller', 'timeout']), isError: z.boolean() })])
+    .nullable()
+    .describe('approval: the decision; tool: who answered and whether it was an error'),
+});
+export type PendingRequest = z.infer<typeof pendingRequestSchema>;
+
+const waitPauseFields = {
+  since: z.string().describe('ISO 8601 time it paused'),
+  expiresAt: z.string().describe('when the unanswered requests are denied or fail (options.approvalTimeoutMs)'),
+  pending: z.array(pendingRequestSchema).describe('every request of the step; the task goes on once all are answered'),
+};
+
+/**
+ * Tool calls whose permission rule is `ask`: the first one, and every request of the step in
+ * `pending` (with its answer once given). The task goes on once all are answered.
+ */
+export const approvalPauseSchema = approvalRequestSchema.extend({ reason: z.literal('approval'), ...waitPauseFields });
+
+/** A call of a caller-run tool (`options.clientTools`) waits for its result: the first one, and every request of the step in `pending`. */
+export const toolPauseSchema = approvalRequestSchema.extend({ reason: z.literal('tool'), ...waitPauseFields });
+
+/** A pause on the caller: approvals, caller-run tools' results, or both (the reason is the first request's kind). */
+export type ApprovalPause = z.infer<typeof approvalPauseSchema> | z.infer<typeof toolPauseSchema>;
+
+/** A caller-run tool: offered to the model; its calls are run by the caller (`POST /tasks/{id}/tool-results/{requestId}`). */
+export const clientToolSchema = z.object({
+  name: z
+    .string()
+    .regex(/^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/, 'must be a tool name: a letter, then letters, digits, _ or -, at most 64')
+    .describe('not the name of a tool of the service'),
+  description: z.string().min(1).max(4096),
+  inputSchema: z.record(z.string(), z.unknown()).describe('JSON Schema of its input (an object schema)'),
+});
+export type ClientTool = z.infer<typeof clientToolSchema>;
+
+export const pauseSchema = z.discriminatedUnion('reason', [budgetPauseSchema, approvalPauseSchema, toolPauseSchema]);
 export type Pause = z.infer<typeof pauseSchema>;
 
 export const taskOptionsSchema = z.object({
@@ -91,7 +126,13 @@ export const taskOptionsSchema = z.object({
   outputSchema: z.record(z.string(), z.unknown()).optional(),
   budget: taskBudgetSchema.optional(),
   permissions: permissionsSchema.optional().describe("allow | ask | deny per tool or bash(<glob>); narrows the definition's"),
-  approvalTimeoutMs: z.number().int().min(1000).optional().describe('unanswered approvals are denied after this (default APPROVAL_TIMEOUT_MS)'),
+  approvalTimeoutMs: z
+    .number()
+    .int()
+    .min(1000)
+    .optional()
+    .describe("unanswered approvals are denied, and caller-run tools' calls fail, after this (default APPROVAL_TIMEOUT_MS)"),
+  clientTools: z.array(clientToolSchema).max(32).optional().describe('tools the caller runs: a call pauses the task until its result is posted'),
 });
 export type TaskOptions = z.infer<typeof taskOptionsSchema>;
 
@@ -137,6 +178,11 @@ export const progressSchema = z.object({
   phase: z.enum(['queued', 'model', 'tool', 'paused']),
   step: z.number().int().describe('the step under way (the last finished one while queued or paused)'),
   tool: z.string().optional().describe('the tool running, in phase tool'),
+  reason: z.enum(['budget', 'approval', 'tool']).optional().describe("in phase paused: the pause's reason"),
+  pending: z
+    .array(approvalRequestSchema.extend({ kind: z.enum(['approval', 'tool']) }))
+    .optional()
+    .describe('in phase paused on the caller: the requests still unanswered'),
   phaseSince: z.string(),
   lastActivityAt: z.string().describe("the last byte of the model's answer or the last output of the running tool"),
   usage: usageSchema,
@@ -220,6 +266,18 @@ export const approvalBodySchema = z.object({
   message: z.string().max(10_000).optional().describe('deny: what the model reads as the tool error'),
   input: z.record(z.string(), z.unknown()).optional().describe("allow: the call's input replaced (checked against the tool's schema)"),
 });
+
+/** `POST /tasks/:id/tool-results/:requestId`: the result of a caller-run tool's call, or the error the model reads. */
+export const toolResultBodySchema = z.union([
+  z.strictObject({ output: z.unknown().refine((v) => v !== undefined, 'required') }),
+  z.strictObject({
+    error: z
+      .string()
+      .min(1)
+      .max(64 * 1024),
+  }),
+]);
+export type ToolResultBody = z.infer<typeof toolResultBodySchema>;
 
 /** `POST /tasks/:id/resume`: optionally the task's new budget (replacing its own). */
 export const resumeBodySchema = z.object({ budget: taskBudgetSchema.optional() });

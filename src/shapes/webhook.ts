@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /** The task events a webhook can ask for: the one list (the store, the routes and the document read it). */
-export const webhookEventSchema = z.enum(['task.started', 'task.finished', 'task.paused', 'task.resumed', 'approval.requested']);
+export const webhookEventSchema = z.enum(['task.started', 'task.finished', 'task.paused', 'task.resumed', 'approval.requested', 'tool.requested']);
 export const WEBHOOK_EVENTS = webhookEventSchema.options;
 export type WebhookEvent = z.infer<typeof webhookEventSchema>;
 

@@ -1,4 +1,15 @@
-import type { ApprovalAnswer, ApprovalRequest, Artifact, CreateTaskBody, Pause, SkippedPath, StopReason, TaskBudget, TokenUsage } from '../shapes/task.ts';
+import type {
+  ApprovalAnswer,
+  ApprovalRequest,
+  Artifact,
+  CreateTaskBody,
+  Pause,
+  SkippedPath,
+  StopReason,
+  TaskBudget,
+  TokenUsage,
+  ToolAnswer,
+} from '../shapes/task.ts';
 import type { ModelMessage } from 'ai';
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 
@@ -288,13 +299,21 @@ export const budgets = sqliteTable(
 );
 
 /** A running task's liveness as its owner instance last stored it (epoch ms). */
-/** The calls of the step that asked for approval: all of them (allowed ones ran already), answers as given. */
+/**
+ * The calls of the step that waits on the caller: all of them (allowed ones ran already), each
+ * asked one (`ask`: an approval; `client`: a caller-run tool's call) with a request id and its
+ * answer as given.
+ */
 export interface WaitingCalls {
   step: number;
-  calls: Array<ApprovalRequest & { decision: 'allow' | 'deny' | 'ask'; rule: string | null; answer: ApprovalAnswer | null }>;
+  calls: WaitingCall[];
   /** The resumed run has acted on the answers (their results are in the conversation). */
   ran: boolean;
 }
+
+export type WaitingCall = ApprovalRequest & { rule: string | null; requestId: string } & (
+    { decision: 'allow' | 'deny' | 'ask'; answer: ApprovalAnswer | null } | { decision: 'client'; answer: ToolAnswer | null }
+  );
 
 export interface Activity {
   phase: 'model' | 'tool';

@@ -1,6 +1,8 @@
 import type { AgentRegistry } from '../definitions/agent-registry.ts';
 import { AppError, notFound } from '../errors/app-error.ts';
+import { checkClientTools } from '../loop/client-tools.ts';
 import { compileOutputSchema } from '../loop/complete-tool.ts';
+import { workspaceToolNames } from '../tools/workspace-tools.ts';
 import type { CreateTaskBody } from '../shapes/task.ts';
 import type { TaskRow } from '../store/schema.ts';
 import type { StorageFault } from '../store/storage-guard.ts';
@@ -9,6 +11,9 @@ import type { Scheduler } from './scheduler.ts';
 
 /** How long an Idempotency-Key answers with its first task. */
 const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
+
+/** Names a caller-run tool may not take: the service's tools, and `task` (kept for nested subagents). */
+const SERVICE_TOOL_NAMES: ReadonlySet<string> = new Set([...workspaceToolNames, 'complete', 'task']);
 
 /**
  * What the definition allows that the body's schema cannot say: the type exists, `maxSteps`
@@ -31,6 +36,11 @@ export function checkAgainstDefinition(registry: AgentRegistry, body: CreateTask
     if (body.task_id) invalid.push({ field: 'body.task_id', message: `"${def.type}" runs an external ACP agent, whose conversation cannot be continued` });
     if (body.options?.outputSchema)
       invalid.push({ field: 'body.options.outputSchema', message: `"${def.type}" runs an external ACP agent, which cannot return a structured output` });
+  }
+  if (body.options?.clientTools?.length) {
+    if (def.kind !== 'model')
+      invalid.push({ field: 'body.options.clientTools', message: `"${def.type}" has no model of the service to offer caller-run tools to` });
+    else invalid.push(...checkClientTools(body.options.clientTools, SERVICE_TOOL_NAMES));
   }
   if (body.options?.outputSchema !== undefined) {
     const compiled = compileOutputSchema(body.options.outputSchema);

@@ -40,7 +40,18 @@ export function createLiveness(now: () => number) {
       if (row.status === 'queued') return { phase: 'queued', step: row.steps, phaseSince: iso(row.createdAt), lastActivityAt: iso(row.createdAt), usage };
       if (row.status === 'paused') {
         const since = iso(row.pausedAt ?? now());
-        return { phase: 'paused', step: row.steps, phaseSince: since, lastActivityAt: since, usage };
+        const pause = row.pause;
+        // Paused on the caller: what it waits for, so a client that reconnects sees it in a heartbeat.
+        const pending = pause && pause.reason !== 'budget' ? pause.pending.filter((p) => p.answer === null).map(({ answer: _a, ...p }) => p) : undefined;
+        return {
+          phase: 'paused',
+          step: row.steps,
+          ...(pause && { reason: pause.reason }),
+          ...(pending && { pending }),
+          phaseSince: since,
+          lastActivityAt: since,
+          usage,
+        };
       }
       if (row.status !== 'running') return null;
       // Running on another instance (PostgreSQL): as its owner last stored it with its lease.

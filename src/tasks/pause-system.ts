@@ -53,11 +53,12 @@ export function createPauseSystem(res: TaskResources) {
      */
     async unpause(row: TaskRow, budget: TaskBudget | undefined): Promise<TaskRow | null> {
       if (row.status !== 'paused') throw new AppError(409, 'task_not_paused', `task ${row.id} is ${row.status}, not paused`);
-      if (row.pause?.reason === 'approval') {
+      if (row.pause && row.pause.reason !== 'budget') {
+        const route = row.pause.reason === 'approval' ? 'approvals' : 'tool-results';
         throw new AppError(
           409,
           'approval_pending',
-          `task ${row.id} waits for the answer to approval ${row.pause.requestId}: POST /tasks/${row.id}/approvals/${row.pause.requestId}`,
+          `task ${row.id} waits for the caller's answer to request ${row.pause.requestId}: POST /tasks/${row.id}/${route}/${row.pause.requestId}`,
         );
       }
       if (res.state.closing) throw shuttingDown();

@@ -1,4 +1,5 @@
 import type { ModelMessage } from 'ai';
+import { clientTool } from '../loop/client-tools.ts';
 import { createCompleteTool } from '../loop/complete-tool.ts';
 import { guardModel } from '../loop/model-guard.ts';
 import { errorMessage, runAgent, type AnsweredCall, type DecidedCall } from '../loop/run-agent.ts';
@@ -30,6 +31,8 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
   const tools = toolNames
     .map((name) => (name === 'complete' ? createCompleteTool(body.options?.outputSchema) : workspaceTools[name]))
     .filter((t) => t !== undefined);
+  // The caller's own tools, but not one its rules deny whole.
+  for (const spec of body.options?.clientTools ?? []) if (!deniedWhole(rules, spec.name)) tools.push(clientTool(spec));
   const toolContext: ToolContext = {
     workspace,
     signal,
@@ -53,7 +56,7 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
     system: buildSystemPrompt(def, {
       now: new Date(deps.now()),
       timezone: body.context.timezone,
-      tools: toolNames,
+      tools: tools.map((t) => t.name),
     }),
     messages: await conversationOf(ctx, row, body),
     beforeCall: async (): Promise<Pause | null> => {
@@ -122,42 +125,44 @@ async function conversationOf(ctx: RunContext, row: TaskRow, body: CreateTaskBod
 const commandOf = (input: unknown) =>
   typeof input === 'object' && input !== null && typeof (input as { command?: unknown }).command === 'string' ? (input as { command: string }).command : '';
 
-/** The pause a step's asked calls put the task in, and the calls it waits on (each asked one with a request id). */
+/** Request ids: `apr_` for an approval, `tlr_` for a caller-run tool's call, then a ULID. */
+const requestIdOf = (decision: DecidedCall['decision'], now: number) =>
+  decision === 'ask' ? `apr_${ulid(now)}` : decision === 'client' ? `tlr_${ulid(now)}` : '';
+
+/**
+ * The pause a step's waiting calls put the task in (its reason the first request's kind), and the
+ * calls it waits on (each asked one with a request id).
+ */
 function approvalOf(ctx: RunContext, row: TaskRow, step: number, calls: DecidedCall[]): { pause: ApprovalPause; waiting: WaitingCalls } {
   const now = ctx.deps.now();
-  const waiting: WaitingCalls = {
-    step,
-    calls: calls.map((c) => ({ ...c, requestId: c.decision === 'ask' ? `apr_${ulid(now)}` : '', answer: null })),
-    ran: false,
-  };
+  const waiting: WaitingCalls = { step, calls: calls.map((c) => ({ ...c, requestId: requestIdOf(c.decision, now), answer: null })), ran: false };
   const pending = waiting.calls
-    .filter((c) => c.decision === 'ask')
-    .map((c) => ({ requestId: c.requestId, toolCallId: c.toolCallId, toolName: c.toolName, input: c.input, answer: null }));
+    .filter((c) => c.decision === 'ask' || c.decision === 'client')
+    .map((c) => ({
+      requestId: c.requestId,
+      toolCallId: c.toolCallId,
+      toolName: c.toolName,
+      input: c.input,
+      kind: c.decision === 'ask' ? ('approval' as const) : ('tool' as const),
+      answer: null,
+    }));
   const timeoutMs = row.request.options?.approvalTimeoutMs ?? ctx.deps.approvalTimeoutMs;
-  const first = pending[0];
-  return {
-    pause: {
-      reason: 'approval',
-      ...first,
-      since: iso(now),
-      expiresAt: iso(now + timeoutMs),
-      pending: pending.map(({ answer: _none, ...p }) => ({ ...p, answer: null })),
-    },
-    waiting,
-  };
+  const { kind, answer: _none, ...first } = pending[0];
+  return { pause: { reason: kind, ...first, since: iso(now), expiresAt: iso(now + timeoutMs), pending }, waiting };
 }
 
 /** A resume after approval: the calls the caller (or the timeout) answered, not yet acted on. */
 function answeredCalls(row: TaskRow): AnsweredCall[] | undefined {
   const waiting = row.waitingCalls;
   if (!waiting || waiting.ran || waiting.step !== row.steps) return undefined;
-  return waiting.calls
-    .filter((c) => c.decision === 'ask' && c.answer)
-    .map((c) => ({
-      toolCallId: c.toolCallId,
-      toolName: c.toolName,
-      input: c.answer!.input ?? c.input,
-      allow: c.answer!.decision === 'allow',
-      message: c.answer!.message ?? (c.answer!.by === 'timeout' ? 'denied: no answer came within the approval timeout' : 'denied by the caller'),
-    }));
+  return waiting.calls.flatMap((c): AnsweredCall[] => {
+    if (c.decision === 'client' && c.answer) {
+      const result = c.answer.by === 'timeout' ? { error: 'no result came from the caller within the timeout' } : c.answer;
+      return [{ toolCallId: c.toolCallId, toolName: c.toolName, input: c.input, allow: true, message: '', result }];
+    }
+    if (c.decision !== 'ask' || !c.answer) return [];
+    const a = c.answer;
+    const message = a.message ?? (a.by === 'timeout' ? 'denied: no answer came within the approval timeout' : 'denied by the caller');
+    return [{ toolCallId: c.toolCallId, toolName: c.toolName, input: a.input ?? c.input, allow: a.decision === 'allow', message }];
+  });
 }

@@ -132,22 +132,24 @@ export function createTaskRunner(deps: RunnerDeps) {
 }
 
 /**
- * A budget was reached, or calls wait for approval: `running → paused` with `task.paused` (and an
- * `approval.requested` per call waiting), in one transaction; the slot is freed.
+ * A budget was reached, or calls wait on the caller: `running → paused` with `task.paused` (and an
+ * `approval.requested` or `tool.requested` per call waiting), in one transaction; the slot is freed.
  */
 async function pause(ctx: RunContext, row: TaskRow, { pause: why, waiting }: { pause: Pause; waiting?: WaitingCalls }, log: Logger): Promise<TaskRow> {
   const now = ctx.deps.now();
   await ctx.ownedTransaction(row, async (s, append) => {
-    if (why.reason === 'approval' && waiting) {
+    if (why.reason !== 'budget' && waiting) {
       await s.pauseForApproval(row.id, why, waiting, now, Date.parse(why.expiresAt));
-      for (const p of why.pending)
-        append(row, 'approval.requested', { requestId: p.requestId, toolCallId: p.toolCallId, toolName: p.toolName, input: p.input });
+      for (const p of why.pending) {
+        const request = { requestId: p.requestId, toolCallId: p.toolCallId, toolName: p.toolName, input: p.input };
+        append(row, p.kind === 'approval' ? 'approval.requested' : 'tool.requested', request);
+      }
     } else {
       await s.pause(row.id, why, now);
     }
     append(row, 'task.paused', why);
   });
-  log.info({ pause: why }, why.reason === 'approval' ? 'task waits for approval' : 'task paused at a budget');
+  log.info({ pause: why }, why.reason === 'budget' ? 'task paused at a budget' : 'task waits on the caller');
   return (await ctx.deps.store.getById(row.id))!;
 }
 

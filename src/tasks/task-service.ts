@@ -1,6 +1,6 @@
 import { monotonicFactory } from 'ulid';
 import { AppError, notFound, shuttingDown } from '../errors/app-error.ts';
-import type { CreateTaskBody, Progress, TaskBudget, TaskOutput } from '../shapes/task.ts';
+import type { CreateTaskBody, Progress, TaskBudget, TaskOutput, ToolResultBody } from '../shapes/task.ts';
 import { CHANNELS } from '../store/cluster-store.ts';
 import { nextPage } from '../store/paging.ts';
 import type { TaskRow } from '../store/schema.ts';
@@ -197,6 +197,11 @@ export function createTaskService(deps: TaskServiceDeps) {
      */
     async answerApproval(tenant: string, id: string, requestId: string, reply: ApprovalReply): Promise<TaskRow> {
       return approvals.answer(await service.get(tenant, id), requestId, reply);
+    },
+
+    /** The caller's result of a caller-run tool's call (approval-system.ts), answered like an approval. */
+    async submitToolResult(tenant: string, id: string, requestId: string, result: ToolResultBody): Promise<TaskRow> {
+      return approvals.submitToolResult(await service.get(tenant, id), requestId, result);
     },
 
     /** Cancels a queued, running or paused task; a finished task is returned as it is. */

@@ -25,6 +25,10 @@ export interface WorkspaceTool<I = unknown> {
   name: string;
   description: string;
   inputSchema: z.ZodType<I>;
+  /** The input's JSON Schema as the provider is sent it, when it is not made from `inputSchema` (a caller-run tool's). */
+  jsonSchema?: Record<string, unknown>;
+  /** Run by the caller (`options.clientTools`): a call pauses the task until the caller posts its result; `execute` is never called. */
+  caller?: boolean;
   readOnly: boolean;
   execute(input: I, ctx: ToolContext): Promise<unknown>;
 }

@@ -176,6 +176,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tasks/{id}/tool-results/{requestId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Post the result of a caller-run tool's call
+         * @description `{ output }` is what the model reads as the tool's result, `{ error }` a tool error it reads. Once every request of the step is answered the task goes on (task.resumed). The same result again is 200; a different one (or one after the timeout failed the call) 409 tool_result_submitted; an unknown request 404; a task that ended first 409 task_finished.
+         */
+        post: operations["submitToolResult"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/usage": {
         parameters: {
             query?: never;
@@ -600,6 +620,16 @@ export interface components {
             phase: "queued" | "model" | "tool" | "paused";
             step: number;
             tool?: string;
+            /** @enum {string} */
+            reason?: "budget" | "approval" | "tool";
+            pending?: {
+                requestId: string;
+                toolCallId: string;
+                toolName: string;
+                input: unknown;
+                /** @enum {string} */
+                kind: "approval" | "tool";
+            }[];
             phaseSince: string;
             lastActivityAt: string;
             usage: components["schemas"]["Usage"];
@@ -628,7 +658,9 @@ export interface components {
                 toolCallId: string;
                 toolName: string;
                 input: unknown;
-                answer: {
+                /** @enum {string} */
+                kind: "approval" | "tool";
+                answer: ({
                     /** @enum {string} */
                     decision: "allow" | "deny";
                     message?: string;
@@ -637,7 +669,42 @@ export interface components {
                     };
                     /** @enum {string} */
                     by: "caller" | "timeout";
-                } | null;
+                } | {
+                    /** @enum {string} */
+                    by: "caller" | "timeout";
+                    isError: boolean;
+                }) | null;
+            }[];
+        } | {
+            requestId: string;
+            toolCallId: string;
+            toolName: string;
+            input: unknown;
+            /** @constant */
+            reason: "tool";
+            since: string;
+            expiresAt: string;
+            pending: {
+                requestId: string;
+                toolCallId: string;
+                toolName: string;
+                input: unknown;
+                /** @enum {string} */
+                kind: "approval" | "tool";
+                answer: ({
+                    /** @enum {string} */
+                    decision: "allow" | "deny";
+                    message?: string;
+                    input?: {
+                        [key: string]: unknown;
+                    };
+                    /** @enum {string} */
+                    by: "caller" | "timeout";
+                } | {
+                    /** @enum {string} */
+                    by: "caller" | "timeout";
+                    isError: boolean;
+                }) | null;
             }[];
         };
         StandingBudget: {
@@ -654,7 +721,7 @@ export interface components {
         Webhook: {
             id: string;
             url: string;
-            events: ("task.started" | "task.finished" | "task.paused" | "task.resumed" | "approval.requested")[];
+            events: ("task.started" | "task.finished" | "task.paused" | "task.resumed" | "approval.requested" | "tool.requested")[];
             createdAt: string;
             failingSince: string | null;
             disabled: {
@@ -665,7 +732,7 @@ export interface components {
         CreatedWebhook: {
             id: string;
             url: string;
-            events: ("task.started" | "task.finished" | "task.paused" | "task.resumed" | "approval.requested")[];
+            events: ("task.started" | "task.finished" | "task.paused" | "task.resumed" | "approval.requested" | "tool.requested")[];
             createdAt: string;
             failingSince: string | null;
             disabled: {
@@ -680,7 +747,7 @@ export interface components {
         WebhookDelivery: {
             id: string;
             /** @enum {string} */
-            event: "task.started" | "task.finished" | "task.paused" | "task.resumed" | "approval.requested";
+            event: "task.started" | "task.finished" | "task.paused" | "task.resumed" | "approval.requested" | "tool.requested";
             taskId: string;
             attempts: number;
             /** @enum {string} */
@@ -696,7 +763,7 @@ export interface components {
         };
         WebhookPayload: {
             /** @enum {string} */
-            type: "task.started" | "task.finished" | "task.paused" | "task.resumed" | "approval.requested";
+            type: "task.started" | "task.finished" | "task.paused" | "task.resumed" | "approval.requested" | "tool.requested";
             timestamp: string;
             data: {
                 taskId: string;
@@ -931,6 +998,32 @@ export interface components {
         } | {
             seq: number;
             /** @constant */
+            type: "tool.requested";
+            taskId: string;
+            parentSeq?: number;
+            at: string;
+            data: {
+                requestId: string;
+                toolCallId: string;
+                toolName: string;
+                input: unknown;
+            };
+        } | {
+            seq: number;
+            /** @constant */
+            type: "tool.answered";
+            taskId: string;
+            parentSeq?: number;
+            at: string;
+            data: {
+                requestId: string;
+                /** @enum {string} */
+                by: "caller" | "timeout";
+                isError: boolean;
+            };
+        } | {
+            seq: number;
+            /** @constant */
             type: "task.finished";
             taskId: string;
             parentSeq?: number;
@@ -947,6 +1040,16 @@ export interface components {
                 phase?: "queued" | "model" | "tool" | "paused";
                 step?: number;
                 tool?: string;
+                /** @enum {string} */
+                reason?: "budget" | "approval" | "tool";
+                pending?: {
+                    requestId: string;
+                    toolCallId: string;
+                    toolName: string;
+                    input: unknown;
+                    /** @enum {string} */
+                    kind: "approval" | "tool";
+                }[];
                 phaseSince?: string;
                 lastActivityAt?: string;
                 usage?: components["schemas"]["Usage"];
@@ -1027,7 +1130,7 @@ export interface components {
         CreateWebhookBody: {
             /** Format: uri */
             url: string;
-            events?: ("task.started" | "task.finished" | "task.paused" | "task.resumed" | "approval.requested")[];
+            events?: ("task.started" | "task.finished" | "task.paused" | "task.resumed" | "approval.requested" | "tool.requested")[];
         };
         TaskBudget: {
             maxTokens?: number;
@@ -1046,6 +1149,13 @@ export interface components {
                 [key: string]: "allow" | "ask" | "deny";
             };
             approvalTimeoutMs?: number;
+            clientTools?: {
+                name: string;
+                description: string;
+                inputSchema: {
+                    [key: string]: unknown;
+                };
+            }[];
         };
     };
     responses: never;
@@ -1875,6 +1985,118 @@ export interface operations {
                     input?: {
                         [key: string]: unknown;
                     };
+                };
+            };
+        };
+        responses: {
+            /** @description The task as it is now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Task"];
+                };
+            };
+            /** @description Invalid request: `error.details` names each field and what is wrong with it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong API key (only while API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such task, workspace, file or route for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This Idempotency-Key was already used with a different body */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit, queue limit or auth-failure limit was reached; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected failure of the service */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Shutting down, overloaded, or the database cannot be written; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    submitToolResult: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                requestId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    output: unknown;
+                } | {
+                    error: string;
                 };
             };
         };
