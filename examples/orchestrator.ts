@@ -1,6 +1,8 @@
 /**
  * An orchestrator on the ai SDK with subagentd's `task` tool: the parent model delegates, the
  * subagents run in subagentd, the parent keeps only each task's summary, output and file pointers.
+ * Run directly, the subagents ask before each command (the terminal's user answers y/N), and may
+ * call `parent_notes`, a tool that runs here, in the orchestrator's process.
  *
  *   SUBAGENTD_URL=http://127.0.0.1:8787 OPENAI_API_KEY=sk-... npx tsx examples/orchestrator.ts "Summarise the errors in logs/"
  *
@@ -8,8 +10,10 @@
  * test/orchestrator.test.ts runs `orchestrate` below against the scripted model.
  */
 import { createOpenAI } from '@ai-sdk/openai';
-import { stepCountIs, streamText, type LanguageModel } from 'ai';
-import { createSubagentClient, createTaskTool, type SubagentClient, type TaskProgress } from '@subagentd/client';
+import { createInterface } from 'node:readline/promises';
+import { stepCountIs, streamText, tool, type LanguageModel, type Tool } from 'ai';
+import { z } from 'zod';
+import { createSubagentClient, createTaskTool, type SubagentClient, type TaskProgress, type TaskToolOptions } from '@subagentd/client';
 
 export interface OrchestrateOptions {
   model: LanguageModel;
@@ -20,10 +24,14 @@ export interface OrchestrateOptions {
   /** Called with each preliminary result of a running task (for a UI). */
   onProgress?: (progress: TaskProgress) => void;
   abortSignal?: AbortSignal;
+  /** The subagents' permission rules, who answers their approval requests, and tools they may call here. */
+  permissions?: TaskToolOptions['permissions'];
+  onApproval?: TaskToolOptions['onApproval'];
+  clientTools?: Record<string, Tool>;
 }
 
-export async function orchestrate({ model, client, parentTaskId, userId, prompt, onProgress, abortSignal }: OrchestrateOptions) {
-  const task = await createTaskTool({ client, context: { parentTaskId, userId } });
+export async function orchestrate({ model, client, parentTaskId, userId, prompt, onProgress, abortSignal, ...callers }: OrchestrateOptions) {
+  const task = await createTaskTool({ client, context: { parentTaskId, userId }, ...callers });
   const result = streamText({
     model,
     system: 'You are an orchestrator. Delegate work with the task tool; answer with what the subagents delivered.',
@@ -50,6 +58,22 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     userId: 'u-example',
     prompt: process.argv[2] ?? 'Use a subagent to list the files of the workspace, then tell me what it found.',
     onProgress: (p) => console.error(`  ${p.taskId} ${p.event}${p.toolName ? ` ${p.toolName}` : ''}`),
+    // Each command a subagent wants to run waits for the terminal's user.
+    permissions: { bash: 'ask' },
+    onApproval: async ({ toolName, input }) => {
+      const terminal = createInterface({ input: process.stdin, output: process.stderr });
+      const yes = (await terminal.question(`Allow ${toolName} ${JSON.stringify(input)}? [y/N] `)).trim().toLowerCase() === 'y';
+      terminal.close();
+      return yes ? 'allow' : { decision: 'deny', message: 'the user said no' };
+    },
+    // A tool of the orchestrator the subagents may call: it runs here, not in subagentd.
+    clientTools: {
+      parent_notes: tool({
+        description: "Read the orchestrator's notes on a topic",
+        inputSchema: z.object({ topic: z.string() }),
+        execute: async ({ topic }) => ({ topic, notes: `Nothing is known yet about ${topic}.` }),
+      }),
+    },
   });
   console.log(text);
 }

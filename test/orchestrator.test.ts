@@ -1,9 +1,10 @@
 import { createOpenAI } from '@ai-sdk/openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSubagentClient, createTaskTool, type TaskProgress } from '@subagentd/client';
+import { createSubagentClient, createTaskTool, type ApprovalRequestInfo, type TaskProgress } from '@subagentd/client';
+import { tool } from 'ai';
 import { z } from 'zod';
-import { orchestrate } from '../examples/orchestrator';
-import { startService, taskEnd, TEST_API_KEY, type TestService } from './support/harness';
+import { orchestrate, type OrchestrateOptions } from '../examples/orchestrator';
+import { startService, storedEvents, taskEnd, TEST_API_KEY, type TestService } from './support/harness';
 
 /**
  * A parent ai-SDK loop (examples/orchestrator.ts) with `createTaskTool` against a real service,
@@ -36,8 +37,8 @@ function scriptBashSubagent(marker: string, done: (stdout: string) => Record<str
   );
 }
 
-const run = (prompt: string, onProgress?: (p: TaskProgress) => void, abortSignal?: AbortSignal) =>
-  orchestrate({ model: parent(), client: client(), parentTaskId: 'T-orch', userId: 'u-orch', prompt, onProgress, abortSignal });
+const run = (prompt: string, onProgress?: (p: TaskProgress) => void, abortSignal?: AbortSignal, callers: Partial<OrchestrateOptions> = {}) =>
+  orchestrate({ model: parent(), client: client(), parentTaskId: 'T-orch', userId: 'u-orch', prompt, onProgress, abortSignal, ...callers });
 
 describe('an orchestrator with the task tool', () => {
   it('a subagent runs a pipeline and returns its second line: beta', async () => {
@@ -123,6 +124,58 @@ describe('an orchestrator with the task tool', () => {
     const ended = await taskEnd(svc, taskId!);
     expect(ended.status).toBe('aborted');
     expect(ended.error.code).toBe('cancelled');
+  });
+
+  it("answers a subagent's approvals and runs its calls of the orchestrator's own tools, in the orchestrator's process", async () => {
+    svc.model.script('SUB-ASKS', (ctx) =>
+      ctx.turn === 0
+        ? {
+            toolCalls: [
+              { name: 'bash', args: { command: 'echo approved' } },
+              { name: 'bash', args: { command: 'rm -rf /tmp/nothing' } },
+              { name: 'parent_notes', args: { topic: 'release' } },
+            ],
+          }
+        : { toolCalls: [{ name: 'complete', args: { paths: [], summary: ctx.toolResults.map((r) => r.content).join(' | ') } }] },
+    );
+    scriptParent('ORCH-ASKS', { subagent_type: 'general', description: 'Asks first', prompt: 'SUB-ASKS' }, (r) => r.summary);
+    const asked: ApprovalRequestInfo[] = [];
+    const notesCalls: string[] = [];
+    const { text } = await run('ORCH-ASKS', undefined, undefined, {
+      permissions: { bash: 'ask' },
+      onApproval: async (request) => {
+        asked.push(request);
+        return String((request.input as { command: string }).command).startsWith('rm') ? { decision: 'deny', message: 'not that one' } : 'allow';
+      },
+      clientTools: {
+        parent_notes: tool({
+          description: "The orchestrator's notes",
+          inputSchema: z.object({ topic: z.string() }),
+          execute: async ({ topic }) => {
+            notesCalls.push(topic);
+            return { notes: `NOTES-ON-${topic}` };
+          },
+        }),
+      },
+    });
+    expect(asked.map((a) => (a.input as { command: string }).command)).toEqual(['echo approved', 'rm -rf /tmp/nothing']);
+    expect(asked[0]).toMatchObject({ subagentType: 'general', toolName: 'bash', requestId: expect.stringMatching(/^apr_/) });
+    expect(notesCalls).toEqual(['release']);
+    // The subagent read the allowed command's output, the denial, and the orchestrator's notes.
+    expect(text).toContain('approved');
+    expect(text).toContain('not that one');
+    expect(text).toContain('NOTES-ON-release');
+    const events = await storedEvents(svc, asked[0].taskId);
+    // Answered concurrently, each once, by the caller.
+    const answered = events.filter((e) => e.type === 'approval.answered' || e.type === 'tool.answered').map((e) => e.data);
+    expect(answered).toHaveLength(3);
+    expect(answered).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ decision: 'allow', by: 'caller' }),
+        expect.objectContaining({ decision: 'deny', by: 'caller' }),
+        { requestId: expect.stringMatching(/^tlr_/), by: 'caller', isError: false },
+      ]),
+    );
   });
 
   it("offers the service's definitions as the subagent_type enum, each with its description", async () => {

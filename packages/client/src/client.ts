@@ -5,6 +5,7 @@ import { readEventStream } from './event-stream.ts';
 import { readSocket, socketConstructor, type SocketConstructor, type SocketEnd } from './socket.ts';
 import type {
   AgentSummary,
+  ApprovalDecision,
   CreatedWebhook,
   CreateTaskBody,
   CreateWebhookBody,
@@ -20,6 +21,7 @@ import type {
   TaskList,
   TaskOutput,
   TaskStatus,
+  ToolResult,
   UsageQuery,
   UsageRecordList,
   UsageRecordsQuery,
@@ -227,6 +229,26 @@ export function createSubagentClient(options: SubagentClientOptions) {
     /** `POST /tasks/:id/resume`, optionally raising the task's own budget. */
     resume: (id: string, budget?: TaskBudget, o?: RequestOptions) =>
       json<TaskOutput>({ method: 'POST', path: `/tasks/${seg(id)}/resume`, json: budget ? { budget } : {}, idempotent: false, signal: o?.signal }),
+    /**
+     * Answers approval request `requestId` (`POST /tasks/:id/approvals/:requestId`): `'allow'`,
+     * `'deny'`, or `{ decision, message?, input? }`. The same answer again is fine (so it is retried
+     * safely); a different one is a 409 `approval_answered`.
+     */
+    approve: (id: string, requestId: string, decision: ApprovalDecision | ApprovalDecision['decision'], o?: RequestOptions) =>
+      json<TaskOutput>({
+        method: 'POST',
+        path: `/tasks/${seg(id)}/approvals/${seg(requestId)}`,
+        json: typeof decision === 'string' ? { decision } : decision,
+        idempotent: true,
+        signal: o?.signal,
+      }),
+    /**
+     * Posts the result of a caller-run tool's call (`POST /tasks/:id/tool-results/:requestId`):
+     * `{ output }` or `{ error }`. The same result again is fine; a different one is a 409
+     * `tool_result_submitted`.
+     */
+    submitToolResult: (id: string, requestId: string, result: ToolResult, o?: RequestOptions) =>
+      json<TaskOutput>({ method: 'POST', path: `/tasks/${seg(id)}/tool-results/${seg(requestId)}`, json: result, idempotent: true, signal: o?.signal }),
     /** The conversation as the model saw it (`GET /tasks/:id/messages`). */
     messages: async (id: string, o?: RequestOptions) => (await get<{ messages: ModelMessage[] }>(`/tasks/${seg(id)}/messages`, undefined, o)).messages,
     /** A steering message, given to the model before its next step (`POST /tasks/:id/messages`). */

@@ -21,7 +21,7 @@ export { SubagentApiError } from './errors.ts';
 export type { RetryOptions } from './retry.ts';
 export type { SocketConstructor } from './socket.ts';
 export { compactTaskOutput, createTaskTool } from './task-tool.ts';
-export type { TaskProgress, TaskToolContext, TaskToolOptions, TaskToolOutput } from './task-tool.ts';
+export type { ApprovalRequestInfo, TaskProgress, TaskToolContext, TaskToolOptions, TaskToolOutput } from './task-tool.ts';
 export { verifyWebhook, WebhookVerificationError } from './verify-webhook.ts';
 export type { VerifyWebhookOptions } from './verify-webhook.ts';
 export type * from './types.ts';

@@ -1,7 +1,7 @@
-import { tool, type JSONValue } from 'ai';
+import { asSchema, tool, type JSONValue, type Tool } from 'ai';
 import { z } from 'zod';
 import type { SubagentClient } from './client.ts';
-import type { AgentSummary, StreamMessage, TaskOutput } from './types.ts';
+import type { AgentSummary, ApprovalDecision, ClientToolSpec, StreamMessage, TaskOutput, ToolResult } from './types.ts';
 
 /** What the parent's task tool inherits from the parent task (the tool call id comes per call). */
 export interface TaskToolContext {
@@ -17,6 +17,35 @@ export interface TaskToolOptions {
   agents?: AgentSummary[];
   /** Only these subagent types (default: all). */
   only?: string[];
+  /**
+   * Permission rules for every subagent this tool starts (`options.permissions`: `allow | ask |
+   * deny` per tool or `bash(<glob>)`); they only narrow each definition's own.
+   */
+  permissions?: Record<string, 'allow' | 'ask' | 'deny'>;
+  /**
+   * Answers the approval requests of the subagents this tool starts, while they run (a tool call
+   * whose permission rule is `ask`): route it to the orchestrator's user, or decide by a rule of
+   * your own. Without it, a subagent that waits for approval ends the tool call with the paused
+   * task, for the parent to decide.
+   */
+  onApproval?: (request: ApprovalRequestInfo, options: { abortSignal?: AbortSignal }) => Promise<ApprovalDecision | ApprovalDecision['decision']>;
+  /**
+   * The orchestrator's own tools, offered to every subagent this tool starts (`options.clientTools`):
+   * ai SDK tools with an `execute`, run here, in the orchestrator's process, when a subagent calls
+   * them; what they return (or the error they throw) goes back to the subagent as the tool's result.
+   */
+  clientTools?: Record<string, Tool>;
+}
+
+/** An approval request of a subagent, as `onApproval` is asked it. */
+export interface ApprovalRequestInfo {
+  taskId: string;
+  requestId: string;
+  subagentType: string;
+  /** The call waiting: the subagent's tool and the input its model gave. */
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
 }
 
 /** A preliminary result: what the subagent is doing now (for UIs; the model never sees it). */
@@ -57,7 +86,7 @@ const INSTRUCTIONS =
  * twice), yields progress as preliminary results, and ends with the TaskOutput. When the parent's
  * abort signal fires the task is cancelled. The model sees only `compactTaskOutput`.
  */
-export async function createTaskTool({ client, context, agents, only }: TaskToolOptions) {
+export async function createTaskTool({ client, context, agents, only, permissions, onApproval, clientTools = {} }: TaskToolOptions) {
   const all = agents ?? (await client.agents.list());
   const offered = all.filter((a) => !only || only.includes(a.type));
   if (offered.length === 0) throw new Error('createTaskTool: the service offers no subagent type to choose from');
@@ -82,6 +111,14 @@ export async function createTaskTool({ client, context, agents, only }: TaskTool
       .describe('A JSON Schema the subagent must answer with; the validated value comes back as `output`.'),
   });
 
+  const specs: ClientToolSpec[] = await Promise.all(
+    Object.entries(clientTools).map(async ([name, t]) => ({
+      name,
+      description: t.description ?? name,
+      inputSchema: (await asSchema(t.inputSchema).jsonSchema) as Record<string, unknown>,
+    })),
+  );
+
   return tool({
     description: INSTRUCTIONS,
     inputSchema,
@@ -94,22 +131,30 @@ export async function createTaskTool({ client, context, agents, only }: TaskTool
           ...(shell ? { command: input.prompt } : { prompt: input.prompt }),
           ...(input.task_id ? { task_id: input.task_id } : {}),
           context: { ...context, toolCallId },
-          ...(input.output_schema ? { options: { outputSchema: input.output_schema } } : {}),
+          options: {
+            ...(input.output_schema && { outputSchema: input.output_schema }),
+            ...(specs.length > 0 && !shell && { clientTools: specs }),
+            ...(permissions && { permissions }),
+          },
         },
         { signal: abortSignal },
       );
       const cancel = () => void client.tasks.cancel(id).catch(() => {});
       abortSignal?.addEventListener('abort', cancel, { once: true });
+      const answering = callerAnswers(client, id, input.subagent_type, { onApproval, clientTools, abortSignal });
       try {
         for await (const m of client.tasks.stream(id, { signal: abortSignal })) {
+          answering.rethrow();
           if (m.type === 'task.finished') {
             yield m.data;
             return;
           }
+          if (m.type === 'approval.requested' || m.type === 'tool.requested') answering.start(m.type, m.data);
           if (m.type === 'task.paused') {
-            // A budget stopped it: the parent learns now (status paused) instead of waiting blind.
+            // A budget stopped it, or it waits for an answer nobody here gives: the parent learns
+            // now (status paused) instead of waiting blind.
             const now = await client.tasks.get(id);
-            if (now.status === 'paused') {
+            if (now.status === 'paused' && !answering.answersAll(now)) {
               yield now;
               return;
             }
@@ -132,3 +177,77 @@ export async function createTaskTool({ client, context, agents, only }: TaskTool
     toModelOutput: ({ output }) => ({ type: 'json', value: ('id' in output ? compactTaskOutput(output) : output) as JSONValue }),
   });
 }
+
+type Request = { requestId: string; toolCallId: string; toolName: string; input: unknown };
+
+/**
+ * The answers this process gives while a subagent runs: approvals (`onApproval`) and the
+ * orchestrator's own tools (`clientTools`), each request answered once and at most once per stream
+ * replay (a request already answered is skipped). Answers run concurrently with the stream; a
+ * handler that throws answers for itself (an approval is denied, a tool call returns the error),
+ * and a failure to send an answer is thrown from the stream's next message.
+ */
+function callerAnswers(
+  client: SubagentClient,
+  taskId: string,
+  subagentType: string,
+  o: { onApproval?: TaskToolOptions['onApproval']; clientTools: Record<string, Tool>; abortSignal?: AbortSignal },
+) {
+  let failure: unknown = null;
+  const signal = o.abortSignal;
+  const handles = (kind: 'approval' | 'tool', toolName: string) => (kind === 'approval' ? o.onApproval !== undefined : o.clientTools[toolName] !== undefined);
+
+  async function decide(request: Request): Promise<ApprovalDecision> {
+    try {
+      const answer = await o.onApproval!({ taskId, subagentType, ...request }, { abortSignal: signal });
+      return typeof answer === 'string' ? { decision: answer } : answer;
+    } catch (err) {
+      return { decision: 'deny', message: `the orchestrator could not decide: ${messageOf(err)}` };
+    }
+  }
+
+  async function run(request: Request): Promise<ToolResult> {
+    try {
+      const t = o.clientTools[request.toolName];
+      if (!t.execute) throw new Error(`the tool ${request.toolName} has no execute here`);
+      const ran: unknown = await t.execute(request.input, { toolCallId: request.toolCallId, messages: [], abortSignal: signal });
+      return { output: (await lastOf(ran)) ?? null };
+    } catch (err) {
+      return { error: messageOf(err) };
+    }
+  }
+
+  async function answer(kind: 'approval' | 'tool', request: Request): Promise<void> {
+    // A replayed request the task no longer waits for was answered already.
+    const now = await client.tasks.get(taskId, { signal });
+    if (!now.progress?.pending?.some((p) => p.requestId === request.requestId)) return;
+    if (kind === 'approval') await client.tasks.approve(taskId, request.requestId, await decide(request), { signal });
+    else await client.tasks.submitToolResult(taskId, request.requestId, await run(request), { signal });
+  }
+
+  return {
+    /** Every unanswered request of a paused task has a handler here (a budget pause never has). */
+    answersAll(task: TaskOutput): boolean {
+      const pending = task.progress?.pending;
+      return pending !== undefined && pending.length > 0 && pending.every((p) => handles(p.kind, p.toolName));
+    },
+    /** Answers a request in the background, if a handler here takes it. */
+    start(type: 'approval.requested' | 'tool.requested', request: Request): void {
+      const kind = type === 'approval.requested' ? 'approval' : 'tool';
+      if (handles(kind, request.toolName)) void answer(kind, request).catch((err: unknown) => (failure ??= err));
+    },
+    rethrow(): void {
+      if (failure) throw failure instanceof Error ? failure : new Error(messageOf(failure));
+    },
+  };
+}
+
+/** A tool's result: its value, or the last value a streaming tool (an async iterable) yielded. */
+async function lastOf(value: unknown): Promise<unknown> {
+  if (value === null || typeof value !== 'object' || !(Symbol.asyncIterator in value)) return value;
+  let last: unknown;
+  for await (const v of value as AsyncIterable<unknown>) last = v;
+  return last;
+}
+
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));

@@ -8,6 +8,7 @@ import type { components, operations } from './api-types.ts';
 
 type Schemas = components['schemas'];
 type Query<Op extends keyof operations> = NonNullable<operations[Op]['parameters']['query']>;
+type JsonBody<Op extends keyof operations> = NonNullable<operations[Op]['requestBody']> extends { content: { 'application/json': infer B } } ? B : never;
 
 export type CreateTaskBody = Schemas['CreateTaskBody'];
 export type TaskAccepted = Schemas['TaskAccepted'];
@@ -16,6 +17,14 @@ export type TaskStatus = TaskOutput['status'];
 export type TaskList = Schemas['TaskList'];
 export type ListTasksQuery = Query<'listTasks'>;
 export type TaskBudget = Schemas['TaskBudget'];
+/** The answer to an approval request: `allow` (optionally with a replaced `input`) or `deny` (with the `message` the model reads). */
+export type ApprovalDecision = JsonBody<'answerApproval'>;
+/** The result of a caller-run tool's call: `{ output }` (what the model reads) or `{ error }` (a tool error it reads). */
+export type ToolResult = JsonBody<'submitToolResult'>;
+/** A caller-run tool as the service takes it (`options.clientTools`). */
+export type ClientToolSpec = NonNullable<NonNullable<CreateTaskBody['options']>['clientTools']>[number];
+/** What a paused task waits for on the caller (`progress.pending`). */
+export type PendingRequest = NonNullable<NonNullable<TaskOutput['progress']>['pending']>[number];
 export type ModelMessage = Schemas['ModelMessage'];
 export type Heartbeat = Schemas['Heartbeat'];
 export type StreamMessage = Schemas['StreamMessage'];
