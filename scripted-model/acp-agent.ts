@@ -79,7 +79,7 @@ const app = acp
     if (prompt.includes('ACP-PERMISSION')) {
       const answer = await client.request(acp.methods.client.session.requestPermission, {
         sessionId: params.sessionId,
-        toolCall: { toolCallId: 'p1', title: 'Delete everything' },
+        toolCall: { toolCallId: 'p1', title: 'Delete everything', rawInput: { path: '/' } },
         options: [
           { optionId: 'yes', name: 'Allow', kind: 'allow_once' },
           { optionId: 'no', name: 'Reject', kind: 'reject_once' },

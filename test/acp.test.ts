@@ -33,6 +33,7 @@ beforeAll(async () => {
   mkdirSync(path.join(dir, 'agents'));
   writeFileSync(path.join(dir, 'agents', 'scripted-acp.md'), definition('scripted-acp'));
   writeFileSync(path.join(dir, 'agents', 'scripted-acp-deny.md'), definition('scripted-acp-deny', 'permission: deny'));
+  writeFileSync(path.join(dir, 'agents', 'scripted-acp-ask.md'), definition('scripted-acp-ask', 'permission: ask'));
   writeFileSync(
     path.join(dir, 'agents', 'missing-agent.md'),
     '---\nname: missing-agent\ndescription: An agent whose command does not exist\nkind: acp\ncommand: /nonexistent/acp-agent\n---\n',
@@ -108,6 +109,51 @@ describe('ACP agents as subagents', () => {
   it("answers permission requests by the definition's policy", async () => {
     expect((await taskEnd(svc, await run('ACP-PERMISSION'))).summary).toBe('permission: yes');
     expect((await taskEnd(svc, await run('ACP-PERMISSION', 'scripted-acp-deny'))).summary).toBe('permission: no');
+  });
+
+  it('forwards permission requests as approvals with permission: ask; the agent waits, past its stall timeout, for the answer', async () => {
+    const asked = async (id: string) => {
+      await until(async () => (await svc.inject({ url: `/tasks/${id}` })).json().progress?.pending?.length === 1);
+      return (await svc.inject({ url: `/tasks/${id}` })).json();
+    };
+    const answer = (id: string, requestId: string, body: object) => svc.inject({ method: 'POST', url: `/tasks/${id}/approvals/${requestId}`, payload: body });
+
+    const allowed = await run('ACP-PERMISSION', 'scripted-acp-ask');
+    const waiting = await asked(allowed);
+    // The agent's process waits with its session: the task runs on, and says what it waits for.
+    expect(waiting).toMatchObject({ status: 'running', pause: null, progress: { reason: 'approval' } });
+    const [request] = waiting.progress.pending;
+    expect(request).toMatchObject({ kind: 'approval', toolName: 'Delete everything', input: { path: '/' }, requestId: expect.stringMatching(/^apr_/) });
+    // Longer than the agent's stall timeout (4 s here): waiting for the caller is no stall.
+    await new Promise((r) => setTimeout(r, 4500));
+    const given = await answer(allowed, request.requestId, { decision: 'allow' });
+    expect(given.statusCode, given.body).toBe(200);
+    expect(await taskEnd(svc, allowed)).toMatchObject({ status: 'completed', summary: 'permission: yes' });
+    const events = (await storedEvents(svc, allowed)).filter((e) => e.type.startsWith('approval.'));
+    expect(events.map((e) => [e.type, e.data])).toEqual([
+      ['approval.requested', { requestId: request.requestId, toolCallId: 'p1', toolName: 'Delete everything', input: { path: '/' } }],
+      ['approval.answered', { requestId: request.requestId, decision: 'allow', by: 'caller' }],
+    ]);
+    const late = await answer(allowed, request.requestId, { decision: 'deny' });
+    expect([late.statusCode, late.json().error.code]).toEqual([409, 'approval_answered']);
+
+    const denied = await run('ACP-PERMISSION', 'scripted-acp-ask');
+    expect((await answer(denied, (await asked(denied)).progress.pending[0].requestId, { decision: 'deny' })).statusCode).toBe(200);
+    expect((await taskEnd(svc, denied)).summary).toBe('permission: no');
+
+    const res = await svc.inject({
+      method: 'POST',
+      url: '/tasks',
+      payload: taskBody({
+        subagent_type: 'scripted-acp-ask',
+        prompt: 'ACP-PERMISSION',
+        context: { parentTaskId: 'T-acp', userId: 'u-acp' },
+        options: { approvalTimeoutMs: 1000 },
+      }),
+    });
+    const unanswered = res.json().id as string;
+    expect((await taskEnd(svc, unanswered, { ms: 10_000 })).summary).toBe('permission: no');
+    expect((await storedEvents(svc, unanswered)).find((e) => e.type === 'approval.answered')!.data).toMatchObject({ decision: 'deny', by: 'timeout' });
   });
 
   it('refuses file writes outside the workspace', async () => {

@@ -51,6 +51,10 @@ function statusText(t: TaskOutput): string | null {
   if (t.status === 'paused' && t.pause?.reason === 'budget') {
     return `Paused at the ${t.pause.budget} budget (${t.pause.measure}: ${t.pause.spent} of ${t.pause.limit}). Raise it and resume the task.`;
   }
+  const asked = t.status === 'running' ? t.progress?.pending?.[0] : undefined;
+  if (asked) {
+    return `Waiting for approval of ${asked.toolName} (request ${asked.requestId}). Answer it with POST /tasks/${t.id}/approvals/${asked.requestId}.`;
+  }
   if (t.status === 'completed') return t.summary ?? '';
   if (t.error) return `${t.error.code}: ${t.error.message}`;
   return null;
@@ -58,8 +62,10 @@ function statusText(t: TaskOutput): string | null {
 
 export function statusOf(t: TaskOutput): TaskStatus {
   const text = statusText(t);
+  // An ACP agent that waits for the answer to its permission request runs on, but needs input.
+  const waiting = t.status === 'running' && (t.progress?.pending?.length ?? 0) > 0;
   return {
-    state: stateOf(t.status, t.error?.code),
+    state: waiting ? TaskState.TASK_STATE_INPUT_REQUIRED : stateOf(t.status, t.error?.code),
     message: text === null ? undefined : message(t, Role.ROLE_AGENT, `${t.id}-status-${t.status}`, [textPart(text)]),
     timestamp: t.completedAt ?? t.pause?.since ?? t.startedAt ?? t.createdAt,
   };

@@ -22,6 +22,11 @@ export interface AcpObserver {
   plan(entries: Array<{ content: string; priority: string; status: string }>): void;
   /** Anything from the agent: it is alive. */
   activity(): void;
+  /**
+   * `permission: ask`: the agent's permission request, as an approval for the caller; resolves
+   * with the caller's (or the timeout's) decision. The agent waits meanwhile, and is not stalled.
+   */
+  askPermission?(request: { toolCallId: string; toolName: string; input: unknown }): Promise<'allow' | 'deny'>;
 }
 
 export interface AcpRunOptions {
@@ -99,6 +104,8 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
   let text = '';
   let afterLastTool = '';
   let lastHeard = Date.now();
+  /** Permission requests waiting for the caller's answer. */
+  let waitingOnCaller = 0;
   const heard = () => {
     lastHeard = Date.now();
     observer.activity();
@@ -149,9 +156,25 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
           break;
       }
     })
-    .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
+    .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
       heard();
-      const wanted = def.acp.permission === 'deny' ? ['reject_once', 'reject_always'] : ['allow_once', 'allow_always'];
+      let decision: 'allow' | 'deny' = def.acp.permission === 'deny' ? 'deny' : 'allow';
+      if (def.acp.permission === 'ask' && observer.askPermission) {
+        // The caller decides; the agent's silence meanwhile is no stall.
+        waitingOnCaller += 1;
+        try {
+          const call = params.toolCall;
+          decision = await observer.askPermission({
+            toolCallId: call.toolCallId,
+            toolName: call.title || tools.get(call.toolCallId) || call.kind || 'tool',
+            input: call.rawInput ?? null,
+          });
+        } finally {
+          waitingOnCaller -= 1;
+          heard();
+        }
+      }
+      const wanted = decision === 'deny' ? ['reject_once', 'reject_always'] : ['allow_once', 'allow_always'];
       const option = wanted.map((k) => params.options.find((o) => o.kind === k)).find(Boolean);
       return { outcome: option ? { outcome: 'selected', optionId: option.optionId } : { outcome: 'cancelled' } };
     })
@@ -217,7 +240,7 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
   // The prompt turn races the process's end, a stall and the task's abort.
   const stallTimer = setInterval(
     () => {
-      if (Date.now() - lastHeard > opts.stallTimeoutMs) {
+      if (waitingOnCaller === 0 && Date.now() - lastHeard > opts.stallTimeoutMs) {
         fail({ code: 'agent_stalled', message: `the agent sent nothing for ${opts.stallTimeoutMs} ms` });
         connection.close();
       }

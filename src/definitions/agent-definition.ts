@@ -27,8 +27,11 @@ export const agentDefinitionSchema = z.object({
       args: z.array(z.string()),
       /** Names of service environment variables passed to the agent (nothing else is). */
       env: z.array(z.string()),
-      /** `allow_workspace`: permission requests are granted (the agent is confined anyway); `deny`: refused. */
-      permission: z.enum(['allow_workspace', 'deny']),
+      /**
+       * `allow_workspace`: permission requests are granted (the agent is confined anyway); `deny`:
+       * refused; `ask`: each is an approval request for the caller (the agent waits for the answer).
+       */
+      permission: z.enum(['allow_workspace', 'deny', 'ask']),
     })
     .optional(),
 });

@@ -42,7 +42,7 @@ export const agentFileSchema = z
     command: z.string().min(1).optional(),
     args: z.array(z.string()).default([]),
     env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name')).default([]),
-    permission: z.enum(['allow_workspace', 'deny']).default('allow_workspace'),
+    permission: z.enum(['allow_workspace', 'deny', 'ask']).default('allow_workspace'),
   })
   .superRefine((fm, ctx) => {
     if (fm.kind === 'acp' && !fm.command) ctx.addIssue({ code: 'custom', path: ['command'], message: 'is required when kind is "acp"' });

@@ -178,11 +178,14 @@ export const progressSchema = z.object({
   phase: z.enum(['queued', 'model', 'tool', 'paused']),
   step: z.number().int().describe('the step under way (the last finished one while queued or paused)'),
   tool: z.string().optional().describe('the tool running, in phase tool'),
-  reason: z.enum(['budget', 'approval', 'tool']).optional().describe("in phase paused: the pause's reason"),
+  reason: z
+    .enum(['budget', 'approval', 'tool'])
+    .optional()
+    .describe("in phase paused: the pause's reason; also while an ACP agent waits for the answer to its permission request"),
   pending: z
     .array(approvalRequestSchema.extend({ kind: z.enum(['approval', 'tool']) }))
     .optional()
-    .describe('in phase paused on the caller: the requests still unanswered'),
+    .describe('while the task waits on the caller: the requests still unanswered'),
   phaseSince: z.string(),
   lastActivityAt: z.string().describe("the last byte of the model's answer or the last output of the running tool"),
   usage: usageSchema,

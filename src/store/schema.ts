@@ -309,6 +309,11 @@ export interface WaitingCalls {
   calls: WaitingCall[];
   /** The resumed run has acted on the answers (their results are in the conversation). */
   ran: boolean;
+  /**
+   * The calls wait in a process that runs on (an ACP agent's permission requests): the task stays
+   * `running`, holding its slot and lease, and its runner reads the answers from here.
+   */
+  live?: boolean;
 }
 
 export type WaitingCall = ApprovalRequest & { rule: string | null; requestId: string } & (

@@ -263,8 +263,16 @@ export function createTaskStore(sql: SqlClient) {
      * task goes `paused → running` for any instance to continue (`resume_reason` approval), the
      * pause added to the time it spent paused.
      */
-    answerApprovals(taskId: string, before: WaitingCalls, after: WaitingCalls, pause: ApprovalPause, resume: boolean, at: number): Promise<boolean> {
+    answerApprovals(taskId: string, before: WaitingCalls, after: WaitingCalls, pause: ApprovalPause | null, resume: boolean, at: number): Promise<boolean> {
       return atomically(async (tx) => {
+        // Calls waiting in a running process: only the answers change; its runner reads them.
+        if (before.live) {
+          const changed = await tx.run(
+            `UPDATE tasks SET waiting_calls = ?, pause_until = ${resume ? 'NULL' : 'pause_until'} WHERE id = ? AND status = 'running' AND waiting_calls = ?`,
+            [JSON.stringify(after), taskId, JSON.stringify(before)],
+          );
+          return changed > 0;
+        }
         const changed = resume
           ? await tx.run(
               `UPDATE tasks SET waiting_calls = ?, status = 'running', pause = NULL, pause_until = NULL, owner = NULL, resume_reason = 'approval',
@@ -284,14 +292,22 @@ export function createTaskStore(sql: SqlClient) {
       });
     },
 
+    /** Calls of a running task that wait in its process for the caller's answer (`waiting.live`), unanswered ones denied at `until`. */
+    async awaitLive(taskId: string, waiting: WaitingCalls, until: number): Promise<void> {
+      await sql.run(`UPDATE tasks SET waiting_calls = ?, pause_until = ? WHERE id = ? AND status = 'running'`, [JSON.stringify(waiting), until, taskId]);
+    },
+
     /** The resumed run acted on the answers (run inside the transaction that stores their results). */
     async waitingCallsRan(taskId: string, waiting: WaitingCalls): Promise<void> {
       await sql.run('UPDATE tasks SET waiting_calls = ? WHERE id = ?', [JSON.stringify({ ...waiting, ran: true }), taskId]);
     },
 
-    /** Tasks paused for approval whose time to answer ran out before `now`. */
+    /** Tasks waiting for approval (paused, or running with live calls) whose time to answer ran out before `now`. */
     async approvalsExpired(now: number): Promise<string[]> {
-      const rows = await sql.rows(`SELECT id FROM tasks WHERE status = 'paused' AND pause_until IS NOT NULL AND pause_until < ? ORDER BY pause_until`, [now]);
+      const rows = await sql.rows(
+        `SELECT id FROM tasks WHERE status IN ('paused', 'running') AND pause_until IS NOT NULL AND pause_until < ? ORDER BY pause_until`,
+        [now],
+      );
       return rows.map((r) => r[0] as string);
     },
 

@@ -38,8 +38,9 @@ export function createApprovalSystem(res: TaskResources, opts: { onResumable: (r
       ...before,
       calls: before.calls.map((c) => (answers.has(c.requestId) ? ({ ...c, answer: answers.get(c.requestId)! } as WaitingCall) : c)),
     };
-    const pause = row.pause as ApprovalPause;
-    const nextPause: ApprovalPause = {
+    // Live calls (an ACP agent's) have no pause to update: the task runs on.
+    const pause = before.live ? null : (row.pause as ApprovalPause);
+    const nextPause: ApprovalPause | null = pause && {
       ...pause,
       pending: pause.pending.map((p) => {
         const a = answers.get(p.requestId);
@@ -60,7 +61,7 @@ export function createApprovalSystem(res: TaskResources, opts: { onResumable: (r
       return ok;
     });
     const current = (await store.getById(row.id))!;
-    if (stored && resume) opts.onResumable(current);
+    if (stored && resume && !before.live) opts.onResumable(current);
     return { row: current, stored, resumed: stored && resume };
   }
 
@@ -72,7 +73,7 @@ export function createApprovalSystem(res: TaskResources, opts: { onResumable: (r
     if (deps.storage.fault) return;
     for (const id of await store.approvalsExpired(deps.now())) {
       const row = await store.getById(id);
-      if (!row?.waitingCalls || row.status !== 'paused') continue;
+      if (!row?.waitingCalls || row.status !== (row.waitingCalls.live ? 'running' : 'paused')) continue;
       const answers = new Map<string, Answer>();
       for (const c of row.waitingCalls.calls) {
         if (c.answer) continue;
@@ -105,7 +106,9 @@ export function createApprovalSystem(res: TaskResources, opts: { onResumable: (r
         if (same(call.answer as A)) return row;
         throw conflict(call.answer as A);
       }
-      if (row.status !== 'paused') throw new AppError(409, 'task_finished', `task ${row.id} is ${row.status}; its requests can no longer be answered`);
+      // Waiting calls of a live process (an ACP agent's) belong to a running task; the others to a paused one.
+      if (row.status !== (row.waitingCalls!.live ? 'running' : 'paused'))
+        throw new AppError(409, 'task_finished', `task ${row.id} is ${row.status}; its requests can no longer be answered`);
       const done = await record(row, new Map([[requestId, answer]]));
       if (done.stored || attempt >= MAX_ANSWER_ATTEMPTS) return done.row;
       // Another answer to this task was stored first: once more, over what is stored now.

@@ -54,11 +54,18 @@ export function createLiveness(now: () => number) {
         };
       }
       if (row.status !== 'running') return null;
+      // An ACP agent that waits for the caller's answer to its permission request, running on.
+      const live = row.waitingCalls?.live ? row.waitingCalls.calls.filter((c) => c.decision === 'ask' && c.answer === null) : [];
+      const waiting = live.length > 0 && {
+        reason: 'approval' as const,
+        pending: live.map((c) => ({ kind: 'approval' as const, requestId: c.requestId, toolCallId: c.toolCallId, toolName: c.toolName, input: c.input })),
+      };
       // Running on another instance (PostgreSQL): as its owner last stored it with its lease.
       const s = states.get(row.id) ?? row.activity;
       const started = iso(row.startedAt ?? row.createdAt);
-      if (!s) return { phase: 'model', step: row.steps + 1, phaseSince: started, lastActivityAt: started, usage };
-      return { phase: s.phase, step: s.step, ...(s.tool && { tool: s.tool }), phaseSince: iso(s.phaseSince), lastActivityAt: iso(s.lastActivityAt), usage };
+      if (!s) return { phase: 'model', step: row.steps + 1, ...waiting, phaseSince: started, lastActivityAt: started, usage };
+      const phase = { phase: s.phase, step: s.step, ...(s.tool && { tool: s.tool }), ...waiting };
+      return { ...phase, phaseSince: iso(s.phaseSince), lastActivityAt: iso(s.lastActivityAt), usage };
     },
   };
 }

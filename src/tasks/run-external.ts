@@ -1,9 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ulid } from 'ulid';
 import { runAcp } from '../acp/run-acp.ts';
 import { capPayload } from '../events/cap-payload.ts';
 import { createDeltaCoalescer } from '../loop/delta-coalescer.ts';
 import { checkArtifacts } from '../workspace/artifacts.ts';
 import { endingOfAbort, failed, type Ending } from './finish-task.ts';
+import type { TaskRow, WaitingCalls } from '../store/schema.ts';
 import type { RunContext, TaskRun } from './run-context.ts';
 import { abortCode } from './task-abort.ts';
 
@@ -18,6 +21,7 @@ export async function runExternal(ctx: RunContext, { row, body, def, workspace, 
   if (!def.acp) return failed('internal_error', `definition "${def.type}" has no ACP command`);
   if (deps.sandbox.kind === 'unavailable') return failed('sandbox_unavailable', deps.sandbox.reason ?? 'no sandbox');
   const step = 1;
+  let permissions: Promise<unknown> = Promise.resolve();
   const deltas = createDeltaCoalescer((s, text) => events.append(row, 'text.delta', { step: s, text }));
   deps.liveness.model(row.id, step);
   events.append(row, 'step.started', { step });
@@ -49,6 +53,13 @@ export async function runExternal(ctx: RunContext, { row, body, def, workspace, 
         events.append(row, 'plan', { step, entries: entries.slice(0, 100).map((e) => ({ ...e, content: e.content.slice(0, 2000) })) });
       },
       activity: () => deps.liveness.activity(row.id),
+      askPermission: (request) => {
+        deltas.flush();
+        // One request at a time: the row holds the calls of one wait.
+        const asked = permissions.then(() => askCaller(ctx, row, step, request, signal));
+        permissions = asked.catch(() => {});
+        return asked;
+      },
     },
   });
   deltas.close();
@@ -70,4 +81,43 @@ export async function runExternal(ctx: RunContext, { row, body, def, workspace, 
   if (signal.aborted) return { ...endingOfAbort(abortCode(signal)), ...delivered };
   if (out.failure) return { ...failed(out.failure.code, ctx.scrub(out.failure.message)), ...delivered };
   return { status: 'completed', ...delivered, stopReason: out.stopReason === 'end_turn' ? 'text' : 'max_steps', errorCode: null, errorMessage: null };
+}
+
+/** How often a runner looks for the answer to its agent's permission request (another instance may store it). */
+const ANSWER_POLL_MS = 250;
+
+/**
+ * An ACP agent's permission request (`permission: ask`), as an approval request for the caller:
+ * stored with the running task (`waiting_calls`, live) with `approval.requested`, answered through
+ * `POST /tasks/:id/approvals/:requestId` on any instance or denied by the approval timeout
+ * (approval-system.ts), and read back here while the agent waits. A cancelled task denies it.
+ */
+async function askCaller(
+  ctx: RunContext,
+  row: TaskRow,
+  step: number,
+  call: { toolCallId: string; toolName: string; input: unknown },
+  signal: AbortSignal,
+): Promise<'allow' | 'deny'> {
+  const { deps } = ctx;
+  const now = deps.now();
+  const requestId = `apr_${ulid(now)}`;
+  const request = { requestId, toolCallId: call.toolCallId, toolName: call.toolName.slice(0, 200), input: capPayload(call.input) };
+  const waiting: WaitingCalls = { step, live: true, ran: false, calls: [{ ...request, decision: 'ask', rule: null, answer: null }] };
+  const timeoutMs = row.request.options?.approvalTimeoutMs ?? deps.approvalTimeoutMs;
+  await ctx.ownedTransaction(row, async (s, append) => {
+    await s.awaitLive(row.id, waiting, now + timeoutMs);
+    append(row, 'approval.requested', request);
+  });
+  deps.liveness.tool(row.id, step, request.toolName);
+  try {
+    while (!signal.aborted) {
+      const answer = (await deps.store.getById(row.id))?.waitingCalls?.calls.find((c) => c.requestId === requestId)?.answer;
+      if (answer && 'decision' in answer) return answer.decision;
+      await sleep(ANSWER_POLL_MS, undefined, { signal }).catch(() => {});
+    }
+    return 'deny';
+  } finally {
+    deps.liveness.model(row.id, step);
+  }
 }
