@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
 import { startService, storedEvents, taskBody, taskEnd, type TestService } from './support/harness';
+import { sseBlocks } from './support/sse-client';
 import { until } from './support/until';
 
 let model: ScriptedModel;
@@ -10,7 +11,7 @@ let svc: TestService;
 let hooks: { server: Server; url: string; received: Array<{ type: string; taskId: string }> };
 beforeAll(async () => {
   model = await startScriptedModel();
-  svc = await startService({ model, env: { WEBHOOK_ALLOW_PRIVATE: 'true' } });
+  svc = await startService({ model, env: { WEBHOOK_ALLOW_PRIVATE: 'true', HEARTBEAT_MS: '100' } });
   const received: Array<{ type: string; taskId: string }> = [];
   const server = createServer((req, res) => {
     let body = '';
@@ -78,6 +79,18 @@ describe('caller-run tools (options.clientTools)', () => {
     // What a client reconnecting to the stream sees in a heartbeat: what the task waits for.
     expect(waiting.progress).toMatchObject({ phase: 'paused', reason: 'tool', pending: [{ kind: 'tool', requestId: waiting.pause.requestId }] });
     const { requestId } = waiting.pause;
+    // ... and on the stream itself: a heartbeat carries the request.
+    const stream = await fetch(`${svc.url}/tasks/${id}/events?after=4`);
+    for await (const block of sseBlocks(stream)) {
+      // Heartbeats travel as comments holding their JSON.
+      if (!block.comment?.includes('"heartbeat"')) continue;
+      expect(JSON.parse(block.comment).data).toMatchObject({
+        phase: 'paused',
+        reason: 'tool',
+        pending: [{ requestId, toolName: 'get_weather', input: { city: 'Lyon' } }],
+      });
+      break;
+    }
 
     // Not an answer: a budget resume, an approval route, an unknown request, a body that is neither shape.
     expect((await post(`/tasks/${id}/resume`)).json().error.code).toBe('approval_pending');
