@@ -175,6 +175,7 @@ export function createServices(deps: ServiceDeps): Services {
     metrics,
     logger,
     now,
+    workspacesDirOf,
     maxConcurrent: config.maxConcurrentTasks,
     maxQueued: config.maxQueuedTasks,
     maxConcurrentPerTenant: config.maxConcurrentPerTenant,

@@ -44,7 +44,7 @@ export function createTerminals(opts: { workspace: Workspace; sandbox: Sandbox; 
     async create(req: TerminalRequest): Promise<string> {
       if (opts.sandbox.kind === 'unavailable') throw new Error(`commands cannot run here: ${opts.sandbox.reason}`);
       if (terminals.size >= MAX_TERMINALS) throw new Error(`at most ${MAX_TERMINALS} terminals at once: release one first`);
-      const cwd = req.cwd ? (await opts.workspace.resolve(req.cwd, { mustExist: true })).real : opts.workspace.root;
+      const cwd = req.cwd ? (await opts.workspace.resolve(req.cwd, { mustExist: true })).real : opts.workspace.cwd;
       const command = req.args?.length ? `${req.command} ${req.args.map(quote).join(' ')}` : req.command;
       const limit = Math.min(req.outputByteLimit ?? opts.maxOutputBytes, opts.maxOutputBytes);
       const capture = createOutputCapture(limit);
@@ -58,12 +58,12 @@ export function createTerminals(opts: { workspace: Workspace; sandbox: Sandbox; 
         stop,
         result: null,
         done: runCommand({
-          command: req.cwd ? `cd ${quote(cwd)} && ${command}` : command,
-          cwd: opts.workspace.root,
+          command,
+          cwd,
           timeoutMs: opts.timeoutMs,
           maxOutputBytes: limit,
           signal: stop.signal,
-          launch: (argv) => opts.sandbox.wrap(opts.workspace.root, argv, { env }),
+          launch: (argv) => opts.sandbox.wrap(opts.workspace.root, argv, { env, cwd }),
           limiter: opts.sandbox.limiter,
           onOutput: (chunk) => {
             capture.write(chunk);

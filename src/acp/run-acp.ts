@@ -82,8 +82,8 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
   }
   // The definition's variables reach the agent only (inside the sandbox); the launcher is started
   // by absolute path with the environment the sandbox builds.
-  const launch = opts.sandbox.wrap(workspace.root, [def.acp.command, ...def.acp.args], { network: true, env, home, writable: [home] });
-  const child = spawn(launch.argv[0], launch.argv.slice(1), { cwd: workspace.root, env: launch.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+  const launch = opts.sandbox.wrap(workspace.root, [def.acp.command, ...def.acp.args], { network: true, env, home, writable: [home], cwd: workspace.cwd });
+  const child = spawn(launch.argv[0], launch.argv.slice(1), { cwd: workspace.cwd, env: launch.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
   const stderr = createOutputCapture(STDERR_BYTES);
   child.stderr.on('data', (b: Buffer) => stderr.write(b));
   child.stdin.on('error', () => {});
@@ -279,7 +279,7 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
       clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
       clientInfo: { name: 'subagentd', version: SERVICE_VERSION },
     });
-    const session = await agent.request(acp.methods.agent.session.new, { cwd: workspace.root, mcpServers: [] });
+    const session = await agent.request(acp.methods.agent.session.new, { cwd: workspace.cwd, mcpServers: [] });
     sessionId = session.sessionId;
     if (opts.signal.aborted) onAbort();
     const prompt = def.instructions ? `${def.instructions}\n\n${opts.prompt}` : opts.prompt;

@@ -2,7 +2,7 @@ import type { AgentDefinition } from '../definitions/agent-definition.ts';
 
 const TASK_INSTRUCTIONS = `You are a subagent. An orchestrator agent delegated one task to you; the user's message is that task, and it is all the context you get: there is no earlier conversation, and you cannot ask anyone questions.
 
-Work autonomously in the workspace with your tools. Paths are relative to the workspace root; you cannot reach anything outside it. The workspace is shared with other subagents of the same parent task, so write only the files the task names (or clearly named new files) and do not delete or overwrite others' work.
+Work autonomously in the workspace with your tools. Relative paths start from your working folder (the workspace root unless the environment below names another); you cannot reach anything outside the workspace. The workspace is shared with other subagents of the same parent task, so write only the files the task names (or clearly named new files) and do not delete or overwrite others' work.
 
 Deliver results as files in the workspace, not as long text. When you are done, call \`complete\` exactly once with a short summary and the paths of the files you produced; the orchestrator reads those files itself. If the task cannot be done, call \`complete\` with a summary that says why.`;
 
@@ -10,6 +10,8 @@ export interface PromptEnvironment {
   now: Date;
   timezone?: string;
   tools: string[];
+  /** The working folder relative to the workspace root, when it is not the root (`options.cwd`). */
+  cwd?: string;
 }
 
 /** Formatters by time zone: building one costs a fraction of a millisecond, every task needs one. */
@@ -29,7 +31,9 @@ export function buildSystemPrompt(def: AgentDefinition, env: PromptEnvironment):
   parts.push(
     [
       '<environment>',
-      'workspace: the current folder of your commands; name files relative to it',
+      env.cwd
+        ? `working folder: ${env.cwd} (inside the workspace): the current folder of your commands; name files relative to it`
+        : 'workspace: the current folder of your commands; name files relative to it',
       `current time: ${local} (${tz})`,
       `tools: ${env.tools.join(', ')}`,
       '</environment>',

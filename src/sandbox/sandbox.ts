@@ -43,6 +43,8 @@ export interface WrapExtra {
   home?: string;
   /** Further host folders bound writable (the agent's scratch home). */
   writable?: string[];
+  /** Where the program starts (`options.cwd`, a real folder inside the workspace); the workspace otherwise. */
+  cwd?: string;
 }
 
 export interface SandboxOptions {
@@ -109,7 +111,7 @@ function bwrapArgs(workspace: string, hide: string[], tmpBytes: number, argv: st
     '--hostname',
     'sandbox',
     '--chdir',
-    workspace,
+    extra.cwd ?? workspace,
     '--clearenv',
     ...Object.entries(programEnv(workspace, extra)).flatMap(([k, v]) => ['--setenv', k, v]),
     '--',

@@ -133,6 +133,12 @@ export const taskOptionsSchema = z.object({
     .optional()
     .describe("unanswered approvals are denied, and caller-run tools' calls fail, after this (default APPROVAL_TIMEOUT_MS)"),
   clientTools: z.array(clientToolSchema).max(32).optional().describe('tools the caller runs: a call pauses the task until its result is posted'),
+  tools: z
+    .array(z.string().min(1).max(64))
+    .max(64)
+    .optional()
+    .describe("only these of the definition's tools (complete always stays); names it does not offer are ignored"),
+  cwd: z.string().min(1).max(4096).optional().describe('a folder inside the workspace where relative paths resolve and commands start (created if missing)'),
 });
 export type TaskOptions = z.infer<typeof taskOptionsSchema>;
 

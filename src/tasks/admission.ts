@@ -1,4 +1,6 @@
+import path from 'node:path';
 import type { AgentRegistry } from '../definitions/agent-registry.ts';
+import { isInside } from '../workspace/path-guard.ts';
 import { AppError, notFound } from '../errors/app-error.ts';
 import { checkClientTools } from '../loop/client-tools.ts';
 import { compileOutputSchema } from '../loop/complete-tool.ts';
@@ -12,6 +14,10 @@ import type { Scheduler } from './scheduler.ts';
 /** How long an Idempotency-Key answers with its first task. */
 const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
 
+/** The definition's tools a task keeps when `options.tools` narrows them (`complete` aside: it always stays). */
+export const offeredTools = (defTools: readonly string[], only: readonly string[] | undefined) =>
+  defTools.filter((name) => name !== 'complete' && (!only || only.includes(name)));
+
 /** Names a caller-run tool may not take: the service's tools, and `task` (kept for nested subagents). */
 const SERVICE_TOOL_NAMES: ReadonlySet<string> = new Set([...workspaceToolNames, 'complete', 'task']);
 
@@ -20,7 +26,7 @@ const SERVICE_TOOL_NAMES: ReadonlySet<string> = new Set([...workspaceToolNames, 
  * only lowers the definition's limit, `outputSchema` compiles (within its bounds). Every
  * problem is reported at once, in the contract's 400 shape.
  */
-export function checkAgainstDefinition(registry: AgentRegistry, body: CreateTaskBody): void {
+export function checkAgainstDefinition(registry: AgentRegistry, body: CreateTaskBody, workspaceDir?: string): void {
   const def = registry.get(body.subagent_type);
   if (!def) {
     throw new AppError(400, 'unknown_subagent_type', `unknown subagent_type "${body.subagent_type}"; available types: ${registry.types().join(', ')}`, {
@@ -36,6 +42,30 @@ export function checkAgainstDefinition(registry: AgentRegistry, body: CreateTask
     if (body.task_id) invalid.push({ field: 'body.task_id', message: `"${def.type}" runs an external ACP agent, whose conversation cannot be continued` });
     if (body.options?.outputSchema)
       invalid.push({ field: 'body.options.outputSchema', message: `"${def.type}" runs an external ACP agent, which cannot return a structured output` });
+  }
+  if (body.options?.tools) {
+    if (def.kind !== 'model') invalid.push({ field: 'body.options.tools', message: `"${def.type}" has no tools of the service to choose from` });
+    else if (offeredTools(def.tools, body.options.tools).length === 0 && !body.options.clientTools?.length) {
+      throw new AppError(
+        400,
+        'no_tools',
+        `none of ${JSON.stringify(body.options.tools)} is a tool of "${def.type}" (${def.tools.join(', ')}): only complete would be left`,
+        {
+          available: def.tools.filter((t) => t !== 'complete'),
+        },
+      );
+    }
+  }
+  const cwd = body.options?.cwd;
+  if (cwd !== undefined && workspaceDir !== undefined) {
+    // What the path says; links are followed (and refused when they lead out) when the task starts.
+    const problem =
+      /[\0\\]/.test(cwd) || cwd.startsWith('~')
+        ? 'not a workspace path'
+        : isInside(workspaceDir, path.resolve(workspaceDir, cwd))
+          ? null
+          : 'outside the workspace';
+    if (problem) invalid.push({ field: 'body.options.cwd', message: `"${cwd.slice(0, 200)}" is ${problem}: name a folder relative to the workspace root` });
   }
   if (body.options?.clientTools?.length) {
     if (def.kind !== 'model')

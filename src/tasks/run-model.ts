@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { ModelMessage } from 'ai';
 import { clientTool } from '../loop/client-tools.ts';
 import { createCompleteTool } from '../loop/complete-tool.ts';
@@ -27,7 +28,8 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
   // The definition's permission rules, then the task's (which only narrow them): a tool denied
   // whole is not offered; a call is decided when the model makes it.
   const rules = [def.permissions, body.options?.permissions];
-  const toolNames = def.tools.filter((name) => name === 'complete' || !deniedWhole(rules, name));
+  const only = body.options?.tools;
+  const toolNames = def.tools.filter((name) => name === 'complete' || (!deniedWhole(rules, name) && (!only || only.includes(name))));
   const tools = toolNames
     .map((name) => (name === 'complete' ? createCompleteTool(body.options?.outputSchema) : workspaceTools[name]))
     .filter((t) => t !== undefined);
@@ -57,6 +59,7 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
       now: new Date(deps.now()),
       timezone: body.context.timezone,
       tools: tools.map((t) => t.name),
+      ...(workspace.cwd !== workspace.root && { cwd: path.relative(workspace.root, workspace.cwd) }),
     }),
     messages: await conversationOf(ctx, row, body),
     beforeCall: async (): Promise<Pause | null> => {

@@ -8,12 +8,12 @@ export async function runShell({ deps }: RunContext, { body, workspace: ws, sign
   if (deps.sandbox.kind === 'unavailable') return failed('sandbox_unavailable', deps.sandbox.reason ?? 'no sandbox');
   const r = await runCommand({
     command: body.command!,
-    cwd: ws.root,
+    cwd: ws.cwd,
     // The task's own timeout aborts the signal; this only guards against a lost timer.
     timeoutMs: 24 * 3600_000,
     maxOutputBytes: deps.limits.bashMaxOutputBytes,
     signal,
-    launch: (argv) => deps.sandbox.wrap(ws.root, argv),
+    launch: (argv) => deps.sandbox.wrap(ws.root, argv, { cwd: ws.cwd }),
     limiter: deps.sandbox.limiter,
   });
   const output = { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr, truncated: r.truncated };

@@ -1,3 +1,4 @@
+import type { WorkspacesDirOf } from '../workspace/workspace.ts';
 import type { Logger } from 'pino';
 import type { AgentRegistry } from '../definitions/agent-registry.ts';
 import type { EventLog } from '../events/event-log.ts';
@@ -20,6 +21,8 @@ export interface TaskServiceDeps {
   metrics: Metrics;
   logger: Logger;
   now: () => number;
+  /** Folder holding the workspaces of a tenant (a task's `options.cwd` is checked against its workspace). */
+  workspacesDirOf: WorkspacesDirOf;
   maxConcurrent: number;
   maxQueued: number;
   maxConcurrentPerTenant: number;

@@ -4,7 +4,8 @@ import { usageOf, type Pause } from '../shapes/task.ts';
 import type { TaskRow, WaitingCalls } from '../store/schema.ts';
 import { storageFaultOf } from '../store/storage-guard.ts';
 import { TaskTakenOver } from '../store/task-store.ts';
-import { openWorkspace } from '../workspace/workspace.ts';
+import { PathError } from '../workspace/path-guard.ts';
+import { enterFolder, openWorkspace } from '../workspace/workspace.ts';
 import { failed, finishTask, type Ending } from './finish-task.ts';
 import { createRunContext, type RunContext, type RunnerDeps, type TaskRun } from './run-context.ts';
 import { runExternal } from './run-external.ts';
@@ -67,16 +68,26 @@ export function createTaskRunner(deps: RunnerDeps) {
         resumed ? 'task resumed' : 'task started',
       );
       if (!def) throw new Error(`subagent type "${row.subagentType}" is no longer defined`);
-      const workspace = await openWorkspace(deps.workspacesDirOf(row.tenant), row.parentTaskId);
+      const shared = await openWorkspace(deps.workspacesDirOf(row.tenant), row.parentTaskId);
+      let workspace = shared;
+      let refused: Ending | null = null;
+      try {
+        if (body.options?.cwd) workspace = await enterFolder(shared, body.options.cwd);
+      } catch (err) {
+        // A link (or a file) on its way leads out, or is no folder: checked only now the task starts.
+        if (!(err instanceof PathError)) throw err;
+        refused = failed('invalid_cwd', `options.cwd: ${err.message}`);
+      }
       if (resumed) events.append(row, 'task.resumed', { fromStep: row.steps + 1, attempt: row.resumes, reason: opts.resumeReason ?? 'restart' });
       else events.append(row, 'task.started', { subagent_type: row.subagentType, model, workspace: workspace.root });
       const taskRun: TaskRun = { row, body, def, workspace, signal };
       const outcome =
-        def.kind === 'shell'
+        refused ??
+        (def.kind === 'shell'
           ? await runShell(ctx, taskRun)
           : def.kind === 'acp'
             ? await runExternal(ctx, taskRun)
-            : await runModel(ctx, { ...taskRun, model: model!, takeMessages, trace, confirmLease: opts.confirmLease });
+            : await runModel(ctx, { ...taskRun, model: model!, takeMessages, trace, confirmLease: opts.confirmLease }));
       if ('pause' in outcome) {
         const paused = await pause(ctx, row, outcome, log);
         trace.end(paused, null);

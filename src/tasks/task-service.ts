@@ -7,6 +7,7 @@ import type { TaskRow } from '../store/schema.ts';
 import { isUniqueViolation } from '../store/sql-client.ts';
 import { storageFaultOf, type StorageFault } from '../store/storage-guard.ts';
 import { TaskTakenOver, type TaskFilter } from '../store/task-store.ts';
+import { workspacePath } from '../workspace/workspace.ts';
 import { checkAgainstDefinition, checkQueueRoom, earlierTask, newTaskRow, sessionOf, storageRefusal } from './admission.ts';
 import { createApprovalSystem, type ApprovalReply } from './approval-system.ts';
 import { createDispatchSystem } from './dispatch-system.ts';
@@ -85,7 +86,7 @@ export function createTaskService(deps: TaskServiceDeps) {
       const { idempotencyKey, traceParent, beforeQueue } = opts;
       if (res.state.closing) throw shuttingDown();
       if (deps.storage.fault) throw storageRefusal(deps.storage.fault);
-      checkAgainstDefinition(registry, body);
+      checkAgainstDefinition(registry, body, workspacePath(deps.workspacesDirOf(tenant), body.context.parentTaskId));
       const now = deps.now();
       const idempotency = idempotencyKey ? { key: idempotencyKey, requestHash: hashBody(body) } : null;
       if (idempotency) {

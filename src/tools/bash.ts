@@ -6,7 +6,7 @@ export const bashTool = defineTool({
   name: 'bash',
   readOnly: false,
   description:
-    'Run a bash command with the workspace as the working folder. Returns exitCode, stdout and stderr ' +
+    'Run a bash command in the working folder. Returns exitCode, stdout and stderr ' +
     '(long output keeps its head and tail). The command is killed after timeoutMs.',
   inputSchema: z.object({
     command: z.string().min(1).describe('The bash command'),
@@ -17,11 +17,11 @@ export const bashTool = defineTool({
     const limit = Math.min(timeoutMs ?? ctx.limits.bashTimeoutMs, ctx.limits.bashTimeoutMs);
     const r = await runCommand({
       command,
-      cwd: ctx.workspace.root,
+      cwd: ctx.workspace.cwd,
       timeoutMs: limit,
       maxOutputBytes: ctx.limits.bashMaxOutputBytes,
       signal: ctx.signal,
-      launch: (argv) => ctx.sandbox.wrap(ctx.workspace.root, argv),
+      launch: (argv) => ctx.sandbox.wrap(ctx.workspace.root, argv, { cwd: ctx.workspace.cwd }),
       limiter: ctx.sandbox.limiter,
       onOutput: ctx.onActivity,
     });

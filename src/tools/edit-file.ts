@@ -7,7 +7,7 @@ export const editFileTool = defineTool({
   readOnly: false,
   description: 'Replace an exact string in a workspace file. oldString must occur exactly once unless replaceAll is true.',
   inputSchema: z.object({
-    path: z.string().describe('Path relative to the workspace root'),
+    path: z.string().describe('Path relative to the working folder'),
     oldString: z.string().min(1).describe('Exact text to replace'),
     newString: z.string().describe('Replacement text'),
     replaceAll: z.boolean().optional().describe('Replace every occurrence'),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { compileGlob } from './glob-pattern.ts';
-import { openRoot, walkTree } from '../workspace/safe-open.ts';
+import { openInside, walkTree } from '../workspace/safe-open.ts';
 import { defineTool } from './tool-types.ts';
 
 const MAX_MATCHES = 1000;
@@ -13,10 +13,11 @@ export const globTool = defineTool({
   name: 'glob',
   readOnly: true,
   description: 'Find workspace paths matching a glob pattern such as "**/*.md", "src/*.ts" or "docs/*.{md,txt}" ' + '(.git and node_modules are not searched).',
-  inputSchema: z.object({ pattern: z.string().min(1).describe('Glob pattern relative to the workspace root') }),
+  inputSchema: z.object({ pattern: z.string().min(1).describe('Glob pattern relative to the working folder') }),
   async execute({ pattern }, ctx) {
     const matcher = compileGlob(pattern);
-    const root = await openRoot(ctx.workspace.root);
+    // Patterns, and the paths found, are relative to the working folder.
+    const root = (await openInside(ctx.workspace.root, ctx.workspace.cwd, '.', 'dir')).handle;
     const paths: string[] = [];
     let walked = 0;
     let stopped = '';

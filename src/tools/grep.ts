@@ -19,13 +19,13 @@ export const grepTool = defineTool({
     'Returns "file:line: text" for each match. Optionally limit to a folder (path) or to files matching a glob.',
   inputSchema: z.object({
     pattern: z.string().min(1).describe('Regular expression'),
-    path: z.string().optional().describe('Folder or file relative to the workspace root'),
+    path: z.string().optional().describe('Folder or file relative to the working folder'),
     glob: z.string().optional().describe('Only files matching this glob, e.g. "**/*.log"'),
   }),
   async execute({ pattern, path: p = '.', glob }, ctx) {
     const re = compileSafeRegex(pattern);
     const only = glob ? compileGlob(glob) : null;
-    const root = ctx.workspace.root;
+    const { root, cwd } = ctx.workspace;
     const target = await ctx.workspace.resolve(p, { mustExist: true });
     const opened = await openInside(root, target.real, p, 'any');
     const out: string[] = [];
@@ -47,9 +47,10 @@ export const grepTool = defineTool({
     };
     try {
       if (opened.stat.isFile()) {
-        search(opened, await smallText(opened), path.relative(root, target.real));
+        search(opened, await smallText(opened), path.relative(cwd, target.real));
       } else {
-        const base = path.relative(root, target.real);
+        // Matches are named relative to the working folder, as the model names paths.
+        const base = path.relative(cwd, target.real);
         let files = 0;
         let walked = 0;
         for await (const entry of walkTree(opened.handle, { skip: SKIPPED_FOLDERS, signal: ctx.signal })) {

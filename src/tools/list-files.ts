@@ -9,9 +9,9 @@ const MAX_COUNTED = 100_000;
 export const listFilesTool = defineTool({
   name: 'list_files',
   readOnly: true,
-  description: 'List the entries of a workspace folder (default: the root). Folders end with "/", links with "@".',
+  description: 'List the entries of a workspace folder (default: the working folder). Folders end with "/", links with "@".',
   inputSchema: z.object({
-    path: z.string().optional().describe('Folder relative to the workspace root'),
+    path: z.string().optional().describe('Folder relative to the working folder'),
   }),
   async execute({ path = '.' }, ctx) {
     const target = await ctx.workspace.resolve(path, { mustExist: true });

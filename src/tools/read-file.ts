@@ -13,7 +13,7 @@ export const readFileTool = defineTool({
     'Read a text file of the workspace. Returns lines prefixed with their 1-based line number. ' +
     'Use offset (first line, 1-based) and limit (number of lines) to page through long files.',
   inputSchema: z.object({
-    path: z.string().describe('Path relative to the workspace root'),
+    path: z.string().describe('Path relative to the working folder'),
     offset: z.number().int().min(1).optional().describe('First line to read, 1-based'),
     limit: z.number().int().min(1).max(10_000).optional().describe(`Number of lines (default ${DEFAULT_LIMIT})`),
   }),

@@ -7,7 +7,7 @@ export const writeFileTool = defineTool({
   readOnly: false,
   description: 'Create or replace a file in the workspace with the given content, creating missing folders.',
   inputSchema: z.object({
-    path: z.string().describe('Path relative to the workspace root'),
+    path: z.string().describe('Path relative to the working folder'),
     content: z.string().describe('The full new content of the file'),
   }),
   async execute({ path, content }, ctx) {

@@ -43,16 +43,16 @@ export async function checkArtifacts(workspace: Workspace, paths: string[]): Pro
     } catch (err) {
       if (seen.has(`skip:${p}`)) continue;
       seen.add(`skip:${p}`);
-      skipped.push({ path: p, relativePath: relativeOf(workspace.root, p), reason: skipReason(err) });
+      skipped.push({ path: p, relativePath: relativeOf(workspace.root, workspace.cwd, p), reason: skipReason(err) });
     }
   }
   return { artifacts, skipped };
 }
 
-/** A handed-over path relative to the workspace root, lexically; null when it does not lie inside. */
-function relativeOf(root: string, p: string): string | null {
+/** A handed-over path (relative to the working folder `cwd`) relative to the workspace root, lexically; null when it does not lie inside. */
+function relativeOf(root: string, cwd: string, p: string): string | null {
   if (typeof p !== 'string' || p.includes('\0')) return null;
-  const absolute = path.resolve(root, p);
+  const absolute = path.resolve(cwd, p);
   return isInside(root, absolute) ? path.relative(root, absolute) || '.' : null;
 }
 

@@ -36,12 +36,13 @@ export function isInside(root: string, child: string): boolean {
 }
 
 /**
- * Resolves a model-supplied path against a workspace root whose real path is `realRoot`.
+ * Resolves a model-supplied path against a workspace root whose real path is `realRoot` (a
+ * relative one from `base`, the task's working folder inside it: the root unless `options.cwd`).
  * Lexically the path must stay inside; then the real path of the target (or, for a target that
  * does not exist yet, of its nearest existing ancestor) must stay inside too, so a symbolic link
  * can never lead out. A dangling link is refused: writing through it would create a file outside.
  */
-export async function resolveWorkspacePath(realRoot: string, input: string, opts: { mustExist: boolean }): Promise<ResolvedPath> {
+export async function resolveWorkspacePath(realRoot: string, input: string, opts: { mustExist: boolean }, base = realRoot): Promise<ResolvedPath> {
   if (typeof input !== 'string') throw new PathError('invalid_path', 'path must be a string');
   if (input.includes('\0')) throw new PathError('invalid_path', 'path contains a NUL byte');
   if (input.length > MAX_PATH_LENGTH) throw new PathError('invalid_path', `path longer than ${MAX_PATH_LENGTH} characters`);
@@ -49,7 +50,7 @@ export async function resolveWorkspacePath(realRoot: string, input: string, opts
   if (input.startsWith('~'))
     throw new PathError('invalid_path', `path "${input}" starts with "~"; home folders are not available, use a workspace-relative path`);
 
-  const absolute = path.resolve(realRoot, input === '' ? '.' : input);
+  const absolute = path.resolve(base, input === '' ? '.' : input);
   if (!isInside(realRoot, absolute)) {
     throw new PathError('outside_workspace', `path "${input}" is outside the workspace`);
   }

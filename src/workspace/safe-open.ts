@@ -27,6 +27,8 @@ export type OpenMode =
   | 'update'
   /** a folder */
   | 'dir'
+  /** a folder, created (with missing folders on its way) when missing */
+  | 'folder'
   /** a regular file or a folder; anything else is refused */
   | 'any';
 
@@ -41,6 +43,7 @@ const finalFlags: Record<OpenMode, number> = {
   write: O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK,
   update: O_RDWR | O_NOFOLLOW | O_NONBLOCK,
   dir: O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK,
+  folder: O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK,
   any: O_RDONLY | O_NOFOLLOW | O_NONBLOCK,
 };
 const DIR_FLAGS = finalFlags.dir;
@@ -136,6 +139,14 @@ function describe(stat: Stats): string {
  */
 export async function openInside(root: string, real: string, shown: string, mode: OpenMode): Promise<Opened> {
   if (!isInside(root, real)) throw new PathError('outside_workspace', `path "${shown}" is outside the workspace`);
+  if (mode === 'folder') {
+    try {
+      const handle = await openFolders(root, partsOf(root, real), true);
+      return { handle, stat: await handle.stat() };
+    } catch (err) {
+      throw refusal(err, shown);
+    }
+  }
   const parts = partsOf(root, real);
   const last = parts.pop();
   let dir: FileHandle = undefined as unknown as FileHandle;

@@ -1,12 +1,15 @@
 import { mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { resolveWorkspacePath, type ResolvedPath } from './path-guard.ts';
+import { openInside } from './safe-open.ts';
 
 /** The parent task's workspace folder, shared by all its subagents. */
 export interface Workspace {
   parentTaskId: string;
   /** Real path of the workspace folder. */
   root: string;
+  /** Real path of the task's working folder (`options.cwd`): the root unless set; relative paths resolve from it. */
+  cwd: string;
   resolve(input: string, opts: { mustExist: boolean }): Promise<ResolvedPath>;
 }
 
@@ -31,6 +34,20 @@ export async function openWorkspace(workspacesDir: string, parentTaskId: string)
   return {
     parentTaskId,
     root,
+    cwd: root,
     resolve: (input, opts) => resolveWorkspacePath(root, input, opts),
   };
+}
+
+/**
+ * The workspace seen from the working folder `input` (`options.cwd`, relative to the root or
+ * absolute inside it): confined like any path, created when missing (folder by folder from the
+ * root's descriptor, following no link), then relative paths resolve from there.
+ */
+export async function enterFolder(ws: Workspace, input: string): Promise<Workspace> {
+  const target = await ws.resolve(input, { mustExist: false });
+  const opened = await openInside(ws.root, target.real, input, 'folder');
+  await opened.handle.close();
+  const cwd = target.real;
+  return { ...ws, cwd, resolve: (p, opts) => resolveWorkspacePath(ws.root, p, opts, cwd) };
 }

@@ -31,6 +31,7 @@ export function taskSystems(overrides: Partial<TaskServiceDeps> = {}) {
     metrics: createMetrics(),
     logger: pino({ level: 'silent' }),
     now,
+    workspacesDirOf: () => '/nonexistent/workspaces',
     maxConcurrent: 4,
     maxQueued: 100,
     maxConcurrentPerTenant: 4,

@@ -1156,6 +1156,8 @@ export interface components {
                     [key: string]: unknown;
                 };
             }[];
+            tools?: string[];
+            cwd?: string;
         };
     };
     responses: never;

@@ -109,6 +109,11 @@ export async function createTaskTool({ client, context, agents, only, permission
       .record(z.string(), z.unknown())
       .optional()
       .describe('A JSON Schema the subagent must answer with; the validated value comes back as `output`.'),
+    tools: z
+      .array(z.string())
+      .optional()
+      .describe('Only these of the subagent type\'s tools (e.g. ["read_file", "grep"] for a read-only look); default: all of them.'),
+    cwd: z.string().optional().describe('A folder of the shared workspace to work in (relative to its root, created if missing); default: the root.'),
   });
 
   const specs: ClientToolSpec[] = await Promise.all(
@@ -133,6 +138,8 @@ export async function createTaskTool({ client, context, agents, only, permission
           context: { ...context, toolCallId },
           options: {
             ...(input.output_schema && { outputSchema: input.output_schema }),
+            ...(input.tools && !shell && { tools: input.tools }),
+            ...(input.cwd && { cwd: input.cwd }),
             ...(specs.length > 0 && !shell && { clientTools: specs }),
             ...(permissions && { permissions }),
           },

@@ -1,0 +1,111 @@
+import { existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
+import { startService, taskBody, taskEnd, type TestService } from './support/harness';
+
+/** The task tool's options from the seeds: `options.tools` and `options.cwd`. */
+let model: ScriptedModel;
+let svc: TestService;
+beforeAll(async () => {
+  model = await startScriptedModel();
+  svc = await startService({ model });
+});
+afterAll(async () => {
+  await svc.close();
+  await model.close();
+});
+
+const post = (payload: object) => svc.inject({ method: 'POST', url: '/tasks?wait=true', payload });
+const run = async (prompt: string, parentTaskId: string, options: object, over: object = {}) => {
+  const res = await post(taskBody({ prompt, context: { parentTaskId, userId: 'u' }, options, ...over }));
+  expect(res.statusCode, res.body).toBe(200);
+  return JSON.parse(res.body.trim());
+};
+/** The first request the model got for the script `key`. */
+const firstRequest = (key: string) => model.requests.find((r) => JSON.stringify(r.body.messages).includes(key))!;
+const toolResults = (key: string) =>
+  model.requests
+    .filter((r) => JSON.stringify(r.body.messages).includes(key))
+    .at(-1)!
+    .body.messages.filter((m) => m.role === 'tool')
+    .map((m) => String(m.content));
+
+describe('options.tools', () => {
+  it('offers only the named tools of the definition (and complete); names it lacks are ignored', async () => {
+    model.script('OPT-TOOLS', [{ toolCalls: [{ name: 'complete', args: { summary: 'narrowed', paths: [] } }] }]);
+    const done = await run('OPT-TOOLS', 'T-tools', { tools: ['read_file', 'grep', 'no_such_tool'] });
+    expect(done).toMatchObject({ status: 'completed', summary: 'narrowed' });
+    const offered = firstRequest('OPT-TOOLS').body.tools!.map((t) => t.function.name);
+    expect(offered.sort()).toEqual(['complete', 'grep', 'read_file']);
+    expect(String(firstRequest('OPT-TOOLS').body.messages[0].content)).toContain('tools: read_file, grep, complete');
+  });
+
+  it('refuses a list that leaves nothing but complete (400 no_tools), and tools for a shell task', async () => {
+    const none = await post(taskBody({ options: { tools: ['complete', 'no_such_tool'] } }));
+    expect([none.statusCode, none.json().error.code]).toEqual([400, 'no_tools']);
+    expect(none.json().error.details.available).toContain('bash');
+    const shell = await post(taskBody({ subagent_type: 'shell', prompt: undefined, command: 'true', options: { tools: ['bash'] } }));
+    expect([shell.statusCode, shell.json().error.details[0].field]).toEqual([400, 'body.options.tools']);
+  });
+});
+
+describe('options.cwd', () => {
+  it('resolves relative paths and starts commands in the folder, creating it; artifacts stay relative to the root', async () => {
+    model.script('OPT-CWD', [
+      {
+        toolCalls: [
+          { name: 'write_file', args: { path: 'a.txt', content: 'in the folder' } },
+          { name: 'bash', args: { command: 'pwd; echo from-bash > b.txt' } },
+        ],
+      },
+      { toolCalls: [{ name: 'glob', args: { pattern: '*.txt' } }] },
+      { toolCalls: [{ name: 'complete', args: { summary: 'worked in sub/dir', paths: ['a.txt', 'b.txt', '../../top.txt'] } }] },
+    ]);
+    const done = await run('OPT-CWD', 'T-cwd', { cwd: 'sub/dir' });
+    const ws = path.join(svc.config.workspacesDir, 'T-cwd');
+    expect(readFileSync(path.join(ws, 'sub/dir/a.txt'), 'utf8')).toBe('in the folder');
+    expect(readFileSync(path.join(ws, 'sub/dir/b.txt'), 'utf8')).toBe('from-bash\n');
+    expect(done.artifacts.map((a: { relativePath: string }) => a.relativePath)).toEqual(['sub/dir/a.txt', 'sub/dir/b.txt']);
+    expect(done.skipped).toEqual([{ path: '../../top.txt', relativePath: 'top.txt', reason: 'not_found' }]);
+    const [, pwd] = toolResults('OPT-CWD').slice(0, 2);
+    expect(JSON.parse(pwd).stdout.trim()).toMatch(/\/T-cwd\/sub\/dir$/);
+    // glob answers relative to the working folder, as the model names paths.
+    expect(toolResults('OPT-CWD').at(-1)).toBe('a.txt\nb.txt');
+    expect(String(firstRequest('OPT-CWD').body.messages[0].content)).toContain('working folder: sub/dir');
+  });
+
+  it('takes an absolute path inside the workspace; refuses one outside (400) and a folder that became a link out (invalid_cwd)', async () => {
+    const ws = path.join(svc.config.workspacesDir, 'T-cwd-abs');
+    mkdirSync(ws, { recursive: true });
+    model.script('OPT-CWD-ABS', [
+      { toolCalls: [{ name: 'bash', args: { command: 'echo ok > here.txt' } }] },
+      { toolCalls: [{ name: 'complete', args: { summary: 'abs', paths: ['here.txt'] } }] },
+    ]);
+    const done = await run('OPT-CWD-ABS', 'T-cwd-abs', { cwd: path.join(ws, 'abs') });
+    expect(done.artifacts[0].relativePath).toBe('abs/here.txt');
+
+    for (const cwd of ['../elsewhere', '/etc', 'a\\b']) {
+      const res = await post(taskBody({ context: { parentTaskId: 'T-cwd-abs', userId: 'u' }, options: { cwd } }));
+      expect([res.statusCode, res.json().error.details[0].field]).toEqual([400, 'body.options.cwd']);
+    }
+
+    symlinkSync(tmpdir(), path.join(ws, 'out'));
+    model.script('OPT-CWD-LINK', [{ toolCalls: [{ name: 'bash', args: { command: 'echo escaped > x.txt' } }] }]);
+    const refused = await run('OPT-CWD-LINK', 'T-cwd-abs', { cwd: 'out/deeper' });
+    expect(refused).toMatchObject({ status: 'error', error: { code: 'invalid_cwd' } });
+    expect(refused.error.message).not.toContain(tmpdir());
+    expect(existsSync(path.join(tmpdir(), 'deeper'))).toBe(false);
+  });
+
+  it('starts a shell task in the folder too', async () => {
+    const res = await post(
+      taskBody({ subagent_type: 'shell', prompt: undefined, command: 'pwd', context: { parentTaskId: 'T-cwd-sh', userId: 'u' }, options: { cwd: 'x' } }),
+    );
+    const done = JSON.parse(res.body.trim());
+    expect(done.output.stdout.trim()).toMatch(/\/T-cwd-sh\/x$/);
+    const taskId = done.id as string;
+    expect((await taskEnd(svc, taskId)).status).toBe('completed');
+  });
+});
