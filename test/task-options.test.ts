@@ -109,3 +109,27 @@ describe('options.cwd', () => {
     expect((await taskEnd(svc, taskId)).status).toBe('completed');
   });
 });
+
+describe('prompt caching', () => {
+  it("sends the session's id as prompt_cache_key with every request of a task and its follow-ups", async () => {
+    model.script('OPT-CACHE', [{ toolCalls: [{ name: 'list_files', args: {} }] }, { text: 'first answer' }]);
+    const first = await run('OPT-CACHE', 'T-cache', {});
+    model.script('OPT-CACHE-AGAIN', [{ text: 'second answer' }]);
+    const next = await run('OPT-CACHE-AGAIN', 'T-cache', {}, { task_id: first.id });
+    expect(next.sessionId).toBe(first.id);
+    const keys = model.requests.filter((r) => JSON.stringify(r.body.messages).includes('OPT-CACHE')).map((r) => r.body.prompt_cache_key);
+    expect(keys).toEqual([first.id, first.id, first.id]);
+  });
+
+  it('sends none with PROMPT_CACHE_KEY=off', async () => {
+    const off = await startService({ model, env: { PROMPT_CACHE_KEY: 'off' } });
+    try {
+      model.script('OPT-NO-CACHE', [{ text: 'no key' }]);
+      const res = await off.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: 'OPT-NO-CACHE' }) });
+      expect(JSON.parse(res.body.trim()).status).toBe('completed');
+      expect(firstRequest('OPT-NO-CACHE').body).not.toHaveProperty('prompt_cache_key');
+    } finally {
+      await off.close();
+    }
+  });
+});

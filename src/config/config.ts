@@ -26,6 +26,8 @@ export const configSchema = z.object({
   // `localhost:11434/v1` parses as a URL with the scheme "localhost:": only http(s) is a provider.
   OPENAI_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as http://localhost:11434/v1' }).optional(),
   OPENAI_API: z.enum(['chat', 'responses']).default('chat'),
+  // Every request of a session carries its sessionId as prompt_cache_key (the provider's prompt cache).
+  PROMPT_CACHE_KEY: z.enum(['on', 'off']).default('on'),
   DEFAULT_MODEL: z.string().min(1).default('gpt-4.1-mini'),
   SMALL_MODEL: z.string().min(1).optional(),
   API_KEYS: z.string().optional(),
@@ -101,6 +103,7 @@ function toConfig(env: z.output<typeof configSchema>) {
     openaiApiKey: env.OPENAI_API_KEY,
     openaiBaseUrl: env.OPENAI_BASE_URL,
     openaiApi: env.OPENAI_API,
+    promptCacheKey: env.PROMPT_CACHE_KEY === 'on',
     defaultModel: env.DEFAULT_MODEL,
     smallModel: env.SMALL_MODEL ?? env.DEFAULT_MODEL,
     apiKeys: parseApiKeys(env.API_KEYS),

@@ -88,6 +88,8 @@ export interface RunAgentOptions<S = unknown> {
   /** A resume after approval: the answered calls of step `doneSteps`, run (or refused) before the first model call. */
   answered?: AnsweredCall[];
   compaction?: CompactionOptions;
+  /** Sent with every model call of the run as `prompt_cache_key` (the OpenAI provider's option). */
+  promptCacheKey?: string;
 }
 
 export interface AgentRunResult<S = unknown> {

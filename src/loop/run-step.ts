@@ -90,6 +90,7 @@ export async function runStep<S>(step: number, conversation: ModelMessage[], set
         prompt,
         abortSignal: signal,
         includeRawChunks: false,
+        ...(opts.promptCacheKey && { providerOptions: { openai: { promptCacheKey: opts.promptCacheKey } } }),
       }),
     );
     const reader = stream.getReader();

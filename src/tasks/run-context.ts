@@ -28,6 +28,8 @@ export interface RunnerDeps {
   limits: { bashTimeoutMs: number; bashMaxOutputBytes: number; modelMaxRetries: number; modelStallTimeoutMs: number };
   /** How long an approval waits for its answer unless the task says otherwise (APPROVAL_TIMEOUT_MS). */
   approvalTimeoutMs: number;
+  /** Send each session's id as the provider's `prompt_cache_key` (PROMPT_CACHE_KEY). */
+  promptCacheKey: boolean;
   sandbox: Sandbox;
   /** Writes that must survive a full disk go through it (usage, step and end states). */
   storage: StorageGuard;

@@ -83,6 +83,8 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
     answered: answeredCalls(row),
     takeMessages,
     compaction: { atTokens: def.compactAtTokens, model: guarded(compactionModel), modelId: compactionModel },
+    // One key for a task and its follow-ups: the provider keeps their common prefix cached.
+    ...(deps.promptCacheKey && { promptCacheKey: row.sessionId ?? row.id }),
     tools,
     toolContext,
     maxSteps: Math.min(body.options?.maxSteps ?? def.maxSteps, def.maxSteps),
