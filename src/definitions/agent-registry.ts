@@ -86,7 +86,11 @@ export function createAgentRegistry(definitions: AgentDefinition[]): AgentRegist
   const byType = new Map<string, AgentDefinition>();
   for (const d of definitions) byType.set(d.type, d);
   return {
-    get: (type) => byType.get(type),
+    // `fork` is the general definition under its own name: a fork child works with its tools.
+    get: (type) => {
+      const general = type === 'fork' ? byType.get('general') : undefined;
+      return general ? { ...general, type: 'fork', description: "A fork: the parent's own conversation, continued by a child" } : byType.get(type);
+    },
     list: () => [...byType.values()],
     types: () => [...byType.keys()],
   };

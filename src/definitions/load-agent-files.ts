@@ -11,7 +11,7 @@ import { DEFAULT_COMPACT_AT_TOKENS, FORBIDDEN_TOOLS, resolveCompactionModel, res
 /** Names a definition may mention: every workspace tool, `complete`, and the forbidden ones (removed). */
 const KNOWN_TOOLS = new Set<string>([...workspaceToolNames, 'complete', ...FORBIDDEN_TOOLS]);
 /** Types with a meaning of their own in the contract; a file cannot redefine them. */
-const RESERVED_TYPES = new Set(['shell']);
+const RESERVED_TYPES = new Set(['shell', 'fork']);
 
 /** A list of tool names, as YAML list or as "Read, Grep" style comma string. */
 const toolList = z

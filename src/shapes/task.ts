@@ -143,6 +143,29 @@ export const taskOptionsSchema = z.object({
 export type TaskOptions = z.infer<typeof taskOptionsSchema>;
 
 /**
+ * One message of a task's conversation as the model saw it (the ai SDK's ModelMessage): `user`
+ * (a prompt, a steering message, a compaction summary), `assistant` (text and tool calls), `tool`
+ * (tool results, a long one cut to 16 KiB when stored).
+ */
+export const modelMessageSchema = z.looseObject({
+  role: z.enum(['user', 'assistant', 'tool', 'system']),
+  content: z.union([z.string(), z.array(z.unknown()).describe('parts, each with a `type`: text, tool-call, tool-result ...')]),
+});
+
+/**
+ * Fork mode: the parent's own system prompt and conversation (ai SDK ModelMessages), which the
+ * child's model requests begin with, byte for byte, before its prompt.
+ */
+export const forkSchema = z.object({
+  system: z
+    .string()
+    .max(1024 * 1024)
+    .describe("the parent's system prompt, as it sent it"),
+  messages: z.array(modelMessageSchema).max(5000).describe("the parent's conversation so far (ai SDK ModelMessages)"),
+});
+export type Fork = z.infer<typeof forkSchema>;
+
+/**
  * The task tool's own input plus the inherited context. Unknown top-level fields are ignored
  * (the task tool may grow fields); unknown fields inside `context` and `options` are ignored too.
  */
@@ -153,14 +176,21 @@ export const createTaskBodySchema = z
   .object({
     /** Continue the conversation of this earlier, finished task (same type and parent). */
     task_id: taskIdSchema.optional(),
-    subagent_type: z.string().min(1).max(64),
+    subagent_type: z.string().min(1).max(64).default('fork').describe('a type of GET /agents; "fork" (or left out) with `fork`'),
     description: z.string().min(1).max(80),
     prompt: z.string().min(1).optional(),
     command: z.string().min(1).max(100_000).optional(),
     context: taskContextSchema,
     options: taskOptionsSchema.optional(),
+    /** Fork mode: a child that inherits the parent's conversation (`subagent_type` "fork" or left out). */
+    fork: forkSchema.optional(),
   })
   .superRefine((body, ctx) => {
+    if (body.fork && body.subagent_type !== 'fork')
+      ctx.addIssue({ code: 'custom', path: ['subagent_type'], message: 'must be "fork" (or left out) with fork' });
+    if (!body.fork && body.subagent_type === 'fork' && !body.task_id) {
+      ctx.addIssue({ code: 'custom', path: ['subagent_type'], message: 'required (a type of GET /agents), unless fork is given' });
+    }
     if (body.subagent_type === 'shell') {
       if (body.task_id) ctx.addIssue({ code: 'custom', path: ['task_id'], message: 'a shell task has no conversation to continue' });
       if (!body.command) ctx.addIssue({ code: 'custom', path: ['command'], message: 'required when subagent_type is "shell"' });
@@ -255,16 +285,6 @@ export const steeringBodySchema = z.object({
     .string()
     .min(1)
     .max(64 * 1024),
-});
-
-/**
- * One message of a task's conversation as the model saw it (the ai SDK's ModelMessage): `user`
- * (a prompt, a steering message, a compaction summary), `assistant` (text and tool calls), `tool`
- * (tool results, a long one cut to 16 KiB when stored).
- */
-export const modelMessageSchema = z.looseObject({
-  role: z.enum(['user', 'assistant', 'tool', 'system']),
-  content: z.union([z.string(), z.array(z.unknown()).describe('parts, each with a `type`: text, tool-call, tool-result ...')]),
 });
 
 export const taskMessagesSchema = z.object({ messages: z.array(modelMessageSchema) });

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { modelMessageSchema as aiModelMessageSchema } from 'ai';
 import type { AgentRegistry } from '../definitions/agent-registry.ts';
 import { isInside } from '../workspace/path-guard.ts';
 import { AppError, notFound } from '../errors/app-error.ts';
@@ -42,6 +43,11 @@ export function checkAgainstDefinition(registry: AgentRegistry, body: CreateTask
     if (body.task_id) invalid.push({ field: 'body.task_id', message: `"${def.type}" runs an external ACP agent, whose conversation cannot be continued` });
     if (body.options?.outputSchema)
       invalid.push({ field: 'body.options.outputSchema', message: `"${def.type}" runs an external ACP agent, which cannot return a structured output` });
+  }
+  if (body.fork) {
+    // The SDK's own message schema: what the loop will hand to the provider, checked before anything runs.
+    const bad = body.fork.messages.findIndex((m) => !aiModelMessageSchema.safeParse(m).success);
+    if (bad >= 0) invalid.push({ field: `body.fork.messages.${bad}`, message: 'not a ModelMessage of the ai SDK (role and content parts)' });
   }
   if (body.options?.tools) {
     if (def.kind !== 'model') invalid.push({ field: 'body.options.tools', message: `"${def.type}" has no tools of the service to choose from` });
@@ -118,6 +124,9 @@ export async function sessionOf(store: TaskStore, tenant: string, body: CreateTa
       'task_not_finished',
       `task ${earlier.id} is ${earlier.status}; continue it once it has ended, or steer it with POST /tasks/${earlier.id}/messages`,
     );
+  }
+  if (body.fork && earlier.subagentType === 'fork') {
+    throw new AppError(400, 'fork_in_fork', `task ${earlier.id} is a fork; a fork cannot fork again (continue it without fork instead)`);
   }
   const mismatched = [
     ...(earlier.subagentType !== body.subagent_type

@@ -5,7 +5,7 @@ import { createCompleteTool } from '../loop/complete-tool.ts';
 import { guardModel } from '../loop/model-guard.ts';
 import { errorMessage, runAgent, type AnsweredCall, type DecidedCall } from '../loop/run-agent.ts';
 import { buildSystemPrompt } from '../loop/system-prompt.ts';
-import type { ApprovalPause, CreateTaskBody, Pause } from '../shapes/task.ts';
+import type { ApprovalPause, CreateTaskBody, Fork, Pause } from '../shapes/task.ts';
 import { iso } from '../shapes/time.ts';
 import { decideCall, deniedWhole } from '../definitions/permissions.ts';
 import { ulid } from 'ulid';
@@ -53,14 +53,18 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
       stallTimeoutMs: deps.limits.modelStallTimeoutMs,
       maxRetries: deps.limits.modelMaxRetries,
     });
+  // A fork speaks with its parent's system prompt, exactly (the provider's prompt cache applies).
+  const forked = row.subagentType === 'fork' ? await forkOf(ctx, row, body) : null;
   const result = await runAgent({
     model: guarded(model),
-    system: buildSystemPrompt(def, {
-      now: new Date(deps.now()),
-      timezone: body.context.timezone,
-      tools: tools.map((t) => t.name),
-      ...(workspace.cwd !== workspace.root && { cwd: path.relative(workspace.root, workspace.cwd) }),
-    }),
+    system:
+      forked?.system ??
+      buildSystemPrompt(def, {
+        now: new Date(deps.now()),
+        timezone: body.context.timezone,
+        tools: tools.map((t) => t.name),
+        ...(workspace.cwd !== workspace.root && { cwd: path.relative(workspace.root, workspace.cwd) }),
+      }),
     messages: await conversationOf(ctx, row, body),
     beforeCall: async (): Promise<Pause | null> => {
       await confirmLease();
@@ -121,9 +125,21 @@ async function conversationOf(ctx: RunContext, row: TaskRow, body: CreateTaskBod
   const stored = await store.messages(row.id);
   if (stored.length > 0) return stored;
   const earlier = row.previousTaskId ? await store.messages(row.previousTaskId) : [];
-  const start: ModelMessage[] = [...earlier, { role: 'user', content: body.prompt! }];
+  // A fork starts from its parent's conversation, as given.
+  const inherited = (body.fork?.messages ?? []) as ModelMessage[];
+  const start: ModelMessage[] = [...earlier, ...inherited, { role: 'user', content: body.prompt! }];
   await ctx.ownedTransaction(row, (s) => s.appendMessages(row.id, 0, start));
   return start;
+}
+
+/**
+ * The fork a task speaks as: its own (`fork` in its body), or for a follow-up of a fork the first
+ * task of its session's.
+ */
+async function forkOf(ctx: RunContext, row: TaskRow, body: CreateTaskBody): Promise<Fork | null> {
+  if (body.fork) return body.fork;
+  const first = row.sessionId ? await ctx.deps.store.getById(row.sessionId) : undefined;
+  return first?.request.fork ?? null;
 }
 
 /** bash's whole command, as the permission rules match it. */

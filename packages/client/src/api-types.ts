@@ -546,6 +546,13 @@ export interface components {
             toolCallId?: string;
             timezone?: string;
         };
+        ModelMessageInput: {
+            /** @enum {string} */
+            role: "user" | "assistant" | "tool" | "system";
+            content: string | unknown[];
+        } & {
+            [key: string]: unknown;
+        };
         Error: {
             error: {
                 code: string;
@@ -1110,12 +1117,17 @@ export interface components {
         };
         CreateTaskBody: {
             task_id?: string;
+            /** @default fork */
             subagent_type: string;
             description: string;
             prompt?: string;
             command?: string;
             context: components["schemas"]["TaskContextInput"];
             options?: components["schemas"]["TaskOptions"];
+            fork?: {
+                system: string;
+                messages: components["schemas"]["ModelMessageInput"][];
+            };
         };
         SteeringBody: {
             prompt: string;
