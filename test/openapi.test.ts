@@ -111,6 +111,7 @@ describe('the OpenAPI document', () => {
       'context.compacted',
       'task.resumed',
       'task.paused',
+      'model.fallback',
       'approval.requested',
       'approval.answered',
       'tool.requested',

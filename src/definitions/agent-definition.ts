@@ -9,6 +9,8 @@ export const agentDefinitionSchema = z.object({
   kind: z.enum(['model', 'shell', 'acp']),
   /** A model id, already resolved from `inherit` / `small`; null for shell. */
   model: z.string().nullable(),
+  /** Models tried in turn after a provider error outlived its retries (the front matter's `model` list, after its first). */
+  fallbackModels: z.array(z.string()).optional(),
   maxSteps: z.number().int().min(1),
   /** Tool names the subagent gets, `complete` included for model-backed ones. */
   tools: z.array(z.string()),
@@ -42,6 +44,7 @@ export const agentSummarySchema = agentDefinitionSchema.pick({
   kind: true,
   description: true,
   model: true,
+  fallbackModels: true,
   maxSteps: true,
   tools: true,
   compactionModel: true,

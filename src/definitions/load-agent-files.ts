@@ -28,7 +28,7 @@ export const agentFileSchema = z
   .object({
     name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must be 1-64 chars of a-z, 0-9, "_" or "-", starting with a letter or digit'),
     description: z.string().min(1, 'is required'),
-    model: z.string().min(1).optional(),
+    model: z.union([z.string().min(1), z.array(z.string().min(1)).min(1).max(5)]).optional(),
     tools: toolList.optional(),
     disallowedTools: toolList.optional(),
     /** allow | ask | deny per tool, or bash(<glob>) over the whole command. */
@@ -91,7 +91,7 @@ export function loadAgentFiles(dir: string, names: ModelNames): { definitions: A
           description: fm.description,
           kind: 'acp',
           // The agent picks its own model; a `model` here only names it in records (for prices).
-          model: fm.model ?? null,
+          model: (Array.isArray(fm.model) ? fm.model[0] : fm.model) ?? null,
           maxSteps: fm.maxSteps ?? 1,
           tools: [],
           instructions: String(vfile.value).trim(),
@@ -105,7 +105,9 @@ export function loadAgentFiles(dir: string, names: ModelNames): { definitions: A
         type: fm.name,
         description: fm.description,
         kind: 'model',
-        model: resolveModelName(fm.model, names),
+        // A list: the first runs; the others, in turn, after a provider error outlived its retries.
+        model: resolveModelName(Array.isArray(fm.model) ? fm.model[0] : fm.model, names),
+        ...(Array.isArray(fm.model) && fm.model.length > 1 && { fallbackModels: fm.model.slice(1).map((m) => resolveModelName(m, names)) }),
         maxSteps: fm.maxSteps ?? 50,
         tools: resolveTools(fm.tools, fm.disallowedTools),
         instructions: String(vfile.value).trim(),

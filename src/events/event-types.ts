@@ -37,6 +37,9 @@ export const eventDataSchemas = {
   'task.paused': pauseSchema.describe(
     'a budget was reached before a model call (the task holds no slot until POST /tasks/{id}/resume), or a call waits for approval (until POST /tasks/{id}/approvals/{requestId}) or for the result of a caller-run tool (POST /tasks/{id}/tool-results/{requestId})',
   ),
+  'model.fallback': z
+    .object({ step, from: z.string(), to: z.string(), reason: z.string().describe('the error that outlived its retries') })
+    .describe('the step failed on `from` after its retries and runs again on `to`'),
   'approval.requested': approvalRequestSchema.describe('a tool call whose permission rule is ask waits for POST /tasks/{id}/approvals/{requestId}'),
   'approval.answered': z.object({ requestId: z.string(), decision: z.enum(['allow', 'deny']), by: z.enum(['caller', 'timeout']) }),
   'tool.requested': approvalRequestSchema.describe('a call of a caller-run tool (options.clientTools) waits for POST /tasks/{id}/tool-results/{requestId}'),

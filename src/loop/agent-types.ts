@@ -30,6 +30,8 @@ export interface AgentObserver {
   compacted(step: number, info: { beforeTokens: number; afterTokens: number; model: string }, conversation: ModelMessage[]): void;
   /** The answered calls of step `step` ran (a resume after approval): their results, to be stored with that step. */
   answeredCallsRan?(step: number, added: ModelMessage[]): void;
+  /** Step `step` failed on model `from` after its retries; it runs again on `to`. */
+  modelFallback?(step: number, info: { from: string; to: string; reason: string }): void;
 }
 
 /** A call as the permission rules see it, with their answer. */
@@ -58,6 +60,10 @@ export interface AnsweredCall {
 /** `S`: what `beforeCall` answers to stop a run (the runner's budget pause). */
 export interface RunAgentOptions<S = unknown> {
   model: LanguageModel;
+  /** `model`'s id, as a fallback names it. */
+  modelId?: string;
+  /** Models tried in turn when a step fails with a provider error its retries did not cure (429, 5xx, timeouts). */
+  fallbacks?: Array<{ id: string; model: LanguageModel }>;
   system: string;
   /** The conversation so far: the kickoff prompt, and for a follow-up or a resume what came after. */
   messages: ModelMessage[];

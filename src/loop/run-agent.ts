@@ -6,10 +6,10 @@ import type { StopReason } from '../shapes/artifact.ts';
 import type { WorkspaceTool } from '../tools/tool-types.ts';
 import { compact } from './compaction.ts';
 import type { CompleteResult } from './complete-tool.ts';
-import { isStall } from './stall-guard.ts';
+import { isStall, worthFallingBack } from './stall-guard.ts';
 import type { AgentRunResult, RunAgentOptions, RunSetup } from './agent-types.ts';
 import { runStep } from './run-step.ts';
-import { runAnswered } from './tool-calls.ts';
+import { errorMessage, runAnswered } from './tool-calls.ts';
 
 export type { AgentObserver, AgentRunResult, AnsweredCall, DecidedCall, RunAgentOptions } from './agent-types.ts';
 export { errorMessage } from './tool-calls.ts';
@@ -62,6 +62,9 @@ export async function runAgent<S>(opts: RunAgentOptions<S>): Promise<AgentRunRes
     return { finalText: '', complete: null, stopReason: 'text', error, aborted: false, stalled: false, stoppedBy: null };
   }
   const conversation = [...start];
+  const fallbacks = [...(opts.fallbacks ?? [])];
+  let modelId = opts.modelId ?? 'model';
+  const carried: ModelMessage[] = [];
   let step = opts.doneSteps ?? 0;
   let finalText = '';
   let complete: CompleteResult | null = null;
@@ -100,16 +103,29 @@ export async function runAgent<S>(opts: RunAgentOptions<S>): Promise<AgentRunRes
       }
     }
     step += 1;
-    const added: ModelMessage[] = [];
+    // Steering messages of a step that failed over to another model are in the conversation already.
+    const added: ModelMessage[] = carried.splice(0);
     for (const text of [...steering.splice(0), ...((await opts.takeMessages?.()) ?? [])]) {
-      added.push({ role: 'user', content: text });
+      const message: ModelMessage = { role: 'user', content: text };
+      added.push(message);
+      conversation.push(message);
       observer.messageReceived(step, text);
     }
-    conversation.push(...added);
     observer.stepStarted(step);
     const r = await runStep(step, conversation, setup, opts);
     if (r.text.trim()) finalText = r.text.trim();
     complete ??= r.complete;
+    const next = fallbacks[0];
+    if (!r.finished && r.error && next && !opts.signal.aborted && worthFallingBack(r.error)) {
+      // The provider failed the step past its retries: the same step again on the next model.
+      fallbacks.shift();
+      observer.modelFallback?.(step, { from: modelId, to: next.id, reason: errorMessage(r.error).slice(0, 500) });
+      setup = { ...setup, model: next.model as LanguageModelV3 };
+      modelId = next.id;
+      carried.push(...added);
+      step -= 1;
+      continue;
+    }
     error ??= r.error;
     if (!r.finished) break;
     lastFinishReason = r.finishReason;

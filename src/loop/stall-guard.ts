@@ -1,3 +1,4 @@
+import { APICallError } from '@ai-sdk/provider';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { ModelStallError } from './model-guard.ts';
 
@@ -15,6 +16,26 @@ export function isStall(err: unknown): boolean {
     if (!e || typeof e !== 'object' || seen.has(e)) continue;
     seen.add(e);
     if (STALL_CODES.has(e.code ?? '')) return true;
+    stack.push(e.cause, e.lastError, ...(Array.isArray(e.errors) ? e.errors : []));
+  }
+  return false;
+}
+
+/**
+ * True when another model may well answer what this one failed: a stall, an answer cut before its
+ * end, or an HTTP error the SDK counts as retryable (408, 409, 429, 5xx, a network failure), found
+ * in `err`, its causes or the last error of the SDK's retries. A refused request (400, 401, 404)
+ * is not: the next model would be refused alike.
+ */
+export function worthFallingBack(err: unknown): boolean {
+  const seen = new Set<unknown>();
+  const stack = [err];
+  while (stack.length > 0 && seen.size < 16) {
+    const e = stack.pop() as { code?: string; cause?: unknown; lastError?: unknown; errors?: unknown[] } | undefined;
+    if (!e || typeof e !== 'object' || seen.has(e)) continue;
+    seen.add(e);
+    if (STALL_CODES.has(e.code ?? '') || e.code === 'MODEL_INCOMPLETE') return true;
+    if (APICallError.isInstance(e)) return e.isRetryable;
     stack.push(e.cause, e.lastError, ...(Array.isArray(e.errors) ? e.errors : []));
   }
   return false;

@@ -120,7 +120,10 @@ export const pauseSchema = z.discriminatedUnion('reason', [budgetPauseSchema, ap
 export type Pause = z.infer<typeof pauseSchema>;
 
 export const taskOptionsSchema = z.object({
-  model: z.string().min(1).max(200).optional(),
+  model: z
+    .union([z.string().min(1).max(200), z.array(z.string().min(1).max(200)).min(1).max(5)])
+    .optional()
+    .describe("replaces the definition's model; a list: the first, then the others in turn after a provider error outlived its retries"),
   maxSteps: z.number().int().min(1).max(1000).optional(),
   timeoutMs: z.number().int().min(100).optional(),
   outputSchema: z.record(z.string(), z.unknown()).optional(),

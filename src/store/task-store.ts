@@ -180,6 +180,14 @@ export function createTaskStore(sql: SqlClient) {
       });
     },
 
+    /** The model the task runs on now (after a fallback), on the task and its record (run inside the event's transaction). */
+    setModel(taskId: string, model: string): Promise<void> {
+      return atomically(async (tx) => {
+        await tx.run('UPDATE tasks SET model = ? WHERE id = ?', [model, taskId]);
+        await tx.run('UPDATE subagent_records SET model = ? WHERE task_id = ?', [model, taskId]);
+      });
+    },
+
     /** The task ran in an agent that reported no usage: its record says its tokens are unknown. */
     async usageUnreported(taskId: string): Promise<void> {
       await sql.run('UPDATE subagent_records SET usage_reported = 0 WHERE task_id = ?', [taskId]);

@@ -58,6 +58,8 @@ export interface TaskRun {
 /** A model run also gets its model, the steering messages, its trace and the lease check. */
 export interface ModelRun extends TaskRun {
   model: string;
+  /** Tried in turn after a provider error outlived its retries (model fallback). */
+  fallbackModels?: string[];
   takeMessages: () => Promise<string[]>;
   trace: TaskTrace;
   confirmLease?: () => Promise<void>;

@@ -24,7 +24,7 @@ import { createTaskObserver } from './task-observer.ts';
  */
 export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending | { pause: Pause; waiting?: WaitingCalls }> {
   const { deps } = ctx;
-  const { row, body, def, model, workspace, signal, takeMessages, trace, confirmLease = async () => {} } = run;
+  const { row, body, def, model, fallbackModels = [], workspace, signal, takeMessages, trace, confirmLease = async () => {} } = run;
   // The definition's permission rules, then the task's (which only narrow them): a tool denied
   // whole is not offered; a call is decided when the model makes it.
   const rules = [def.permissions, body.options?.permissions];
@@ -57,6 +57,8 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
   const forked = row.subagentType === 'fork' ? await forkOf(ctx, row, body) : null;
   const result = await runAgent({
     model: guarded(model),
+    modelId: model,
+    fallbacks: fallbackModels.map((id) => ({ id, model: guarded(id) })),
     system:
       forked?.system ??
       buildSystemPrompt(def, {

@@ -27,7 +27,10 @@ export type TaskObserver = AgentObserver & {
  * (once: a key per call), the step's count, conversation and event committed together, liveness,
  * the trace's spans, and the events of the stream.
  */
-export function createTaskObserver(ctx: RunContext, { row, model, compactionModel, trace }: TaskObserverOptions): TaskObserver {
+export function createTaskObserver(ctx: RunContext, opts: TaskObserverOptions): TaskObserver {
+  const { row, compactionModel, trace } = opts;
+  /** The model the steps run on now (a fallback changes it). */
+  let model = opts.model;
   const { deps } = ctx;
   const { events, store, logger } = deps;
   const deltas = createDeltaCoalescer((step, text) => events.append(row, 'text.delta', { step, text }));
@@ -98,6 +101,17 @@ export function createTaskObserver(ctx: RunContext, { row, model, compactionMode
           if (waiting) await s.waitingCallsRan(row.id, waiting);
         })
         .catch((err) => log.error({ err, step }, 'could not store the results of the answered calls'));
+    },
+    modelFallback(step, info) {
+      deltas.flush();
+      model = info.to;
+      // The task and its record name the model it runs on now; calls are billed by their own model.
+      ctx
+        .ownedTransaction(row, async (s, append) => {
+          await s.setModel(row.id, info.to);
+          append(row, 'model.fallback', { step, ...info, reason: ctx.scrub(info.reason) });
+        })
+        .catch((err) => log.error({ err, step }, 'could not store the model fallback'));
     },
     messageReceived(_step, text) {
       deltas.flush();

@@ -51,7 +51,9 @@ export function createTaskRunner(deps: RunnerDeps) {
     const takeMessages = opts.takeMessages ?? (() => store.takeMessages(row.id));
     const body = row.request;
     const def = deps.registry.get(row.subagentType);
-    const model = def && def.kind === 'model' ? (body.options?.model ?? def.model) : null;
+    // The models to try in turn: the task's own list, or the definition's model and its fallbacks.
+    const chain = def?.kind === 'model' ? modelChain(body.options?.model, def.model, def.fallbackModels) : [];
+    const model = chain[0] ?? null;
     const resumed = row.status === 'running';
     const startedAt = resumed ? (row.startedAt ?? deps.now()) : deps.now();
     const log = logger.child({ taskId: row.id });
@@ -87,7 +89,7 @@ export function createTaskRunner(deps: RunnerDeps) {
           ? await runShell(ctx, taskRun)
           : def.kind === 'acp'
             ? await runExternal(ctx, taskRun)
-            : await runModel(ctx, { ...taskRun, model: model!, takeMessages, trace, confirmLease: opts.confirmLease }));
+            : await runModel(ctx, { ...taskRun, model: model, fallbackModels: chain.slice(1), takeMessages, trace, confirmLease: opts.confirmLease }));
       if ('pause' in outcome) {
         const paused = await pause(ctx, row, outcome, log);
         trace.end(paused, null);
@@ -165,3 +167,9 @@ async function pause(ctx: RunContext, row: TaskRow, { pause: why, waiting }: { p
 }
 
 export type TaskRunner = ReturnType<typeof createTaskRunner>;
+
+/** The models a model task tries in turn: `options.model` (one or a list) instead of the definition's model and fallbacks. */
+function modelChain(given: string | string[] | undefined, own: string | null, fallbacks: string[] = []): string[] {
+  if (given !== undefined) return Array.isArray(given) ? given : [given];
+  return own ? [own, ...fallbacks] : [];
+}

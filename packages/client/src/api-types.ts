@@ -879,6 +879,7 @@ export interface components {
             kind: "model" | "shell" | "acp";
             description: string;
             model: string | null;
+            fallbackModels?: string[];
             maxSteps: number;
             tools: string[];
             compactionModel: string;
@@ -975,6 +976,19 @@ export interface components {
             parentSeq?: number;
             at: string;
             data: components["schemas"]["Pause"];
+        } | {
+            seq: number;
+            /** @constant */
+            type: "model.fallback";
+            taskId: string;
+            parentSeq?: number;
+            at: string;
+            data: {
+                step: number;
+                from: string;
+                to: string;
+                reason: string;
+            };
         } | {
             seq: number;
             /** @constant */
@@ -1150,7 +1164,7 @@ export interface components {
             maxDurationMs?: number;
         };
         TaskOptions: {
-            model?: string;
+            model?: string | string[];
             maxSteps?: number;
             timeoutMs?: number;
             outputSchema?: {
