@@ -89,7 +89,7 @@ export function createTaskRunner(deps: RunnerDeps) {
           ? await runShell(ctx, taskRun)
           : def.kind === 'acp'
             ? await runExternal(ctx, taskRun)
-            : await runModel(ctx, { ...taskRun, model: model, fallbackModels: chain.slice(1), takeMessages, trace, confirmLease: opts.confirmLease }));
+            : await runModel(ctx, { ...taskRun, model, fallbackModels: chain.slice(1), takeMessages, trace, confirmLease: opts.confirmLease }));
       if ('pause' in outcome) {
         const paused = await pause(ctx, row, outcome, log);
         trace.end(paused, null);
