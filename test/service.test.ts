@@ -33,7 +33,9 @@ describe('service routes', () => {
       expect(Object.keys(doc.paths)).toContain(p);
     }
     const body = doc.components.schemas.CreateTaskBody;
-    expect(body.required).toEqual(expect.arrayContaining(['subagent_type', 'description', 'context']));
+    expect(body.required).toEqual(expect.arrayContaining(['description', 'context']));
+    // Left out, it means a fork (and is refused without `fork`).
+    expect(body.properties.subagent_type.default).toBe('fork');
     expect(body.properties.description.maxLength).toBe(80);
     const ui = await svc.inject({ url: '/docs/' });
     expect(ui.statusCode).toBe(200);
