@@ -20,7 +20,7 @@ export interface ScriptedToolCall {
 export interface ScriptedTurn {
   text?: string;
   toolCalls?: ScriptedToolCall[];
-  usage?: { input?: number; output?: number; cached?: number; reasoning?: number };
+  usage?: { input?: number; output?: number; cached?: number; reasoning?: number; cacheWrite?: number };
   /** Wait before the first byte of the answer. */
   delayMs?: number;
   /** Wait between streamed chunks. */
@@ -322,7 +322,7 @@ export async function startScriptedModel(opts: { port?: number } = {}): Promise<
           prompt_tokens: input,
           completion_tokens: output,
           total_tokens: input + output,
-          prompt_tokens_details: { cached_tokens: u.cached ?? 0 },
+          prompt_tokens_details: { cached_tokens: u.cached ?? 0, ...(u.cacheWrite !== undefined && { cache_write_tokens: u.cacheWrite }) },
           completion_tokens_details: { reasoning_tokens: u.reasoning ?? 0 },
         },
       })}\n\n`,

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -119,6 +119,24 @@ describe('prompt caching', () => {
     expect(next.sessionId).toBe(first.id);
     const keys = model.requests.filter((r) => JSON.stringify(r.body.messages).includes('OPT-CACHE')).map((r) => r.body.prompt_cache_key);
     expect(keys).toEqual([first.id, first.id, first.id]);
+  });
+
+  it("bills the tokens a provider reports writing to its cache at the model's cacheWritePerMTok", async () => {
+    const prices = path.join(mkdtempSync(path.join(tmpdir(), 'subagentd-prices-')), 'prices.json');
+    writeFileSync(prices, JSON.stringify({ 'cache-model': { inputPerMTok: 3, cachedInputPerMTok: 0.3, cacheWritePerMTok: 3.75, outputPerMTok: 15 } }));
+    const priced = await startService({ model, env: { PRICES_FILE: prices } });
+    try {
+      model.script('OPT-CACHE-WRITE', [{ text: 'cached', usage: { input: 10_000, cached: 2_000, cacheWrite: 6_000, output: 1_000 } }]);
+      const res = await priced.inject({
+        method: 'POST',
+        url: '/tasks?wait=true',
+        payload: taskBody({ prompt: 'OPT-CACHE-WRITE', options: { model: 'cache-model' } }),
+      });
+      // 2,000 plain × $3 + 2,000 read × $0.3 + 6,000 written × $3.75 + 1,000 out × $15, per million.
+      expect(JSON.parse(res.body.trim()).usage).toMatchObject({ inputTokens: 10_000, cachedInputTokens: 2_000, costMicroUsd: 44_100 });
+    } finally {
+      await priced.close();
+    }
   });
 
   it('sends none with PROMPT_CACHE_KEY=off', async () => {

@@ -32,8 +32,10 @@ interface ProviderUsage {
   input_tokens?: unknown;
   output_tokens?: unknown;
   total_tokens?: unknown;
-  prompt_tokens_details?: { cached_tokens?: unknown } | null;
-  input_tokens_details?: { cached_tokens?: unknown } | null;
+  prompt_tokens_details?: { cached_tokens?: unknown; cache_write_tokens?: unknown } | null;
+  input_tokens_details?: { cached_tokens?: unknown; cache_write_tokens?: unknown } | null;
+  /** Anthropic's name for the tokens written to its prompt cache, which some compatible servers keep. */
+  cache_creation_input_tokens?: unknown;
   completion_tokens_details?: { reasoning_tokens?: unknown } | null;
   output_tokens_details?: { reasoning_tokens?: unknown } | null;
 }
@@ -50,12 +52,15 @@ export function usageOfRawChunk(raw: unknown): Usage | null {
   if (!u || typeof u !== 'object') return null;
   const input = int(responses ? u.input_tokens : u.prompt_tokens);
   const output = int(responses ? u.output_tokens : u.completion_tokens);
+  const details = responses ? u.input_tokens_details : u.prompt_tokens_details;
+  const written = int(details?.cache_write_tokens) || int(u.cache_creation_input_tokens);
   return {
     inputTokens: input,
     outputTokens: output,
     totalTokens: int(u.total_tokens) || input + output,
-    cachedInputTokens: int((responses ? u.input_tokens_details : u.prompt_tokens_details)?.cached_tokens),
+    cachedInputTokens: int(details?.cached_tokens),
     reasoningTokens: int((responses ? u.output_tokens_details : u.completion_tokens_details)?.reasoning_tokens),
+    ...(written > 0 && { cacheWriteTokens: written }),
   };
 }
 
@@ -75,6 +80,7 @@ export function usageOfFinishPart(u: unknown): Usage | null {
     totalTokens: input + output,
     cachedInputTokens: int(i?.cacheRead),
     reasoningTokens: int(o?.reasoning),
+    ...(int(i?.cacheWrite) > 0 && { cacheWriteTokens: int(i?.cacheWrite) }),
   };
 }
 

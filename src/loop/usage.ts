@@ -11,5 +11,6 @@ export function toUsage(u: LanguageModelUsage | undefined): Usage {
     totalTokens: u?.totalTokens ?? input + output,
     cachedInputTokens: u?.inputTokenDetails?.cacheReadTokens ?? u?.cachedInputTokens ?? 0,
     reasoningTokens: u?.outputTokenDetails?.reasoningTokens ?? u?.reasoningTokens ?? 0,
+    ...((u?.inputTokenDetails?.cacheWriteTokens ?? 0) > 0 && { cacheWriteTokens: u!.inputTokenDetails.cacheWriteTokens }),
   };
 }

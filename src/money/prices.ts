@@ -7,6 +7,8 @@ import type { TokenUsage } from '../shapes/usage.ts';
 export interface Rates {
   inputPerMTok: number;
   cachedInputPerMTok: number;
+  /** Input tokens written to the provider's prompt cache (where it reports them). */
+  cacheWritePerMTok: number;
   outputPerMTok: number;
 }
 
@@ -16,6 +18,7 @@ export const pricesFileSchema = z.record(
   z.object({
     inputPerMTok: z.number().min(0),
     cachedInputPerMTok: z.number().min(0).optional(),
+    cacheWritePerMTok: z.number().min(0).optional(),
     outputPerMTok: z.number().min(0),
   }),
 );
@@ -36,7 +39,14 @@ export function loadPriceTable(file: string | undefined): PriceTable {
   return {
     ratesOf(model, at, inputTokens) {
       const mine = own[model];
-      if (mine) return { inputPerMTok: mine.inputPerMTok, cachedInputPerMTok: mine.cachedInputPerMTok ?? mine.inputPerMTok, outputPerMTok: mine.outputPerMTok };
+      if (mine) {
+        return {
+          inputPerMTok: mine.inputPerMTok,
+          cachedInputPerMTok: mine.cachedInputPerMTok ?? mine.inputPerMTok,
+          cacheWritePerMTok: mine.cacheWritePerMTok ?? mine.inputPerMTok,
+          outputPerMTok: mine.outputPerMTok,
+        };
+      }
       // Prices change by day at most: one lookup per model, day and tier size.
       const key = `${model}\u0000${Math.floor(at / 86_400_000)}\u0000${inputTokens}`;
       if (cache.size > 10_000) cache.clear();
@@ -77,21 +87,29 @@ function packageRates(model: string, at: number, inputTokens: number): Rates | n
   const input = rate(prices.input_mtok);
   const output = rate(prices.output_mtok);
   if (input === null || output === null) return null;
-  return { inputPerMTok: input, cachedInputPerMTok: rate(prices.cache_read_mtok) ?? input, outputPerMTok: output };
+  return {
+    inputPerMTok: input,
+    cachedInputPerMTok: rate(prices.cache_read_mtok) ?? input,
+    cacheWritePerMTok: rate(prices.cache_write_mtok) ?? input,
+    outputPerMTok: output,
+  };
 }
 
 /** Dollars per million tokens as whole pico-dollars per token (exact for any price quoted to 6 decimals). */
 const picoPerToken = (perMTok: number) => BigInt(Math.round(perMTok * 1_000_000));
 
 /**
- * A call's cost in whole micro-dollars: (input − cached) × input price + cached × cached price +
- * output × output price, in integers, rounded once (half up). Reasoning tokens are part of output.
+ * A call's cost in whole micro-dollars: (input − cached − cache-written) × input price + cached ×
+ * cached price + cache-written × cache-write price + output × output price, in integers, rounded
+ * once (half up). Reasoning tokens are part of output.
  */
 export function costMicroUsd(usage: TokenUsage, rates: Rates): number {
-  const uncached = BigInt(Math.max(usage.inputTokens - usage.cachedInputTokens, 0));
+  const written = Math.min(usage.cacheWriteTokens ?? 0, Math.max(usage.inputTokens - usage.cachedInputTokens, 0));
+  const uncached = BigInt(Math.max(usage.inputTokens - usage.cachedInputTokens - written, 0));
   const pico =
     uncached * picoPerToken(rates.inputPerMTok) +
     BigInt(usage.cachedInputTokens) * picoPerToken(rates.cachedInputPerMTok) +
+    BigInt(written) * picoPerToken(rates.cacheWritePerMTok) +
     BigInt(usage.outputTokens) * picoPerToken(rates.outputPerMTok);
   return Number((pico + 500_000n) / 1_000_000n);
 }

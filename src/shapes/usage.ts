@@ -8,7 +8,15 @@ export const tokenUsageSchema = z.object({
   cachedInputTokens: z.number().int().describe('part of inputTokens'),
   reasoningTokens: z.number().int().describe('part of outputTokens'),
 });
-export type TokenUsage = z.infer<typeof tokenUsageSchema>;
+/** The counts stored and summed for a call, a task or a group. */
+export type TokenCounts = z.infer<typeof tokenUsageSchema>;
+export type TokenUsage = TokenCounts & {
+  /**
+   * One call's input tokens the provider wrote to its prompt cache, where it reports them (part
+   * of inputTokens): priced at their own rate, not stored or summed apart.
+   */
+  cacheWriteTokens?: number;
+};
 
 /** A usage as the API shows it: the tokens and what they cost. */
 export const usageSchema = tokenUsageSchema.extend({
@@ -17,7 +25,7 @@ export const usageSchema = tokenUsageSchema.extend({
 export type Usage = z.infer<typeof usageSchema>;
 
 /** The token fields of a usage, in the order the contract lists them: the one list every sum uses. */
-export const tokenFields = Object.keys(tokenUsageSchema.shape) as Array<keyof TokenUsage>;
+export const tokenFields = Object.keys(tokenUsageSchema.shape) as Array<keyof TokenCounts>;
 
 export const zeroUsage = (): TokenUsage => Object.fromEntries(tokenFields.map((f) => [f, 0])) as TokenUsage;
 

@@ -7,7 +7,7 @@ import type {
   SkippedPath,
   StopReason,
   TaskBudget,
-  TokenUsage,
+  TokenCounts,
   ToolAnswer,
 } from '../shapes/task.ts';
 import type { ModelMessage } from 'ai';
@@ -21,7 +21,7 @@ const tokenColumns = () =>
     totalTokens: integer('total_tokens').notNull().default(0),
     cachedInputTokens: integer('cached_input_tokens').notNull().default(0),
     reasoningTokens: integer('reasoning_tokens').notNull().default(0),
-  }) satisfies Record<keyof TokenUsage, unknown>;
+  }) satisfies Record<keyof TokenCounts, unknown>;
 
 /** What the tokens of a task or record cost, and how many of them had no price. */
 const costColumns = () => ({

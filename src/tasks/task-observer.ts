@@ -3,7 +3,7 @@ import { capPayload } from '../events/cap-payload.ts';
 import { createDeltaCoalescer } from '../loop/delta-coalescer.ts';
 import type { AgentObserver } from '../loop/run-agent.ts';
 import { forStorage } from '../loop/transcript.ts';
-import type { TokenUsage } from '../shapes/task.ts';
+import { usageOf, type TokenUsage } from '../shapes/task.ts';
 import type { TaskRow } from '../store/schema.ts';
 import type { TaskTrace } from '../telemetry/tracing.ts';
 import type { RunContext } from './run-context.ts';
@@ -86,7 +86,7 @@ export function createTaskObserver(ctx: RunContext, opts: TaskObserverOptions): 
         .ownedTransaction(row, async (s, append) => {
           await s.countStep(row.id);
           await s.appendMessages(row.id, step, messages);
-          append(row, 'step.finished', { step, finishReason, usage: { ...usage, costMicroUsd: ctx.costOf(model, usage) } });
+          append(row, 'step.finished', { step, finishReason, usage: { ...usageOf(usage), costMicroUsd: ctx.costOf(model, usage) } });
         })
         .catch((err) => log.error({ err, step }, 'could not store the finished step'));
     },
