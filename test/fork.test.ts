@@ -1,24 +1,14 @@
 import { createOpenAI } from '@ai-sdk/openai';
 import { streamText, type ModelMessage } from 'ai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
-import { startService, taskBody, TEST_API_KEY, type TestService } from './support/harness';
+import { describe, expect, it } from 'vitest';
+import { serviceForTests, taskBody, TEST_API_KEY } from './support/harness';
 
 /**
  * Fork mode: a child that inherits its parent's conversation. The parent here is a real ai-SDK
  * call against the scripted model; the child's requests must begin with the very bytes the
  * parent's did, so the provider's prompt cache applies.
  */
-let model: ScriptedModel;
-let svc: TestService;
-beforeAll(async () => {
-  model = await startScriptedModel();
-  svc = await startService({ model });
-});
-afterAll(async () => {
-  await svc.close();
-  await model.close();
-});
+const file = serviceForTests();
 
 const system = 'You are the orchestrator of FORK-TEST. Plan, then delegate.';
 const messages: ModelMessage[] = [
@@ -36,21 +26,21 @@ const messages: ModelMessage[] = [
   },
 ];
 
-const post = (payload: object) => svc.inject({ method: 'POST', url: '/tasks?wait=true', payload });
+const post = (payload: object) => file.svc.inject({ method: 'POST', url: '/tasks?wait=true', payload });
 const lastUser = (msgs: Array<{ role: string; content?: unknown }>) => JSON.stringify(msgs.filter((m) => m.role === 'user').at(-1)?.content ?? '');
 
 describe('fork mode', () => {
   it("starts a child whose requests begin with the parent's system prompt and messages, byte for byte", async () => {
     // One script for the whole conversation: the parent's turn, then the child's (told apart by its prompt).
-    model.script('FORK-PARENT', (ctx) =>
+    file.svc.model.script('FORK-PARENT', (ctx) =>
       lastUser(ctx.messages).includes('FORK-CHILD')
         ? { text: 'the notes are in NOTES.md', usage: { input: 1200, cached: 1024, output: 8 } }
         : { text: 'parent continues', usage: { input: 1100, output: 3 } },
     );
     // The parent, as an ai-SDK orchestrator sends it.
-    const parent = createOpenAI({ baseURL: `${model.url}/v1`, apiKey: TEST_API_KEY }).chat('parent-model');
+    const parent = createOpenAI({ baseURL: `${file.svc.model.url}/v1`, apiKey: TEST_API_KEY }).chat('parent-model');
     await streamText({ model: parent, system, messages }).consumeStream();
-    const parentRequest = model.requests.at(-1)!.body;
+    const parentRequest = file.svc.model.requests.at(-1)!.body;
 
     const res = await post({
       description: 'Write the notes',
@@ -64,7 +54,7 @@ describe('fork mode', () => {
     // The provider reported its prompt cache at work, and the task bills it as cached input.
     expect(child.usage).toMatchObject({ inputTokens: 1200, cachedInputTokens: 1024, outputTokens: 8 });
 
-    const childRequest = model.requests.at(-1)!.body;
+    const childRequest = file.svc.model.requests.at(-1)!.body;
     const prefix = parentRequest.messages.length;
     expect(JSON.stringify(childRequest.messages.slice(0, prefix))).toBe(JSON.stringify(parentRequest.messages));
     expect(childRequest.messages.slice(prefix)).toEqual([{ role: 'user', content: 'FORK-CHILD: now write NOTES.md' }]);
@@ -88,7 +78,7 @@ describe('fork mode', () => {
       context: { parentTaskId: 'T-fork', userId: 'u' },
     });
     expect(JSON.parse(followUp.body.trim())).toMatchObject({ status: 'completed', sessionId: child.id });
-    const followRequest = model.requests.at(-1)!.body;
+    const followRequest = file.svc.model.requests.at(-1)!.body;
     expect(JSON.stringify(followRequest.messages.slice(0, prefix))).toBe(JSON.stringify(parentRequest.messages));
   });
 
@@ -105,6 +95,6 @@ describe('fork mode', () => {
     const neither = await post({ description: 'No type', prompt: 'go', context: { parentTaskId: 'T-fork', userId: 'u' } });
     expect([neither.statusCode, neither.json().error.details[0].field]).toEqual([400, 'body.subagent_type']);
     // GET /agents does not offer "fork" as a type of its own.
-    expect((await svc.inject({ url: '/agents' })).json().agents.map((a: { type: string }) => a.type)).not.toContain('fork');
+    expect((await file.svc.inject({ url: '/agents' })).json().agents.map((a: { type: string }) => a.type)).not.toContain('fork');
   });
 });

@@ -1,32 +1,22 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
-import { startService, taskBody, taskEnd, type TestService } from './support/harness';
+import { describe, expect, it } from 'vitest';
+import { serviceForTests, startService, taskBody, taskEnd } from './support/harness';
 
 /** The task tool's options from the seeds: `options.tools` and `options.cwd`. */
-let model: ScriptedModel;
-let svc: TestService;
-beforeAll(async () => {
-  model = await startScriptedModel();
-  svc = await startService({ model });
-});
-afterAll(async () => {
-  await svc.close();
-  await model.close();
-});
+const file = serviceForTests();
 
-const post = (payload: object) => svc.inject({ method: 'POST', url: '/tasks?wait=true', payload });
+const post = (payload: object) => file.svc.inject({ method: 'POST', url: '/tasks?wait=true', payload });
 const run = async (prompt: string, parentTaskId: string, options: object, over: object = {}) => {
   const res = await post(taskBody({ prompt, context: { parentTaskId, userId: 'u' }, options, ...over }));
   expect(res.statusCode, res.body).toBe(200);
   return JSON.parse(res.body.trim());
 };
 /** The first request the model got for the script `key`. */
-const firstRequest = (key: string) => model.requests.find((r) => JSON.stringify(r.body.messages).includes(key))!;
+const firstRequest = (key: string) => file.svc.model.requests.find((r) => JSON.stringify(r.body.messages).includes(key))!;
 const toolResults = (key: string) =>
-  model.requests
+  file.svc.model.requests
     .filter((r) => JSON.stringify(r.body.messages).includes(key))
     .at(-1)!
     .body.messages.filter((m) => m.role === 'tool')
@@ -34,7 +24,7 @@ const toolResults = (key: string) =>
 
 describe('options.tools', () => {
   it('offers only the named tools of the definition (and complete); names it lacks are ignored', async () => {
-    model.script('OPT-TOOLS', [{ toolCalls: [{ name: 'complete', args: { summary: 'narrowed', paths: [] } }] }]);
+    file.svc.model.script('OPT-TOOLS', [{ toolCalls: [{ name: 'complete', args: { summary: 'narrowed', paths: [] } }] }]);
     const done = await run('OPT-TOOLS', 'T-tools', { tools: ['read_file', 'grep', 'no_such_tool'] });
     expect(done).toMatchObject({ status: 'completed', summary: 'narrowed' });
     const offered = firstRequest('OPT-TOOLS').body.tools!.map((t) => t.function.name);
@@ -53,7 +43,7 @@ describe('options.tools', () => {
 
 describe('options.cwd', () => {
   it('resolves relative paths and starts commands in the folder, creating it; artifacts stay relative to the root', async () => {
-    model.script('OPT-CWD', [
+    file.svc.model.script('OPT-CWD', [
       {
         toolCalls: [
           { name: 'write_file', args: { path: 'a.txt', content: 'in the folder' } },
@@ -64,7 +54,7 @@ describe('options.cwd', () => {
       { toolCalls: [{ name: 'complete', args: { summary: 'worked in sub/dir', paths: ['a.txt', 'b.txt', '../../top.txt'] } }] },
     ]);
     const done = await run('OPT-CWD', 'T-cwd', { cwd: 'sub/dir' });
-    const ws = path.join(svc.config.workspacesDir, 'T-cwd');
+    const ws = path.join(file.svc.config.workspacesDir, 'T-cwd');
     expect(readFileSync(path.join(ws, 'sub/dir/a.txt'), 'utf8')).toBe('in the folder');
     expect(readFileSync(path.join(ws, 'sub/dir/b.txt'), 'utf8')).toBe('from-bash\n');
     expect(done.artifacts.map((a: { relativePath: string }) => a.relativePath)).toEqual(['sub/dir/a.txt', 'sub/dir/b.txt']);
@@ -77,9 +67,9 @@ describe('options.cwd', () => {
   });
 
   it('takes an absolute path inside the workspace; refuses one outside (400) and a folder that became a link out (invalid_cwd)', async () => {
-    const ws = path.join(svc.config.workspacesDir, 'T-cwd-abs');
+    const ws = path.join(file.svc.config.workspacesDir, 'T-cwd-abs');
     mkdirSync(ws, { recursive: true });
-    model.script('OPT-CWD-ABS', [
+    file.svc.model.script('OPT-CWD-ABS', [
       { toolCalls: [{ name: 'bash', args: { command: 'echo ok > here.txt' } }] },
       { toolCalls: [{ name: 'complete', args: { summary: 'abs', paths: ['here.txt'] } }] },
     ]);
@@ -92,7 +82,7 @@ describe('options.cwd', () => {
     }
 
     symlinkSync(tmpdir(), path.join(ws, 'out'));
-    model.script('OPT-CWD-LINK', [{ toolCalls: [{ name: 'bash', args: { command: 'echo escaped > x.txt' } }] }]);
+    file.svc.model.script('OPT-CWD-LINK', [{ toolCalls: [{ name: 'bash', args: { command: 'echo escaped > x.txt' } }] }]);
     const refused = await run('OPT-CWD-LINK', 'T-cwd-abs', { cwd: 'out/deeper' });
     expect(refused).toMatchObject({ status: 'error', error: { code: 'invalid_cwd' } });
     expect(refused.error.message).not.toContain(tmpdir());
@@ -106,27 +96,27 @@ describe('options.cwd', () => {
     const done = JSON.parse(res.body.trim());
     expect(done.output.stdout.trim()).toMatch(/\/T-cwd-sh\/x$/);
     const taskId = done.id as string;
-    expect((await taskEnd(svc, taskId)).status).toBe('completed');
+    expect((await taskEnd(file.svc, taskId)).status).toBe('completed');
   });
 });
 
 describe('prompt caching', () => {
   it("sends the session's id as prompt_cache_key with every request of a task and its follow-ups", async () => {
-    model.script('OPT-CACHE', [{ toolCalls: [{ name: 'list_files', args: {} }] }, { text: 'first answer' }]);
+    file.svc.model.script('OPT-CACHE', [{ toolCalls: [{ name: 'list_files', args: {} }] }, { text: 'first answer' }]);
     const first = await run('OPT-CACHE', 'T-cache', {});
-    model.script('OPT-CACHE-AGAIN', [{ text: 'second answer' }]);
+    file.svc.model.script('OPT-CACHE-AGAIN', [{ text: 'second answer' }]);
     const next = await run('OPT-CACHE-AGAIN', 'T-cache', {}, { task_id: first.id });
     expect(next.sessionId).toBe(first.id);
-    const keys = model.requests.filter((r) => JSON.stringify(r.body.messages).includes('OPT-CACHE')).map((r) => r.body.prompt_cache_key);
+    const keys = file.svc.model.requests.filter((r) => JSON.stringify(r.body.messages).includes('OPT-CACHE')).map((r) => r.body.prompt_cache_key);
     expect(keys).toEqual([first.id, first.id, first.id]);
   });
 
   it("bills the tokens a provider reports writing to its cache at the model's cacheWritePerMTok", async () => {
     const prices = path.join(mkdtempSync(path.join(tmpdir(), 'subagentd-prices-')), 'prices.json');
     writeFileSync(prices, JSON.stringify({ 'cache-model': { inputPerMTok: 3, cachedInputPerMTok: 0.3, cacheWritePerMTok: 3.75, outputPerMTok: 15 } }));
-    const priced = await startService({ model, env: { PRICES_FILE: prices } });
+    const priced = await startService({ model: file.svc.model, env: { PRICES_FILE: prices } });
     try {
-      model.script('OPT-CACHE-WRITE', [{ text: 'cached', usage: { input: 10_000, cached: 2_000, cacheWrite: 6_000, output: 1_000 } }]);
+      file.svc.model.script('OPT-CACHE-WRITE', [{ text: 'cached', usage: { input: 10_000, cached: 2_000, cacheWrite: 6_000, output: 1_000 } }]);
       const res = await priced.inject({
         method: 'POST',
         url: '/tasks?wait=true',
@@ -140,9 +130,9 @@ describe('prompt caching', () => {
   });
 
   it('sends none with PROMPT_CACHE_KEY=off', async () => {
-    const off = await startService({ model, env: { PROMPT_CACHE_KEY: 'off' } });
+    const off = await startService({ model: file.svc.model, env: { PROMPT_CACHE_KEY: 'off' } });
     try {
-      model.script('OPT-NO-CACHE', [{ text: 'no key' }]);
+      file.svc.model.script('OPT-NO-CACHE', [{ text: 'no key' }]);
       const res = await off.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: 'OPT-NO-CACHE' }) });
       expect(JSON.parse(res.body.trim()).status).toBe('completed');
       expect(firstRequest('OPT-NO-CACHE').body).not.toHaveProperty('prompt_cache_key');

@@ -4,41 +4,43 @@ import { ModelStallError } from './model-guard.ts';
 
 const STALL_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'MODEL_STALL']);
 
+type ChainError = { code?: string; cause?: unknown; lastError?: unknown; errors?: unknown[] };
+
 /**
- * True when `err`, one of its causes, or the last error of the SDK's retries is a stall: undici's
- * headers/body timeout or the model guard's content timeout.
+ * What `look` first says of `err`, one of its causes, the last error of the SDK's retries or an
+ * error it aggregates (16 at most), or undefined when it says nothing of any.
  */
-export function isStall(err: unknown): boolean {
+function inChain<T>(err: unknown, look: (e: ChainError) => T | undefined): T | undefined {
   const seen = new Set<unknown>();
   const stack = [err];
   while (stack.length > 0 && seen.size < 16) {
-    const e = stack.pop() as { code?: string; cause?: unknown; lastError?: unknown; errors?: unknown[] } | undefined;
+    const e = stack.pop() as ChainError | undefined;
     if (!e || typeof e !== 'object' || seen.has(e)) continue;
     seen.add(e);
-    if (STALL_CODES.has(e.code ?? '')) return true;
+    const said = look(e);
+    if (said !== undefined) return said;
     stack.push(e.cause, e.lastError, ...(Array.isArray(e.errors) ? e.errors : []));
   }
-  return false;
+  return undefined;
+}
+
+/** True when the error is a stall: undici's headers/body timeout or the model guard's content timeout. */
+export function isStall(err: unknown): boolean {
+  return inChain(err, (e) => (STALL_CODES.has(e.code ?? '') ? true : undefined)) ?? false;
 }
 
 /**
  * True when another model may well answer what this one failed: a stall, an answer cut before its
- * end, or an HTTP error the SDK counts as retryable (408, 409, 429, 5xx, a network failure), found
- * in `err`, its causes or the last error of the SDK's retries. A refused request (400, 401, 404)
- * is not: the next model would be refused alike.
+ * end, or an HTTP error the SDK counts as retryable (408, 409, 429, 5xx, a network failure). A
+ * refused request (400, 401, 404) is not: the next model would be refused alike.
  */
 export function worthFallingBack(err: unknown): boolean {
-  const seen = new Set<unknown>();
-  const stack = [err];
-  while (stack.length > 0 && seen.size < 16) {
-    const e = stack.pop() as { code?: string; cause?: unknown; lastError?: unknown; errors?: unknown[] } | undefined;
-    if (!e || typeof e !== 'object' || seen.has(e)) continue;
-    seen.add(e);
-    if (STALL_CODES.has(e.code ?? '') || e.code === 'MODEL_INCOMPLETE') return true;
-    if (APICallError.isInstance(e)) return e.isRetryable;
-    stack.push(e.cause, e.lastError, ...(Array.isArray(e.errors) ? e.errors : []));
-  }
-  return false;
+  return (
+    inChain(err, (e) => {
+      if (STALL_CODES.has(e.code ?? '') || e.code === 'MODEL_INCOMPLETE') return true;
+      return APICallError.isInstance(e) ? e.isRetryable : undefined;
+    }) ?? false
+  );
 }
 
 /**

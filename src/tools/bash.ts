@@ -9,7 +9,7 @@ export const bashTool = defineTool({
     'Run a bash command in the working folder. Returns exitCode, stdout and stderr ' +
     '(long output keeps its head and tail). The command is killed after timeoutMs.',
   inputSchema: z.object({
-    command: z.string().min(1).describe('The bash command'),
+    command: z.string().min(1).max(100_000).describe('The bash command'),
     timeoutMs: z.number().int().min(100).optional().describe('Timeout in milliseconds'),
   }),
   async execute({ command, timeoutMs }, ctx) {

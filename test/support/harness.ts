@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
+import { afterAll, beforeAll } from 'vitest';
 import { createApp, type App } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config/config';
 import { closeDatabase, openDatabase, type Db } from '../../src/store/database';
@@ -72,6 +73,26 @@ export async function startService(
       await closeDatabase(db);
       if (!opts.model) await model.close();
       if (!opts.dir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * One service, with its own scripted model (`svc.model`), for the tests of a file: started before
+ * them, closed after them. Read `svc` inside the tests, once `beforeAll` has run.
+ */
+export function serviceForTests(opts: Parameters<typeof startService>[0] = {}): { readonly svc: TestService } {
+  let svc: TestService | undefined;
+  beforeAll(async () => {
+    svc = await startService(opts);
+  });
+  afterAll(async () => {
+    await svc?.close();
+  });
+  return {
+    get svc() {
+      if (!svc) throw new Error('the service starts in beforeAll');
+      return svc;
     },
   };
 }
