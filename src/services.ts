@@ -166,6 +166,13 @@ export function createServices(deps: ServiceDeps): Services {
     sandbox,
     storage,
     instanceId: cluster?.instanceId ?? null,
+    // Bound to the task service made just below: the `task` tool starts children through it.
+    children: {
+      start: (parent, body, key) => tasks.children.start(parent, body, key),
+      ended: (id) => tasks.children.ended(id),
+      cancel: (tenant, id) => tasks.children.cancel(tenant, id),
+      waiting: (id, on) => tasks.children.waiting(id, on),
+    },
   });
   const tasks = createTaskService({
     liveness,

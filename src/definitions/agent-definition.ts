@@ -12,6 +12,8 @@ export const agentDefinitionSchema = z.object({
   /** Models tried in turn after a provider error outlived its retries (the front matter's `model` list, after its first). */
   fallbackModels: z.array(z.string()).optional(),
   maxSteps: z.number().int().min(1),
+  /** Nesting: with N > 0 its model gets a `task` tool starting child tasks, N levels deep at most (the root's limit holds for all). */
+  maxDepth: z.number().int().min(0).max(5).optional(),
   /** Tool names the subagent gets, `complete` included for model-backed ones. */
   tools: z.array(z.string()),
   instructions: z.string(),
@@ -46,6 +48,7 @@ export const agentSummarySchema = agentDefinitionSchema.pick({
   model: true,
   fallbackModels: true,
   maxSteps: true,
+  maxDepth: true,
   tools: true,
   compactionModel: true,
   compactAtTokens: true,

@@ -1,7 +1,7 @@
 import { readOnlyToolNames, workspaceToolNames } from '../tools/workspace-tools.ts';
 import type { AgentDefinition } from './agent-definition.ts';
 
-/** Tools no subagent may ever have: subagents cannot spawn subagents nor ask the user. */
+/** Tools no definition may list: a subagent starts subagents only through `maxDepth` (its `task` tool) and never asks the user. */
 export const FORBIDDEN_TOOLS = ['task', 'ask_user_question', 'confirm'] as const;
 
 export interface AgentRegistry {

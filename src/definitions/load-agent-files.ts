@@ -34,6 +34,7 @@ export const agentFileSchema = z
     /** allow | ask | deny per tool, or bash(<glob>) over the whole command. */
     permissions: permissionsSchema.optional(),
     maxSteps: z.number().int().min(1).max(1000).optional(),
+    maxDepth: z.number().int().min(0).max(5).optional(),
     temperature: z.number().min(0).max(2).optional(),
     compactionModel: z.string().min(1).optional(),
     compactAtTokens: z.number().int().min(1000).optional(),
@@ -109,6 +110,7 @@ export function loadAgentFiles(dir: string, names: ModelNames): { definitions: A
         model: resolveModelName(Array.isArray(fm.model) ? fm.model[0] : fm.model, names),
         ...(Array.isArray(fm.model) && fm.model.length > 1 && { fallbackModels: fm.model.slice(1).map((m) => resolveModelName(m, names)) }),
         maxSteps: fm.maxSteps ?? 50,
+        ...(fm.maxDepth && { maxDepth: fm.maxDepth }),
         tools: resolveTools(fm.tools, fm.disallowedTools),
         instructions: String(vfile.value).trim(),
         temperature: fm.temperature,

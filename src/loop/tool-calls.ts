@@ -13,7 +13,7 @@ export async function runCall<S>(
   onComplete: (done: CompleteResult) => void,
 ): Promise<void> {
   try {
-    const output = await c.tool.execute(c.input, opts.toolContext);
+    const output = await c.tool.execute(c.input, opts.toolContext, { toolCallId: c.toolCallId });
     const finished = c.toolName === 'complete' ? (output as CompleteResult) : null;
     if (finished && !opts.signal.aborted) onComplete(finished);
     record({ toolCallId: c.toolCallId, toolName: c.toolName, output: finished ? completeForModel(finished) : output, isError: false });

@@ -249,6 +249,8 @@ export const taskOutputSchema = z.object({
   progress: progressSchema.nullable().describe('set while the task has not ended'),
   sessionId: z.string().describe('the first task of its follow-up chain; its own id for a fresh task'),
   previousTaskId: z.string().nullable().describe('the task it continues (task_id); null for a fresh task'),
+  depth: z.number().int().describe('0 for a task the caller started; a task started by another one is one deeper'),
+  parentTask: z.string().nullable().describe("the task whose `task` tool started it; null for the caller's own"),
   error: taskErrorSchema.nullable(),
   createdAt: z.string(),
   startedAt: z.string().nullable(),

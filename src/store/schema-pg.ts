@@ -4,7 +4,7 @@
  * Integers are BIGINT (epoch milliseconds, token counts); JSON is stored as text, and the one
  * boolean as 0/1, exactly as on SQLite. drizzle-kit generates `migrations-pg/` from this file.
  */
-import { bigint, index, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, index, integer, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
 
 /** Token columns shared by tasks, records and usage reports: integers, never null, one per token field. */
 const tokenColumns = () => ({
@@ -81,10 +81,15 @@ export const tasks = pgTable(
      * another instance answers as its progress. JSON of the liveness state; null on SQLite.
      */
     activity: text('activity'),
+    /** Nesting: how deep the task is (0 for one the caller started), the task that started it, and the root's limit. */
+    depth: integer('depth').notNull().default(0),
+    parentTask: text('parent_task'),
+    maxDepth: integer('max_depth').notNull().default(0),
   },
   (t) => [
     index('tasks_tenant_id').on(t.tenant, t.id),
     index('tasks_session').on(t.tenant, t.sessionId, t.id),
+    index('tasks_parent_task').on(t.parentTask),
     index('tasks_parent').on(t.tenant, t.parentTaskId, t.id),
     index('tasks_status').on(t.status),
     index('tasks_owner').on(t.owner, t.status),

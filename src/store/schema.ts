@@ -94,10 +94,15 @@ export const tasks = sqliteTable(
      * another instance answers as its progress. JSON of the liveness state; null on SQLite.
      */
     activity: text('activity', { mode: 'json' }).$type<Activity>(),
+    /** Nesting: how deep the task is (0 for one the caller started), the task that started it, and the root's limit. */
+    depth: integer('depth').notNull().default(0),
+    parentTask: text('parent_task'),
+    maxDepth: integer('max_depth').notNull().default(0),
   },
   (t) => [
     index('tasks_tenant_id').on(t.tenant, t.id),
     index('tasks_session').on(t.tenant, t.sessionId, t.id),
+    index('tasks_parent_task').on(t.parentTask),
     index('tasks_parent').on(t.tenant, t.parentTaskId, t.id),
     index('tasks_status').on(t.status),
     index('tasks_owner').on(t.owner, t.status),

@@ -46,8 +46,8 @@ const INSERT_REPORT = `INSERT INTO usage_reports (task_id, n, step, ${tokenColum
    VALUES (?, (SELECT coalesce(max(n), 0) + 1 FROM usage_reports WHERE task_id = ?), ?, ${tokenColumns.map(() => '?').join(', ')}, ?, ?, ?, ?)
    ON CONFLICT (task_id, call_key) DO NOTHING`;
 const INSERT_TASK = `INSERT INTO tasks (id, tenant, parent_task_id, user_id, tool_call_id, subagent_type, description, request, status,
-     idempotency_key, request_hash, created_at, session_id, previous_task_id, budget, trace_parent)
-   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+     idempotency_key, request_hash, created_at, session_id, previous_task_id, budget, trace_parent, depth, parent_task, max_depth)
+   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 const INSERT_MESSAGE = `INSERT INTO task_messages (task_id, n, step, message)
    VALUES (?, (SELECT coalesce(max(n), 0) + 1 FROM task_messages WHERE task_id = ?), ?, ?)`;
 const BY_ID = 'SELECT * FROM tasks WHERE id = ?';
@@ -81,6 +81,9 @@ export function createTaskStore(sql: SqlClient) {
         row.previousTaskId ?? null,
         row.budget ? JSON.stringify(row.budget) : null,
         row.traceParent ?? null,
+        row.depth ?? 0,
+        row.parentTask ?? null,
+        row.maxDepth ?? 0,
       ]);
     },
 

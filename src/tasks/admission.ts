@@ -151,6 +151,7 @@ export function newTaskRow(
   idempotency: { key: string; requestHash: string } | null,
   session: SessionLink | null,
   traceParent: string | null = null,
+  lineage: Lineage = { depth: 0, parentTask: null, maxDepth: 0 },
 ): TaskRow {
   return {
     id,
@@ -198,7 +199,15 @@ export function newTaskRow(
     leaseUntil: null,
     resumeReason: null,
     activity: null,
+    ...lineage,
   };
+}
+
+/** Where a task stands in a tree of nested tasks: its depth, the task that started it, the root's limit. */
+export interface Lineage {
+  depth: number;
+  parentTask: string | null;
+  maxDepth: number;
 }
 
 export interface QueueBounds {

@@ -17,6 +17,12 @@ export function createDispatchSystem(res: TaskResources, scheduler: Scheduler, l
   /** Tasks started and not yet stored as started: admission answers once they are. */
   const starting = new Map<string, Promise<void>>();
   let pumping: Promise<void> | null = null;
+  /** Tasks running here that hold a slot: not those waiting for a child of theirs. */
+  const busy = () => {
+    let n = 0;
+    for (const a of active.values()) if (!a.waitingOnChild) n++;
+    return n;
+  };
   let pumpAgain = false;
 
   /** Starts what may start; resolves once the tasks it took are started (or being). */
@@ -30,7 +36,7 @@ export function createDispatchSystem(res: TaskResources, scheduler: Scheduler, l
         do {
           pumpAgain = false;
           // Nothing starts while the database cannot be written: its tokens could not be billed.
-          while (!res.state.closing && deps.storage.fault === null && active.size < deps.maxConcurrent) {
+          while (!res.state.closing && deps.storage.fault === null && busy() < deps.maxConcurrent) {
             const next = await scheduler.next();
             if (!next) break;
             start(next.row, next.reason);
@@ -51,7 +57,7 @@ export function createDispatchSystem(res: TaskResources, scheduler: Scheduler, l
     const timeoutMs = Math.min(row.request.options?.timeoutMs ?? deps.taskTimeoutMs, deps.taskTimeoutMs);
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new TaskAbort('timeout', `the task ran longer than its timeout of ${timeoutMs} ms`)), timeoutMs);
-    active.set(row.id, { controller, timer, resumable: deps.registry.get(row.subagentType)?.kind === 'model' });
+    active.set(row.id, { row, controller, timer, resumable: deps.registry.get(row.subagentType)?.kind === 'model' });
     leases?.track(row.id);
     let started!: () => void;
     starting.set(row.id, new Promise<void>((resolve) => (started = resolve)));
@@ -96,6 +102,18 @@ export function createDispatchSystem(res: TaskResources, scheduler: Scheduler, l
     /** Resolves once a task just started is stored as started (at once when it is not starting). */
     started(id: string): Promise<void> | undefined {
       return starting.get(id);
+    },
+
+    /**
+     * A task waits for a child (`on`), or no longer does: while it waits, its slot serves others,
+     * so the child can start even when every slot is held by parents waiting for theirs.
+     */
+    setWaiting(id: string, on: boolean): void {
+      const here = active.get(id);
+      if (!here || Boolean(here.waitingOnChild) === on) return;
+      here.waitingOnChild = on;
+      scheduler.lend(here.row, on);
+      if (on) void pump();
     },
 
     /** Stops a task running here; false when it does not run here. */

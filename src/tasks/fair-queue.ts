@@ -82,11 +82,17 @@ export function createFairQueue<T>(opts: FairQueueOptions<T>) {
       runningTotal++;
       return item;
     },
-    /** An item `shift` handed out has ended. */
+    /** An item `shift` handed out has ended (or, nested, waits for a child and lends its place). */
     done(item: T) {
       bump(running, keyOf(item), -1);
       bump(running, groupKey(groupOf(item)), -1);
       runningTotal--;
+    },
+    /** An item that lent its place (`done`) runs again, whatever the quota says. */
+    retake(item: T) {
+      bump(running, keyOf(item), 1);
+      bump(running, groupKey(groupOf(item)), 1);
+      runningTotal++;
     },
     /** Removes the first queued item matching `pred`; true when one was removed. */
     remove(pred: (item: T) => boolean): boolean {

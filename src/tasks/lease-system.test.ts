@@ -3,6 +3,7 @@ import { fakeCluster, taskSystems } from '../../test/support/task-systems.ts';
 import { createLeaseSystem } from './lease-system.ts';
 import { createRecoverySystem } from './recovery-system.ts';
 import { abortCode } from './task-abort.ts';
+import type { TaskRow } from '../store/schema.ts';
 
 describe('the lease system', () => {
   let close: () => Promise<void> = async () => {};
@@ -22,7 +23,8 @@ describe('the lease system', () => {
     /** A task running here, as the dispatcher registers it. */
     const run = (id: string) => {
       const controller = new AbortController();
-      sys.res.active.set(id, { controller, timer: setTimeout(() => undefined, 0), resumable: true });
+      // The lease system reads nothing of the row itself.
+      sys.res.active.set(id, { row: { id } as TaskRow, controller, timer: setTimeout(() => undefined, 0), resumable: true });
       leases.track(id);
       return controller;
     };

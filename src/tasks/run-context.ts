@@ -44,6 +44,8 @@ export interface RunnerDeps {
   serviceEnv: Record<string, string | undefined>;
   /** PostgreSQL: this instance; a task's end is written only while it owns the task. */
   instanceId?: string | null;
+  /** Nesting: the task service's side of the `task` tool (absent: no task may start children). */
+  children?: ChildTasks;
 }
 
 /** What every kind of run gets: the task, its body and definition, its workspace, its abort signal. */
@@ -53,6 +55,17 @@ export interface TaskRun {
   def: AgentDefinition;
   workspace: Workspace;
   signal: AbortSignal;
+}
+
+/** What a task's `task` tool asks of the task service (nesting), bound once the service exists. */
+export interface ChildTasks {
+  /** Starts (or, for the same `key` again, finds) a child of `parent`, one level deeper. */
+  start(parent: TaskRow, body: CreateTaskBody, key: string): Promise<TaskRow>;
+  /** Resolves with the child once it has ended or paused. */
+  ended(id: string): Promise<TaskRow>;
+  cancel(tenant: string, id: string): Promise<void>;
+  /** The task waits for a child: its slot serves others meanwhile (else nested tasks could wait on each other for ever). */
+  waiting(id: string, on: boolean): void;
 }
 
 /** A model run also gets its model, the steering messages, its trace and the lease check. */

@@ -15,6 +15,7 @@ import { workspaceTools } from '../tools/workspace-tools.ts';
 import { endingOfAbort, failed, type Ending } from './finish-task.ts';
 import type { ModelRun, RunContext } from './run-context.ts';
 import { abortCode } from './task-abort.ts';
+import { childTaskTool } from './child-tool.ts';
 import { createTaskObserver } from './task-observer.ts';
 
 /**
@@ -33,6 +34,8 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
   const tools = toolNames
     .map((name) => (name === 'complete' ? createCompleteTool(body.options?.outputSchema) : workspaceTools[name]))
     .filter((t) => t !== undefined);
+  // Nesting: the root's definition said how deep; every task of the tree keeps the tool.
+  if (row.maxDepth > 0 && deps.children && !deniedWhole(rules, 'task')) tools.push(childTaskTool(row, deps.registry.list(), deps.children));
   // The caller's own tools, but not one its rules deny whole.
   for (const spec of body.options?.clientTools ?? []) if (!deniedWhole(rules, spec.name)) tools.push(clientTool(spec));
   const toolContext: ToolContext = {

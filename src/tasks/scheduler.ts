@@ -15,6 +15,11 @@ export interface Scheduler {
   next(): Promise<{ row: TaskRow; reason?: ResumeReason } | undefined>;
   /** A task `next` gave has stopped running here. */
   done(row: TaskRow): void;
+  /**
+   * A running task waits for a child of its own (`on`) or no longer does: while it waits it does
+   * not count against its tenant's quota here (the cluster counts running tasks in the database).
+   */
+  lend(row: TaskRow, on: boolean): void;
   /** Takes a waiting task out, to cancel it; false when it is not waiting. */
   withdraw(id: string): Promise<boolean>;
   /** Tasks waiting (the cluster's: counted in the database), in all and of one tenant. */
@@ -42,6 +47,7 @@ export function localScheduler(maxRunningPerTenant: number): Scheduler {
       return { row, reason };
     },
     done: (row) => queue.done(row),
+    lend: (row, on) => (on ? queue.done(row) : queue.retake(row)),
     async withdraw(id) {
       reasons.delete(id);
       return queue.remove((t) => t.id === id);
@@ -72,6 +78,7 @@ export function clusterScheduler(cluster: ClusterStore, opts: ClusterSchedulerOp
     },
     // A slot of its tenant is free: a task of it waiting for its quota may start elsewhere.
     done: wake,
+    lend: () => undefined,
     withdraw: (id) => cluster.claimWaiting(id, opts.now() + opts.leaseMs),
     waiting: (tenant) => cluster.waiting(tenant),
   };

@@ -22,6 +22,8 @@ export function toTaskOutput(row: TaskRow, progress: Progress | null = null): Ta
     progress,
     sessionId: row.sessionId ?? row.id,
     previousTaskId: row.previousTaskId,
+    depth: row.depth,
+    parentTask: row.parentTask,
     error: row.errorCode ? { code: row.errorCode, message: row.errorMessage ?? '' } : null,
     createdAt: iso(row.createdAt),
     startedAt: iso(row.startedAt),

@@ -44,10 +44,14 @@ export type ResumeReason = 'restart' | 'budget' | 'approval';
 
 /** A task running in this process. */
 export interface Active {
+  /** The task as it started here. */
+  row: TaskRow;
   controller: AbortController;
   timer: NodeJS.Timeout;
   /** A model task, which the next start can resume. */
   resumable: boolean;
+  /** Waiting for a child task (nesting): it holds no slot meanwhile. */
+  waitingOnChild?: boolean;
 }
 
 /**

@@ -8,6 +8,8 @@ import { isUniqueViolation } from '../store/sql-client.ts';
 import { storageFaultOf, type StorageFault } from '../store/storage-guard.ts';
 import { TaskTakenOver, type TaskFilter } from '../store/task-store.ts';
 import { workspacePath } from '../workspace/workspace.ts';
+import type { Lineage } from './admission.ts';
+import type { ChildTasks } from './run-context.ts';
 import { checkAgainstDefinition, checkQueueRoom, earlierTask, newTaskRow, sessionOf, storageRefusal } from './admission.ts';
 import { createApprovalSystem, type ApprovalReply } from './approval-system.ts';
 import { createDispatchSystem } from './dispatch-system.ts';
@@ -34,6 +36,8 @@ export interface SubmitOptions {
   traceParent?: string;
   /** Stores what must exist before the new task can start (an A2A push config). */
   beforeQueue?: (row: TaskRow) => Promise<unknown>;
+  /** A child task (nesting): its depth, the task that starts it, the root's limit. */
+  lineage?: Lineage;
 }
 
 /**
@@ -95,7 +99,8 @@ export function createTaskService(deps: TaskServiceDeps) {
       }
       const session = await sessionOf(store, tenant, body);
       await checkQueueRoom(scheduler, admitting, deps, tenant);
-      const row = newTaskRow(`tsk_${newId(now)}`, tenant, body, now, idempotency, session, traceParent ?? null);
+      const lineage = opts.lineage ?? { depth: 0, parentTask: null, maxDepth: registry.get(body.subagent_type)?.maxDepth ?? 0 };
+      const row = newTaskRow(`tsk_${newId(now)}`, tenant, body, now, idempotency, session, traceParent ?? null, lineage);
       // What must exist before the task starts is stored while this instance holds it (PostgreSQL:
       // another instance could claim it the moment it is stored).
       const held = Boolean(cluster && beforeQueue);
@@ -237,6 +242,17 @@ export function createTaskService(deps: TaskServiceDeps) {
     waitForEnd(id: string): Promise<TaskRow> {
       return waiters.wait(id);
     },
+
+    /** What a task's `task` tool does with its children (nesting): see ChildTasks. */
+    children: {
+      async start(parent: TaskRow, body: CreateTaskBody, key: string): Promise<TaskRow> {
+        const lineage = { depth: parent.depth + 1, parentTask: parent.id, maxDepth: parent.maxDepth };
+        return (await service.submit(parent.tenant, body, { idempotencyKey: key, lineage })).row;
+      },
+      ended: (id: string) => waiters.wait(id),
+      cancel: async (tenant: string, id: string) => void (await service.cancel(tenant, id)),
+      waiting: (id: string, on: boolean) => dispatch.setWaiting(id, on),
+    } satisfies ChildTasks,
 
     /**
      * Takes up what a previous process left behind (recovery-system.ts): a `running` task is

@@ -30,7 +30,8 @@ export interface WorkspaceTool<I = unknown> {
   /** Run by the caller (`options.clientTools`): a call pauses the task until the caller posts its result; `execute` is never called. */
   caller?: boolean;
   readOnly: boolean;
-  execute(input: I, ctx: ToolContext): Promise<unknown>;
+  /** `call`: the model's call (its id: what makes a repeated call, after a resume, find its first effect). */
+  execute(input: I, ctx: ToolContext, call?: { toolCallId: string }): Promise<unknown>;
 }
 
 export function defineTool<I>(tool: WorkspaceTool<I>): WorkspaceTool<I> {

@@ -593,6 +593,8 @@ export interface components {
             progress: components["schemas"]["Progress"] | null;
             sessionId: string;
             previousTaskId: string | null;
+            depth: number;
+            parentTask: string | null;
             error: components["schemas"]["TaskError"] | null;
             createdAt: string;
             startedAt: string | null;
@@ -881,6 +883,7 @@ export interface components {
             model: string | null;
             fallbackModels?: string[];
             maxSteps: number;
+            maxDepth?: number;
             tools: string[];
             compactionModel: string;
             compactAtTokens: number;
