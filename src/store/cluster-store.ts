@@ -23,7 +23,7 @@ export const CHANNELS = {
  * quota of running tasks waits. `queued` tasks and `running` ones nobody owns (to be resumed) wait.
  */
 const NEXT = `WITH busy AS (
-    SELECT tenant, user_id, count(*) AS n FROM tasks WHERE owner IS NOT NULL AND status = 'running' GROUP BY tenant, user_id
+    SELECT tenant, user_id, count(*) AS n FROM tasks WHERE owner IS NOT NULL AND status = 'running' AND waiting_on_child = 0 GROUP BY tenant, user_id
   ), busy_tenants AS (SELECT tenant, sum(n) AS n FROM busy GROUP BY tenant)
   SELECT t.id FROM tasks t
     LEFT JOIN busy_tenants g ON g.tenant = t.tenant
@@ -54,6 +54,11 @@ export function createClusterStore(sql: SqlClient, instanceId: string) {
         const raw = await tx.get('UPDATE tasks SET owner = ?, lease_until = ? WHERE id = ? AND owner IS NULL RETURNING *', [instanceId, leaseUntil, next.id]);
         return raw && taskOf(raw);
       });
+    },
+
+    /** A task of this instance waits for a child of its own (`on`), or no longer does: the tenant's quota does not count it meanwhile. */
+    async lend(id: string, on: boolean): Promise<void> {
+      await sql.run('UPDATE tasks SET waiting_on_child = ? WHERE id = ? AND owner = ?', [on ? 1 : 0, id, instanceId]);
     },
 
     /** Claims one waiting task by id (to cancel it); false when somebody owns it or it is not waiting. */

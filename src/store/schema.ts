@@ -98,6 +98,8 @@ export const tasks = sqliteTable(
     depth: integer('depth').notNull().default(0),
     parentTask: text('parent_task'),
     maxDepth: integer('max_depth').notNull().default(0),
+    /** 1 while the task waits for a child of its own: it counts against no running quota then. */
+    waitingOnChild: integer('waiting_on_child').notNull().default(0),
   },
   (t) => [
     index('tasks_tenant_id').on(t.tenant, t.id),

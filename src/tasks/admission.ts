@@ -199,6 +199,7 @@ export function newTaskRow(
     leaseUntil: null,
     resumeReason: null,
     activity: null,
+    waitingOnChild: 0,
     ...lineage,
   };
 }

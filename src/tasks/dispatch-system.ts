@@ -112,8 +112,12 @@ export function createDispatchSystem(res: TaskResources, scheduler: Scheduler, l
       const here = active.get(id);
       if (!here || Boolean(here.waitingOnChild) === on) return;
       here.waitingOnChild = on;
-      scheduler.lend(here.row, on);
-      if (on) void pump();
+      // Pumped once the lent place is stored (the cluster's quota is counted in the database).
+      void Promise.resolve(scheduler.lend(here.row, on))
+        .catch((err) => deps.logger.warn({ err, taskId: id }, 'could not lend the place of a task waiting for its child'))
+        .then(() => {
+          if (on) void pump();
+        });
     },
 
     /** Stops a task running here; false when it does not run here. */

@@ -19,7 +19,7 @@ export interface Scheduler {
    * A running task waits for a child of its own (`on`) or no longer does: while it waits it does
    * not count against its tenant's quota here (the cluster counts running tasks in the database).
    */
-  lend(row: TaskRow, on: boolean): void;
+  lend(row: TaskRow, on: boolean): void | Promise<void>;
   /** Takes a waiting task out, to cancel it; false when it is not waiting. */
   withdraw(id: string): Promise<boolean>;
   /** Tasks waiting (the cluster's: counted in the database), in all and of one tenant. */
@@ -78,7 +78,7 @@ export function clusterScheduler(cluster: ClusterStore, opts: ClusterSchedulerOp
     },
     // A slot of its tenant is free: a task of it waiting for its quota may start elsewhere.
     done: wake,
-    lend: () => undefined,
+    lend: (row, on) => cluster.lend(row.id, on),
     withdraw: (id) => cluster.claimWaiting(id, opts.now() + opts.leaseMs),
     waiting: (tenant) => cluster.waiting(tenant),
   };

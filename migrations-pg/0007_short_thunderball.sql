@@ -1,0 +1,1 @@
+ALTER TABLE "tasks" ADD COLUMN "waiting_on_child" integer DEFAULT 0 NOT NULL;

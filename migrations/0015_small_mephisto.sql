@@ -1,0 +1,1 @@
+ALTER TABLE `tasks` ADD `waiting_on_child` integer DEFAULT 0 NOT NULL;
