@@ -231,10 +231,14 @@ async function main() {
   }
 
   const violations: string[] = [];
+  // One snapshot for every read: a paused instance may still bill a late call while they run, and
+  // its report row and the task's total (one transaction) must be seen together or not at all.
+  await db.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   const tasks = (await db.query(`SELECT id, status, error_code, resumes, input_tokens, completed_at FROM tasks WHERE id = ANY($1)`, [ids])).rows;
   const events = (await db.query(`SELECT task_id, seq, type FROM task_events WHERE task_id = ANY($1) ORDER BY task_id, seq`, [ids])).rows;
   const reports = (await db.query(`SELECT task_id, input_tokens, at FROM usage_reports WHERE task_id = ANY($1)`, [ids])).rows;
   const deliveries = (await db.query(`SELECT id, task_id, status FROM webhook_deliveries WHERE event = 'task.finished' AND task_id = ANY($1)`, [ids])).rows;
+  await db.query('COMMIT');
   await db.end();
 
   const eventsOf = new Map<string, Array<{ seq: number; type: string }>>();
