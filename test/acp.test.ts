@@ -107,8 +107,10 @@ describe('ACP agents as subagents', () => {
   });
 
   it("answers permission requests by the definition's policy", async () => {
-    expect((await taskEnd(svc, await run('ACP-PERMISSION'))).summary).toBe('permission: yes');
-    expect((await taskEnd(svc, await run('ACP-PERMISSION', 'scripted-acp-deny'))).summary).toBe('permission: no');
+    for (const [type, said] of [['scripted-acp', 'permission: yes'], ['scripted-acp-deny', 'permission: no']]) {
+      const task = await taskEnd(svc, await run('ACP-PERMISSION', type));
+      expect(task.summary, JSON.stringify(task.error)).toBe(said);
+    }
   });
 
   it('forwards permission requests as approvals with permission: ask; the agent waits, past its stall timeout, for the answer', async () => {

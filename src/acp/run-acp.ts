@@ -60,6 +60,8 @@ export interface AcpOutcome {
 }
 
 const STDERR_BYTES = 8 * 1024;
+/** How long an agent's process may take to answer `initialize` (at least the stall timeout). */
+const AGENT_START_MS = 30_000;
 /** The agent's text kept for the summary (the end of it), however much it streams. */
 const MAX_SUMMARY_CHARS = 64 * 1024;
 const keepTail = (s: string) => (s.length > MAX_SUMMARY_CHARS ? s.slice(-MAX_SUMMARY_CHARS) : s);
@@ -237,10 +239,18 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
     failure ??= f;
   };
 
-  // The prompt turn races the process's end, a stall and the task's abort.
+  // The prompt turn races the process's end, a stall and the task's abort. Starting a program
+  // (a runtime loading, a launcher fetching) is no model's silence: until it answers `initialize`
+  // it has AGENT_START_MS, or the stall timeout when that is longer.
+  let started = false;
+  const startMs = Math.max(opts.stallTimeoutMs, AGENT_START_MS);
   const stallTimer = setInterval(
     () => {
-      if (waitingOnCaller === 0 && Date.now() - lastHeard > opts.stallTimeoutMs) {
+      const silent = Date.now() - lastHeard;
+      if (!started && silent > startMs) {
+        fail({ code: 'agent_stalled', message: `the agent did not answer initialize within ${startMs} ms` });
+        connection.close();
+      } else if (started && waitingOnCaller === 0 && silent > opts.stallTimeoutMs) {
         fail({ code: 'agent_stalled', message: `the agent sent nothing for ${opts.stallTimeoutMs} ms` });
         connection.close();
       }
@@ -279,6 +289,8 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
       clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
       clientInfo: { name: 'subagentd', version: SERVICE_VERSION },
     });
+    started = true;
+    heard();
     const session = await agent.request(acp.methods.agent.session.new, { cwd: workspace.cwd, mcpServers: [] });
     sessionId = session.sessionId;
     if (opts.signal.aborted) onAbort();
