@@ -123,19 +123,29 @@ export function createTaskStore(sql: SqlClient) {
       return rows.map(taskOf);
     },
 
-    /** `queued → running`, and the task's one usage record, in one transaction. */
+    /**
+     * `queued → running`, and the task's one usage record, in one transaction. Written again with
+     * the same `startedAt` after a lost COMMIT answer, it finds its own start and adds nothing.
+     */
     markStarted(task: TaskRow, model: string | null, startedAt: number, owner: string | null = null): Promise<void> {
       return atomically(async (tx) => {
-        // PostgreSQL: only while this instance owns it. An instance paused between its claim and
-        // this write finds the task taken over (and maybe started) by another (`TaskTakenOver`).
-        const changed = await tx.run(`UPDATE tasks SET status = 'running', model = ?, started_at = ? WHERE id = ? AND (CAST(? AS TEXT) IS NULL OR owner = ?)`, [
-          model,
-          startedAt,
-          task.id,
-          owner,
-          owner,
-        ]);
-        if (changed === 0) throw new TaskTakenOver(task.id);
+        // PostgreSQL: only while this instance owns it, and only a task still queued. An instance
+        // paused between its claim and this write finds the task taken over (and maybe started,
+        // its record written) by another, even if it owns it again since (`TaskTakenOver`: it is
+        // then left to expire and be resumed, never started twice).
+        const changed = await tx.run(
+          `UPDATE tasks SET status = 'running', model = ?, started_at = ? WHERE id = ? AND status = 'queued' AND (CAST(? AS TEXT) IS NULL OR owner = ?)`,
+          [model, startedAt, task.id, owner, owner],
+        );
+        if (changed === 0) {
+          // Written again after a COMMIT whose answer was lost: the start is there, and is this one.
+          const now = await tx.get<{ status: string; started_at: number | string | null; owner: string | null }>(
+            'SELECT status, started_at, owner FROM tasks WHERE id = ?',
+            [task.id],
+          );
+          if (now?.status === 'running' && Number(now.started_at) === startedAt && (owner === null || now.owner === owner)) return;
+          throw new TaskTakenOver(task.id);
+        }
         await tx.run(
           `INSERT INTO subagent_records (id, task_id, tenant, subagent_type, parent_task_id, user_id, tool_call_id, description, model,
              status, started_at)

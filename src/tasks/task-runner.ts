@@ -61,7 +61,9 @@ export function createTaskRunner(deps: RunnerDeps) {
     let ending: Ending;
     try {
       try {
-        if (!resumed) await store.markStarted(row, model, startedAt, owner);
+        // Through the write queue: a database restart waits, and a start whose COMMIT answer was
+        // lost is written again (it finds itself) rather than ending the task.
+        if (!resumed) await deps.storage.write(() => store.markStarted(row, model, startedAt, owner));
       } finally {
         opts.onStarted?.();
       }
