@@ -1,7 +1,7 @@
 import { createApp } from './app.ts';
 import { ConfigError, loadConfig, loadDotEnv } from './config/config.ts';
 import { createLogger } from './logging/logger.ts';
-import { closeDatabase, DatabaseInUseError, DatabaseNotWritableError, openDatabase } from './store/database.ts';
+import { closeDatabase, DatabaseInUseError, DatabaseNotWritableError, idleInTransactionFor, openDatabase } from './store/database.ts';
 
 /** Exit code when another process already runs on the database. */
 const EXIT_DATABASE_IN_USE = 3;
@@ -27,7 +27,7 @@ async function main() {
   const logger = createLogger(config.logLevel);
   let db;
   try {
-    db = await openDatabase(config.databaseUrl ?? config.databasePath, config.instanceId, { idleInTransactionMs: config.taskLeaseMs });
+    db = await openDatabase(config.databaseUrl ?? config.databasePath, config.instanceId, { idleInTransactionMs: idleInTransactionFor(config.taskLeaseMs) });
   } catch (err) {
     if (err instanceof DatabaseInUseError || err instanceof DatabaseNotWritableError) {
       console.error(`subagentd: ${err.message}`);

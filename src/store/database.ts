@@ -10,6 +10,18 @@ export { openSqlite } from './sqlite.ts';
 export const isPostgresUrl = (location: string) => /^postgres(ql)?:\/\//i.test(location);
 
 /**
+ * How long a session may sit idle inside a transaction, for a task lease of `leaseMs`: a third of
+ * it, at most 5 s (at least 250 ms). Every instance writes the same roll-up rows, so a process
+ * paused mid-transaction holds up the others' writes, and through their own task rows (locked by
+ * those waiting writes) their lease renewals: ended within a third of a lease, the renewal that
+ * waited on it still lands before the leases run out. Our transactions send their statements back
+ * to back; idle that long, the process is stalled, and its write is tried again (a storage fault).
+ */
+export function idleInTransactionFor(leaseMs: number): number {
+  return Math.max(250, Math.min(5000, Math.floor(leaseMs / 3)));
+}
+
+/**
  * Opens the database at `location`: a PostgreSQL URL (`DATABASE_URL`), or a SQLite file
  * (`DATABASE_PATH`, `:memory:` too). Either way the committed migrations of its engine are applied.
  */

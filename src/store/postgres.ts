@@ -188,11 +188,12 @@ export interface PostgresOptions {
   /**
    * The server ends a session left idle inside a transaction this long (its process paused or
    * hung mid-transaction), so the row locks it holds cannot keep the other instances from taking
-   * its tasks over (they skip locked rows). A task lease's length: a process stalled that long has
-   * lost its leases anyway.
+   * its tasks over (they skip locked rows), nor stall their writes: see `idleInTransactionFor`
+   * (database.ts).
    */
   idleInTransactionMs?: number;
 }
+
 
 /**
  * Opens a PostgreSQL database through a connection pool and applies `migrations-pg/` (under an

@@ -5,7 +5,7 @@ import pino from 'pino';
 import { afterAll, beforeAll } from 'vitest';
 import { createApp, type App } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config/config';
-import { closeDatabase, openDatabase, type Db } from '../../src/store/database';
+import { closeDatabase, idleInTransactionFor, openDatabase, type Db } from '../../src/store/database';
 import type { Sandbox } from '../../src/sandbox/sandbox';
 import { startScriptedModel, type ScriptedModel } from '../../scripted-model/server';
 import { testDatabaseUrl } from './postgres';
@@ -55,7 +55,7 @@ export async function startService(
     MAX_EVENT_LOOP_DELAY_MS: '0',
     ...opts.env,
   });
-  const db = await openDatabase(config.databaseUrl ?? config.databasePath, undefined, { idleInTransactionMs: config.taskLeaseMs });
+  const db = await openDatabase(config.databaseUrl ?? config.databasePath, undefined, { idleInTransactionMs: idleInTransactionFor(config.taskLeaseMs) });
   const app = await createApp({ config, db, logger: opts.logger ?? pino({ level: 'silent' }), sandbox: opts.sandbox });
   await app.server.listen({ port: 0, host: '127.0.0.1' });
   await app.recover();
