@@ -230,6 +230,22 @@ async function main() {
     await sleep(500);
   }
 
+  // Writes an instance holds in memory (a paused one woken into a database it lost its connections
+  // to bills its late call on the next try, a second later) land before the ledger is read: every
+  // instance healthy with no write waiting, twice in a row.
+  const settled = Date.now() + 30_000;
+  for (let calm = 0; calm < 2 && Date.now() < settled; ) {
+    const answers = await Promise.all(
+      [...instances.values()].map(async (svc) => {
+        const health = await fetch(`${svc.url}/health`, { signal: AbortSignal.timeout(5000) }).catch(() => null);
+        const metrics = await fetch(`${svc.url}/metrics`, { signal: AbortSignal.timeout(5000) }).then((r) => r.text(), () => '');
+        return health?.status === 200 && /^subagentd_storage_waiting_writes 0$/m.test(metrics);
+      }),
+    );
+    calm = answers.every(Boolean) ? calm + 1 : 0;
+    await sleep(500);
+  }
+
   const violations: string[] = [];
   // One snapshot for every read: a paused instance may still bill a late call while they run, and
   // its report row and the task's total (one transaction) must be seen together or not at all.
