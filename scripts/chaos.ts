@@ -6,7 +6,8 @@
  * webhook receiver's record of what it got:
  *   - every task ended, once (one `task.finished`, the last of its events), its stream gap-free;
  *   - billed never exceeds served, and every served token is billed except calls served to an
- *     instance killed within LATE_KILL_MS (5 s) after (their usage died with the process);
+ *     instance killed within LATE_KILL_MS (5 s) after, or while it died (their usage died with the
+ *     process; an answer written as the kill closed its socket counts as served);
  *   - usage recorded after a task's end only for calls in flight at an instance paused past its
  *     lease (documented: the provider served them);
  *   - every `task.finished` delivered to the webhook receiver (at least once);
@@ -281,7 +282,7 @@ async function main() {
     if (billed !== Number(t.input_tokens)) violations.push(`${t.id}: its usage rows (${billed}) and its total (${t.input_tokens}) differ`);
     if (billed > servedTokens) violations.push(`${t.id}: billed ${billed} tokens, served ${servedTokens} (billed twice)`);
     const killedSoonAfter = served.filter((s) =>
-      faults.some((f) => f.kind === 'kill' && s.authorization === `Bearer chaos-key-${f.name}` && f.at >= s.at - 50 && f.at - s.at <= LATE_KILL_MS),
+      faults.some((f) => f.kind === 'kill' && s.authorization === `Bearer chaos-key-${f.name}` && s.at <= f.until + 50 && f.at - s.at <= LATE_KILL_MS),
     );
     const excusable = killedSoonAfter.reduce((sum, s) => sum + s.inputTokens, 0);
     if (servedTokens - billed > excusable) violations.push(`${t.id}: ${servedTokens - billed} served tokens unbilled, ${excusable} excusable by a kill`);

@@ -3,7 +3,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openPostgres } from '../src/store/postgres';
+import type { CreateTaskBody } from '../src/shapes/task';
 import { storageFaultOf } from '../src/store/storage-guard';
+import { createTaskStore } from '../src/store/task-store';
+import { newTaskRow } from '../src/tasks/admission';
 import { testDatabaseUrl } from './support/postgres';
 
 // The PostgreSQL pass of the suite only (TEST_DATABASE=postgres).
@@ -60,6 +63,35 @@ describe.skipIf(!process.env.TEST_POSTGRES_URL)('the PostgreSQL driver', () => {
     } finally {
       await paused.close();
       await other.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('bills every call when two instances bill one task at once (a deposed owner and the new one): no report number collides', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-pgdriver-'));
+    const url = (await testDatabaseUrl(dir))!;
+    const a = await openPostgres(url, 'driver-bill-a');
+    const b = await openPostgres(url, 'driver-bill-b');
+    try {
+      const body = { subagent_type: 'general', description: 'race', prompt: 'p', context: { parentTaskId: 'P-race', userId: 'u' } } as CreateTaskBody;
+      const row = newTaskRow(`tsk_race_${Date.now()}`, 'default', body, Date.now(), null, null, null);
+      const storeA = createTaskStore(a.sql);
+      const storeB = createTaskStore(b.sql);
+      await storeA.insert(row);
+      await storeA.markStarted(row, 'm', Date.now());
+      const usage = { inputTokens: 100, outputTokens: 10, totalTokens: 110, cachedInputTokens: 0, reasoningTokens: 0 };
+      const price = { model: 'm', costMicroUsd: 5 };
+      const bills = Array.from({ length: 20 }, (_, i) =>
+        (i % 2 ? storeA : storeB).addUsage(row.id, 1 + (i % 3), usage, price, Date.now(), `call-${i}`),
+      );
+      const outcomes = await Promise.allSettled(bills);
+      expect(outcomes.filter((o) => o.status === 'rejected')).toEqual([]);
+      const task = await storeA.getById(row.id);
+      expect(task?.inputTokens).toBe(2000);
+      expect(await a.sql.get('SELECT count(*)::int AS n, max(n)::int AS last FROM usage_reports WHERE task_id = ?', [row.id])).toEqual({ n: 20, last: 20 });
+    } finally {
+      await a.close();
+      await b.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -175,6 +175,10 @@ export function createTaskStore(sql: SqlClient) {
       const u = usageOf(usage);
       const tokens = tokenFields.map((f) => u[f]);
       return atomically(async (tx) => {
+        // PostgreSQL: two instances may bill one task at once (a deposed owner's late call and the
+        // new owner's): the task's row lock orders them, so each report's number (max + 1, read
+        // after the lock) is free, where it would otherwise collide and lose the bill.
+        if (tx.dialect === 'postgres') await tx.get('SELECT id FROM tasks WHERE id = ? FOR UPDATE', [taskId]);
         // Written again after a COMMIT whose answer was lost (the storage guard repeats the write):
         // the call's key is there already, and nothing is added twice.
         if ((await tx.run(INSERT_REPORT, [taskId, taskId, step, ...tokens, price.model, price.costMicroUsd, at, callKey])) === 0) return;
