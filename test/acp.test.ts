@@ -107,7 +107,10 @@ describe('ACP agents as subagents', () => {
   });
 
   it("answers permission requests by the definition's policy", async () => {
-    for (const [type, said] of [['scripted-acp', 'permission: yes'], ['scripted-acp-deny', 'permission: no']]) {
+    for (const [type, said] of [
+      ['scripted-acp', 'permission: yes'],
+      ['scripted-acp-deny', 'permission: no'],
+    ]) {
       const task = await taskEnd(svc, await run('ACP-PERMISSION', type));
       expect(task.summary, JSON.stringify(task.error)).toBe(said);
     }

@@ -81,9 +81,7 @@ describe.skipIf(!process.env.TEST_POSTGRES_URL)('the PostgreSQL driver', () => {
       await storeA.markStarted(row, 'm', Date.now());
       const usage = { inputTokens: 100, outputTokens: 10, totalTokens: 110, cachedInputTokens: 0, reasoningTokens: 0 };
       const price = { model: 'm', costMicroUsd: 5 };
-      const bills = Array.from({ length: 20 }, (_, i) =>
-        (i % 2 ? storeA : storeB).addUsage(row.id, 1 + (i % 3), usage, price, Date.now(), `call-${i}`),
-      );
+      const bills = Array.from({ length: 20 }, (_, i) => (i % 2 ? storeA : storeB).addUsage(row.id, 1 + (i % 3), usage, price, Date.now(), `call-${i}`));
       const outcomes = await Promise.allSettled(bills);
       expect(outcomes.filter((o) => o.status === 'rejected')).toEqual([]);
       const task = await storeA.getById(row.id);

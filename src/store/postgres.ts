@@ -194,7 +194,6 @@ export interface PostgresOptions {
   idleInTransactionMs?: number;
 }
 
-
 /**
  * Opens a PostgreSQL database through a connection pool and applies `migrations-pg/` (under an
  * advisory lock, so processes starting together do not race).
