@@ -1,5 +1,5 @@
 /**
- * `npm run bench [goals|compare|stream|load|crash|usage|tracing|instances]`: the benchmarks of BENCHMARKS.md
+ * `npm run bench [goals|compare|stream|load|crash|usage|tracing|instances|worktree]`: the benchmarks of BENCHMARKS.md
  * (`goals`: only those of issue 16, each next to the bare loop's figure from the same run). Everything
  * runs on this machine over loopback: the service and the bare loop as their own processes, the
  * scripted model server and the clients in this one.
@@ -14,6 +14,7 @@ import { benchStream } from './stream.ts';
 import { f } from './support.ts';
 import { benchTracing } from './tracing.ts';
 import { benchUsage } from './usage.ts';
+import { benchWorktree } from './worktree.ts';
 
 /** The `general` agent's first model request when issue 16 was filed ("5.8 KB"): no regression past it. */
 const REQUEST_BYTES_BEFORE = 5843;
@@ -172,6 +173,24 @@ async function benchmarks(which: string) {
     console.log('|---|---:|---:|---:|---:|---:|');
     for (const r of rows) console.log(`| ${r.mode} | ${r.tasks} | ${f(r.mean)} | ${f(r.p50)} | ${f(r.p99)} | ${r.spans} |`);
     console.log('');
+  }
+  if (which === 'all' || which === 'worktree') {
+    const r = await benchWorktree();
+    console.log(
+      `A worktree task's copy of ${r.files.toLocaleString('en')} files (${f(r.bytes / 1e6)} MB, 100 folders) on ${r.fs}, ${r.rounds} rounds; the task edits 100 files, adds 10, deletes 10`,
+    );
+    console.log('| step | p50 ms | max ms |');
+    console.log('|---|---:|---:|');
+    for (const [name, x] of [
+      ['copy (descriptor walk, clone or copy per file, manifest)', r.copy],
+      ['`cp -a --reflink=auto` of the same tree (baseline)', r.cp],
+      ['changes (walk of the copy against the manifest)', r.changes],
+      ['diff (120 files)', r.diff],
+      ['conflict check (120 files)', r.conflicts],
+      ['apply (120 files, each renamed into place)', r.apply],
+    ] as const)
+      console.log(`| ${name} | ${f(x.p50)} | ${f(x.max)} |`);
+    console.log();
   }
   if (!onPostgres && (which === 'all' || which === 'usage')) {
     const r = await benchUsage();

@@ -235,11 +235,14 @@ async function main() {
   // to bills its late call on the next try, a second later) land before the ledger is read: every
   // instance healthy with no write waiting, twice in a row.
   const settled = Date.now() + 30_000;
-  for (let calm = 0; calm < 2 && Date.now() < settled; ) {
+  for (let calm = 0; calm < 2 && Date.now() < settled;) {
     const answers = await Promise.all(
       [...instances.values()].map(async (svc) => {
         const health = await fetch(`${svc.url}/health`, { signal: AbortSignal.timeout(5000) }).catch(() => null);
-        const metrics = await fetch(`${svc.url}/metrics`, { signal: AbortSignal.timeout(5000) }).then((r) => r.text(), () => '');
+        const metrics = await fetch(`${svc.url}/metrics`, { signal: AbortSignal.timeout(5000) }).then(
+          (r) => r.text(),
+          () => '',
+        );
         return health?.status === 200 && /^subagentd_storage_waiting_writes 0$/m.test(metrics);
       }),
     );

@@ -192,6 +192,7 @@ export function createServices(deps: ServiceDeps): Services {
     recovery: { mode: config.recoveryMode, maxResumes: config.maxResumes },
     budgets,
     pausedTtlMs: config.pausedTtlMs,
+    worktreeTtlMs: config.worktreeTtlMs,
     storage,
     ...(cluster && { cluster: { store: cluster, leaseMs: config.taskLeaseMs } }),
   });

@@ -49,6 +49,7 @@ export const configSchema = z.object({
   PAUSED_TTL_MS: intFrom(24 * 3600_000, 1000),
   /** An approval a task waits for is denied after this (a task's options.approvalTimeoutMs overrides it). */
   APPROVAL_TIMEOUT_MS: intFrom(24 * 3600_000, 1000),
+  WORKTREE_TTL_MS: intFrom(24 * 3600_000, 1000),
   RECOVERY_MODE: z.enum(['resume', 'interrupt']).default('resume'),
   MAX_RESUMES: intFrom(2, 0),
   BASH_SANDBOX: z.enum(['auto', 'bwrap', 'none']).default('auto'),
@@ -119,6 +120,7 @@ function toConfig(env: z.output<typeof configSchema>) {
     pricesFile: env.PRICES_FILE ? path.resolve(env.PRICES_FILE) : undefined,
     pausedTtlMs: env.PAUSED_TTL_MS,
     approvalTimeoutMs: env.APPROVAL_TIMEOUT_MS,
+    worktreeTtlMs: env.WORKTREE_TTL_MS,
     webhooks: {
       allowPrivate: env.WEBHOOK_ALLOW_PRIVATE === 'true',
       retryBaseMs: env.WEBHOOK_RETRY_BASE_MS,

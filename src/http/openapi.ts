@@ -100,6 +100,7 @@ const errorText = {
   401: 'Missing or wrong API key (only while API_KEYS is set)',
   404: 'No such task, workspace, file or route for this tenant',
   409: 'This Idempotency-Key was already used with a different body',
+  410: 'The worktree copy of the task was removed (applied, or past WORKTREE_TTL_MS)',
   413: 'The body is larger than BODY_LIMIT_BYTES',
   414: 'A segment of the URL, or a name in a workspace path, is too long (uri_too_long)',
   415: 'The body is not application/json',

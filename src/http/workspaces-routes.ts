@@ -1,5 +1,6 @@
 import { mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
+import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { contextIdSchema } from '../shapes/task.ts';
@@ -165,43 +166,49 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
         summary: 'Download a workspace file',
         description: "Serves a regular file of the parent task's workspace; nothing outside the workspace is ever served.",
         params: fileParams,
-        response: {
-          200: {
-            description: 'The file, with a Content-Type from its extension (application/octet-stream otherwise)',
-            content: { 'application/octet-stream': { schema: z.string().meta({ format: 'binary' }) } },
-          },
-          ...errors(400, 404, 414),
-        },
+        response: { ...fileResponse, ...errors(400, 404, 414) },
       },
     },
     async (request, reply) => {
       const { parentTaskId, '*': filePath } = request.params;
-      const root = await existingRoot(request.tenant, parentTaskId);
-      // One descriptor, opened component by component without following links and checked with
-      // fstat, is the only thing read: a name swapped for a link, FIFO or device after the check
-      // is refused, and exactly the size fstat gave is sent.
-      let opened: Opened;
-      try {
-        const real = (await resolveWorkspacePath(root, filePath, { mustExist: true })).real;
-        opened = await openInside(root, real, filePath, 'read');
-      } catch (err) {
-        const failure = pathFailure(err, filePath);
-        throw failure.statusCode === 409 ? new AppError(400, 'not_a_file', `"${filePath}" is not a regular file`) : failure;
-      }
-      return (
-        reply
-          .header('content-type', contentTypes[path.extname(filePath).toLowerCase()] ?? 'application/octet-stream')
-          .header('content-length', opened.stat.size)
-          .header('last-modified', opened.stat.mtime.toUTCString())
-          .header('x-content-type-options', 'nosniff')
-          // Model-written HTML must not run scripts on the service's origin.
-          .header('content-security-policy', "sandbox; default-src 'none'")
-          // A stream is sent as it is: the type provider only knows the schema's string.
-          .send(streamExactly(opened) as never)
-      );
+      return sendFile(reply, await existingRoot(request.tenant, parentTaskId), filePath);
     },
   );
 };
+
+/** The download of a file, as GET /workspaces/:id/files/* and GET /tasks/:id/files/* describe it. */
+export const fileResponse = {
+  200: {
+    description: 'The file, with a Content-Type from its extension (application/octet-stream otherwise)',
+    content: { 'application/octet-stream': { schema: z.string().meta({ format: 'binary' }) } },
+  },
+};
+
+/**
+ * Sends the regular file `filePath` of the folder `root`. One descriptor, opened component by
+ * component without following links and checked with fstat, is the only thing read: a name swapped
+ * for a link, FIFO or device after the check is refused, and exactly the size fstat gave is sent.
+ */
+export async function sendFile(reply: FastifyReply, root: string, filePath: string): Promise<FastifyReply> {
+  let opened: Opened;
+  try {
+    const real = (await resolveWorkspacePath(root, filePath, { mustExist: true })).real;
+    opened = await openInside(root, real, filePath, 'read');
+  } catch (err) {
+    const failure = pathFailure(err, filePath);
+    throw failure.statusCode === 409 ? new AppError(400, 'not_a_file', `"${filePath}" is not a regular file`) : failure;
+  }
+  return (
+    reply
+      .header('content-type', contentTypes[path.extname(filePath).toLowerCase()] ?? 'application/octet-stream')
+      .header('content-length', opened.stat.size)
+      .header('last-modified', opened.stat.mtime.toUTCString())
+      .header('x-content-type-options', 'nosniff')
+      // Model-written HTML must not run scripts on the service's origin.
+      .header('content-security-policy', "sandbox; default-src 'none'")
+      .send(streamExactly(opened))
+  );
+}
 
 function tooLarge(max: number): AppError {
   return new AppError(413, 'payload_too_large', `the file is larger than MAX_UPLOAD_BYTES (${max} bytes)`);

@@ -142,6 +142,10 @@ export const taskOptionsSchema = z.object({
     .optional()
     .describe("only these of the definition's tools (complete always stays); names it does not offer are ignored"),
   cwd: z.string().min(1).max(4096).optional().describe('a folder inside the workspace where relative paths resolve and commands start (created if missing)'),
+  isolation: z
+    .enum(['shared', 'worktree'])
+    .optional()
+    .describe('worktree: the task works on its own copy of the workspace, taken when it starts; POST /tasks/:id/apply writes its changes back'),
 });
 export type TaskOptions = z.infer<typeof taskOptionsSchema>;
 
@@ -231,6 +235,28 @@ export const progressSchema = z.object({
 });
 export type Progress = z.infer<typeof progressSchema>;
 
+/** What a worktree task changed in its copy of the workspace (paths relative to the workspace, sorted). */
+export const changesSchema = z
+  .object({
+    added: z.array(z.string()),
+    modified: z.array(z.string()),
+    deleted: z.array(z.string()),
+    patchUrl: z.string().describe('a unified diff of the changes against the shared workspace as it is now (GET)'),
+    appliedAt: z.string().nullable().describe('when POST /tasks/:id/apply wrote them into the shared workspace'),
+  })
+  .describe('regular files only: links, FIFOs and the like are not carried');
+export type Changes = z.infer<typeof changesSchema>;
+
+/** A worktree task's changes as stored (epoch ms). */
+export interface WorktreeState {
+  added: string[];
+  modified: string[];
+  deleted: string[];
+  appliedAt: number | null;
+  /** When the copy was removed (applied, or past WORKTREE_TTL_MS). */
+  removedAt: number | null;
+}
+
 export const taskOutputSchema = z.object({
   id: z.string(),
   status: taskStatusSchema,
@@ -251,6 +277,7 @@ export const taskOutputSchema = z.object({
   previousTaskId: z.string().nullable().describe('the task it continues (task_id); null for a fresh task'),
   depth: z.number().int().describe('0 for a task the caller started; a task started by another one is one deeper'),
   parentTask: z.string().nullable().describe("the task whose `task` tool started it; null for the caller's own"),
+  changes: changesSchema.nullable().describe('a worktree task (options.isolation "worktree") once finished: what it changed; null otherwise'),
   error: taskErrorSchema.nullable(),
   createdAt: z.string(),
   startedAt: z.string().nullable(),

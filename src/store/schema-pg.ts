@@ -5,6 +5,7 @@
  * boolean as 0/1, exactly as on SQLite. drizzle-kit generates `migrations-pg/` from this file.
  */
 import { bigint, index, integer, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { sql } from 'drizzle-orm';
 
 /** Token columns shared by tasks, records and usage reports: integers, never null, one per token field. */
 const tokenColumns = () => ({
@@ -87,6 +88,8 @@ export const tasks = pgTable(
     maxDepth: integer('max_depth').notNull().default(0),
     /** 1 while the task waits for a child of its own: it counts against no running quota then. */
     waitingOnChild: integer('waiting_on_child').notNull().default(0),
+    /** A worktree task's changes (JSON) once it ended, when they were applied and its copy removed; null otherwise. */
+    worktree: text('worktree'),
   },
   (t) => [
     index('tasks_tenant_id').on(t.tenant, t.id),
@@ -95,6 +98,10 @@ export const tasks = pgTable(
     index('tasks_parent').on(t.tenant, t.parentTaskId, t.id),
     index('tasks_status').on(t.status),
     index('tasks_owner').on(t.owner, t.status),
+    // Worktree tasks by end, for the sweep that removes their copies (every other task has none).
+    index('tasks_worktree')
+      .on(t.completedAt)
+      .where(sql`worktree IS NOT NULL`),
     uniqueIndex('tasks_idempotency').on(t.tenant, t.idempotencyKey),
   ],
 );

@@ -9,9 +9,11 @@ import type {
   TaskBudget,
   TokenCounts,
   ToolAnswer,
+  WorktreeState,
 } from '../shapes/task.ts';
 import type { ModelMessage } from 'ai';
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { sql } from 'drizzle-orm';
 
 /** Token columns shared by tasks, records and usage reports: integers, never null, one per token field. */
 const tokenColumns = () =>
@@ -100,6 +102,8 @@ export const tasks = sqliteTable(
     maxDepth: integer('max_depth').notNull().default(0),
     /** 1 while the task waits for a child of its own: it counts against no running quota then. */
     waitingOnChild: integer('waiting_on_child').notNull().default(0),
+    /** A worktree task's changes once it ended, when they were applied and its copy removed; null otherwise. */
+    worktree: text('worktree', { mode: 'json' }).$type<WorktreeState>(),
   },
   (t) => [
     index('tasks_tenant_id').on(t.tenant, t.id),
@@ -108,6 +112,10 @@ export const tasks = sqliteTable(
     index('tasks_parent').on(t.tenant, t.parentTaskId, t.id),
     index('tasks_status').on(t.status),
     index('tasks_owner').on(t.owner, t.status),
+    // Worktree tasks by end, for the sweep that removes their copies (every other task has none).
+    index('tasks_worktree')
+      .on(t.completedAt)
+      .where(sql`worktree IS NOT NULL`),
     uniqueIndex('tasks_idempotency').on(t.tenant, t.idempotencyKey),
   ],
 );

@@ -1,7 +1,7 @@
 import { ulid } from 'ulid';
 import { tokenFields, usageOf, type TokenUsage } from '../shapes/usage.ts';
 import type { ModelMessage } from 'ai';
-import type { ApprovalPause, Pause, TaskBudget } from '../shapes/task.ts';
+import type { ApprovalPause, Pause, TaskBudget, WorktreeState } from '../shapes/task.ts';
 import { addToRollups } from './rollups.ts';
 import { rowReader } from './rows.ts';
 import { tasks, type NewTaskRow, type TaskRow, type WaitingCalls } from './schema.ts';
@@ -30,6 +30,8 @@ export interface FinishFields {
   errorCode: string | null;
   errorMessage: string | null;
   completedAt: number;
+  /** A worktree task: what it changed in its copy. */
+  worktree?: WorktreeState | null;
 }
 
 const taskOf = rowReader(tasks);
@@ -197,6 +199,23 @@ export function createTaskStore(sql: SqlClient) {
       });
     },
 
+    /**
+     * Replaces a worktree task's state if it is still `before` (compare and set, so two instances
+     * applying at once cannot both win); false when it changed meanwhile.
+     */
+    async updateWorktree(taskId: string, before: WorktreeState, after: WorktreeState): Promise<boolean> {
+      return (await sql.run('UPDATE tasks SET worktree = ? WHERE id = ? AND worktree = ?', [JSON.stringify(after), taskId, JSON.stringify(before)])) > 0;
+    },
+
+    /** Finished worktree tasks whose copy is still there and that ended before `endedBefore` (oldest first). */
+    async worktreesEndedBefore(endedBefore: number, limit: number): Promise<TaskRow[]> {
+      const rows = await sql.all(
+        `SELECT * FROM tasks WHERE worktree IS NOT NULL AND completed_at < ? AND worktree LIKE '%"removedAt":null%' ORDER BY completed_at LIMIT ?`,
+        [endedBefore, limit],
+      );
+      return rows.map(taskOf);
+    },
+
     /** The model the task runs on now (after a fallback), on the task and its record (run inside the event's transaction). */
     setModel(taskId: string, model: string): Promise<void> {
       return atomically(async (tx) => {
@@ -357,7 +376,7 @@ export function createTaskStore(sql: SqlClient) {
       return atomically(async (tx) => {
         const changed = await tx.run(
           `UPDATE tasks SET status = ?, summary = ?, artifacts = ?, skipped = ?, output = ?, stop_reason = ?, error_code = ?,
-             error_message = ?, completed_at = ?
+             error_message = ?, completed_at = ?, worktree = ?
            WHERE id = ? AND status IN ('queued', 'running', 'paused') AND (owner IS NULL OR owner = CAST(? AS TEXT))`,
           [
             f.status,
@@ -369,6 +388,7 @@ export function createTaskStore(sql: SqlClient) {
             f.errorCode,
             f.errorMessage,
             f.completedAt,
+            f.worktree ? JSON.stringify(f.worktree) : null,
             taskId,
             owner,
           ],

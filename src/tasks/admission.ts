@@ -200,6 +200,7 @@ export function newTaskRow(
     resumeReason: null,
     activity: null,
     waitingOnChild: 0,
+    worktree: null,
     ...lineage,
   };
 }

@@ -24,6 +24,15 @@ export function toTaskOutput(row: TaskRow, progress: Progress | null = null): Ta
     previousTaskId: row.previousTaskId,
     depth: row.depth,
     parentTask: row.parentTask,
+    changes: row.worktree
+      ? {
+          added: row.worktree.added,
+          modified: row.worktree.modified,
+          deleted: row.worktree.deleted,
+          patchUrl: `/tasks/${row.id}/changes.diff`,
+          appliedAt: iso(row.worktree.appliedAt),
+        }
+      : null,
     error: row.errorCode ? { code: row.errorCode, message: row.errorMessage ?? '' } : null,
     createdAt: iso(row.createdAt),
     startedAt: iso(row.startedAt),

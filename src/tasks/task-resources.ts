@@ -32,6 +32,8 @@ export interface TaskServiceDeps {
   liveness: Liveness;
   /** A task paused longer than this ends `aborted` / `budget_exceeded`. */
   pausedTtlMs: number;
+  /** How long a finished worktree task's copy is kept (WORKTREE_TTL_MS). */
+  worktreeTtlMs?: number;
   /** What `recover` does with a task a previous process left running. */
   recovery: { mode: 'resume' | 'interrupt'; maxResumes: number };
   storage: StorageGuard;

@@ -1,11 +1,12 @@
 import type { Logger } from 'pino';
 import { errorMessage } from '../loop/run-agent.ts';
-import { usageOf, type Pause } from '../shapes/task.ts';
+import { usageOf, type Pause, type WorktreeState } from '../shapes/task.ts';
 import type { TaskRow, WaitingCalls } from '../store/schema.ts';
 import { storageFaultOf } from '../store/storage-guard.ts';
 import { TaskTakenOver } from '../store/task-store.ts';
 import { PathError } from '../workspace/path-guard.ts';
 import { enterFolder, openWorkspace } from '../workspace/workspace.ts';
+import { changesOf, enterWorktree, removeWorktree, worktreeDir, WorktreeError } from '../workspace/worktree.ts';
 import { failed, finishTask, type Ending } from './finish-task.ts';
 import { createRunContext, type RunContext, type RunnerDeps, type TaskRun } from './run-context.ts';
 import { runExternal } from './run-external.ts';
@@ -56,6 +57,7 @@ export function createTaskRunner(deps: RunnerDeps) {
     const model = chain[0] ?? null;
     const resumed = row.status === 'running';
     const startedAt = resumed ? (row.startedAt ?? deps.now()) : deps.now();
+    const worktree = body.options?.isolation === 'worktree' ? worktreeDir(deps.workspacesDirOf(row.tenant), row.id) : null;
     const log = logger.child({ taskId: row.id });
     const trace = deps.tracing.startTask(row, model);
     let ending: Ending;
@@ -76,11 +78,14 @@ export function createTaskRunner(deps: RunnerDeps) {
       let workspace = shared;
       let refused: Ending | null = null;
       try {
-        if (body.options?.cwd) workspace = await enterFolder(shared, body.options.cwd);
+        // Its own copy of the workspace, taken now (a resumed task finds the one it has).
+        if (worktree) workspace = await enterWorktree(shared, worktree, row.id, deps.now());
+        if (body.options?.cwd) workspace = await enterFolder(workspace, body.options.cwd);
       } catch (err) {
         // A link (or a file) on its way leads out, or is no folder: checked only now the task starts.
-        if (!(err instanceof PathError)) throw err;
-        refused = failed('invalid_cwd', `options.cwd: ${err.message}`);
+        if (err instanceof WorktreeError) refused = failed(err.code, `options.isolation: ${err.message}`);
+        else if (err instanceof PathError) refused = failed('invalid_cwd', `options.cwd: ${err.message}`);
+        else throw err;
       }
       if (resumed) events.append(row, 'task.resumed', { fromStep: row.steps + 1, attempt: row.resumes, reason: opts.resumeReason ?? 'restart' });
       else events.append(row, 'task.started', { subagent_type: row.subagentType, model, workspace: workspace.root });
@@ -124,6 +129,8 @@ export function createTaskRunner(deps: RunnerDeps) {
       return now;
     }
     const completedAt = deps.now();
+    // What it changed in its copy, however it ended (files it wrote before an error count too).
+    if (worktree) ending = { ...ending, worktree: await worktreeEnding(worktree, completedAt, log) };
     // Waits (holding the task's slot) while the database cannot be written, then writes in order.
     const finished = await finishTask(deps, row, ending, completedAt);
     trace.end(finished, finished.errorMessage);
@@ -166,6 +173,17 @@ async function pause(ctx: RunContext, row: TaskRow, { pause: why, waiting }: { p
   });
   log.info({ pause: why }, why.reason === 'budget' ? 'task paused at a budget' : 'task waits on the caller');
   return (await ctx.deps.store.getById(row.id))!;
+}
+
+/** A worktree task's changes at its end; a copy that is gone (never taken, or unreadable) has none, and is removed. */
+async function worktreeEnding(dir: string, now: number, log: Logger): Promise<WorktreeState> {
+  const changes = await changesOf(dir).catch((err: unknown) => {
+    log.warn({ err }, "could not read the worktree task's copy");
+    return null;
+  });
+  if (changes) return { ...changes, appliedAt: null, removedAt: null };
+  await removeWorktree(dir).catch(() => {});
+  return { added: [], modified: [], deleted: [], appliedAt: null, removedAt: now };
 }
 
 export type TaskRunner = ReturnType<typeof createTaskRunner>;

@@ -12,6 +12,7 @@ import type { Lineage } from './admission.ts';
 import type { ChildTasks } from './run-context.ts';
 import { checkAgainstDefinition, checkQueueRoom, earlierTask, newTaskRow, sessionOf, storageRefusal } from './admission.ts';
 import { createApprovalSystem, type ApprovalReply } from './approval-system.ts';
+import { createWorktreeSystem } from './worktree-system.ts';
 import { createDispatchSystem } from './dispatch-system.ts';
 import { aborted, failed } from './finish-task.ts';
 import { hashBody } from './hash-body.ts';
@@ -75,8 +76,10 @@ export function createTaskService(deps: TaskServiceDeps) {
   const dispatch = createDispatchSystem(res, scheduler, leases);
   /** Tasks admitted and being stored, by id: they count in the queue's bounds until they are in it. */
   const admitting = new Map<string, string>();
+  const worktrees = createWorktreeSystem(res, { ttlMs: deps.worktreeTtlMs ?? 24 * 3600_000 });
   pauses.start();
   approvals.start();
+  worktrees.start();
 
   /** Ends a task that was cancelled before it started (or while paused). */
   const endWaiting = (row: TaskRow, message: string) => res.finish(row, aborted('cancelled', message), deps.now());
@@ -300,10 +303,19 @@ export function createTaskService(deps: TaskServiceDeps) {
      * Waits for what they write. Queued tasks stay queued for the next start; whoever waits for one
      * is answered with it as it is (`queued`), so no wait outlives the process.
      */
+    /** A finished worktree task's changes, its diff and its files (worktree-system.ts). */
+    worktrees: {
+      apply: async (tenant: string, id: string) => worktrees.apply(await service.get(tenant, id)),
+      patch: async (tenant: string, id: string) => worktrees.patch(await service.get(tenant, id)),
+      filesRoot: async (tenant: string, id: string) => worktrees.filesRoot(await service.get(tenant, id)),
+      sweep: () => worktrees.sweep(),
+    },
+
     async close(graceMs = 0): Promise<void> {
       res.state.closing = true;
       pauses.stop();
       approvals.stop();
+      worktrees.stop();
       leases?.stop();
       const handedOver = await dispatch.stopAll(graceMs);
       await leases?.handOver(handedOver);

@@ -5,11 +5,6 @@ import { isInside, PathError } from './path-guard.ts';
 import { openInside } from './safe-open.ts';
 import type { Workspace } from './workspace.ts';
 
-/** Public download URL of a workspace file. */
-export function fileUrl(parentTaskId: string, relative: string): string {
-  return `/workspaces/${encodeURIComponent(parentTaskId)}/files/${relative.split('/').map(encodeURIComponent).join('/')}`;
-}
-
 /**
  * Checks the paths a subagent handed over: each must be a regular file or a folder inside the
  * workspace once links are resolved. Its size, type and time come from the opened descriptor.
@@ -38,7 +33,7 @@ export async function checkArtifacts(workspace: Workspace, paths: string[]): Pro
         size: opened.stat.size,
         fsType: named?.isSymbolicLink() ? 'symlink' : opened.stat.isDirectory() ? 'directory' : 'file',
         modifiedAt: opened.stat.mtime.toISOString(),
-        url: fileUrl(workspace.parentTaskId, target.relative),
+        url: workspace.urlOf(target.relative),
       });
     } catch (err) {
       if (seen.has(`skip:${p}`)) continue;

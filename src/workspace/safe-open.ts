@@ -312,7 +312,8 @@ export interface Replaced {
  * and the temporary file opened through descriptors (`O_EXCL | O_NOFOLLOW`), and the rename
  * happens inside the folder's descriptor: a name on the way swapped for a link makes it fail,
  * and a link at the final name is replaced, never followed. `onChunk` may throw to stop the copy
- * (a size limit); the temporary file is removed then. The stat returned is the descriptor's.
+ * (a size limit); the temporary file is removed then. The stat returned is the descriptor's; the
+ * file gets `mode` (0644 unless given).
  */
 export async function replaceFromStream(
   root: string,
@@ -320,6 +321,7 @@ export async function replaceFromStream(
   shown: string,
   source: AsyncIterable<Buffer>,
   onChunk: (bytes: number) => void,
+  mode = 0o644,
 ): Promise<Replaced> {
   if (!isInside(root, real)) throw new PathError('outside_workspace', `path "${shown}" is outside the workspace`);
   const parts = partsOf(root, real);
@@ -330,7 +332,7 @@ export async function replaceFromStream(
   try {
     dir = await openFolders(root, parts, true);
     temp = `.${name.slice(0, 200)}.upload-${randomBytes(6).toString('hex')}`;
-    const handle = await open(at(dir, temp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK, 0o644);
+    const handle = await open(at(dir, temp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK, 0o600);
     let stat: Stats;
     try {
       let position = 0;
@@ -342,6 +344,8 @@ export async function replaceFromStream(
           position += bytesWritten;
         }
       }
+      // The mode exactly (the umask does not apply to chmod), set on the descriptor.
+      await handle.chmod(mode);
       await handle.sync();
       stat = await handle.stat();
     } finally {

@@ -1,6 +1,6 @@
 import type { Stats } from 'node:fs';
 import type { WorkspaceFile, WorkspaceListing } from '../shapes/artifact.ts';
-import { fileUrl } from './artifacts.ts';
+import { fileUrl } from './workspace.ts';
 import { lstatEntry, openRoot, walkTree } from './safe-open.ts';
 
 export const MAX_LISTED_ENTRIES = 10_000;

@@ -11,6 +11,8 @@ export interface Workspace {
   /** Real path of the task's working folder (`options.cwd`): the root unless set; relative paths resolve from it. */
   cwd: string;
   resolve(input: string, opts: { mustExist: boolean }): Promise<ResolvedPath>;
+  /** The download URL of a file of it, by its path relative to the root. */
+  urlOf(relative: string): string;
 }
 
 /** Where a tenant's workspaces live: `WORKSPACES_DIR` itself, or `WORKSPACES_DIR/@<tenant>` with API keys. */
@@ -19,6 +21,11 @@ export type WorkspacesDirOf = (tenant: string) => string;
 export function workspaceLayout(workspacesDir: string, multiTenant: boolean): WorkspacesDirOf {
   // `@` cannot occur in a parentTaskId, so a tenant's folder never collides with a workspace.
   return multiTenant ? (tenant) => path.join(workspacesDir, `@${tenant}`) : () => workspacesDir;
+}
+
+/** Public download URL of a workspace file. */
+export function fileUrl(parentTaskId: string, relative: string): string {
+  return `/workspaces/${encodeURIComponent(parentTaskId)}/files/${relative.split('/').map(encodeURIComponent).join('/')}`;
 }
 
 /** Path of a parent task's workspace folder (the id is validated before it gets here). */
@@ -36,6 +43,7 @@ export async function openWorkspace(workspacesDir: string, parentTaskId: string)
     root,
     cwd: root,
     resolve: (input, opts) => resolveWorkspacePath(root, input, opts),
+    urlOf: (relative) => fileUrl(parentTaskId, relative),
   };
 }
 

@@ -249,6 +249,17 @@ export function createSubagentClient(options: SubagentClientOptions) {
      */
     submitToolResult: (id: string, requestId: string, result: ToolResult, o?: RequestOptions) =>
       json<TaskOutput>({ method: 'POST', path: `/tasks/${seg(id)}/tool-results/${seg(requestId)}`, json: result, idempotent: true, signal: o?.signal }),
+    /**
+     * Writes a worktree task's changes (`options.isolation: "worktree"`) into the shared workspace
+     * (`POST /tasks/:id/apply`); the paths written or removed. A 409 `conflict` names the paths
+     * (`error.details.paths`) that changed there meanwhile: nothing was written. Not retried on a
+     * lost connection: a second apply answers 409 `already_applied`.
+     */
+    apply: async (id: string, o?: RequestOptions) =>
+      (await json<{ applied: string[] }>({ method: 'POST', path: `/tasks/${seg(id)}/apply`, idempotent: false, signal: o?.signal })).applied,
+    /** A worktree task's changes as a unified diff against the shared workspace as it is now (`GET /tasks/:id/changes.diff`). */
+    changesDiff: async (id: string, o?: RequestOptions) =>
+      (await send({ method: 'GET', path: `/tasks/${seg(id)}/changes.diff`, idempotent: true, signal: o?.signal })).text(),
     /** The conversation as the model saw it (`GET /tasks/:id/messages`). */
     messages: async (id: string, o?: RequestOptions) => (await get<{ messages: ModelMessage[] }>(`/tasks/${seg(id)}/messages`, undefined, o)).messages,
     /** A steering message, given to the model before its next step (`POST /tasks/:id/messages`). */

@@ -70,6 +70,8 @@ export function compactTaskOutput(t: TaskOutput) {
     output: t.output,
     // Named relative to the workspace: no path of the service's host reaches the parent model.
     artifacts: t.artifacts.map((a) => ({ relativePath: a.relativePath, size: a.size, fsType: a.fsType })),
+    // A worktree task's changes, to be applied (tasks.apply) by whoever decides.
+    ...(t.changes ? { changes: { added: t.changes.added, modified: t.changes.modified, deleted: t.changes.deleted } } : {}),
     ...(t.error ? { error: t.error } : {}),
   };
 }
@@ -114,6 +116,13 @@ export async function createTaskTool({ client, context, agents, only, permission
       .optional()
       .describe('Only these of the subagent type\'s tools (e.g. ["read_file", "grep"] for a read-only look); default: all of them.'),
     cwd: z.string().optional().describe('A folder of the shared workspace to work in (relative to its root, created if missing); default: the root.'),
+    isolation: z
+      .enum(['shared', 'worktree'])
+      .optional()
+      .describe(
+        'worktree: the subagent works on its own copy of the workspace and its result lists the files it changed, written into the ' +
+          'shared workspace only when applied; use it to run several subagents on the same files at once. Default: shared.',
+      ),
   });
 
   const specs: ClientToolSpec[] = await Promise.all(
@@ -140,6 +149,7 @@ export async function createTaskTool({ client, context, agents, only, permission
             ...(input.output_schema && { outputSchema: input.output_schema }),
             ...(input.tools && !shell && { tools: input.tools }),
             ...(input.cwd && { cwd: input.cwd }),
+            ...(input.isolation && { isolation: input.isolation }),
             ...(specs.length > 0 && !shell && { clientTools: specs }),
             ...(permissions && { permissions }),
           },

@@ -1,0 +1,273 @@
+import type { BigIntStats } from 'node:fs';
+import { lstat, mkdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
+import { Worker } from 'node:worker_threads';
+import { formatPatch, structuredPatch } from 'diff';
+import type { WorktreeState } from '../shapes/task.ts';
+import { PathError, resolveWorkspacePath } from './path-guard.ts';
+import { openInside, readHead, removeInside, replaceFromStream, streamExactly } from './safe-open.ts';
+import type { Workspace } from './workspace.ts';
+
+/*
+ * `options.isolation: "worktree"`: a task works on its own copy of the parent's workspace, taken
+ * when it starts, beside the workspaces (`<WORKSPACES_DIR>/#worktrees/<taskId>`; `#` never occurs
+ * in a parentTaskId). The copy is read from the shared workspace the way every tool reads it:
+ * folder by folder through descriptors, no link followed, each file opened non-blocking and
+ * checked with fstat before a byte is copied (a FIFO or a link swapped in is skipped, never
+ * followed), and copied from that descriptor with copy-on-write clones where the filesystem
+ * offers them (FICLONE on btrfs, XFS, bcachefs; a plain copy elsewhere), exactly the size fstat
+ * gave (a file that grows meanwhile is cut there). A manifest beside the copy keeps each file's
+ * marks (size, inode, mtime and ctime in ns) in the shared workspace and in the copy: the task's
+ * changes are the copy's files whose marks moved, and applying refuses a path whose shared file
+ * moved since the copy was taken. The copy and the walk of the changes run on a worker thread
+ * (worktree-thread.mjs), so the event loop pays nothing per file.
+ */
+
+/** A workspace over this many entries is not copied (the task ends `worktree_failed`). */
+export const MAX_WORKTREE_ENTRIES = 100_000;
+/** Nor one over this many bytes of regular files. */
+export const MAX_WORKTREE_BYTES = 4 * 1024 ** 3;
+/** A file over this many bytes (or with a NUL byte) is a binary file in the diff. */
+const MAX_DIFFED_BYTES = 1024 * 1024;
+/** The diff of one request spends at most this long computing (in slices, yielding between files). */
+const DIFF_BUDGET_MS = 500;
+const MAX_PATCH_CHARS = 16 * 1024 * 1024;
+
+/** What moves when a file's content may have changed. */
+interface Mark {
+  size: number;
+  ino: number;
+  mtimeNs: string;
+  ctimeNs: string;
+}
+interface Manifest {
+  takenAt: number;
+  /** Every regular file copied: its marks in the shared workspace and in the copy. */
+  files: Record<string, { shared: Mark; copy: Mark }>;
+}
+
+export class WorktreeError extends Error {
+  readonly code = 'worktree_failed';
+}
+
+const markOf = (s: BigIntStats): Mark => ({ size: Number(s.size), ino: Number(s.ino), mtimeNs: String(s.mtimeNs), ctimeNs: String(s.ctimeNs) });
+const sameMark = (a: Mark, b: Mark) => a.size === b.size && a.ino === b.ino && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
+
+/** Where a task's copy (and, beside it, its manifest) lives, under a tenant's workspaces folder. */
+export function worktreeDir(workspacesDir: string, taskId: string): string {
+  return path.join(workspacesDir, '#worktrees', taskId);
+}
+const manifestPath = (dir: string) => `${dir}.json`;
+
+/** The files URL of a worktree task: its artifacts are served from its copy. */
+export function taskFileUrl(taskId: string, relative: string): string {
+  return `/tasks/${encodeURIComponent(taskId)}/files/${relative.split('/').map(encodeURIComponent).join('/')}`;
+}
+
+/**
+ * The task's copy of `shared` as its workspace: taken now, or (a resumed task) the one it already
+ * has. Relative paths, the sandbox and artifacts then work on the copy; `relativePath`s are the same.
+ */
+export async function enterWorktree(shared: Workspace, dir: string, taskId: string, now: number): Promise<Workspace> {
+  const existing = await readManifest(dir);
+  if (!existing) {
+    const manifest = await takeCopy(shared.root, dir).catch(async (err: unknown) => {
+      await rm(dir, { recursive: true, force: true }).catch(() => {});
+      if (err instanceof WorktreeError) throw err;
+      // Its code, never its message (which names host paths).
+      throw new WorktreeError(`the workspace could not be copied (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    });
+    const temp = `${manifestPath(dir)}.${process.pid}.tmp`;
+    await writeFile(temp, JSON.stringify({ ...manifest, takenAt: now }), { mode: 0o600 });
+    await rename(temp, manifestPath(dir));
+  }
+  return worktreeWorkspace(shared.parentTaskId, await realRoot(dir), taskId);
+}
+
+function worktreeWorkspace(parentTaskId: string, root: string, taskId: string): Workspace {
+  return {
+    parentTaskId,
+    root,
+    cwd: root,
+    resolve: (input, opts) => resolveWorkspacePath(root, input, opts),
+    urlOf: (relative) => taskFileUrl(taskId, relative),
+  };
+}
+
+const realRoot = (dir: string) => realpath(dir);
+
+/** The copy's root if it is still there (not applied, not expired), else null. */
+export async function worktreeRoot(dir: string): Promise<string | null> {
+  if (!(await readManifest(dir))) return null;
+  return realRoot(dir).catch(() => null);
+}
+
+async function readManifest(dir: string): Promise<Manifest | null> {
+  try {
+    return JSON.parse(await readFile(manifestPath(dir), 'utf8')) as Manifest;
+  } catch {
+    return null;
+  }
+}
+
+/** Runs one operation of worktree-thread.mjs on a worker thread of its own. */
+function inThread<T>(data: Record<string, unknown>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const worker = new Worker(new URL('./worktree-thread.mjs', import.meta.url), { workerData: data });
+    worker.once('message', (m: { ok: boolean; value?: T; limit?: boolean; code?: string | null; message?: string }) => {
+      if (m.ok) resolve(m.value as T);
+      // A limit says what it is; any other failure only its code (a message would name host paths).
+      else
+        reject(
+          m.limit
+            ? new WorktreeError(m.message ?? 'over a limit')
+            : Object.assign(new Error(`the workspace could not be walked (${m.code ?? 'error'})`), { code: m.code }),
+        );
+    });
+    worker.once('error', reject);
+    worker.once('exit', (code) => code !== 0 && reject(new Error(`the worktree thread exited with code ${code}`)));
+  });
+}
+
+/** Copies the regular files, folders and links of `sharedRoot` into `dest` (replaced if there). */
+async function takeCopy(sharedRoot: string, dest: string): Promise<Omit<Manifest, 'takenAt'>> {
+  // What an interrupted copy left (the manifest is written last) goes first.
+  await rm(dest, { recursive: true, force: true });
+  await mkdir(dest, { recursive: true, mode: 0o750 });
+  return inThread({ op: 'copy', root: sharedRoot, dest, maxEntries: MAX_WORKTREE_ENTRIES, maxBytes: MAX_WORKTREE_BYTES });
+}
+
+/** The regular files the task added, modified and deleted in its copy (sorted); null when the copy is gone. */
+export async function changesOf(dir: string): Promise<Pick<WorktreeState, 'added' | 'modified' | 'deleted'> | null> {
+  const manifest = await readManifest(dir);
+  const root = manifest && (await realRoot(dir).catch(() => null));
+  if (!manifest || !root) return null;
+  return inThread({ op: 'changes', root, maxEntries: MAX_WORKTREE_ENTRIES, files: manifest.files });
+}
+
+/** The paths of `changes` whose file in the shared workspace moved since the copy was taken. */
+export async function conflictsOf(sharedRoot: string, dir: string, changes: Pick<WorktreeState, 'added' | 'modified' | 'deleted'>): Promise<string[]> {
+  const manifest = await readManifest(dir);
+  if (!manifest) throw new WorktreeError('the copy is gone');
+  const conflicts: string[] = [];
+  for (const p of [...changes.added, ...changes.modified, ...changes.deleted]) {
+    const now = await sharedMark(sharedRoot, p);
+    const before = manifest.files[p]?.shared;
+    if (!before) {
+      if (now !== 'absent') conflicts.push(p); // added here, and created there meanwhile
+    } else if (now === 'absent') {
+      if (!changes.deleted.includes(p)) conflicts.push(p); // deleted there meanwhile (a deletion agrees)
+    } else if (now === 'other' || !sameMark(before, now)) {
+      conflicts.push(p);
+    }
+  }
+  return conflicts.sort();
+}
+
+/** A shared file's marks, `absent`, or `other` (a folder, a link, a FIFO ... where a file was). */
+async function sharedMark(sharedRoot: string, relative: string): Promise<Mark | 'absent' | 'other'> {
+  try {
+    const target = await resolveWorkspacePath(sharedRoot, relative, { mustExist: true });
+    if ((await lstat(target.absolute)).isSymbolicLink()) return 'other';
+    const opened = await openInside(sharedRoot, target.real, relative, 'read');
+    try {
+      return markOf(await opened.handle.stat({ bigint: true }));
+    } finally {
+      await opened.handle.close();
+    }
+  } catch (err) {
+    return err instanceof PathError && err.reason === 'not_found' ? 'absent' : 'other';
+  }
+}
+
+/**
+ * Writes the changes into the shared workspace: each added or modified file replaced atomically
+ * (read from the copy through a checked descriptor, renamed into place; its mode bits kept), each
+ * deleted one removed. Returns every path written or removed.
+ */
+export async function applyChanges(sharedRoot: string, dir: string, changes: Pick<WorktreeState, 'added' | 'modified' | 'deleted'>): Promise<string[]> {
+  const copyRoot = await realRoot(dir);
+  const applied: string[] = [];
+  for (const p of [...changes.added, ...changes.modified]) {
+    const from = await resolveWorkspacePath(copyRoot, p, { mustExist: true });
+    const opened = await openInside(copyRoot, from.real, p, 'read');
+    const to = await resolveWorkspacePath(sharedRoot, p, { mustExist: false });
+    await replaceFromStream(sharedRoot, to.real, p, streamExactly(opened), () => {}, opened.stat.mode & 0o777);
+    applied.push(p);
+  }
+  for (const p of changes.deleted) {
+    try {
+      const target = await resolveWorkspacePath(sharedRoot, p, { mustExist: true });
+      await removeInside(sharedRoot, target.real, p);
+    } catch (err) {
+      if (!(err instanceof PathError && err.reason === 'not_found')) throw err;
+    }
+    applied.push(p);
+  }
+  return applied.sort();
+}
+
+/** Removes a task's copy and its manifest (the manifest first: a half-removed copy is no copy). */
+export async function removeWorktree(dir: string): Promise<void> {
+  await rm(manifestPath(dir), { force: true });
+  await rm(dir, { recursive: true, force: true });
+}
+
+/**
+ * A unified diff of the changes: the shared workspace as it is now (`a/`) against the copy (`b/`).
+ * A file over 1 MiB or with a NUL byte is reported as binary; a diff too costly to compute (the
+ * request's 500 ms are spent, or one file's) as too large to show.
+ */
+export async function patchOf(sharedRoot: string, dir: string, changes: Pick<WorktreeState, 'added' | 'modified' | 'deleted'>): Promise<string> {
+  const copyRoot = await realRoot(dir);
+  const paths = [...changes.added, ...changes.modified, ...changes.deleted].sort();
+  const deadline = Date.now() + DIFF_BUDGET_MS;
+  let out = '';
+  for (const p of paths) {
+    if (out.length > MAX_PATCH_CHARS) {
+      out += `# the diff stops here: it is over ${MAX_PATCH_CHARS} characters\n`;
+      break;
+    }
+    const before = await textOf(sharedRoot, p);
+    const after = changes.deleted.includes(p) ? ({ kind: 'absent' } as const) : await textOf(copyRoot, p);
+    const oldName = before.kind === 'absent' ? '/dev/null' : `a/${p}`;
+    const newName = after.kind === 'absent' ? '/dev/null' : `b/${p}`;
+    if (before.kind === 'binary' || after.kind === 'binary') {
+      out += `diff a/${p} b/${p}\nBinary files ${oldName} and ${newName} differ\n`;
+      continue;
+    }
+    const left = Math.max(0, deadline - Date.now());
+    const patch =
+      left > 0
+        ? structuredPatch(oldName, newName, before.kind === 'text' ? before.text : '', after.kind === 'text' ? after.text : '', undefined, undefined, {
+            context: 3,
+            timeout: Math.min(left, 100),
+          })
+        : undefined;
+    out += patch
+      ? `diff a/${p} b/${p}\n${formatPatch(patch, { includeIndex: false, includeUnderline: false, includeFileHeaders: true })}`
+      : `diff a/${p} b/${p}\n# ${p}: the diff is too large to show here\n`;
+    await yieldToLoop();
+  }
+  return out;
+}
+
+type Text = { kind: 'absent' } | { kind: 'binary' } | { kind: 'text'; text: string };
+
+async function textOf(root: string, relative: string): Promise<Text> {
+  try {
+    const target = await resolveWorkspacePath(root, relative, { mustExist: true });
+    const opened = await openInside(root, target.real, relative, 'read');
+    try {
+      if (opened.stat.size > MAX_DIFFED_BYTES) return { kind: 'binary' };
+      const buf = await readHead(opened, MAX_DIFFED_BYTES);
+      return buf.includes(0) ? { kind: 'binary' } : { kind: 'text', text: buf.toString('utf8') };
+    } finally {
+      await opened.handle.close();
+    }
+  } catch (err) {
+    if (err instanceof PathError && err.reason === 'not_found') return { kind: 'absent' };
+    return { kind: 'binary' };
+  }
+}
