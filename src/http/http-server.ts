@@ -18,6 +18,7 @@ import { streamRoutes } from './stream-routes.ts';
 import { tasksRoutes } from './tasks-routes.ts';
 import { usageRoutes } from './usage-routes.ts';
 import { workspacesRoutes } from './workspaces-routes.ts';
+import { mcpRoutes } from './mcp-routes.ts';
 import { worktreeRoutes } from './worktree-routes.ts';
 
 /** Trusts the `hops` nearest proxies (proxy-addr's hop index counts from the TCP peer, 0). */
@@ -116,6 +117,7 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
   await server.register(agentsRoutes, { registry });
   await server.register(tasksRoutes, { tasks, keepAliveMs: config.heartbeatMs });
   await server.register(worktreeRoutes, { tasks });
+  await server.register(mcpRoutes, { tasks, events, registry, logger });
   await server.register(usageRoutes, { usage });
   await server.register(budgetsRoutes, { budgets: services.budgets, now: Date.now });
   await server.register(webhooksRoutes, {

@@ -5,6 +5,7 @@ import type { TaskRow } from '../store/schema.ts';
 import { defineTool, type WorkspaceTool } from '../tools/tool-types.ts';
 import type { ChildTasks } from './run-context.ts';
 import { abortCode } from './task-abort.ts';
+import { compactOutput } from './task-output.ts';
 
 /** What the tool answers past the limit (Codex's wording). */
 export const DEPTH_LIMIT_MESSAGE = 'Agent depth limit reached. Solve the task yourself.';
@@ -56,14 +57,7 @@ export function childTaskTool(row: TaskRow, types: AgentDefinition[], children: 
           if (code === 'cancelled' || code === 'timeout') await children.cancel(row.tenant, child.id).catch(() => undefined);
           throw new Error('stopped while waiting for the subagent');
         }
-        return {
-          task_id: ended.id,
-          status: ended.status,
-          summary: ended.summary,
-          output: ended.output ?? null,
-          artifacts: (ended.artifacts ?? []).map((a) => ({ relativePath: a.relativePath, size: a.size, fsType: a.fsType })),
-          ...(ended.errorCode && { error: { code: ended.errorCode, message: ended.errorMessage ?? '' } }),
-        };
+        return compactOutput(ended);
       } finally {
         children.waiting(row.id, false);
       }

@@ -39,3 +39,20 @@ export function toTaskOutput(row: TaskRow, progress: Progress | null = null): Ta
     completedAt: iso(row.completedAt),
   };
 }
+
+/**
+ * What a model (or an MCP host) is answered about a task it started: its id, status, summary and
+ * output, each artifact by its path relative to the workspace (no path of the service's host), its
+ * changes (a worktree task) and its error.
+ */
+export function compactOutput(row: TaskRow) {
+  return {
+    task_id: row.id,
+    status: row.status,
+    summary: row.summary,
+    output: row.output ?? null,
+    artifacts: (row.artifacts ?? []).map((a) => ({ relativePath: a.relativePath, size: a.size, fsType: a.fsType })),
+    ...(row.worktree && { changes: { added: row.worktree.added, modified: row.worktree.modified, deleted: row.worktree.deleted } }),
+    ...(row.errorCode && { error: { code: row.errorCode, message: row.errorMessage ?? '' } }),
+  };
+}

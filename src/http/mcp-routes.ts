@@ -1,0 +1,220 @@
+import { randomUUID } from 'node:crypto';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import type { AgentRegistry } from '../definitions/agent-registry.ts';
+import { AppError } from '../errors/app-error.ts';
+import type { EventLog } from '../events/event-log.ts';
+import { createTaskBodySchema } from '../shapes/task.ts';
+import type { TaskService } from '../tasks/task-service.ts';
+import { compactOutput } from '../tasks/task-output.ts';
+import { SERVICE_VERSION } from '../version.ts';
+
+/** Sessions idle this long are ended (their transport closed). */
+const SESSION_IDLE_MS = 30 * 60_000;
+/** Sessions held at once per instance: a new one past it is refused (503) until others end. */
+const MAX_SESSIONS = 1000;
+
+const TOOL_DESCRIPTION =
+  'Launch a subagent to handle a self-contained task in the shared workspace of parentTaskId. It starts with no memory of ' +
+  'this conversation: the prompt is all it sees. It ends with a summary and the paths of the files it delivered (relative ' +
+  'to the workspace); read those files when you need their content. Several calls run in parallel.';
+
+interface Session {
+  transport: StreamableHTTPServerTransport;
+  server: McpServer;
+  tenant: string;
+  lastSeen: number;
+}
+
+export interface McpRoutesOptions {
+  tasks: TaskService;
+  events: EventLog;
+  registry: AgentRegistry;
+  logger: Logger;
+}
+
+/**
+ * The service as an MCP server (`POST /mcp`, Streamable HTTP, the official SDK, with sessions so a
+ * host's `notifications/cancelled` reaches the call it cancels): one tool, `task`, which runs a
+ * subagent as `POST /tasks` does and answers its compact TaskOutput. Same API keys and tenants as
+ * every route: a session belongs to the tenant whose key opened it.
+ */
+export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, { tasks, events, registry, logger }) => {
+  const sessions = new Map<string, Session>();
+  const sweep = setInterval(() => {
+    const idleSince = Date.now() - SESSION_IDLE_MS;
+    for (const s of sessions.values()) if (s.lastSeen < idleSince) void s.transport.close().catch(() => {});
+  }, 60_000);
+  sweep.unref();
+  app.addHook('onClose', async () => {
+    clearInterval(sweep);
+    await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
+  });
+
+  /** A new session's MCP server, whose `task` tool runs subagents for `tenant`. */
+  function serverFor(tenant: string): McpServer {
+    const server = new McpServer({ name: 'subagentd', version: SERVICE_VERSION }, { capabilities: { tools: {} } });
+    const types = registry.list().filter((d) => d.type !== 'fork');
+    const names = types.map((d) => d.type) as [string, ...string[]];
+    server.registerTool(
+      'task',
+      {
+        title: 'Run a subagent',
+        description: `${TOOL_DESCRIPTION}\n\nSubagent types:\n${types.map((d) => `- ${d.type}: ${d.description}`).join('\n')}`,
+        inputSchema: {
+          subagent_type: z.enum(names).describe('The type of subagent'),
+          description: z.string().min(1).max(80).describe('Short label (3-7 words) for logs and UIs; not the task itself'),
+          prompt: z.string().min(1).describe('Self-contained task: goal, all the context it needs, expected files, scope (for shell: the command)'),
+          task_id: z.string().optional().describe('Continue an earlier finished task of the same type (its task_id): it keeps its conversation'),
+          parentTaskId: z.string().optional().describe('The workspace (and the parent task) the subagent works for; default: the X-Parent-Task-Id header'),
+          userId: z.string().optional().describe('Who is billed; default: the X-User-Id header'),
+        },
+      },
+      async (args, extra) => {
+        const header = (name: string) => {
+          const v = extra.requestInfo?.headers[name];
+          return Array.isArray(v) ? v[0] : v;
+        };
+        const parentTaskId = args.parentTaskId ?? header('x-parent-task-id');
+        const userId = args.userId ?? header('x-user-id');
+        if (!parentTaskId || !userId) {
+          return failure('parentTaskId and userId are required: as arguments of the call, or as the X-Parent-Task-Id and X-User-Id headers');
+        }
+        const shell = types.find((d) => d.type === args.subagent_type)?.kind === 'shell';
+        const body = createTaskBodySchema.safeParse({
+          subagent_type: args.subagent_type,
+          description: args.description,
+          ...(shell ? { command: args.prompt } : { prompt: args.prompt }),
+          ...(args.task_id && { task_id: args.task_id }),
+          context: { parentTaskId, userId, toolCallId: `mcp:${String(extra.requestId)}` },
+        });
+        if (!body.success) return failure(body.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; '));
+        let id: string;
+        try {
+          id = (await tasks.submit(tenant, body.data)).row.id;
+        } catch (err) {
+          if (err instanceof AppError) return failure(`${err.code}: ${err.message}`);
+          throw err;
+        }
+        // Progress while it runs (if the host asked for it): each step, each tool call.
+        const token = extra._meta?.progressToken;
+        let progress = 0;
+        const unsubscribe =
+          token === undefined
+            ? () => {}
+            : events.subscribe(id, (e) => {
+                const message = progressMessage(e.type, e.json);
+                if (!message) return;
+                void extra
+                  .sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: ++progress, message } })
+                  .catch(() => {});
+              });
+        // The host cancelled the call (notifications/cancelled) or its session ended: the task goes too.
+        const cancel = () => void tasks.cancel(tenant, id).catch((err: unknown) => logger.warn({ err, taskId: id }, 'could not cancel an MCP task'));
+        extra.signal.addEventListener('abort', cancel, { once: true });
+        try {
+          const ended = await tasks.waitForEnd(id);
+          const compact = compactOutput(ended);
+          return {
+            content: [{ type: 'text', text: JSON.stringify(compact) }],
+            structuredContent: compact,
+            isError: ended.status === 'error' || ended.status === 'aborted',
+          } satisfies CallToolResult;
+        } finally {
+          unsubscribe();
+          extra.signal.removeEventListener('abort', cancel);
+        }
+      },
+    );
+    return server;
+  }
+
+  /** The session a request names (404, as the transport specification says, when unknown or another tenant's). */
+  function sessionOf(request: FastifyRequest): Session | null {
+    const id = request.headers['mcp-session-id'];
+    if (typeof id !== 'string') return null;
+    const s = sessions.get(id);
+    if (!s || s.tenant !== request.tenant)
+      throw new AppError(404, 'not_found', `MCP session ${id} not found (it ended, or was never opened); initialize again`);
+    s.lastSeen = Date.now();
+    return s;
+  }
+
+  app.post(
+    '/mcp',
+    {
+      schema: {
+        operationId: 'mcp',
+        summary: 'MCP (Streamable HTTP): the `task` tool',
+        description:
+          'The service as an MCP server: `initialize` opens a session (`Mcp-Session-Id`), then `tools/list` shows one tool, `task`, ' +
+          "whose input is the task tool's (`subagent_type` among GET /agents' types, `description`, `prompt`, `task_id`) plus " +
+          '`parentTaskId` and `userId` (or the X-Parent-Task-Id and X-User-Id headers). A call runs the subagent and answers its ' +
+          'compact TaskOutput; progress notifications while it runs; `notifications/cancelled` cancels it.',
+      },
+    },
+    async (request, reply) => {
+      let session = sessionOf(request);
+      if (!session) {
+        if (!isInitializeRequest(request.body)) {
+          throw new AppError(400, 'invalid_request', 'an MCP request without an Mcp-Session-Id header must be an initialize request');
+        }
+        if (sessions.size >= MAX_SESSIONS) {
+          throw new AppError(503, 'overloaded', `${MAX_SESSIONS} MCP sessions are open on this instance; retry later`, undefined, { 'retry-after': '30' });
+        }
+        const tenant = request.tenant;
+        const server = serverFor(tenant);
+        const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (id) => {
+            sessions.set(id, { transport, server, tenant, lastSeen: Date.now() });
+          },
+        });
+        transport.onclose = () => {
+          if (transport.sessionId) sessions.delete(transport.sessionId);
+          void server.close().catch(() => {});
+        };
+        await server.connect(transport);
+        session = { transport, server, tenant, lastSeen: Date.now() };
+      }
+      reply.hijack();
+      await session.transport.handleRequest(request.raw, reply.raw, request.body);
+    },
+  );
+
+  // The session's own stream (server-to-client messages outside a call) and its end.
+  for (const method of ['GET', 'DELETE'] as const) {
+    app.route({
+      method,
+      url: '/mcp',
+      schema: {
+        operationId: method === 'GET' ? 'mcpStream' : 'mcpEndSession',
+        summary: method === 'GET' ? "MCP: a session's server-to-client stream (SSE)" : 'MCP: end a session',
+      },
+      handler: async (request, reply) => {
+        const session = sessionOf(request);
+        if (!session) throw new AppError(400, 'invalid_request', 'the Mcp-Session-Id header is required');
+        reply.hijack();
+        await session.transport.handleRequest(request.raw, reply.raw);
+      },
+    });
+  }
+};
+
+function failure(text: string): CallToolResult {
+  return { content: [{ type: 'text', text }], isError: true };
+}
+
+/** What a progress notification says of a task's event (its wire form: `{ type, data, ... }`); null for events not worth one. */
+function progressMessage(type: string, json: string): string | null {
+  const data = () => (JSON.parse(json) as { data: { step?: number; toolName?: string } }).data;
+  if (type === 'step.started') return `step ${data().step}`;
+  if (type === 'tool.call') return `running ${data().toolName}`;
+  if (type === 'task.paused') return 'paused';
+  if (type === 'task.resumed') return 'resumed';
+  return null;
+}
