@@ -1,6 +1,21 @@
 import { z } from 'zod';
 import { permissionsSchema } from '../shapes/permissions.ts';
 
+/**
+ * An MCP server of a definition: a command started per task inside its sandbox (`env`: names of
+ * the service's variables it gets), or a Streamable HTTP URL (`headers` values may name the
+ * service's variables as `${NAME}`).
+ */
+export const mcpServerSpecSchema = z.union([
+  z.object({
+    command: z.string().min(1),
+    args: z.array(z.string()).optional(),
+    env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name')).optional(),
+  }),
+  z.object({ url: z.url({ protocol: /^https?$/ }), headers: z.record(z.string(), z.string()).optional() }),
+]);
+export type McpServerSpec = z.infer<typeof mcpServerSpecSchema>;
+
 /** A resolved subagent definition: what a task of this type runs with. */
 export const agentDefinitionSchema = z.object({
   type: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/),
@@ -24,6 +39,11 @@ export const agentDefinitionSchema = z.object({
   compactAtTokens: z.number().int().min(1),
   /** Permission rules of its tool calls (the front matter's `permissions`); every call allowed without them. */
   permissions: permissionsSchema.optional(),
+  /** MCP servers whose tools its model gets, by name (`mcp__<name>__<tool>`). */
+  mcpServers: z.record(z.string(), mcpServerSpecSchema).optional(),
+  /** Which MCP tools: names or `mcp__<server>` prefixes of the front matter's `tools` (absent: all), less those of `disallowedTools`. */
+  mcpAllow: z.array(z.string()).optional(),
+  mcpDeny: z.array(z.string()).optional(),
   /** For `kind: acp`: the agent process and how its requests are answered. */
   acp: z
     .object({
@@ -53,4 +73,12 @@ export const agentSummarySchema = agentDefinitionSchema.pick({
   compactionModel: true,
   compactAtTokens: true,
   permissions: true,
+});
+
+/** What `GET /agents` says of a definition: its summary, and its MCP servers by name only (no command, URL or variable). */
+export function summaryOf(d: AgentDefinition) {
+  return { ...agentSummarySchema.parse(d), ...(d.mcpServers && { mcpServers: Object.keys(d.mcpServers) }) };
+}
+export const agentListedSchema = agentSummarySchema.extend({
+  mcpServers: z.array(z.string()).optional().describe('its MCP servers, by name: their tools are offered as mcp__<name>__<tool>'),
 });

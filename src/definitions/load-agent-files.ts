@@ -5,7 +5,7 @@ import { matter } from 'vfile-matter';
 import { z } from 'zod';
 import { permissionsSchema } from '../shapes/permissions.ts';
 import { workspaceToolNames } from '../tools/workspace-tools.ts';
-import type { AgentDefinition } from './agent-definition.ts';
+import { mcpServerSpecSchema, type AgentDefinition } from './agent-definition.ts';
 import { DEFAULT_COMPACT_AT_TOKENS, FORBIDDEN_TOOLS, resolveCompactionModel, resolveModelName, resolveTools, type ModelNames } from './agent-registry.ts';
 
 /** Names a definition may mention: every workspace tool, `complete`, and the forbidden ones (removed). */
@@ -19,6 +19,8 @@ const toolList = z
   .transform((v) => (Array.isArray(v) ? v : v.split(',')).map((t) => t.trim()).filter(Boolean))
   .superRefine((tools, ctx) => {
     for (const t of tools) {
+      // An MCP server's tool (`mcp__<server>__<tool>`) or all of a server's (`mcp__<server>`).
+      if (t.startsWith('mcp__')) continue;
       if (!KNOWN_TOOLS.has(t)) ctx.addIssue({ code: 'custom', message: `unknown tool "${t}"; known tools: ${[...KNOWN_TOOLS].join(', ')}` });
     }
   });
@@ -38,6 +40,11 @@ export const agentFileSchema = z
     temperature: z.number().min(0).max(2).optional(),
     compactionModel: z.string().min(1).optional(),
     compactAtTokens: z.number().int().min(1000).optional(),
+    /** MCP servers whose tools the model gets (`mcp__<name>__<tool>`): `{ command, args?, env? }` or `{ url, headers? }`. */
+    mcpServers: z
+      .record(z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, 'a server name is 1-32 characters of A-Z, a-z, 0-9, "_" or "-"'), mcpServerSpecSchema)
+      .refine((servers) => Object.keys(servers).length <= 10, 'at most 10 MCP servers')
+      .optional(),
     /** `acp`: an external Agent Client Protocol agent runs the task (`command`, `args`, `env`, `permission`). */
     kind: z.enum(['model', 'acp']).default('model'),
     command: z.string().min(1).optional(),
@@ -48,6 +55,9 @@ export const agentFileSchema = z
   .superRefine((fm, ctx) => {
     if (fm.kind === 'acp' && !fm.command) ctx.addIssue({ code: 'custom', path: ['command'], message: 'is required when kind is "acp"' });
   });
+
+const isMcp = (t: string) => t.startsWith('mcp__');
+const withoutMcp = (tools: string[]) => tools.filter((t) => !isMcp(t));
 
 export interface AgentFileError {
   file: string;
@@ -111,7 +121,10 @@ export function loadAgentFiles(dir: string, names: ModelNames): { definitions: A
         ...(Array.isArray(fm.model) && fm.model.length > 1 && { fallbackModels: fm.model.slice(1).map((m) => resolveModelName(m, names)) }),
         maxSteps: fm.maxSteps ?? 50,
         ...(fm.maxDepth && { maxDepth: fm.maxDepth }),
-        tools: resolveTools(fm.tools, fm.disallowedTools),
+        tools: resolveTools(fm.tools && withoutMcp(fm.tools), fm.disallowedTools && withoutMcp(fm.disallowedTools)),
+        ...(fm.mcpServers && { mcpServers: fm.mcpServers }),
+        ...(fm.tools && { mcpAllow: fm.tools.filter(isMcp) }),
+        ...(fm.disallowedTools?.some(isMcp) && { mcpDeny: fm.disallowedTools.filter(isMcp) }),
         instructions: String(vfile.value).trim(),
         temperature: fm.temperature,
         compactionModel: resolveCompactionModel(fm.compactionModel, names),

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { agentSummarySchema } from '../definitions/agent-definition.ts';
+import { agentListedSchema, summaryOf } from '../definitions/agent-definition.ts';
 import type { AgentRegistry } from '../definitions/agent-registry.ts';
 import { json } from './openapi.ts';
 
@@ -11,11 +11,11 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ registry: AgentRegistry }> = 
       schema: {
         operationId: 'listAgents',
         summary: 'Subagent definitions with their resolved model, step limit and tools',
-        response: { 200: json('Every subagent type this service runs', z.object({ agents: z.array(agentSummarySchema) })) },
+        response: { 200: json('Every subagent type this service runs', z.object({ agents: z.array(agentListedSchema) })) },
       },
     },
     async () => ({
-      agents: registry.list().map((d) => agentSummarySchema.parse(d)),
+      agents: registry.list().map(summaryOf),
     }),
   );
 };

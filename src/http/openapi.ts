@@ -3,7 +3,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { createJsonSchemaTransform, createJsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { agentSummarySchema } from '../definitions/agent-definition.ts';
+import { agentListedSchema } from '../definitions/agent-definition.ts';
 import { eventDataSchemas, heartbeatSchema, streamMessageSchema } from '../events/event-types.ts';
 import {
   artifactSchema,
@@ -79,7 +79,7 @@ const named: Record<string, z.ZodType> = {
   UsageReport: usageReportSchema,
   UsageRecord: usageRecordSchema,
   UsageRecordList: usageRecordListSchema,
-  AgentSummary: agentSummarySchema,
+  AgentSummary: agentListedSchema,
   StreamMessage: streamMessageSchema,
   Heartbeat: heartbeatSchema,
   TaskStartedData: eventDataSchemas['task.started'],

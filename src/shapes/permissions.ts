@@ -5,7 +5,7 @@ export const permissionDecisionSchema = z.enum(['allow', 'ask', 'deny']);
 export type PermissionDecision = z.infer<typeof permissionDecisionSchema>;
 
 /** `<tool>` or `bash(<glob>)`: a tool's name, or bash with a glob over the whole command (`*` matches anything). */
-const RULE_KEY = /^(?:[a-z][a-z0-9_]{0,63}|bash\([^()]{1,500}\))$/;
+const RULE_KEY = /^(?:[a-z][a-z0-9_]{0,63}|mcp__[A-Za-z0-9_-]{1,120}|bash\([^()]{1,500}\))$/;
 
 /**
  * Permission rules: a tool name, or `bash(<glob>)`, mapped to allow | ask | deny (a definition's

@@ -51,7 +51,12 @@ export function checkAgainstDefinition(registry: AgentRegistry, body: CreateTask
   }
   if (body.options?.tools) {
     if (def.kind !== 'model') invalid.push({ field: 'body.options.tools', message: `"${def.type}" has no tools of the service to choose from` });
-    else if (offeredTools(def.tools, body.options.tools).length === 0 && !body.options.clientTools?.length) {
+    else if (
+      offeredTools(def.tools, body.options.tools).length === 0 &&
+      !body.options.clientTools?.length &&
+      // An MCP server's tools are known once it runs: naming one of a server it has keeps the list.
+      !(def.mcpServers && body.options.tools.some((t) => Object.keys(def.mcpServers!).some((s) => t === `mcp__${s}` || t.startsWith(`mcp__${s}__`))))
+    ) {
       throw new AppError(
         400,
         'no_tools',

@@ -16,6 +16,7 @@ import { endingOfAbort, failed, type Ending } from './finish-task.ts';
 import type { ModelRun, RunContext } from './run-context.ts';
 import { abortCode } from './task-abort.ts';
 import { childTaskTool } from './child-tool.ts';
+import { McpServerFailed, openMcpServers, type McpSession } from '../mcp/mcp-tools.ts';
 import { createTaskObserver } from './task-observer.ts';
 
 /**
@@ -38,6 +39,25 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
   if (row.maxDepth > 0 && deps.children && !deniedWhole(rules, 'task')) tools.push(childTaskTool(row, deps.registry.list(), deps.children));
   // The caller's own tools, but not one its rules deny whole.
   for (const spec of body.options?.clientTools ?? []) if (!deniedWhole(rules, spec.name)) tools.push(clientTool(spec));
+  // The definition's MCP servers, started for this run, their tools filtered as the others are.
+  let mcp: McpSession | null = null;
+  if (def.mcpServers && Object.keys(def.mcpServers).length > 0) {
+    const commands = Object.values(def.mcpServers).some((s) => 'command' in s);
+    if (commands && deps.sandbox.kind === 'unavailable') return failed('sandbox_unavailable', deps.sandbox.reason ?? 'no sandbox');
+    try {
+      mcp = await openMcpServers(def.mcpServers, {
+        workspace,
+        sandbox: deps.sandbox,
+        serviceEnv: deps.serviceEnv,
+        timeoutMs: deps.limits.bashTimeoutMs,
+        maxOutputBytes: deps.limits.bashMaxOutputBytes,
+      });
+    } catch (err) {
+      if (err instanceof McpServerFailed) return failed(err.code, ctx.scrub(err.message));
+      throw err;
+    }
+    for (const t of mcp.tools) if (mcpOffered(t.name, def, only) && !deniedWhole(rules, t.name)) tools.push(t);
+  }
   const toolContext: ToolContext = {
     workspace,
     signal,
@@ -101,7 +121,7 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
     temperature: def.temperature,
     signal,
     observer,
-  });
+  }).finally(() => mcp?.close());
   observer.close();
 
   if (result.stoppedBy && !signal.aborted) return { pause: result.stoppedBy, waiting: asked.waiting };
@@ -119,6 +139,12 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
     return { ...failed('provider_error', ctx.scrub(errorMessage(result.error))), ...delivered };
   }
   return { status: 'completed', ...delivered, stopReason: result.stopReason, errorCode: null, errorMessage: null };
+}
+
+/** Is the MCP tool `name` offered: named (or its server, `mcp__<server>`) by the definition's `tools` when it lists any, not by its `disallowedTools`, and by `options.tools` when given. */
+function mcpOffered(name: string, def: ModelRun['def'], only: string[] | undefined): boolean {
+  const matches = (entries: string[]) => entries.some((e) => name === e || name.startsWith(`${e}__`));
+  return (!def.mcpAllow || matches(def.mcpAllow)) && !matches(def.mcpDeny ?? []) && (!only || matches(only));
 }
 
 /**

@@ -979,6 +979,7 @@ export interface components {
             permissions?: {
                 [key: string]: "allow" | "ask" | "deny";
             };
+            mcpServers?: string[];
         };
         StreamMessage: {
             seq: number;

@@ -1,0 +1,169 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startService, storedEvents, taskBody, type TestService } from './support/harness';
+
+/**
+ * Definitions' `mcpServers`: a real MCP server process (scripted-model/mcp-server.ts, the official
+ * SDK's server over stdio) started per task inside its sandbox, its tools offered to the model as
+ * `mcp__<server>__<tool>`, called through the SDK's client.
+ */
+const repo = path.resolve(import.meta.dirname, '..');
+let svc: TestService;
+let dir: string;
+
+function definition(name: string, extra = '', env = 'env: [MCP_TEST_VISIBLE]') {
+  return `---
+name: ${name}
+description: A subagent with the scripted MCP server (${name})
+${extra}
+mcpServers:
+  scripted:
+    command: ${process.execPath}
+    args: ["--import", "${path.join(repo, 'node_modules/tsx/dist/loader.mjs')}", "${path.join(repo, 'scripted-model/mcp-server.ts')}"]
+    ${env}
+---
+`;
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(path.join(tmpdir(), 'subagentd-mcp-'));
+  mkdirSync(path.join(dir, 'agents'));
+  writeFileSync(path.join(dir, 'agents', 'with-mcp.md'), definition('with-mcp'));
+  writeFileSync(path.join(dir, 'agents', 'mcp-echo-only.md'), definition('mcp-echo-only', 'tools: [read_file, mcp__scripted__echo]'));
+  writeFileSync(path.join(dir, 'agents', 'mcp-ask.md'), definition('mcp-ask', 'permissions:\n  mcp__scripted__echo: ask'));
+  writeFileSync(path.join(dir, 'agents', 'mcp-broken.md'), definition('mcp-broken', '', 'env: [MCP_SCRIPTED_BROKEN]'));
+  process.env.MCP_TEST_VISIBLE = 'visible';
+  process.env.MCP_TEST_HIDDEN = 'hidden';
+  process.env.MCP_SCRIPTED_BROKEN = '1';
+  svc = await startService({ dir, env: { BASH_TIMEOUT_MS: '3000' } });
+});
+afterAll(async () => {
+  await svc.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const run = async (type: string, prompt: string, parentTaskId: string, options: object = {}) => {
+  const res = await svc.inject({
+    method: 'POST',
+    url: '/tasks?wait=true',
+    payload: taskBody({ subagent_type: type, prompt, context: { parentTaskId, userId: 'u-mcp' }, options }),
+  });
+  expect(res.statusCode, res.body).toBe(200);
+  return JSON.parse(res.body.trim());
+};
+const firstRequest = (key: string) => svc.model.requests.find((r) => JSON.stringify(r.body.messages).includes(key))!;
+const toolResults = (key: string) =>
+  svc.model.requests
+    .filter((r) => JSON.stringify(r.body.messages).includes(key))
+    .at(-1)!
+    .body.messages.filter((m) => m.role === 'tool')
+    .map((m) => String(m.content));
+
+describe("definitions' MCP servers", () => {
+  it('offers the server tools as mcp__<server>__<tool>, runs them in the workspace with only the listed variables', async () => {
+    svc.model.script('MCP-USE', [
+      {
+        toolCalls: [
+          { name: 'mcp__scripted__echo', args: { text: 'hello' } },
+          { name: 'mcp__scripted__where', args: {} },
+          { name: 'mcp__scripted__env_names', args: {} },
+        ],
+      },
+      { toolCalls: [{ name: 'complete', args: { summary: 'used MCP', paths: ['mcp-was-here.txt'] } }] },
+    ]);
+    const done = await run('with-mcp', 'MCP-USE', 'T-mcp-use');
+    expect(done).toMatchObject({ status: 'completed', summary: 'used MCP' });
+    const offered = firstRequest('MCP-USE').body.tools!.map((t) => t.function.name);
+    expect(offered).toEqual(expect.arrayContaining(['mcp__scripted__echo', 'mcp__scripted__where', 'mcp__scripted__slow', 'read_file', 'bash', 'complete']));
+    const echo = firstRequest('MCP-USE').body.tools!.find((t) => t.function.name === 'mcp__scripted__echo')! as unknown as {
+      function: { parameters: unknown };
+    };
+    expect(echo.function.parameters).toMatchObject({ type: 'object', properties: { text: { type: 'string' } }, required: ['text'] });
+    const [said, where, names] = toolResults('MCP-USE');
+    expect(said).toContain('echo: hello');
+    const ws = path.join(svc.config.workspacesDir, 'T-mcp-use');
+    expect(where).toContain(ws);
+    expect(readFileSync(path.join(ws, 'mcp-was-here.txt'), 'utf8')).toBe('written by the MCP server\n');
+    expect(names).toContain('MCP_TEST_VISIBLE');
+    expect(names).not.toContain('MCP_TEST_HIDDEN');
+    expect(names).not.toContain('OPENAI_API_KEY');
+    const events = await storedEvents(svc, done.id);
+    expect(events.filter((e: { type: string }) => e.type === 'tool.call').map((e: { data: { toolName: string } }) => e.data.toolName)).toEqual([
+      'mcp__scripted__echo',
+      'mcp__scripted__where',
+      'mcp__scripted__env_names',
+      'complete',
+    ]);
+  });
+
+  it('GET /agents names the servers, never their command or variables', async () => {
+    const listed = (await svc.inject({ url: '/agents' })).json().agents.find((a: { type: string }) => a.type === 'with-mcp');
+    expect(listed.mcpServers).toEqual(['scripted']);
+    expect(JSON.stringify(listed)).not.toContain('mcp-server.ts');
+    expect(JSON.stringify(listed)).not.toContain('MCP_TEST_VISIBLE');
+  });
+
+  it('filters them by the definition’s tools and options.tools', async () => {
+    svc.model.script('MCP-ONLY', [{ toolCalls: [{ name: 'complete', args: { summary: 'x', paths: [] } }] }]);
+    await run('mcp-echo-only', 'MCP-ONLY', 'T-mcp-only');
+    expect(
+      firstRequest('MCP-ONLY')
+        .body.tools!.map((t) => t.function.name)
+        .sort(),
+    ).toEqual(['complete', 'mcp__scripted__echo', 'read_file']);
+    svc.model.script('MCP-NARROW', [{ toolCalls: [{ name: 'complete', args: { summary: 'x', paths: [] } }] }]);
+    await run('with-mcp', 'MCP-NARROW', 'T-mcp-only', { tools: ['mcp__scripted__fail', 'grep'] });
+    expect(
+      firstRequest('MCP-NARROW')
+        .body.tools!.map((t) => t.function.name)
+        .sort(),
+    ).toEqual(['complete', 'grep', 'mcp__scripted__fail']);
+  });
+
+  it('a tool error, a crash mid-call and a timeout are tool errors the model reads; a timed-out call is cancelled on the server', async () => {
+    svc.model.script('MCP-FAULTS', [
+      { toolCalls: [{ name: 'mcp__scripted__fail', args: {} }] },
+      { toolCalls: [{ name: 'mcp__scripted__slow', args: {} }] },
+      { toolCalls: [{ name: 'mcp__scripted__crash', args: {} }] },
+      { toolCalls: [{ name: 'mcp__scripted__echo', args: { text: 'after the crash' } }] },
+      { toolCalls: [{ name: 'complete', args: { summary: 'survived', paths: [] } }] },
+    ]);
+    const done = await run('with-mcp', 'MCP-FAULTS', 'T-mcp-faults');
+    expect(done).toMatchObject({ status: 'completed', summary: 'survived' });
+    const [failed, slow, crashed, after] = toolResults('MCP-FAULTS');
+    expect(failed).toContain('it failed on purpose');
+    expect(slow).toMatch(/timed out|timeout/i);
+    expect(crashed).toContain('crashing now');
+    expect(after).toMatch(/failed|closed|exited/i);
+    // The server heard the cancel of the call that ran past BASH_TIMEOUT_MS (3 s here).
+    expect(existsSync(path.join(svc.config.workspacesDir, 'T-mcp-faults', 'mcp-cancelled.txt'))).toBe(true);
+  });
+
+  it('asks before an MCP tool whose rule is ask', async () => {
+    svc.model.script('MCP-ASK', [{ toolCalls: [{ name: 'mcp__scripted__echo', args: { text: 'may I' } }] }]);
+    const res = await svc.inject({
+      method: 'POST',
+      url: '/tasks',
+      payload: taskBody({ subagent_type: 'mcp-ask', prompt: 'MCP-ASK', context: { parentTaskId: 'T-mcp-ask', userId: 'u' } }),
+    });
+    const id = res.json().id;
+    let task: { status: string; pause?: { reason: string; pending: Array<{ toolName: string }> } } = { status: 'queued' };
+    for (let i = 0; i < 100 && task.status !== 'paused'; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      task = (await svc.inject({ url: `/tasks/${id}` })).json();
+    }
+    expect(task.status).toBe('paused');
+    expect(task.pause).toMatchObject({ reason: 'approval', pending: [expect.objectContaining({ toolName: 'mcp__scripted__echo' })] });
+    await svc.inject({ method: 'POST', url: `/tasks/${id}/cancel` });
+  });
+
+  it('a server that does not start ends the task error/mcp_server_failed with its stderr', async () => {
+    svc.model.script('MCP-BROKEN', [{ toolCalls: [{ name: 'complete', args: { summary: 'never', paths: [] } }] }]);
+    const done = await run('mcp-broken', 'MCP-BROKEN', 'T-mcp-broken');
+    expect(done.status).toBe('error');
+    expect(done.error.code).toBe('mcp_server_failed');
+    expect(done.error.message).toContain('broken on purpose');
+  });
+});
