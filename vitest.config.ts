@@ -14,6 +14,8 @@ const SLOW = [
   'test/package.test.ts',
   'test/acp.test.ts',
   'test/acp-opencode.test.ts',
+  'test/mcp-opencode.test.ts',
+  'test/mcp-client.test.ts',
   'test/postgres-driver.test.ts',
   'test/sandbox.test.ts',
   'test/security.test.ts',
