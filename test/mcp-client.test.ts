@@ -1,7 +1,12 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { startService, storedEvents, taskBody, type TestService } from './support/harness';
 
 /**
@@ -27,9 +32,35 @@ mcpServers:
 `;
 }
 
+/** An MCP server over Streamable HTTP on loopback (the SDK's, stateless), recording the Authorization it gets. */
+let urlServer: Server;
+const seenAuthorization: string[] = [];
+async function startUrlServer(): Promise<string> {
+  urlServer = createServer((req, res) => {
+    seenAuthorization.push(String(req.headers.authorization));
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      const mcp = new McpServer({ name: 'url-mcp', version: '1.0.0' });
+      mcp.registerTool('shout', { description: 'Upper-cases a text', inputSchema: { text: z.string() } }, async ({ text }) => ({
+        content: [{ type: 'text', text: text.toUpperCase() }],
+      }));
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      void mcp.connect(transport).then(() => transport.handleRequest(req, res, body ? JSON.parse(body) : undefined));
+    });
+  });
+  await new Promise<void>((r) => urlServer.listen(0, '127.0.0.1', r));
+  return `http://127.0.0.1:${(urlServer.address() as AddressInfo).port}/mcp`;
+}
+
 beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'subagentd-mcp-'));
   mkdirSync(path.join(dir, 'agents'));
+  const url = await startUrlServer();
+  writeFileSync(
+    path.join(dir, 'agents', 'mcp-url.md'),
+    `---\nname: mcp-url\ndescription: A URL MCP server\nmcpServers:\n  remote:\n    url: ${url}\n    headers: { Authorization: "Bearer \${MCP_URL_TOKEN}" }\n---\n`,
+  );
   writeFileSync(path.join(dir, 'agents', 'with-mcp.md'), definition('with-mcp'));
   writeFileSync(path.join(dir, 'agents', 'mcp-echo-only.md'), definition('mcp-echo-only', 'tools: [read_file, mcp__scripted__echo]'));
   writeFileSync(path.join(dir, 'agents', 'mcp-ask.md'), definition('mcp-ask', 'permissions:\n  mcp__scripted__echo: ask'));
@@ -37,10 +68,12 @@ beforeAll(async () => {
   process.env.MCP_TEST_VISIBLE = 'visible';
   process.env.MCP_TEST_HIDDEN = 'hidden';
   process.env.MCP_SCRIPTED_BROKEN = '1';
+  process.env.MCP_URL_TOKEN = 'url-secret';
   svc = await startService({ dir, env: { BASH_TIMEOUT_MS: '3000' } });
 });
 afterAll(async () => {
   await svc.close();
+  await new Promise<void>((r) => urlServer.close(() => r()));
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -157,6 +190,17 @@ describe("definitions' MCP servers", () => {
     expect(task.status).toBe('paused');
     expect(task.pause).toMatchObject({ reason: 'approval', pending: [expect.objectContaining({ toolName: 'mcp__scripted__echo' })] });
     await svc.inject({ method: 'POST', url: `/tasks/${id}/cancel` });
+  });
+
+  it('reaches a URL server over Streamable HTTP, with a header made from a variable of the service', async () => {
+    svc.model.script('MCP-URL', [
+      { toolCalls: [{ name: 'mcp__remote__shout', args: { text: 'quiet' } }] },
+      { toolCalls: [{ name: 'complete', args: { summary: 'shouted', paths: [] } }] },
+    ]);
+    const done = await run('mcp-url', 'MCP-URL', 'T-mcp-url');
+    expect(done).toMatchObject({ status: 'completed', summary: 'shouted' });
+    expect(toolResults('MCP-URL')[0]).toContain('QUIET');
+    expect(seenAuthorization).toContain('Bearer url-secret');
   });
 
   it('a server that does not start ends the task error/mcp_server_failed with its stderr', async () => {
