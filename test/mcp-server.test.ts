@@ -1,8 +1,10 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { serviceForTests, taskEnd } from './support/harness';
 import { until } from './support/until';
 
@@ -10,14 +12,20 @@ import { until } from './support/until';
  * The service as an MCP server (`/mcp`), driven by the official SDK's own client over Streamable
  * HTTP: the `task` tool runs a subagent and answers its compact TaskOutput.
  */
-const file = serviceForTests({ env: { API_KEYS: 'key-a:tenant-a,key-b:tenant-b' } });
+// A definition whose bash calls wait for an approval (asked of the host's user through elicitation).
+const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-mcp-server-'));
+mkdirSync(path.join(dir, 'agents'));
+writeFileSync(path.join(dir, 'agents', 'asks.md'), '---\nname: asks\ndescription: Asks before bash\npermissions:\n  bash: ask\n---\n');
+const file = serviceForTests({ dir, env: { API_KEYS: 'key-a:tenant-a,key-b:tenant-b' } });
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const clients: Client[] = [];
 afterEach(async () => {
   await Promise.allSettled(clients.splice(0).map((c) => c.close()));
 });
 
-async function connect(key: string, headers: Record<string, string> = {}) {
-  const client = new Client({ name: 'subagentd-test', version: '1.0.0' });
+async function connect(key: string, headers: Record<string, string> = {}, elicit?: (message: string) => { decision: string; message?: string }) {
+  const client = new Client({ name: 'subagentd-test', version: '1.0.0' }, elicit ? { capabilities: { elicitation: { form: {} } } } : {});
+  if (elicit) client.setRequestHandler(ElicitRequestSchema, async (request) => ({ action: 'accept', content: elicit(request.params.message) }));
   const transport = new StreamableHTTPClientTransport(new URL(`${file.svc.url}/mcp`), {
     requestInit: { headers: { authorization: `Bearer ${key}`, ...headers } },
   });
@@ -102,6 +110,31 @@ describe('MCP server (/mcp)', () => {
     expect(await call).toBeInstanceOf(Error);
     const ended = await taskEnd(file.svc, id!, { key: 'key-a' });
     expect([ended.status, ended.error.code]).toEqual(['aborted', 'cancelled']);
+  });
+
+  it("asks the host's user through elicitation before a call whose rule is ask; the answer decides", async () => {
+    file.svc.model.script('MCP-ASKS', (ctx) =>
+      ctx.turn === 0
+        ? {
+            toolCalls: [
+              { name: 'bash', args: { command: 'echo allowed-by-elicitation' } },
+              { name: 'bash', args: { command: 'rm -rf /tmp/nothing-here' } },
+            ],
+          }
+        : { toolCalls: [{ name: 'complete', args: { paths: [], summary: ctx.toolResults.map((r) => r.content).join(' | ') } }] },
+    );
+    const asked: string[] = [];
+    const { client } = await connect('key-a', { 'x-parent-task-id': 'T-mcp-asks', 'x-user-id': 'u' }, (message) => {
+      asked.push(message);
+      return message.includes('rm -rf') ? { decision: 'deny', message: 'not that' } : { decision: 'allow' };
+    });
+    const result = await client.callTool({ name: 'task', arguments: { subagent_type: 'asks', description: 'Asks first', prompt: 'MCP-ASKS' } });
+    expect(asked).toHaveLength(2);
+    expect(asked[0]).toContain('bash');
+    const out = result.structuredContent as { status: string; summary: string };
+    expect(out.status).toBe('completed');
+    expect(out.summary).toContain('allowed-by-elicitation');
+    expect(out.summary).toContain('not that');
   });
 
   it('takes the same API keys: none is 401; a session is its tenant’s alone', async () => {

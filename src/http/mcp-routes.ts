@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { AgentRegistry } from '../definitions/agent-registry.ts';
 import { AppError } from '../errors/app-error.ts';
 import type { EventLog } from '../events/event-log.ts';
-import { createTaskBodySchema } from '../shapes/task.ts';
+import { createTaskBodySchema, type ApprovalPause } from '../shapes/task.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { compactOutput } from '../tasks/task-output.ts';
 import { SERVICE_VERSION } from '../version.ts';
@@ -117,7 +117,39 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, { tas
         const cancel = () => void tasks.cancel(tenant, id).catch((err: unknown) => logger.warn({ err, taskId: id }, 'could not cancel an MCP task'));
         extra.signal.addEventListener('abort', cancel, { once: true });
         try {
-          const ended = await tasks.waitForEnd(id);
+          let ended = await tasks.waitForEnd(id);
+          // Approvals, asked of the host's user through MCP elicitation when the host offers it.
+          while (ended.status === 'paused' && server.server.getClientCapabilities()?.elicitation && !extra.signal.aborted) {
+            const pause = ended.pause as ApprovalPause | null;
+            const asked = (pause?.pending ?? []).filter((p) => p.kind === 'approval' && !p.answer);
+            if (asked.length === 0) break; // a budget, or caller-run tools: answered as paused
+            for (const p of asked) {
+              const reply = await server.server.elicitInput(
+                {
+                  mode: 'form',
+                  message: `The subagent wants to run ${p.toolName} with ${JSON.stringify(p.input).slice(0, 2000)}. Allow it?`,
+                  requestedSchema: {
+                    type: 'object',
+                    properties: {
+                      decision: { type: 'string', enum: ['allow', 'deny'], description: 'allow runs the call; deny tells the subagent no' },
+                      message: { type: 'string', description: 'what the subagent reads when denied' },
+                    },
+                    required: ['decision'],
+                  },
+                },
+                { relatedRequestId: extra.requestId, signal: extra.signal },
+              );
+              const allowed = reply.action === 'accept' && reply.content?.decision === 'allow';
+              const message = typeof reply.content?.message === 'string' ? reply.content.message.slice(0, 4000) : undefined;
+              await tasks
+                .answerApproval(tenant, id, p.requestId, { decision: allowed ? 'allow' : 'deny', ...(message && { message }) })
+                .catch((err: unknown) => {
+                  // Answered meanwhile (another route, the timeout): that answer stands.
+                  if (!(err instanceof AppError && err.statusCode === 409)) throw err;
+                });
+            }
+            ended = await tasks.waitForEnd(id);
+          }
           const compact = compactOutput(ended);
           return {
             content: [{ type: 'text', text: JSON.stringify(compact) }],
