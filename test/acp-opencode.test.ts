@@ -1,8 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { opencodeBin, opencodeEnv, opencodeMissing } from './support/opencode';
 import { startService, storedEvents, taskBody, taskEnd, type TestService } from './support/harness';
 
 /**
@@ -11,8 +12,8 @@ import { startService, storedEvents, taskBody, taskEnd, type TestService } from 
  * installs it (outside the folders the sandbox hides) and runs this in bubblewrap.
  */
 const repo = path.resolve(import.meta.dirname, '..');
-const bin = process.env.OPENCODE_BIN;
-const missing = !bin ? 'OPENCODE_BIN is not set' : !existsSync(bin) ? `OPENCODE_BIN=${bin} does not exist` : null;
+const bin = opencodeBin;
+const missing = opencodeMissing;
 if (missing) {
   console.warn(
     `[opencode test] skipped: ${missing}. npm install opencode-ai and set OPENCODE_BIN=<prefix>/node_modules/.bin/opencode to run it; .ci/run does.`,
@@ -32,27 +33,7 @@ describe.skipIf(missing !== null)(`opencode acp as a subagent (sandbox: ${bwrap 
     const example = readFileSync(path.join(repo, 'examples/agents/opencode.md'), 'utf8');
     writeFileSync(path.join(dir, 'agents', 'opencode.md'), example.replace(/^command: opencode$/m, `command: ${bin}`));
     svc = await startService({ dir, env: { BASH_SANDBOX: bwrap ? 'bwrap' : 'none', MODEL_STALL_TIMEOUT_MS: '60000' } });
-    Object.assign(process.env, {
-      OPENCODE_CONFIG_CONTENT: JSON.stringify({
-        $schema: 'https://opencode.ai/config.json',
-        provider: {
-          scripted: {
-            npm: '@ai-sdk/openai-compatible',
-            name: 'Scripted',
-            options: { baseURL: `${svc.model.url}/v1`, apiKey: 'scripted' },
-            models: { 'scripted-model': { name: 'Scripted model' } },
-          },
-        },
-        model: 'scripted/scripted-model',
-        autoupdate: false,
-        share: 'disabled',
-      }),
-      OPENCODE_DISABLE_AUTOUPDATE: '1',
-      OPENCODE_DISABLE_SHARE: '1',
-      OPENCODE_DISABLE_MODELS_FETCH: '1',
-      OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
-      OPENCODE_DISABLE_DEFAULT_PLUGINS: '1',
-    });
+    Object.assign(process.env, opencodeEnv(svc.model.url));
   }, 60_000);
   afterAll(async () => {
     process.env = saved;

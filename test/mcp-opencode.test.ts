@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { opencodeBin, opencodeEnv, opencodeMissing } from './support/opencode';
 import { startService, type TestService } from './support/harness';
 
 /**
@@ -11,8 +12,8 @@ import { startService, type TestService } from './support/harness';
  * calls our `task` tool; the subagent runs here and writes the file; opencode reads the result.
  * OPENCODE_BIN names its binary (.ci/run installs it).
  */
-const bin = process.env.OPENCODE_BIN;
-const missing = !bin ? 'OPENCODE_BIN is not set' : !existsSync(bin) ? `OPENCODE_BIN=${bin} does not exist` : null;
+const bin = opencodeBin;
+const missing = opencodeMissing;
 if (missing) console.warn(`[mcp-opencode test] skipped: ${missing}; .ci/run sets it.`);
 
 let svc: TestService;
@@ -44,41 +45,18 @@ describe.skipIf(missing !== null)('opencode as an MCP host of subagentd', () => 
       { toolCalls: [{ name: 'write_file', args: { path: 'notes/via-mcp.md', content: '# Via MCP\n' } }] },
       { toolCalls: [{ name: 'complete', args: { summary: 'wrote notes/via-mcp.md for opencode', paths: ['notes/via-mcp.md'] } }] },
     ]);
-    const config = {
-      $schema: 'https://opencode.ai/config.json',
-      provider: {
-        scripted: {
-          npm: '@ai-sdk/openai-compatible',
-          name: 'Scripted',
-          options: { baseURL: `${svc.model.url}/v1`, apiKey: 'scripted' },
-          models: { 'scripted-model': { name: 'Scripted model' } },
-        },
-      },
-      model: 'scripted/scripted-model',
-      autoupdate: false,
-      share: 'disabled',
-      // The one entry an MCP host needs.
-      mcp: {
-        subagentd: {
-          type: 'remote',
-          url: `${svc.url}/mcp`,
-          headers: { Authorization: 'Bearer oc-key', 'X-Parent-Task-Id': 'T-oc-mcp', 'X-User-Id': 'u-oc' },
-        },
+    // The one entry an MCP host needs.
+    const mcp = {
+      subagentd: {
+        type: 'remote',
+        url: `${svc.url}/mcp`,
+        headers: { Authorization: 'Bearer oc-key', 'X-Parent-Task-Id': 'T-oc-mcp', 'X-User-Id': 'u-oc' },
       },
     };
     const out = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
       const child = spawn(bin!, ['run', '--title', 'delegate', '--format', 'json', 'OC-MCP-DELEGATE: have a subagent write the note'], {
         cwd: home,
-        env: {
-          PATH: process.env.PATH ?? '/usr/bin:/bin',
-          HOME: home,
-          OPENCODE_CONFIG_CONTENT: JSON.stringify(config),
-          OPENCODE_DISABLE_AUTOUPDATE: '1',
-          OPENCODE_DISABLE_SHARE: '1',
-          OPENCODE_DISABLE_MODELS_FETCH: '1',
-          OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
-          OPENCODE_DISABLE_DEFAULT_PLUGINS: '1',
-        },
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, ...opencodeEnv(svc.model.url, { mcp }) },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let stdout = '';
