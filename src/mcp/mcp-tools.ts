@@ -239,7 +239,10 @@ function asTaskTool(server: string, tool: Tool, client: Client, stderrTail: () =
         .join('\n')
         .slice(0, opts.maxOutputBytes);
       if (result.isError) throw new Error(text || `${name} answered an error`);
-      return result.structuredContent ?? text;
+      // Structured content as it is, unless it is larger than a command's output may be.
+      const structured = result.structuredContent;
+      if (structured !== undefined && JSON.stringify(structured).length <= opts.maxOutputBytes) return structured;
+      return text;
     },
   };
 }

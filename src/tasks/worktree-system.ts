@@ -1,6 +1,7 @@
 import { AppError } from '../errors/app-error.ts';
 import type { WorktreeState } from '../shapes/task.ts';
 import type { TaskRow } from '../store/schema.ts';
+import { PathError } from '../workspace/path-guard.ts';
 import { openWorkspace } from '../workspace/workspace.ts';
 import { applyChanges, conflictsOf, patchOf, removeWorktree, worktreeDir, worktreeRoot } from '../workspace/worktree.ts';
 import type { TaskResources } from './task-resources.ts';
@@ -61,8 +62,15 @@ export function createWorktreeSystem(res: TaskResources, opts: { ttlMs: number }
     try {
       applied = await applyChanges(shared.root, dir, state);
     } catch (err) {
-      // Not applied after all (a disk error, say): the claim goes, and a retry writes the rest.
+      // Not applied after all (a disk error, a folder put where a file was): the claim goes. The
+      // files written before the failure are in the shared workspace; applying again names them
+      // as conflicts (their marks moved), so nothing is written twice without the caller knowing.
       await deps.store.updateWorktree(row.id, { ...state, appliedAt: now, removedAt: now }, state).catch(() => {});
+      // A path that can no longer be written (a folder, or a link leading out, took its place): a conflict, never a 5xx.
+      if (err instanceof PathError) {
+        const path = (err as PathError & { path?: string }).path;
+        throw new AppError(409, 'conflict', `a changed path cannot be written: ${err.message}`, { paths: path ? [path] : [] });
+      }
       throw err;
     }
     await removeWorktree(dir);

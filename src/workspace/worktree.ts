@@ -190,10 +190,16 @@ export async function applyChanges(sharedRoot: string, dir: string, changes: Pic
   const copyRoot = await realRoot(dir);
   const applied: string[] = [];
   for (const p of [...changes.added, ...changes.modified]) {
-    const from = await resolveWorkspacePath(copyRoot, p, { mustExist: true });
-    const opened = await openInside(copyRoot, from.real, p, 'read');
-    const to = await resolveWorkspacePath(sharedRoot, p, { mustExist: false });
-    await replaceFromStream(sharedRoot, to.real, p, streamExactly(opened), () => {}, opened.stat.mode & 0o777);
+    try {
+      const from = await resolveWorkspacePath(copyRoot, p, { mustExist: true });
+      const opened = await openInside(copyRoot, from.real, p, 'read');
+      const to = await resolveWorkspacePath(sharedRoot, p, { mustExist: false });
+      await replaceFromStream(sharedRoot, to.real, p, streamExactly(opened), () => {}, opened.stat.mode & 0o777);
+    } catch (err) {
+      // Which path could not be written says the caller's conflict.
+      if (err instanceof PathError) throw Object.assign(err, { path: p });
+      throw err;
+    }
     applied.push(p);
   }
   for (const p of changes.deleted) {
