@@ -16,6 +16,7 @@ const SLOW = [
   'test/acp-opencode.test.ts',
   'test/mcp-opencode.test.ts',
   'test/mcp-client.test.ts',
+  'test/network.test.ts',
   'test/postgres-driver.test.ts',
   'test/sandbox.test.ts',
   'test/security.test.ts',

@@ -158,6 +158,7 @@ export function createServices(deps: ServiceDeps): Services {
       modelStallTimeoutMs: config.modelStallTimeoutMs,
     },
     approvalTimeoutMs: config.approvalTimeoutMs,
+    egress: config.egress,
     promptCacheKey: config.promptCacheKey,
     secrets: config.openaiApiKey ? [config.openaiApiKey] : [],
     serviceEnv: deps.serviceEnv ?? process.env,

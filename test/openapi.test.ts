@@ -116,6 +116,7 @@ describe('the OpenAPI document', () => {
       'approval.answered',
       'tool.requested',
       'tool.answered',
+      'network.request',
       'task.finished',
       'heartbeat',
     ]);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { permissionsSchema } from '../shapes/permissions.ts';
+import { networkPolicySchema } from '../shapes/task.ts';
 
 /**
  * An MCP server of a definition: a command started per task inside its sandbox (`env`: names of
@@ -39,6 +40,8 @@ export const agentDefinitionSchema = z.object({
   compactAtTokens: z.number().int().min(1),
   /** Permission rules of its tool calls (the front matter's `permissions`); every call allowed without them. */
   permissions: permissionsSchema.optional(),
+  /** What its commands reach (the front matter's `network`): nothing (absent, `none`) or the hosts of `allow`. */
+  network: networkPolicySchema.optional(),
   /** MCP servers whose tools its model gets, by name (`mcp__<name>__<tool>`). */
   mcpServers: z.record(z.string(), mcpServerSpecSchema).optional(),
   /** Which MCP tools: names or `mcp__<server>` prefixes of the front matter's `tools` (absent: all), less those of `disallowedTools`. */
@@ -73,6 +76,7 @@ export const agentSummarySchema = agentDefinitionSchema.pick({
   compactionModel: true,
   compactAtTokens: true,
   permissions: true,
+  network: true,
 });
 
 /** What `GET /agents` says of a definition: its summary, and its MCP servers by name only (no command, URL or variable). */

@@ -4,6 +4,7 @@ import { VFile } from 'vfile';
 import { matter } from 'vfile-matter';
 import { z } from 'zod';
 import { permissionsSchema } from '../shapes/permissions.ts';
+import { networkPolicySchema } from '../shapes/task.ts';
 import { workspaceToolNames } from '../tools/workspace-tools.ts';
 import { mcpServerSpecSchema, type AgentDefinition } from './agent-definition.ts';
 import { DEFAULT_COMPACT_AT_TOKENS, FORBIDDEN_TOOLS, resolveCompactionModel, resolveModelName, resolveTools, type ModelNames } from './agent-registry.ts';
@@ -40,6 +41,8 @@ export const agentFileSchema = z
     temperature: z.number().min(0).max(2).optional(),
     compactionModel: z.string().min(1).optional(),
     compactAtTokens: z.number().int().min(1000).optional(),
+    /** What its commands reach: `none` (default) or `{ allow: [host patterns] }` through the service's proxy. */
+    network: networkPolicySchema.optional(),
     /** MCP servers whose tools the model gets (`mcp__<name>__<tool>`): `{ command, args?, env? }` or `{ url, headers? }`. */
     mcpServers: z
       .record(z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, 'a server name is 1-32 characters of A-Z, a-z, 0-9, "_" or "-"'), mcpServerSpecSchema)
@@ -123,6 +126,7 @@ export function loadAgentFiles(dir: string, names: ModelNames): { definitions: A
         ...(fm.maxDepth && { maxDepth: fm.maxDepth }),
         tools: resolveTools(fm.tools && withoutMcp(fm.tools), fm.disallowedTools && withoutMcp(fm.disallowedTools)),
         ...(fm.mcpServers && { mcpServers: fm.mcpServers }),
+        ...(fm.network && { network: fm.network }),
         ...(fm.tools && { mcpAllow: fm.tools.filter(isMcp) }),
         ...(fm.disallowedTools?.some(isMcp) && { mcpDeny: fm.disallowedTools.filter(isMcp) }),
         instructions: String(vfile.value).trim(),

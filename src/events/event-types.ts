@@ -48,6 +48,16 @@ export const eventDataSchemas = {
     by: z.enum(['caller', 'timeout']),
     isError: z.boolean().describe('the caller posted an error, or no result came in time'),
   }),
+  'network.request': z
+    .object({
+      host: z.string(),
+      port: z.number().int(),
+      allowed: z.boolean(),
+      bytesIn: z.number().int(),
+      bytesOut: z.number().int(),
+      reason: z.string().optional().describe('why it was refused or cut'),
+    })
+    .describe("a command's connection through the task's egress proxy (network: { allow }), once it ended or was refused"),
   'task.finished': taskOutputSchema,
 } as const;
 

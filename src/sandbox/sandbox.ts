@@ -45,6 +45,33 @@ export interface WrapExtra {
   writable?: string[];
   /** Where the program starts (`options.cwd`, a real folder inside the workspace); the workspace otherwise. */
   cwd?: string;
+  /**
+   * The task's egress proxy (`network: { allow }`): its socket's folder is bound in, a forwarder
+   * listens on 127.0.0.1:`port` inside the sandbox's own network namespace and relays to it, and
+   * the proxy variables point there.
+   */
+  egress?: { dir: string; port: number };
+}
+
+/** Where the egress proxy's folder appears inside the sandbox. */
+const EGRESS_INSIDE = '/tmp/.subagentd-egress';
+
+/**
+ * The forwarder, run by the service's own Node inside the sandbox before the command (so before its
+ * ulimits): 127.0.0.1:<port> relayed to the proxy's Unix socket; then the command, whose exit it
+ * passes on. Arguments: socket, port, the command's argv.
+ */
+export const FORWARDER = `const net=require('net'),{spawn}=require('child_process'),os=require('os');
+const [sock,port,...argv]=process.argv.slice(1);
+const s=net.createServer(c=>{const u=net.connect(sock);c.pipe(u);u.pipe(c);c.on('error',()=>u.destroy());u.on('error',()=>c.destroy());});
+s.listen(Number(port),'127.0.0.1',()=>{const ch=spawn(argv[0],argv.slice(1),{stdio:'inherit'});
+for(const g of ['SIGTERM','SIGINT','SIGHUP'])process.on(g,()=>ch.kill(g));
+ch.on('exit',(code,sig)=>process.exit(code??128+(os.constants.signals[sig]??0)));});`;
+
+/** The proxy variables curl, npm, pip and git read. */
+function proxyEnv(port: number): Record<string, string> {
+  const url = `http://127.0.0.1:${port}`;
+  return { HTTP_PROXY: url, HTTPS_PROXY: url, http_proxy: url, https_proxy: url, NO_PROXY: 'localhost,127.0.0.1', no_proxy: 'localhost,127.0.0.1' };
 }
 
 export interface SandboxOptions {
@@ -100,6 +127,7 @@ function bwrapArgs(workspace: string, hide: string[], tmpBytes: number, argv: st
     String(tmpBytes),
     '--tmpfs',
     '/tmp',
+    ...(extra.egress ? ['--bind', extra.egress.dir, EGRESS_INSIDE] : []),
     '--bind',
     workspace,
     workspace,
@@ -115,6 +143,7 @@ function bwrapArgs(workspace: string, hide: string[], tmpBytes: number, argv: st
     '--clearenv',
     ...Object.entries(programEnv(workspace, extra)).flatMap(([k, v]) => ['--setenv', k, v]),
     '--',
+    ...(extra.egress ? [process.execPath, '-e', FORWARDER, `${EGRESS_INSIDE}/proxy.sock`, String(extra.egress.port)] : []),
     ...argv,
   ];
 }
@@ -126,6 +155,8 @@ function bwrapArgs(workspace: string, hide: string[], tmpBytes: number, argv: st
 function programEnv(workspace: string, extra: WrapExtra): Record<string, string> {
   const env: Record<string, string> = { PATH: SYSTEM_PATH, HOME: extra.home ?? workspace, LANG: 'C.UTF-8', TERM: 'dumb' };
   for (const [k, v] of Object.entries(extra.env ?? {})) if (!isRefusedName(k)) env[k] = v;
+  // Set last: a command's own variables cannot point the proxy elsewhere.
+  if (extra.egress) Object.assign(env, proxyEnv(extra.egress.port));
   return env;
 }
 
@@ -147,7 +178,9 @@ export function createSandbox(opts: SandboxOptions): Sandbox {
   const limits = (argv: string[]) => [bashPath(), '-c', `${ulimits.join('; ')}; exec "$@"`, 'sandbox', ...argv];
   if (opts.mode === 'none') {
     // Bare on the host: the program itself is a host process, so it gets the service's variables only.
-    return { kind: 'none', wrap: (ws, argv, extra = {}) => ({ argv: limits(argv), env: programEnv(ws, extra) }), limiter };
+    // No network namespace to confine it either: an egress policy has nothing to enforce (its
+    // proxy is not offered; the command has the host's network, as every command does here).
+    return { kind: 'none', wrap: (ws, argv, extra = {}) => ({ argv: limits(argv), env: programEnv(ws, { ...extra, egress: undefined }) }), limiter };
   }
   const bwrap = systemProgram('bwrap');
   const problem = bwrapWorks(bwrap);

@@ -119,6 +119,15 @@ export type ClientTool = z.infer<typeof clientToolSchema>;
 export const pauseSchema = z.discriminatedUnion('reason', [budgetPauseSchema, approvalPauseSchema, toolPauseSchema]);
 export type Pause = z.infer<typeof pauseSchema>;
 
+/** A host pattern of a network allow-list: a name, `*.` and a domain, or an IP literal; `:<port>` optional. */
+const hostPatternSchema = z
+  .string()
+  .max(253)
+  .regex(/^(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/, 'a host name, *.<domain>, or an IP literal, with an optional :<port>');
+/** `"none"` (no network at all) or `{ allow: [host patterns] }`: reached through the service's egress proxy. */
+export const networkPolicySchema = z.union([z.literal('none'), z.object({ allow: z.array(hostPatternSchema).max(100) })]);
+export type NetworkPolicy = z.infer<typeof networkPolicySchema>;
+
 export const taskOptionsSchema = z.object({
   model: z
     .union([z.string().min(1).max(200), z.array(z.string().min(1).max(200)).min(1).max(5)])
@@ -142,6 +151,9 @@ export const taskOptionsSchema = z.object({
     .optional()
     .describe("only these of the definition's tools (complete always stays); names it does not offer are ignored"),
   cwd: z.string().min(1).max(4096).optional().describe('a folder inside the workspace where relative paths resolve and commands start (created if missing)'),
+  network: networkPolicySchema
+    .optional()
+    .describe("what the task's commands reach: none, or only these hosts through the service's proxy; narrows the definition's"),
   isolation: z
     .enum(['shared', 'worktree'])
     .optional()

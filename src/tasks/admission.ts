@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { allowedHosts } from '../network/policy.ts';
 import { modelMessageSchema as aiModelMessageSchema } from 'ai';
 import type { AgentRegistry } from '../definitions/agent-registry.ts';
 import { isInside } from '../workspace/path-guard.ts';
@@ -77,6 +78,10 @@ export function checkAgainstDefinition(registry: AgentRegistry, body: CreateTask
           ? null
           : 'outside the workspace';
     if (problem) invalid.push({ field: 'body.options.cwd', message: `"${cwd.slice(0, 200)}" is ${problem}: name a folder relative to the workspace root` });
+  }
+  const network = body.options?.network;
+  if (network && network !== 'none' && allowedHosts(def.network, undefined) === null) {
+    invalid.push({ field: 'body.options.network', message: `"${def.type}" lets its commands reach no network; a task can only narrow its definition's list` });
   }
   if (body.options?.clientTools?.length) {
     if (def.kind !== 'model')

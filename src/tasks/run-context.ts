@@ -28,6 +28,8 @@ export interface RunnerDeps {
   limits: { bashTimeoutMs: number; bashMaxOutputBytes: number; modelMaxRetries: number; modelStallTimeoutMs: number };
   /** How long an approval waits for its answer unless the task says otherwise (APPROVAL_TIMEOUT_MS). */
   approvalTimeoutMs: number;
+  /** The egress proxy of tasks whose commands may reach hosts (EGRESS_*). */
+  egress?: { allowPrivate: boolean; maxConnections: number; maxBytes: number };
   /** Send each session's id as the provider's `prompt_cache_key` (PROMPT_CACHE_KEY). */
   promptCacheKey: boolean;
   sandbox: Sandbox;

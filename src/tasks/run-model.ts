@@ -17,6 +17,11 @@ import type { ModelRun, RunContext } from './run-context.ts';
 import { abortCode } from './task-abort.ts';
 import { childTaskTool } from './child-tool.ts';
 import { McpServerFailed, openMcpServers, type McpSession } from '../mcp/mcp-tools.ts';
+import { startEgressProxy, type EgressProxy } from '../network/egress-proxy.ts';
+import { allowedHosts } from '../network/policy.ts';
+
+/** The port the forwarder listens on inside a sandbox (its own network namespace: any port is free). */
+const EGRESS_PORT = 3128;
 import { createTaskObserver } from './task-observer.ts';
 
 /**
@@ -65,6 +70,15 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
     sandbox: deps.sandbox,
     onActivity: () => deps.liveness.activity(row.id),
   };
+  // Hosts its commands may reach: a proxy of its own, which only the sandbox's network namespace
+  // makes the one way out (BASH_SANDBOX=none has no namespace: commands have the host's network).
+  const hosts = allowedHosts(def.network, body.options?.network);
+  let egress: EgressProxy | null = null;
+  if (hosts && deps.sandbox.kind === 'bwrap') {
+    const limits = deps.egress ?? { allowPrivate: false, maxConnections: 32, maxBytes: 1024 ** 3 };
+    egress = await startEgressProxy({ allow: hosts, ...limits, onRequest: (r) => deps.events.append(row, 'network.request', r) });
+    toolContext.egress = { dir: egress.dir, port: EGRESS_PORT };
+  }
   const compactionModel = def.compactionModel === 'inherit' ? model : def.compactionModel;
   const observer = createTaskObserver(ctx, { row, model, compactionModel, trace });
   /** Set when a step's calls asked for approval: the pause and the calls it waits on. */
@@ -121,7 +135,7 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
     temperature: def.temperature,
     signal,
     observer,
-  }).finally(() => mcp?.close());
+  }).finally(() => Promise.allSettled([mcp?.close(), egress?.close()]));
   observer.close();
 
   if (result.stoppedBy && !signal.aborted) return { pause: result.stoppedBy, waiting: asked.waiting };

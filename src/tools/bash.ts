@@ -21,7 +21,7 @@ export const bashTool = defineTool({
       timeoutMs: limit,
       maxOutputBytes: ctx.limits.bashMaxOutputBytes,
       signal: ctx.signal,
-      launch: (argv) => ctx.sandbox.wrap(ctx.workspace.root, argv, { cwd: ctx.workspace.cwd }),
+      launch: (argv) => ctx.sandbox.wrap(ctx.workspace.root, argv, { cwd: ctx.workspace.cwd, ...(ctx.egress && { egress: ctx.egress }) }),
       limiter: ctx.sandbox.limiter,
       onOutput: ctx.onActivity,
     });

@@ -15,6 +15,8 @@ export interface ToolContext {
   sandbox: Sandbox;
   /** Told when a tool shows a sign of life (a command's output). */
   onActivity?: () => void;
+  /** The task's egress proxy, when its network policy allows hosts (`network: { allow }`). */
+  egress?: { dir: string; port: number };
 }
 
 /**

@@ -979,6 +979,9 @@ export interface components {
             permissions?: {
                 [key: string]: "allow" | "ask" | "deny";
             };
+            network?: "none" | {
+                allow: string[];
+            };
             mcpServers?: string[];
         };
         StreamMessage: {
@@ -1138,6 +1141,21 @@ export interface components {
         } | {
             seq: number;
             /** @constant */
+            type: "network.request";
+            taskId: string;
+            parentSeq?: number;
+            at: string;
+            data: {
+                host: string;
+                port: number;
+                allowed: boolean;
+                bytesIn: number;
+                bytesOut: number;
+                reason?: string;
+            };
+        } | {
+            seq: number;
+            /** @constant */
             type: "task.finished";
             taskId: string;
             parentSeq?: number;
@@ -1277,6 +1295,9 @@ export interface components {
             }[];
             tools?: string[];
             cwd?: string;
+            network?: "none" | {
+                allow: string[];
+            };
             /** @enum {string} */
             isolation?: "shared" | "worktree";
         };

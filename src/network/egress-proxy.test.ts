@@ -1,0 +1,159 @@
+import { createServer, request, type Server } from 'node:http';
+import { connect, createServer as createTcpServer, type AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hostAllowed, startEgressProxy, type NetworkRequest } from './egress-proxy.ts';
+import { allowedHosts } from './policy.ts';
+
+let origin: Server;
+let port: number;
+beforeAll(async () => {
+  origin = createServer((req, res) => {
+    if (req.url === '/big') res.end('x'.repeat(100_000));
+    else res.end(`hello from ${req.headers.host}`);
+  });
+  await new Promise<void>((r) => origin.listen(0, '127.0.0.1', r));
+  port = (origin.address() as AddressInfo).port;
+});
+afterAll(() => new Promise<void>((r) => origin.close(() => r())));
+
+/** A plain HTTP GET through the proxy's Unix socket. */
+function get(socketPath: string, url: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ socketPath, path: url, headers: { host: new URL(url).host } }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('host patterns', () => {
+  it('match a name, a wildcard of subdomains (not the domain itself), an IP literal, a port', () => {
+    expect(hostAllowed(['registry.npmjs.org'], 'registry.npmjs.org', 443)).toBe('registry.npmjs.org');
+    expect(hostAllowed(['registry.npmjs.org'], 'evil.npmjs.org', 443)).toBeNull();
+    expect(hostAllowed(['*.github.com'], 'api.github.com', 443)).toBe('*.github.com');
+    expect(hostAllowed(['*.github.com'], 'github.com', 443)).toBeNull();
+    expect(hostAllowed(['*.github.com'], 'github.com.evil.io', 443)).toBeNull();
+    expect(hostAllowed(['example.com:443'], 'example.com', 80)).toBeNull();
+    expect(hostAllowed(['93.184.216.34'], '93.184.216.34', 80)).toBe('93.184.216.34');
+    expect(hostAllowed(['*.0.0.1'], '127.0.0.1', 80)).toBeNull();
+  });
+
+  it("a task's list only narrows its definition's", () => {
+    expect(allowedHosts(undefined, { allow: ['a.com'] })).toBeNull();
+    expect(allowedHosts('none', undefined)).toBeNull();
+    expect(allowedHosts({ allow: ['a.com', '*.b.com'] }, undefined)).toEqual(['a.com', '*.b.com']);
+    expect(allowedHosts({ allow: ['a.com', '*.b.com'] }, 'none')).toBeNull();
+    expect(allowedHosts({ allow: ['a.com', '*.b.com'] }, { allow: ['a.com', 'x.b.com', '*.y.b.com', 'c.com', 'b.com'] })).toEqual([
+      'a.com',
+      'x.b.com',
+      '*.y.b.com',
+    ]);
+    expect(allowedHosts({ allow: ['a.com:443'] }, { allow: ['a.com'] })).toEqual([]);
+  });
+});
+
+describe('the egress proxy', () => {
+  it('forwards plain HTTP to an allowed host, refuses others with 403 naming the list, and reports each', async () => {
+    const seen: NetworkRequest[] = [];
+    const proxy = await startEgressProxy({
+      allow: [`127.0.0.1:${port}`],
+      allowPrivate: true,
+      maxConnections: 4,
+      maxBytes: 1e9,
+      onRequest: (r) => seen.push(r),
+    });
+    try {
+      expect(await get(proxy.socket, `http://127.0.0.1:${port}/hi`)).toEqual({ status: 200, body: `hello from 127.0.0.1:${port}` });
+      const refused = await get(proxy.socket, `http://localhost:${port}/hi`);
+      expect(refused.status).toBe(403);
+      expect(refused.body).toContain('not on the task');
+      await new Promise((r) => setTimeout(r, 50));
+      expect(seen).toEqual([
+        expect.objectContaining({ host: '127.0.0.1', port, allowed: true, bytesIn: expect.any(Number) }),
+        expect.objectContaining({ host: 'localhost', port, allowed: false, bytesIn: 0, bytesOut: 0 }),
+      ]);
+      expect(seen[0].bytesIn).toBeGreaterThan(0);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('refuses a private, loopback or link-local address unless EGRESS_ALLOW_PRIVATE, even when listed', async () => {
+    const seen: NetworkRequest[] = [];
+    const proxy = await startEgressProxy({
+      allow: ['127.0.0.1', 'localhost'],
+      allowPrivate: false,
+      maxConnections: 4,
+      maxBytes: 1e9,
+      onRequest: (r) => seen.push(r),
+    });
+    try {
+      for (const host of ['127.0.0.1', 'localhost']) {
+        const r = await get(proxy.socket, `http://${host}:${port}/`);
+        expect(r.status).toBe(403);
+        expect(r.body).toMatch(/private, loopback or link-local/);
+      }
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('tunnels CONNECT to an allowed host and refuses the rest with 403', async () => {
+    const echo = createTcpServer((s) => s.pipe(s));
+    await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
+    const echoPort = (echo.address() as AddressInfo).port;
+    const seen: NetworkRequest[] = [];
+    const proxy = await startEgressProxy({
+      allow: [`127.0.0.1:${echoPort}`],
+      allowPrivate: true,
+      maxConnections: 4,
+      maxBytes: 1e9,
+      onRequest: (r) => seen.push(r),
+    });
+    const tunnel = (target: string) =>
+      new Promise<string>((resolve) => {
+        const s = connect(proxy.socket);
+        let got = '';
+        s.on('data', (c: Buffer) => {
+          got += c.toString();
+          if (got.includes('200 Connection Established\r\n\r\n') && !got.includes('ping')) s.write('ping');
+          if (got.includes('ping') || got.includes('403')) s.end();
+        });
+        s.on('close', () => resolve(got));
+        s.write(`CONNECT ${target} HTTP/1.1\r\nhost: ${target}\r\n\r\n`);
+      });
+    try {
+      expect(await tunnel(`127.0.0.1:${echoPort}`)).toContain('ping');
+      expect(await tunnel(`127.0.0.1:${port}`)).toContain('403 Forbidden');
+      await new Promise((r) => setTimeout(r, 50));
+      expect(seen.find((r) => r.allowed)).toMatchObject({ host: '127.0.0.1', port: echoPort, bytesIn: 4, bytesOut: 4 });
+    } finally {
+      await proxy.close();
+      await new Promise<void>((r) => echo.close(() => r()));
+    }
+  });
+
+  it("cuts a download at the task's byte budget, and says so", async () => {
+    const seen: NetworkRequest[] = [];
+    const proxy = await startEgressProxy({
+      allow: [`127.0.0.1:${port}`],
+      allowPrivate: true,
+      maxConnections: 4,
+      maxBytes: 10_000,
+      onRequest: (r) => seen.push(r),
+    });
+    try {
+      const r = await get(proxy.socket, `http://127.0.0.1:${port}/big`).catch(() => ({ status: 0, body: '' }));
+      expect(r.body.length).toBeLessThan(100_000);
+      await new Promise((res) => setTimeout(res, 50));
+      expect(seen[0]).toMatchObject({ allowed: true, reason: expect.stringContaining('budget') });
+      expect((await get(proxy.socket, `http://127.0.0.1:${port}/hi`)).status).toBe(403);
+    } finally {
+      await proxy.close();
+    }
+  });
+});

@@ -1,0 +1,204 @@
+/**
+ * Network for commands: a task's HTTP(S) proxy, the one thing its sandbox can reach. It listens on
+ * a Unix socket the sandbox binds in (a forwarder inside turns 127.0.0.1:<port> into it), takes
+ * CONNECT (TLS) and plain HTTP with absolute URLs, and for each connection: checks the host
+ * against the task's allow-list, resolves it itself and refuses private, loopback and link-local
+ * addresses (the webhook guard) unless allowed, connects to the address it checked (never to a
+ * name resolved again), counts the bytes both ways against the task's cap, and reports it.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { connect, isIP, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { resolveTarget, WebhookTargetError } from '../webhooks/safe-target.ts';
+
+/** A host pattern of an allow-list: `example.com`, `*.example.com` (its subdomains), an IP literal; `:<port>` optional. */
+export function hostAllowed(patterns: string[], host: string, port: number): string | null {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, '');
+  for (const p of patterns) {
+    const m = /^(.*?)(?::(\d+))?$/.exec(p.toLowerCase())!;
+    const name = m[1].replace(/^\[|\]$/g, '');
+    if (m[2] && Number(m[2]) !== port) continue;
+    if (name === h) return p;
+    if (name.startsWith('*.') && !isIP(h) && h.endsWith(name.slice(1)) && h.length > name.length - 1) return p;
+  }
+  return null;
+}
+
+export interface NetworkRequest {
+  host: string;
+  port: number;
+  allowed: boolean;
+  bytesIn: number;
+  bytesOut: number;
+  /** Why it was refused (or cut): the rule, the address, the cap. */
+  reason?: string;
+}
+
+export interface EgressProxyOptions {
+  allow: string[];
+  allowPrivate: boolean;
+  /** Connections open at once. */
+  maxConnections: number;
+  /** Bytes in and out over the task's whole life; past it every connection is cut. */
+  maxBytes: number;
+  onRequest(r: NetworkRequest): void;
+}
+
+export interface EgressProxy {
+  /** The folder holding `proxy.sock`, bound into the sandbox. */
+  dir: string;
+  socket: string;
+  close(): Promise<void>;
+}
+
+/** Starts a task's proxy on a Unix socket of a fresh folder. */
+export async function startEgressProxy(opts: EgressProxyOptions): Promise<EgressProxy> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-egress-'));
+  const socket = path.join(dir, 'proxy.sock');
+  let bytes = 0;
+  let open = 0;
+  const sockets = new Set<Socket>();
+  const over = () => bytes > opts.maxBytes;
+  const count = (n: number) => {
+    bytes += n;
+    if (over()) for (const s of sockets) s.destroy();
+  };
+
+  /** The address to connect to, or why not. */
+  async function check(host: string, port: number): Promise<{ address: string } | { refused: string }> {
+    const rule = hostAllowed(opts.allow, host, port);
+    if (!rule) return { refused: `${host}:${port} is not on the task's network allow-list (${opts.allow.join(', ') || 'empty'})` };
+    if (over()) return { refused: `the task's network budget of ${opts.maxBytes} bytes is spent` };
+    if (open >= opts.maxConnections) return { refused: `the task already has ${opts.maxConnections} connections open` };
+    try {
+      const target = await resolveTarget(new URL(`http://${isIP(host) === 6 ? `[${host}]` : host}:${port}/`), opts.allowPrivate);
+      return { address: target.address };
+    } catch (err) {
+      if (err instanceof WebhookTargetError) return { refused: `${err.message} (EGRESS_ALLOW_PRIVATE is off)` };
+      return { refused: `${host} could not be resolved` };
+    }
+  }
+
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    // Plain HTTP through a proxy: the request line carries the absolute URL.
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '');
+      if (url.protocol !== 'http:') throw new Error('not http');
+    } catch {
+      res.writeHead(400, { 'content-type': 'text/plain' }).end('subagentd egress proxy: only absolute http:// URLs and CONNECT\n');
+      return;
+    }
+    const port = Number(url.port || 80);
+    const r: NetworkRequest = { host: url.hostname, port, allowed: false, bytesIn: 0, bytesOut: 0 };
+    void check(url.hostname, port).then((verdict) => {
+      if ('refused' in verdict) {
+        opts.onRequest({ ...r, reason: verdict.refused });
+        res.writeHead(403, { 'content-type': 'text/plain' }).end(`subagentd egress proxy: refused: ${verdict.refused}\n`);
+        return;
+      }
+      open++;
+      r.allowed = true;
+      const upstream = httpRequest({
+        host: verdict.address,
+        port,
+        method: req.method,
+        path: `${url.pathname}${url.search}`,
+        headers: { ...req.headers, host: url.host },
+      });
+      sockets.add(req.socket);
+      const done = () => {
+        open--;
+        sockets.delete(req.socket);
+        opts.onRequest({ ...r, ...(over() && { reason: `cut at the task's network budget of ${opts.maxBytes} bytes` }) });
+      };
+      req.on('data', (c: Buffer) => {
+        r.bytesOut += c.length;
+        count(c.length);
+      });
+      upstream.on('response', (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.on('data', (c: Buffer) => {
+          r.bytesIn += c.length;
+          count(c.length);
+        });
+        up.pipe(res);
+      });
+      upstream.on('error', () => res.destroy());
+      res.on('close', done);
+      req.pipe(upstream);
+    });
+  });
+
+  server.on('connect', (req: IncomingMessage, client: Socket, head: Buffer) => {
+    const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(req.url ?? '');
+    if (!m) {
+      client.end('HTTP/1.1 400 Bad Request\r\n\r\n');
+      return;
+    }
+    const host = m[1];
+    const port = Number(m[2]);
+    const r: NetworkRequest = { host, port, allowed: false, bytesIn: 0, bytesOut: 0 };
+    client.on('error', () => {});
+    void check(host, port).then((verdict) => {
+      if ('refused' in verdict) {
+        opts.onRequest({ ...r, reason: verdict.refused });
+        const body = `subagentd egress proxy: refused: ${verdict.refused}\n`;
+        client.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+        return;
+      }
+      open++;
+      r.allowed = true;
+      const upstream = connect({ host: verdict.address, port });
+      sockets.add(client);
+      sockets.add(upstream);
+      let ended = false;
+      const done = () => {
+        if (ended) return;
+        ended = true;
+        open--;
+        sockets.delete(client);
+        sockets.delete(upstream);
+        client.destroy();
+        upstream.destroy();
+        opts.onRequest({ ...r, ...(over() && { reason: `cut at the task's network budget of ${opts.maxBytes} bytes` }) });
+      };
+      upstream.on('connect', () => {
+        client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        if (head.length > 0) upstream.write(head);
+        client.on('data', (c: Buffer) => {
+          r.bytesOut += c.length;
+          count(c.length);
+        });
+        upstream.on('data', (c: Buffer) => {
+          r.bytesIn += c.length;
+          count(c.length);
+        });
+        client.pipe(upstream);
+        upstream.pipe(client);
+      });
+      upstream.on('error', () => {
+        if (!client.destroyed && upstream.connecting) client.end('HTTP/1.1 502 Bad Gateway\r\n\r\n');
+        done();
+      });
+      upstream.on('close', done);
+      client.on('close', done);
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socket, () => resolve());
+  });
+  return {
+    dir,
+    socket,
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

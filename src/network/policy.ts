@@ -1,0 +1,30 @@
+import type { NetworkPolicy } from '../shapes/task.ts';
+import { hostAllowed } from './egress-proxy.ts';
+
+/**
+ * The hosts a task's commands may reach: its definition's allow-list, narrowed by the task's own
+ * `options.network` (a pattern the definition's list does not cover is dropped); null for no
+ * network at all (the default).
+ */
+export function allowedHosts(def: NetworkPolicy | undefined, task: NetworkPolicy | undefined): string[] | null {
+  const base = def && def !== 'none' ? def.allow : null;
+  if (!base || task === 'none') return null;
+  if (task === undefined) return base;
+  return task.allow.filter((p) => covered(base, p));
+}
+
+/** Does the list `base` allow everything pattern `p` allows? */
+function covered(base: string[], p: string): boolean {
+  if (base.includes(p)) return true;
+  const m = /^(.*?)(?::(\d+))?$/.exec(p)!;
+  const port = m[2] ? Number(m[2]) : -1; // no port: any port, which only a port-less entry covers
+  if (m[1].startsWith('*.'))
+    return (
+      hostAllowed(
+        base.filter((b) => b.startsWith('*.')),
+        `x${m[1].slice(1)}`,
+        port,
+      ) !== null
+    );
+  return hostAllowed(base, m[1], port) !== null;
+}
