@@ -1,5 +1,5 @@
 /**
- * `npm run bench [goals|compare|stream|load|crash|usage|tracing|instances|worktree]`: the benchmarks of BENCHMARKS.md
+ * `npm run bench [goals|compare|stream|load|crash|usage|tracing|instances|worktree|egress]`: the benchmarks of BENCHMARKS.md
  * (`goals`: only those of issue 16, each next to the bare loop's figure from the same run). Everything
  * runs on this machine over loopback: the service and the bare loop as their own processes, the
  * scripted model server and the clients in this one.
@@ -15,6 +15,7 @@ import { f } from './support.ts';
 import { benchTracing } from './tracing.ts';
 import { benchUsage } from './usage.ts';
 import { benchWorktree } from './worktree.ts';
+import { benchEgress } from './egress.ts';
 
 /** The `general` agent's first model request when issue 16 was filed ("5.8 KB"): no regression past it. */
 const REQUEST_BYTES_BEFORE = 5843;
@@ -190,6 +191,19 @@ async function benchmarks(which: string) {
       ['apply (120 files, each renamed into place)', r.apply],
     ] as const)
       console.log(`| ${name} | ${f(x.p50)} | ${f(x.max)} |`);
+    console.log();
+  }
+  if (which === 'all' || which === 'egress') {
+    const r = await benchEgress();
+    console.log(`A ${r.bytes / 1024 / 1024} MB download from a loopback server with curl, ${r.rounds} rounds each way`);
+    console.log('| path | p50 ms | MB/s |');
+    console.log('|---|---:|---:|');
+    for (const [name, x] of [
+      ['direct', r.direct],
+      ['through the forwarder and the proxy, plain HTTP forwarded', r.proxied],
+      ['through the forwarder and the proxy, CONNECT tunnel (as https:// goes)', r.tunnelled],
+    ] as const)
+      console.log(`| ${name} | ${f(x.p50)} | ${f(x.mbps, 0)} |`);
     console.log();
   }
   if (!onPostgres && (which === 'all' || which === 'usage')) {
