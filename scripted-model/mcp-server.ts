@@ -8,11 +8,14 @@
  *   slow         waits until cancelled; then writes `mcp-cancelled.txt` in its folder
  *   fail         answers a tool error (isError) `it failed on purpose`
  *   crash        writes to stderr and exits with code 5 mid-call
+ *   fetch_url    GETs an http:// URL, through HTTP_PROXY when it is set (as curl would), and
+ *                answers `<status> <body>` (or the error)
  *
  * With MCP_SCRIPTED_BROKEN set in its environment it writes to stderr and exits before answering
  * `initialize`.
  */
 import { writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { z } from 'zod';
@@ -41,6 +44,26 @@ server.registerTool('fail', { description: 'Answers a tool error' }, async () =>
 server.registerTool('crash', { description: 'Exits mid-call' }, async () => {
   process.stderr.write('scripted MCP server: crashing now\n');
   process.exit(5);
+});
+
+server.registerTool('fetch_url', { description: 'GETs an http:// URL', inputSchema: { url: z.string() } }, async ({ url }) => {
+  const target = new URL(url);
+  const proxy = process.env.HTTP_PROXY ? new URL(process.env.HTTP_PROXY) : null;
+  // Through a proxy, the request line carries the whole URL.
+  const via = proxy
+    ? { host: proxy.hostname, port: proxy.port, path: url, headers: { host: target.host } }
+    : { host: target.hostname, port: target.port, path: `${target.pathname}${target.search}` };
+  const answer = await new Promise<string>((resolve) => {
+    const req = request({ ...via, timeout: 5000 }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve(`${res.statusCode} ${body}`));
+    });
+    req.on('error', (err) => resolve(`error ${err.message}`));
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.end();
+  });
+  return text(answer);
 });
 
 await server.connect(new StdioServerTransport());

@@ -212,7 +212,7 @@ async function streamResponses(res: ServerResponse, step: ScriptedTurn, model: s
   res.end();
 }
 
-export async function startScriptedModel(opts: { port?: number } = {}): Promise<ScriptedModel> {
+export async function startScriptedModel(opts: { port?: number; host?: string } = {}): Promise<ScriptedModel> {
   const scripts: Array<{ marker: string; script: Script }> = [];
   const attempts = new Map<string, number>();
   const requests: RecordedRequest[] = [];
@@ -350,10 +350,11 @@ export async function startScriptedModel(opts: { port?: number } = {}): Promise<
       res.end(JSON.stringify({ error: { message: String(err) } }));
     });
   });
-  await new Promise<void>((resolve) => server.listen(opts.port ?? 0, '127.0.0.1', resolve));
+  const host = opts.host ?? '127.0.0.1';
+  await new Promise<void>((resolve) => server.listen(opts.port ?? 0, host, resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}/v1`,
+    url: `http://${host}:${port}/v1`,
     script: (marker, script) => scripts.push({ marker, script }),
     requests,
     served,

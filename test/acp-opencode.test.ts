@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { opencodeBin, opencodeEnv, opencodeMissing } from './support/opencode';
 import { startService, storedEvents, taskBody, taskEnd, type TestService } from './support/harness';
+import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
 
 /**
  * A real ACP agent: `opencode acp` (npm `opencode-ai`), run by the definition in
@@ -22,6 +23,7 @@ if (missing) {
 const bwrap = spawnSync('bwrap', ['--ro-bind', '/', '/', '--unshare-all', '--', 'true']).status === 0;
 
 let svc: TestService;
+let netModel: ScriptedModel | undefined;
 let dir: string;
 const saved = { ...process.env };
 
@@ -32,12 +34,21 @@ describe.skipIf(missing !== null)(`opencode acp as a subagent (sandbox: ${bwrap 
     // The example definition, with the binary this machine has.
     const example = readFileSync(path.join(repo, 'examples/agents/opencode.md'), 'utf8');
     writeFileSync(path.join(dir, 'agents', 'opencode.md'), example.replace(/^command: opencode$/m, `command: ${bin}`));
-    svc = await startService({ dir, env: { BASH_SANDBOX: bwrap ? 'bwrap' : 'none', MODEL_STALL_TIMEOUT_MS: '60000' } });
+    // The same with a network policy, its model on 127.0.0.2 (not the sandbox's own loopback) listed.
+    netModel = await startScriptedModel({ host: '127.0.0.2' });
+    writeFileSync(
+      path.join(dir, 'agents', 'opencode-net.md'),
+      example
+        .replace(/^command: opencode$/m, `command: ${bin}`)
+        .replace(/^name: opencode$/m, `name: opencode-net\nnetwork:\n  allow: ["127.0.0.2:${new URL(netModel.url).port}"]`),
+    );
+    svc = await startService({ dir, env: { BASH_SANDBOX: bwrap ? 'bwrap' : 'none', MODEL_STALL_TIMEOUT_MS: '60000', EGRESS_ALLOW_PRIVATE: 'true' } });
     Object.assign(process.env, opencodeEnv(svc.model.url));
   }, 60_000);
   afterAll(async () => {
     process.env = saved;
     await svc?.close();
+    await netModel?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -74,4 +85,37 @@ describe.skipIf(missing !== null)(`opencode acp as a subagent (sandbox: ${bwrap 
     // opencode reports the usage of its last model call with its answer.
     expect(task.usage.inputTokens).toBeGreaterThan(0);
   }, 120_000);
+
+  it.skipIf(!bwrap)(
+    "with a network policy, opencode reaches its model only through the task's proxy, each call an event",
+    async () => {
+      const before = process.env.OPENCODE_CONFIG_CONTENT;
+      const model = netModel!;
+      Object.assign(process.env, opencodeEnv(model.url));
+      try {
+        model.script('OC-NET', [{ text: 'Reached my model through the proxy.', usage: { input: 500, output: 8 } }]);
+        const res = await svc.inject({
+          method: 'POST',
+          url: '/tasks',
+          payload: taskBody({ subagent_type: 'opencode-net', prompt: 'OC-NET: say hello', context: { parentTaskId: 'T-oc-net', userId: 'u-oc' } }),
+        });
+        expect(res.statusCode, res.body).toBe(202);
+        const task = await taskEnd(svc, res.json().id, { ms: 90_000 });
+        expect(task, JSON.stringify(task.error)).toMatchObject({ status: 'completed', summary: 'Reached my model through the proxy.' });
+        const requests = (await storedEvents(svc, task.id)).filter((e: { type: string }) => e.type === 'network.request').map((e: any) => e.data);
+        expect(requests.length, JSON.stringify((await storedEvents(svc, task.id)).map((e: any) => e.type))).toBeGreaterThan(0);
+        // Its model's host is reached; anything else it tries (opencode asks npm for packages) is refused.
+        expect(
+          requests.filter((r: { host: string }) => r.host === '127.0.0.2').every((r: { allowed: boolean; bytesIn: number }) => r.allowed && r.bytesIn > 0),
+        ).toBe(true);
+        expect(requests.some((r: { host: string }) => r.host === '127.0.0.2')).toBe(true);
+        expect(requests.filter((r: { host: string }) => r.host !== '127.0.0.2').every((r: { allowed: boolean }) => !r.allowed)).toBe(true);
+        expect(model.served.length).toBeGreaterThan(0);
+      } finally {
+        process.env.OPENCODE_CONFIG_CONTENT = before;
+        await model.close();
+      }
+    },
+    120_000,
+  );
 });

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -7,7 +7,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { startService, storedEvents, taskBody, type TestService } from './support/harness';
+import { startService, storedEvents, taskBody, toolResults, type TestService } from './support/harness';
 
 /**
  * Definitions' `mcpServers`: a real MCP server process (scripted-model/mcp-server.ts, the official
@@ -61,6 +61,15 @@ beforeAll(async () => {
     path.join(dir, 'agents', 'mcp-url.md'),
     `---\nname: mcp-url\ndescription: A URL MCP server\nmcpServers:\n  remote:\n    url: ${url}\n    headers: { Authorization: "Bearer \${MCP_URL_TOKEN}" }\n---\n`,
   );
+  const port = new URL(url).port;
+  for (const [name, allow] of [
+    ['mcp-url-listed', `127.0.0.1:${port}`],
+    ['mcp-url-unlisted', 'api.example.org'],
+  ])
+    writeFileSync(
+      path.join(dir, 'agents', `${name}.md`),
+      `---\nname: ${name}\ndescription: A URL MCP server under a network policy\nnetwork:\n  allow: ["${allow}"]\nmcpServers:\n  remote:\n    url: ${url}\n---\n`,
+    );
   writeFileSync(path.join(dir, 'agents', 'with-mcp.md'), definition('with-mcp'));
   writeFileSync(path.join(dir, 'agents', 'mcp-echo-only.md'), definition('mcp-echo-only', 'tools: [read_file, mcp__scripted__echo]'));
   writeFileSync(path.join(dir, 'agents', 'mcp-ask.md'), definition('mcp-ask', 'permissions:\n  mcp__scripted__echo: ask'));
@@ -87,12 +96,6 @@ const run = async (type: string, prompt: string, parentTaskId: string, options: 
   return JSON.parse(res.body.trim());
 };
 const firstRequest = (key: string) => svc.model.requests.find((r) => JSON.stringify(r.body.messages).includes(key))!;
-const toolResults = (key: string) =>
-  svc.model.requests
-    .filter((r) => JSON.stringify(r.body.messages).includes(key))
-    .at(-1)!
-    .body.messages.filter((m) => m.role === 'tool')
-    .map((m) => String(m.content));
 
 describe("definitions' MCP servers", () => {
   it('offers the server tools as mcp__<server>__<tool>, runs them in the workspace with only the listed variables', async () => {
@@ -114,7 +117,7 @@ describe("definitions' MCP servers", () => {
       function: { parameters: unknown };
     };
     expect(echo.function.parameters).toMatchObject({ type: 'object', properties: { text: { type: 'string' } }, required: ['text'] });
-    const [said, where, names] = toolResults('MCP-USE');
+    const [said, where, names] = toolResults(svc, 'MCP-USE');
     expect(said).toContain('echo: hello');
     const ws = path.join(svc.config.workspacesDir, 'T-mcp-use');
     expect(where).toContain(ws);
@@ -165,7 +168,7 @@ describe("definitions' MCP servers", () => {
     ]);
     const done = await run('with-mcp', 'MCP-FAULTS', 'T-mcp-faults');
     expect(done).toMatchObject({ status: 'completed', summary: 'survived' });
-    const [failed, slow, crashed, after] = toolResults('MCP-FAULTS');
+    const [failed, slow, crashed, after] = toolResults(svc, 'MCP-FAULTS');
     expect(failed).toContain('it failed on purpose');
     expect(slow).toMatch(/timed out|timeout/i);
     expect(crashed).toContain('crashing now');
@@ -199,8 +202,44 @@ describe("definitions' MCP servers", () => {
     ]);
     const done = await run('mcp-url', 'MCP-URL', 'T-mcp-url');
     expect(done).toMatchObject({ status: 'completed', summary: 'shouted' });
-    expect(toolResults('MCP-URL')[0]).toContain('QUIET');
+    expect(toolResults(svc, 'MCP-URL')[0]).toContain('QUIET');
     expect(seenAuthorization).toContain('Bearer url-secret');
+  });
+
+  it("under the definition's network policy, a URL server must be on its list and pass the address guard", async () => {
+    svc.model.script('MCP-URL-POLICY', [{ toolCalls: [{ name: 'complete', args: { summary: 'never', paths: [] } }] }]);
+    const unlisted = await run('mcp-url-unlisted', 'MCP-URL-POLICY', 'T-mcp-url-policy');
+    expect([unlisted.status, unlisted.error.code]).toEqual(['error', 'mcp_server_failed']);
+    expect(unlisted.error.message).toContain("is not on the definition's network allow-list (api.example.org)");
+    // Listed, but loopback: refused unless EGRESS_ALLOW_PRIVATE, as a command's connection would be.
+    const loopback = await run('mcp-url-listed', 'MCP-URL-POLICY', 'T-mcp-url-policy');
+    expect([loopback.status, loopback.error.code]).toEqual(['error', 'mcp_server_failed']);
+    expect(loopback.error.message).toContain('EGRESS_ALLOW_PRIVATE is off');
+    // With the switch (a service of its own), the listed server is reached.
+    const openDir = mkdtempSync(path.join(tmpdir(), 'subagentd-mcp-open-'));
+    cpSync(path.join(dir, 'agents'), path.join(openDir, 'agents'), { recursive: true });
+    const open = await startService({ dir: openDir, env: { EGRESS_ALLOW_PRIVATE: 'true' } });
+    try {
+      open.model.script('MCP-URL-OPEN', [
+        { toolCalls: [{ name: 'mcp__remote__shout', args: { text: 'through the policy' } }] },
+        { toolCalls: [{ name: 'complete', args: { summary: 'shouted', paths: [] } }] },
+      ]);
+      const res = await open.inject({
+        method: 'POST',
+        url: '/tasks?wait=true',
+        payload: taskBody({ subagent_type: 'mcp-url-listed', prompt: 'MCP-URL-OPEN', context: { parentTaskId: 'T-mcp-url-open', userId: 'u-mcp' } }),
+      });
+      const done = JSON.parse(res.body.trim());
+      expect(done, JSON.stringify(done.error)).toMatchObject({ status: 'completed', summary: 'shouted' });
+      const said = open.model.requests
+        .at(-1)!
+        .body.messages.filter((m) => m.role === 'tool')
+        .map((m) => String(m.content));
+      expect(said[0]).toContain('THROUGH THE POLICY');
+    } finally {
+      await open.close();
+      rmSync(openDir, { recursive: true, force: true });
+    }
   });
 
   it('a server that does not start ends the task error/mcp_server_failed with its stderr', async () => {

@@ -4,8 +4,10 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, storedEvents, taskBody, type TestService } from './support/harness';
+import { startService, storedEvents, taskBody, toolResults, taskEnd, type TestService } from './support/harness';
+import { until } from './support/until';
 
 /**
  * Network for commands: a definition's `network: { allow }` lets its commands reach those hosts
@@ -31,6 +33,22 @@ describe.skipIf(!bwrap)('network for commands (bwrap)', () => {
       path.join(dir, 'agents', 'net.md'),
       `---\nname: net\ndescription: Reaches one host\nnetwork:\n  allow: ["127.0.0.2:${port}", "*.example.org"]\n---\n`,
     );
+    // The scripted MCP server, bundled into one file the sandbox can see (the repository is hidden
+    // from it): the parent task's workspace.
+    const server = path.join(dir, 'workspaces', 'T-NET-MCP', '.tools', 'mcp-server.mjs');
+    await build({
+      entryPoints: [path.resolve(import.meta.dirname, '../scripted-model/mcp-server.ts')],
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      outfile: server,
+      logLevel: 'silent',
+    });
+    writeFileSync(
+      path.join(dir, 'agents', 'net-mcp.md'),
+      `---\nname: net-mcp\ndescription: An MCP server that reaches one host\nnetwork:\n  allow: ["127.0.0.2:${port}"]\nmcpServers:\n  scripted:\n    command: ${process.execPath}\n    args: ["${server}"]\n---\n`,
+    );
+    writeFileSync(path.join(dir, 'agents', 'net-ask.md'), `---\nname: net-ask\ndescription: Asks for hosts\nnetwork:\n  allow: []\n  ask: true\n---\n`);
     svc = await startService({ dir, env: { BASH_SANDBOX: 'bwrap', EGRESS_ALLOW_PRIVATE: 'true' } });
   });
   afterAll(async () => {
@@ -52,11 +70,7 @@ describe.skipIf(!bwrap)('network for commands (bwrap)', () => {
     });
     const task = JSON.parse(res.body.trim());
     expect(task.status, JSON.stringify(task.error)).toBe('completed');
-    const results = svc.model.requests
-      .filter((r) => JSON.stringify(r.body.messages).includes(key))
-      .at(-1)!
-      .body.messages.filter((m) => m.role === 'tool')
-      .map((m) => String(m.content));
+    const results = toolResults(svc, key);
     return { task, results };
   }
 
@@ -99,5 +113,79 @@ describe.skipIf(!bwrap)('network for commands (bwrap)', () => {
       payload: taskBody({ subagent_type: 'general', options: { network: { allow: ['127.0.0.2'] } } }),
     });
     expect([widen.statusCode, widen.json().error.details[0].field]).toEqual([400, 'body.options.network']);
+  });
+
+  it('with ask: true, a host off the list is an approval request; allowed, it joins the list, denied, the command gets a 403', async () => {
+    const key = 'NET-ASK';
+    // One command per step: a second connection to an allowed host is not asked again.
+    svc.model.script(key, [
+      { toolCalls: [{ name: 'bash', args: { command: `${curl(`http://127.0.0.2:${port}/`)}; ${curl(`http://127.0.0.2:${port}/`)}` } }] },
+      { toolCalls: [{ name: 'bash', args: { command: curl(`http://127.0.0.3:${port}/`) } }] },
+      { toolCalls: [{ name: 'complete', args: { summary: 'done', paths: [] } }] },
+    ]);
+    const res = await svc.inject({
+      method: 'POST',
+      url: '/tasks',
+      payload: taskBody({ subagent_type: 'net-ask', prompt: key, context: { parentTaskId: `T-${key}`, userId: 'u' } }),
+    });
+    const id = res.json().id as string;
+    const pending = async () => {
+      let request: { requestId: string; toolName: string; input: unknown } | undefined;
+      await until(async () => {
+        const task = (await svc.inject({ url: `/tasks/${id}` })).json();
+        request = task.progress?.pending?.[0];
+        return task.status === 'running' && request !== undefined;
+      });
+      return request!;
+    };
+    const first = await pending();
+    expect(first).toMatchObject({ kind: 'approval', toolName: 'network', input: { host: '127.0.0.2', port } });
+    const allowed = await svc.inject({ method: 'POST', url: `/tasks/${id}/approvals/${first.requestId}`, payload: { decision: 'allow' } });
+    expect(allowed.statusCode, allowed.body).toBe(200);
+    const second = await pending();
+    expect(second.input).toEqual({ host: '127.0.0.3', port });
+    await svc.inject({ method: 'POST', url: `/tasks/${id}/approvals/${second.requestId}`, payload: { decision: 'deny' } });
+    const task = await taskEnd(svc, id);
+    expect(task.status).toBe('completed');
+    const results = toolResults(svc, key);
+    expect(results[0].match(/hello from the allowed host/g)).toHaveLength(2);
+    expect(results[1]).toContain('[403]');
+    expect(results[1]).toContain('the caller denied it');
+    const events = (await storedEvents(svc, id)).filter((e) => e.type.startsWith('approval.') || e.type === 'network.request');
+    expect(events.map((e) => [e.type, (e.data as { host?: string; allowed?: boolean }).host ?? (e.data as { decision?: string }).decision])).toEqual([
+      ['approval.requested', undefined],
+      ['approval.answered', 'allow'],
+      ['network.request', '127.0.0.2'],
+      ['network.request', '127.0.0.2'],
+      ['approval.requested', undefined],
+      ['approval.answered', 'deny'],
+      ['network.request', '127.0.0.3'],
+    ]);
+  });
+
+  it("an MCP command server reaches the definition's hosts through the task's proxy, and no other", async () => {
+    const key = 'NET-MCP';
+    svc.model.script(key, [
+      {
+        toolCalls: [
+          { name: 'mcp__scripted__fetch_url', args: { url: `http://127.0.0.2:${port}/` } },
+          { name: 'mcp__scripted__fetch_url', args: { url: `http://127.0.0.3:${port}/` } },
+        ],
+      },
+      { toolCalls: [{ name: 'complete', args: { summary: 'done', paths: [] } }] },
+    ]);
+    const res = await svc.inject({
+      method: 'POST',
+      url: '/tasks?wait=true',
+      payload: taskBody({ subagent_type: 'net-mcp', prompt: key, context: { parentTaskId: `T-${key}`, userId: 'u' } }),
+    });
+    const task = JSON.parse(res.body.trim());
+    expect(task.status, JSON.stringify(task.error)).toBe('completed');
+    const results = toolResults(svc, key);
+    expect(results[0]).toContain('200 hello from the allowed host');
+    expect(results[1]).toContain('403');
+    expect(results[1]).toContain('not on the task');
+    const hosts = (await storedEvents(svc, task.id)).filter((e) => e.type === 'network.request').map((e) => (e.data as { host: string }).host);
+    expect(hosts.sort()).toEqual(['127.0.0.2', '127.0.0.3']);
   });
 });

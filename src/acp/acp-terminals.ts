@@ -29,7 +29,15 @@ export interface TerminalRequest {
  * output kept within a budget), addressed by an id until the agent releases it. All are killed
  * when the task ends.
  */
-export function createTerminals(opts: { workspace: Workspace; sandbox: Sandbox; timeoutMs: number; maxOutputBytes: number; onActivity: () => void }) {
+export function createTerminals(opts: {
+  workspace: Workspace;
+  sandbox: Sandbox;
+  timeoutMs: number;
+  maxOutputBytes: number;
+  onActivity: () => void;
+  /** The task's egress proxy, as for \`bash\`; else no network. */
+  egress?: { dir: string; port: number };
+}) {
   const terminals = new Map<string, Terminal>();
   /** Terminals one task may hold at once (released ones do not count). */
   const MAX_TERMINALS = 16;
@@ -63,7 +71,7 @@ export function createTerminals(opts: { workspace: Workspace; sandbox: Sandbox; 
           timeoutMs: opts.timeoutMs,
           maxOutputBytes: limit,
           signal: stop.signal,
-          launch: (argv) => opts.sandbox.wrap(opts.workspace.root, argv, { env, cwd }),
+          launch: (argv) => opts.sandbox.wrap(opts.workspace.root, argv, { env, cwd, ...(opts.egress && { egress: opts.egress }) }),
           limiter: opts.sandbox.limiter,
           onOutput: (chunk) => {
             capture.write(chunk);

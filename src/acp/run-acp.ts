@@ -45,6 +45,11 @@ export interface AcpRunOptions {
   observer: AcpObserver;
   /** Time to answer `session/cancel` before the process group is killed. */
   cancelGraceMs?: number;
+  /**
+   * What the agent and its terminals reach: `host`, the host's network (a definition without
+   * `network`: the agent reaches its own model); `none`; or the task's egress proxy.
+   */
+  network: 'host' | 'none' | { dir: string; port: number };
 }
 
 export type AcpFailure = { code: 'agent_failed' | 'agent_crashed' | 'agent_protocol_error' | 'agent_stalled' | 'agent_refused'; message: string };
@@ -84,7 +89,15 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
   }
   // The definition's variables reach the agent only (inside the sandbox); the launcher is started
   // by absolute path with the environment the sandbox builds.
-  const launch = opts.sandbox.wrap(workspace.root, [def.acp.command, ...def.acp.args], { network: true, env, home, writable: [home], cwd: workspace.cwd });
+  const net = opts.network;
+  const launch = opts.sandbox.wrap(workspace.root, [def.acp.command, ...def.acp.args], {
+    network: net === 'host',
+    ...(typeof net === 'object' && { egress: net }),
+    env,
+    home,
+    writable: [home],
+    cwd: workspace.cwd,
+  });
   const child = spawn(launch.argv[0], launch.argv.slice(1), { cwd: workspace.cwd, env: launch.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
   const stderr = createOutputCapture(STDERR_BYTES);
   child.stderr.on('data', (b: Buffer) => stderr.write(b));
@@ -118,6 +131,7 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
     timeoutMs: opts.commandTimeoutMs,
     maxOutputBytes: opts.maxOutputBytes,
     onActivity: heard,
+    ...(typeof opts.network === 'object' && { egress: opts.network }),
   });
   const noteLocations = (locations: acp.ToolCallLocation[] | null | undefined, kind: string | null | undefined) => {
     if (kind === 'edit' || kind === 'delete' || kind === 'move') for (const l of locations ?? []) written.add(l.path);

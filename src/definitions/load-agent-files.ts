@@ -112,6 +112,8 @@ export function loadAgentFiles(dir: string, names: ModelNames): { definitions: A
           compactionModel: 'inherit',
           compactAtTokens: DEFAULT_COMPACT_AT_TOKENS,
           acp: { command: fm.command!, args: fm.args, env: fm.env, permission: fm.permission },
+          // What the agent reaches: its provider's host among them (absent: the host's network).
+          ...(fm.network && { network: fm.network }),
         });
         continue;
       }

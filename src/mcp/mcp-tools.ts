@@ -8,6 +8,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, JSONRPCMessage, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { z } from 'zod';
 import type { McpServerSpec } from '../definitions/agent-definition.ts';
 import { compileOutputSchema } from '../loop/complete-tool.ts';
@@ -15,6 +16,8 @@ import { createOutputCapture } from '../sandbox/output-capture.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import type { WorkspaceTool } from '../tools/tool-types.ts';
 import { SERVICE_VERSION } from '../version.ts';
+import { hostAllowed } from '../network/egress-proxy.ts';
+import { resolveTarget, WebhookTargetError } from '../webhooks/safe-target.ts';
 import type { Workspace } from '../workspace/workspace.ts';
 
 /** How long a server may take to start and answer `initialize` and `tools/list`. */
@@ -42,6 +45,14 @@ export interface McpRunOptions {
   /** A call's time limit (BASH_TIMEOUT_MS) and the most of its output the model reads (BASH_MAX_OUTPUT_BYTES). */
   timeoutMs: number;
   maxOutputBytes: number;
+  /** The task's egress proxy (`network: { allow }`), which command servers reach hosts through; else they have no network. */
+  egress?: { dir: string; port: number };
+  /**
+   * A definition with `network`: its URL servers' hosts must be on `allow`, their addresses pass
+   * the egress guard (no private, loopback or link-local address unless `allowPrivate`), and the
+   * service connects to the address it checked. Without it (no `network`), URL servers are reached as named.
+   */
+  urlPolicy?: { allow: string[]; allowPrivate: boolean };
 }
 
 export interface McpSession {
@@ -77,15 +88,20 @@ export async function openMcpServers(servers: Record<string, McpServerSpec>, opt
 
 async function connect(name: string, spec: McpServerSpec, opts: McpRunOptions) {
   const client = new Client({ name: 'subagentd', version: SERVICE_VERSION });
+  const pinned = 'url' in spec && opts.urlPolicy ? await pinnedFetch(name, new URL(spec.url), opts.urlPolicy) : null;
   const process_ = 'command' in spec ? startCommand(spec, opts) : null;
   const transport: Transport =
     'url' in spec
-      ? new StreamableHTTPClientTransport(new URL(spec.url), { requestInit: { headers: headersOf(spec.headers, opts.serviceEnv) } })
+      ? new StreamableHTTPClientTransport(new URL(spec.url), {
+          requestInit: { headers: headersOf(spec.headers, opts.serviceEnv) },
+          ...(pinned && { fetch: pinned.fetch }),
+        })
       : process_!.transport;
   const stderrTail = () => (process_ ? process_.stderr() : '');
   const stop = async () => {
     await client.close().catch(() => {});
     await process_?.stop();
+    await pinned?.close();
   };
   try {
     const started = AbortSignal.timeout(START_MS);
@@ -107,6 +123,31 @@ async function connect(name: string, spec: McpServerSpec, opts: McpRunOptions) {
   }
 }
 
+/**
+ * A URL server under its definition's network policy: its host on the list, its address checked
+ * once (the webhook guard), and a fetch that connects to that address only (a second lookup could
+ * answer another: DNS rebinding).
+ */
+async function pinnedFetch(name: string, url: URL, policy: NonNullable<McpRunOptions['urlPolicy']>) {
+  const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+  if (!hostAllowed(policy.allow, url.hostname, port))
+    throw new McpServerFailed(
+      `MCP server "${name}": ${url.hostname}:${port} is not on the definition's network allow-list (${policy.allow.join(', ') || 'empty'})`,
+    );
+  let target: { address: string; family: number };
+  try {
+    target = await resolveTarget(url, policy.allowPrivate);
+  } catch (err) {
+    const why = err instanceof WebhookTargetError ? `${err.message} (EGRESS_ALLOW_PRIVATE is off)` : `${url.hostname} could not be resolved`;
+    throw new McpServerFailed(`MCP server "${name}": ${why}`);
+  }
+  const dispatcher = new Agent({ connect: { lookup: (_h, _o, callback) => callback(null, [{ address: target.address, family: target.family }]) } });
+  return {
+    fetch: ((input: string | URL, init?: RequestInit) => undiciFetch(input, { ...(init as object), dispatcher })) as unknown as typeof fetch,
+    close: () => dispatcher.close(),
+  };
+}
+
 /** `${NAME}` in a URL server's header values, from the service's own variables (never from the model or the caller). */
 function headersOf(headers: Record<string, string> | undefined, env: Record<string, string | undefined>): Record<string, string> {
   return Object.fromEntries(Object.entries(headers ?? {}).map(([k, v]) => [k, v.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, n: string) => env[n] ?? '')]));
@@ -125,6 +166,7 @@ function startCommand(spec: Extract<McpServerSpec, { command: string }>, opts: M
   }
   const launch = opts.sandbox.wrap(opts.workspace.root, [spec.command, ...(spec.args ?? [])], {
     network: false,
+    ...(opts.egress && { egress: opts.egress }),
     env,
     home,
     writable: [home],

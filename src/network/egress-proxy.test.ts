@@ -45,14 +45,18 @@ describe('host patterns', () => {
   it("a task's list only narrows its definition's", () => {
     expect(allowedHosts(undefined, { allow: ['a.com'] })).toBeNull();
     expect(allowedHosts('none', undefined)).toBeNull();
-    expect(allowedHosts({ allow: ['a.com', '*.b.com'] }, undefined)).toEqual(['a.com', '*.b.com']);
+    expect(allowedHosts({ allow: ['a.com', '*.b.com'] }, undefined)).toEqual({ allow: ['a.com', '*.b.com'], ask: false });
     expect(allowedHosts({ allow: ['a.com', '*.b.com'] }, 'none')).toBeNull();
-    expect(allowedHosts({ allow: ['a.com', '*.b.com'] }, { allow: ['a.com', 'x.b.com', '*.y.b.com', 'c.com', 'b.com'] })).toEqual([
-      'a.com',
-      'x.b.com',
-      '*.y.b.com',
-    ]);
-    expect(allowedHosts({ allow: ['a.com:443'] }, { allow: ['a.com'] })).toEqual([]);
+    expect(allowedHosts({ allow: ['a.com', '*.b.com'] }, { allow: ['a.com', 'x.b.com', '*.y.b.com', 'c.com', 'b.com'] })).toEqual({
+      allow: ['a.com', 'x.b.com', '*.y.b.com'],
+      ask: false,
+    });
+    expect(allowedHosts({ allow: ['a.com:443'] }, { allow: ['a.com'] })).toEqual({ allow: [], ask: false });
+    // ask: the definition's say, which a task may turn off and never on.
+    expect(allowedHosts({ allow: [], ask: true }, undefined)).toEqual({ allow: [], ask: true });
+    expect(allowedHosts({ allow: [], ask: true }, { allow: [] })).toEqual({ allow: [], ask: true });
+    expect(allowedHosts({ allow: [], ask: true }, { allow: [], ask: false })).toEqual({ allow: [], ask: false });
+    expect(allowedHosts({ allow: ['a.com'] }, { allow: ['a.com'], ask: true })).toEqual({ allow: ['a.com'], ask: false });
   });
 });
 
@@ -152,6 +156,38 @@ describe('the egress proxy', () => {
       await new Promise((res) => setTimeout(res, 50));
       expect(seen[0]).toMatchObject({ allowed: true, reason: expect.stringContaining('budget') });
       expect((await get(proxy.socket, `http://127.0.0.1:${port}/hi`)).status).toBe(403);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('asks about a host off the list once, however many connections wait; an allowed host joins the list, a denied one is refused', async () => {
+    const asked: string[] = [];
+    let allow: (yes: boolean) => void = () => {};
+    const proxy = await startEgressProxy({
+      allow: [],
+      ask: (host, p) => {
+        asked.push(`${host}:${p}`);
+        return new Promise<boolean>((r) => (allow = r));
+      },
+      allowPrivate: true,
+      maxConnections: 4,
+      maxBytes: 1e9,
+      onRequest: () => {},
+    });
+    try {
+      const two = [get(proxy.socket, `http://127.0.0.1:${port}/a`), get(proxy.socket, `http://127.0.0.1:${port}/b`)];
+      await new Promise((r) => setTimeout(r, 100));
+      expect(asked).toEqual([`127.0.0.1:${port}`]);
+      allow(true);
+      expect((await Promise.all(two)).map((r) => r.status)).toEqual([200, 200]);
+      expect((await get(proxy.socket, `http://127.0.0.1:${port}/c`)).status).toBe(200);
+      const other = get(proxy.socket, `http://localhost:${port}/`);
+      await new Promise((r) => setTimeout(r, 100));
+      allow(false);
+      const refused = await other;
+      expect([refused.status, refused.body]).toEqual([403, expect.stringContaining('the caller denied it')]);
+      expect(asked).toEqual([`127.0.0.1:${port}`, `localhost:${port}`]);
     } finally {
       await proxy.close();
     }

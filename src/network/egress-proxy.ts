@@ -38,6 +38,11 @@ export interface NetworkRequest {
 
 export interface EgressProxyOptions {
   allow: string[];
+  /**
+   * Asked about a host off the list (once per host and port): true adds it to the list. The
+   * connection waits for the answer; without `ask` it is refused at once.
+   */
+  ask?(host: string, port: number): Promise<boolean>;
   allowPrivate: boolean;
   /** Connections open at once. */
   maxConnections: number;
@@ -57,9 +62,14 @@ export interface EgressProxy {
 export async function startEgressProxy(opts: EgressProxyOptions): Promise<EgressProxy> {
   const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-egress-'));
   const socket = path.join(dir, 'proxy.sock');
+  const allow = [...opts.allow];
+  /** Answers about hosts off the list, by `host:port` (asked once, however many connections wait). */
+  const answers = new Map<string, Promise<boolean>>();
   let bytes = 0;
   let open = 0;
   const sockets = new Set<Socket>();
+  /** Ends of the connections open now: the proxy's close ends and reports them before it returns. */
+  const ends = new Set<() => void>();
   const over = () => bytes > opts.maxBytes;
   const count = (n: number) => {
     bytes += n;
@@ -68,8 +78,17 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
 
   /** The address to connect to, or why not. */
   async function check(host: string, port: number): Promise<{ address: string } | { refused: string }> {
-    const rule = hostAllowed(opts.allow, host, port);
-    if (!rule) return { refused: `${host}:${port} is not on the task's network allow-list (${opts.allow.join(', ') || 'empty'})` };
+    if (!hostAllowed(allow, host, port)) {
+      const key = `${isIP(host) === 6 ? `[${host}]` : host.toLowerCase()}:${port}`;
+      if (!opts.ask) return { refused: `${host}:${port} is not on the task's network allow-list (${allow.join(', ') || 'empty'})` };
+      let answer = answers.get(key);
+      if (!answer) {
+        answer = opts.ask(host, port).catch(() => false);
+        answers.set(key, answer);
+      }
+      if (!(await answer)) return { refused: `${host}:${port} is not on the task's network allow-list and the caller denied it` };
+      if (!allow.includes(key)) allow.push(key);
+    }
     if (over()) return { refused: `the task's network budget of ${opts.maxBytes} bytes is spent` };
     if (open >= opts.maxConnections) return { refused: `the task already has ${opts.maxConnections} connections open` };
     try {
@@ -109,11 +128,16 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         headers: { ...req.headers, host: url.host },
       });
       sockets.add(req.socket);
+      let ended = false;
       const done = () => {
+        if (ended) return;
+        ended = true;
         open--;
+        ends.delete(done);
         sockets.delete(req.socket);
         opts.onRequest({ ...r, ...(over() && { reason: `cut at the task's network budget of ${opts.maxBytes} bytes` }) });
       };
+      ends.add(done);
       req.on('data', (c: Buffer) => {
         r.bytesOut += c.length;
         count(c.length);
@@ -159,12 +183,14 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         if (ended) return;
         ended = true;
         open--;
+        ends.delete(done);
         sockets.delete(client);
         sockets.delete(upstream);
         client.destroy();
         upstream.destroy();
         opts.onRequest({ ...r, ...(over() && { reason: `cut at the task's network budget of ${opts.maxBytes} bytes` }) });
       };
+      ends.add(done);
       upstream.on('connect', () => {
         client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
         if (head.length > 0) upstream.write(head);
@@ -196,6 +222,8 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     dir,
     socket,
     async close() {
+      // Connections still open (kept alive by the program) are reported now, before the task ends.
+      for (const end of [...ends]) end();
       for (const s of sockets) s.destroy();
       await new Promise<void>((r) => server.close(() => r()));
       rmSync(dir, { recursive: true, force: true });

@@ -1,16 +1,23 @@
 import type { NetworkPolicy } from '../shapes/task.ts';
 import { hostAllowed } from './egress-proxy.ts';
 
+/** What a task's commands may reach: these hosts, and with `ask` any other the caller allows. */
+export interface AllowedHosts {
+  allow: string[];
+  ask: boolean;
+}
+
 /**
  * The hosts a task's commands may reach: its definition's allow-list, narrowed by the task's own
- * `options.network` (a pattern the definition's list does not cover is dropped); null for no
+ * `options.network` (a pattern the definition's list does not cover is dropped; `ask` only where
+ * the definition asks too, and as the definition says when the task does not say); null for no
  * network at all (the default).
  */
-export function allowedHosts(def: NetworkPolicy | undefined, task: NetworkPolicy | undefined): string[] | null {
-  const base = def && def !== 'none' ? def.allow : null;
-  if (!base || task === 'none') return null;
-  if (task === undefined) return base;
-  return task.allow.filter((p) => covered(base, p));
+export function allowedHosts(def: NetworkPolicy | undefined, task: NetworkPolicy | undefined): AllowedHosts | null {
+  if (!def || def === 'none' || task === 'none') return null;
+  const ask = def.ask === true && task?.ask !== false;
+  if (task === undefined) return { allow: def.allow, ask };
+  return { allow: task.allow.filter((p) => covered(def.allow, p)), ask };
 }
 
 /** Does the list `base` allow everything pattern `p` allows? */

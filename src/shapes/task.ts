@@ -125,7 +125,16 @@ const hostPatternSchema = z
   .max(253)
   .regex(/^(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/, 'a host name, *.<domain>, or an IP literal, with an optional :<port>');
 /** `"none"` (no network at all) or `{ allow: [host patterns] }`: reached through the service's egress proxy. */
-export const networkPolicySchema = z.union([z.literal('none'), z.object({ allow: z.array(hostPatternSchema).max(100) })]);
+export const networkPolicySchema = z.union([
+  z.literal('none'),
+  z.object({
+    allow: z.array(hostPatternSchema).max(100),
+    ask: z
+      .boolean()
+      .optional()
+      .describe('a host off the list becomes an approval request (toolName network, input { host, port }); allowed, it joins the list'),
+  }),
+]);
 export type NetworkPolicy = z.infer<typeof networkPolicySchema>;
 
 export const taskOptionsSchema = z.object({

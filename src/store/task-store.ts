@@ -341,6 +341,11 @@ export function createTaskStore(sql: SqlClient) {
       await sql.run(`UPDATE tasks SET waiting_calls = ?, pause_until = ? WHERE id = ? AND status = 'running'`, [JSON.stringify(waiting), until, taskId]);
     },
 
+    /** A live wait is over: the task's waiting calls are again what they were before it (`before`). */
+    async endLive(taskId: string, before: WaitingCalls | null): Promise<void> {
+      await sql.run(`UPDATE tasks SET waiting_calls = ?, pause_until = NULL WHERE id = ? AND status = 'running'`, [before && JSON.stringify(before), taskId]);
+    },
+
     /** The resumed run acted on the answers (run inside the transaction that stores their results). */
     async waitingCallsRan(taskId: string, waiting: WaitingCalls): Promise<void> {
       await sql.run('UPDATE tasks SET waiting_calls = ? WHERE id = ?', [JSON.stringify({ ...waiting, ran: true }), taskId]);

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { ulid } from 'ulid';
 import { runAcp } from '../acp/run-acp.ts';
 import { capPayload } from '../events/cap-payload.ts';
 import { createDeltaCoalescer } from '../loop/delta-coalescer.ts';
 import { checkArtifacts } from '../workspace/artifacts.ts';
 import { endingOfAbort, failed, type Ending } from './finish-task.ts';
-import type { TaskRow, WaitingCalls } from '../store/schema.ts';
 import type { RunContext, TaskRun } from './run-context.ts';
 import { abortCode } from './task-abort.ts';
+import { createLiveApprovals } from './live-approval.ts';
+import { startTaskEgress } from './task-egress.ts';
+import { allowedHosts } from '../network/policy.ts';
 
 /**
  * A task of an external ACP agent: one prompt turn is its one step. Its updates become events as
@@ -21,11 +21,16 @@ export async function runExternal(ctx: RunContext, { row, body, def, workspace, 
   if (!def.acp) return failed('internal_error', `definition "${def.type}" has no ACP command`);
   if (deps.sandbox.kind === 'unavailable') return failed('sandbox_unavailable', deps.sandbox.reason ?? 'no sandbox');
   const step = 1;
-  let permissions: Promise<unknown> = Promise.resolve();
+  const approvals = createLiveApprovals(ctx, row, signal);
   const deltas = createDeltaCoalescer((s, text) => events.append(row, 'text.delta', { step: s, text }));
   deps.liveness.model(row.id, step);
   events.append(row, 'step.started', { step });
+  // A definition that says nothing of `network` keeps the host's network for its agent's own model
+  // (as before v1.2); one that does confines the agent and its terminals to its hosts, through the
+  // task's proxy (its provider's host on the list), or to nothing.
+  const egress = def.network === undefined ? null : await startTaskEgress(ctx, row, signal, allowedHosts(def.network, body.options?.network));
   const out = await runAcp({
+    network: def.network === undefined ? 'host' : (egress?.inside ?? 'none'),
     def: { ...def, acp: def.acp },
     prompt: body.prompt!,
     workspace,
@@ -53,15 +58,17 @@ export async function runExternal(ctx: RunContext, { row, body, def, workspace, 
         events.append(row, 'plan', { step, entries: entries.slice(0, 100).map((e) => ({ ...e, content: e.content.slice(0, 2000) })) });
       },
       activity: () => deps.liveness.activity(row.id),
-      askPermission: (request) => {
+      askPermission: async (request) => {
         deltas.flush();
-        // One request at a time: the row holds the calls of one wait.
-        const asked = permissions.then(() => askCaller(ctx, row, step, request, signal));
-        permissions = asked.catch(() => {});
-        return asked;
+        deps.liveness.tool(row.id, step, request.toolName);
+        try {
+          return await approvals.ask(step, request);
+        } finally {
+          deps.liveness.model(row.id, step);
+        }
       },
     },
-  });
+  }).finally(() => egress?.close());
   deltas.close();
   const model = def.model ?? `acp:${def.type}`;
   const usage = out.usage ?? { inputTokens: 0, outputTokens: 0, totalTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
@@ -81,43 +88,4 @@ export async function runExternal(ctx: RunContext, { row, body, def, workspace, 
   if (signal.aborted) return { ...endingOfAbort(abortCode(signal)), ...delivered };
   if (out.failure) return { ...failed(out.failure.code, ctx.scrub(out.failure.message)), ...delivered };
   return { status: 'completed', ...delivered, stopReason: out.stopReason === 'end_turn' ? 'text' : 'max_steps', errorCode: null, errorMessage: null };
-}
-
-/** How often a runner looks for the answer to its agent's permission request (another instance may store it). */
-const ANSWER_POLL_MS = 250;
-
-/**
- * An ACP agent's permission request (`permission: ask`), as an approval request for the caller:
- * stored with the running task (`waiting_calls`, live) with `approval.requested`, answered through
- * `POST /tasks/:id/approvals/:requestId` on any instance or denied by the approval timeout
- * (approval-system.ts), and read back here while the agent waits. A cancelled task denies it.
- */
-async function askCaller(
-  ctx: RunContext,
-  row: TaskRow,
-  step: number,
-  call: { toolCallId: string; toolName: string; input: unknown },
-  signal: AbortSignal,
-): Promise<'allow' | 'deny'> {
-  const { deps } = ctx;
-  const now = deps.now();
-  const requestId = `apr_${ulid(now)}`;
-  const request = { requestId, toolCallId: call.toolCallId, toolName: call.toolName.slice(0, 200), input: capPayload(call.input) };
-  const waiting: WaitingCalls = { step, live: true, ran: false, calls: [{ ...request, decision: 'ask', rule: null, answer: null }] };
-  const timeoutMs = row.request.options?.approvalTimeoutMs ?? deps.approvalTimeoutMs;
-  await ctx.ownedTransaction(row, async (s, append) => {
-    await s.awaitLive(row.id, waiting, now + timeoutMs);
-    append(row, 'approval.requested', request);
-  });
-  deps.liveness.tool(row.id, step, request.toolName);
-  try {
-    while (!signal.aborted) {
-      const answer = (await deps.store.getById(row.id))?.waitingCalls?.calls.find((c) => c.requestId === requestId)?.answer;
-      if (answer && 'decision' in answer) return answer.decision;
-      await sleep(ANSWER_POLL_MS, undefined, { signal }).catch(() => {});
-    }
-    return 'deny';
-  } finally {
-    deps.liveness.model(row.id, step);
-  }
 }

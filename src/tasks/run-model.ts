@@ -3,7 +3,7 @@ import type { ModelMessage } from 'ai';
 import { clientTool } from '../loop/client-tools.ts';
 import { createCompleteTool } from '../loop/complete-tool.ts';
 import { guardModel } from '../loop/model-guard.ts';
-import { errorMessage, runAgent, type AnsweredCall, type DecidedCall } from '../loop/run-agent.ts';
+import { errorMessage, runAgent, type AgentRunResult, type AnsweredCall, type DecidedCall } from '../loop/run-agent.ts';
 import { buildSystemPrompt } from '../loop/system-prompt.ts';
 import type { ApprovalPause, CreateTaskBody, Fork, Pause } from '../shapes/task.ts';
 import { iso } from '../shapes/time.ts';
@@ -17,12 +17,10 @@ import type { ModelRun, RunContext } from './run-context.ts';
 import { abortCode } from './task-abort.ts';
 import { childTaskTool } from './child-tool.ts';
 import { McpServerFailed, openMcpServers, type McpSession } from '../mcp/mcp-tools.ts';
-import { startEgressProxy, type EgressProxy } from '../network/egress-proxy.ts';
+import { startTaskEgress, type TaskEgress } from './task-egress.ts';
 import { allowedHosts } from '../network/policy.ts';
 
-/** The port the forwarder listens on inside a sandbox (its own network namespace: any port is free). */
-const EGRESS_PORT = 3128;
-import { createTaskObserver } from './task-observer.ts';
+import { createTaskObserver, type TaskObserver } from './task-observer.ts';
 
 /**
  * A task of a model agent: the agent loop over the definition's tools, from the task's stored
@@ -44,99 +42,107 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
   if (row.maxDepth > 0 && deps.children && !deniedWhole(rules, 'task')) tools.push(childTaskTool(row, deps.registry.list(), deps.children));
   // The caller's own tools, but not one its rules deny whole.
   for (const spec of body.options?.clientTools ?? []) if (!deniedWhole(rules, spec.name)) tools.push(clientTool(spec));
-  // The definition's MCP servers, started for this run, their tools filtered as the others are.
+  // The definition's MCP servers and the commands' proxy live as long as this run, whatever ends it.
   let mcp: McpSession | null = null;
-  if (def.mcpServers && Object.keys(def.mcpServers).length > 0) {
-    const commands = Object.values(def.mcpServers).some((s) => 'command' in s);
-    if (commands && deps.sandbox.kind === 'unavailable') return failed('sandbox_unavailable', deps.sandbox.reason ?? 'no sandbox');
-    try {
-      mcp = await openMcpServers(def.mcpServers, {
-        workspace,
-        sandbox: deps.sandbox,
-        serviceEnv: deps.serviceEnv,
-        timeoutMs: deps.limits.bashTimeoutMs,
-        maxOutputBytes: deps.limits.bashMaxOutputBytes,
-      });
-    } catch (err) {
-      if (err instanceof McpServerFailed) return failed(err.code, ctx.scrub(err.message));
-      throw err;
-    }
-    for (const t of mcp.tools) if (mcpOffered(t.name, def, only) && !deniedWhole(rules, t.name)) tools.push(t);
-  }
-  const toolContext: ToolContext = {
-    workspace,
-    signal,
-    limits: deps.limits,
-    sandbox: deps.sandbox,
-    onActivity: () => deps.liveness.activity(row.id),
-  };
-  // Hosts its commands may reach: a proxy of its own, which only the sandbox's network namespace
-  // makes the one way out (BASH_SANDBOX=none has no namespace: commands have the host's network).
-  const hosts = allowedHosts(def.network, body.options?.network);
-  let egress: EgressProxy | null = null;
-  if (hosts && deps.sandbox.kind === 'bwrap') {
-    const limits = deps.egress ?? { allowPrivate: false, maxConnections: 32, maxBytes: 1024 ** 3 };
-    egress = await startEgressProxy({ allow: hosts, ...limits, onRequest: (r) => deps.events.append(row, 'network.request', r) });
-    toolContext.egress = { dir: egress.dir, port: EGRESS_PORT };
-  }
-  const compactionModel = def.compactionModel === 'inherit' ? model : def.compactionModel;
-  const observer = createTaskObserver(ctx, { row, model, compactionModel, trace });
+  let egress: TaskEgress | null = null;
+  let observer: TaskObserver | null = null;
+  let result: AgentRunResult<Pause>;
   /** Set when a step's calls asked for approval: the pause and the calls it waits on. */
   const asked: { waiting?: WaitingCalls } = {};
-  // Every call is billed the moment it ends, before the loop runs its tools.
-  const guarded = (id: string) =>
-    guardModel(deps.modelProvider(id), {
-      onUsage: (usage) => observer.modelUsage(usage, id),
-      stallTimeoutMs: deps.limits.modelStallTimeoutMs,
+  try {
+    const network = allowedHosts(def.network, body.options?.network);
+    egress = await startTaskEgress(ctx, row, signal, network);
+    // The definition's MCP servers, started for this run, their tools filtered as the others are.
+    if (def.mcpServers && Object.keys(def.mcpServers).length > 0) {
+      const commands = Object.values(def.mcpServers).some((s) => 'command' in s);
+      if (commands && deps.sandbox.kind === 'unavailable') return failed('sandbox_unavailable', deps.sandbox.reason ?? 'no sandbox');
+      try {
+        mcp = await openMcpServers(def.mcpServers, {
+          workspace,
+          sandbox: deps.sandbox,
+          serviceEnv: deps.serviceEnv,
+          timeoutMs: deps.limits.bashTimeoutMs,
+          maxOutputBytes: deps.limits.bashMaxOutputBytes,
+          ...(egress && { egress: egress.inside }),
+          // A definition that says what it reaches says it for its URL servers too (none: not one).
+          ...(def.network !== undefined && { urlPolicy: { allow: network?.allow ?? [], allowPrivate: deps.egress?.allowPrivate ?? false } }),
+        });
+      } catch (err) {
+        if (err instanceof McpServerFailed) return failed(err.code, ctx.scrub(err.message));
+        throw err;
+      }
+      for (const t of mcp.tools) if (mcpOffered(t.name, def, only) && !deniedWhole(rules, t.name)) tools.push(t);
+    }
+    const toolContext: ToolContext = {
+      workspace,
+      signal,
+      limits: deps.limits,
+      sandbox: deps.sandbox,
+      onActivity: () => deps.liveness.activity(row.id),
+    };
+    // Hosts its commands may reach: a proxy of its own, which only the sandbox's network namespace
+    // makes the one way out (BASH_SANDBOX=none has no namespace: commands have the host's network).
+    if (egress) toolContext.egress = egress.inside;
+    const compactionModel = def.compactionModel === 'inherit' ? model : def.compactionModel;
+    const watch = createTaskObserver(ctx, { row, model, compactionModel, trace });
+    observer = watch;
+    // Every call is billed the moment it ends, before the loop runs its tools.
+    const guarded = (id: string) =>
+      guardModel(deps.modelProvider(id), {
+        onUsage: (usage) => watch.modelUsage(usage, id),
+        stallTimeoutMs: deps.limits.modelStallTimeoutMs,
+        maxRetries: deps.limits.modelMaxRetries,
+      });
+    // A fork speaks with its parent's system prompt, exactly (the provider's prompt cache applies).
+    const forked = row.subagentType === 'fork' ? await forkOf(ctx, row, body) : null;
+    result = await runAgent({
+      model: guarded(model),
+      modelId: model,
+      fallbacks: fallbackModels.map((id) => ({ id, model: guarded(id) })),
+      system:
+        forked?.system ??
+        buildSystemPrompt(def, {
+          now: new Date(deps.now()),
+          timezone: body.context.timezone,
+          tools: tools.map((t) => t.name),
+          ...(workspace.cwd !== workspace.root && { cwd: path.relative(workspace.root, workspace.cwd) }),
+        }),
+      messages: await conversationOf(ctx, row, body),
+      beforeCall: async (): Promise<Pause | null> => {
+        await confirmLease();
+        // What the last calls cost is billed before it is compared with the budgets.
+        await deps.storage.settled();
+        const now = (await deps.store.getById(row.id))!;
+        return deps.budgets.reached(now, now.budget ?? undefined, deps.now());
+      },
+      beforeTools: async () => {
+        await deps.storage.settled();
+        await confirmLease();
+      },
+      doneSteps: row.steps,
+      decide: ({ toolName, input }) => decideCall(rules, toolName, toolName === 'bash' ? commandOf(input) : undefined),
+      onAsk: (step, calls) => {
+        const approval = approvalOf(ctx, row, step, calls);
+        asked.waiting = approval.waiting;
+        return approval.pause;
+      },
+      answered: answeredCalls(row),
+      takeMessages,
+      compaction: { atTokens: def.compactAtTokens, model: guarded(compactionModel), modelId: compactionModel },
+      // One key for a task and its follow-ups: the provider keeps their common prefix cached.
+      ...(deps.promptCacheKey && { promptCacheKey: row.sessionId ?? row.id }),
+      tools,
+      toolContext,
+      maxSteps: Math.min(body.options?.maxSteps ?? def.maxSteps, def.maxSteps),
       maxRetries: deps.limits.modelMaxRetries,
+      temperature: def.temperature,
+      signal,
+      observer: watch,
     });
-  // A fork speaks with its parent's system prompt, exactly (the provider's prompt cache applies).
-  const forked = row.subagentType === 'fork' ? await forkOf(ctx, row, body) : null;
-  const result = await runAgent({
-    model: guarded(model),
-    modelId: model,
-    fallbacks: fallbackModels.map((id) => ({ id, model: guarded(id) })),
-    system:
-      forked?.system ??
-      buildSystemPrompt(def, {
-        now: new Date(deps.now()),
-        timezone: body.context.timezone,
-        tools: tools.map((t) => t.name),
-        ...(workspace.cwd !== workspace.root && { cwd: path.relative(workspace.root, workspace.cwd) }),
-      }),
-    messages: await conversationOf(ctx, row, body),
-    beforeCall: async (): Promise<Pause | null> => {
-      await confirmLease();
-      // What the last calls cost is billed before it is compared with the budgets.
-      await deps.storage.settled();
-      const now = (await deps.store.getById(row.id))!;
-      return deps.budgets.reached(now, now.budget ?? undefined, deps.now());
-    },
-    beforeTools: async () => {
-      await deps.storage.settled();
-      await confirmLease();
-    },
-    doneSteps: row.steps,
-    decide: ({ toolName, input }) => decideCall(rules, toolName, toolName === 'bash' ? commandOf(input) : undefined),
-    onAsk: (step, calls) => {
-      const approval = approvalOf(ctx, row, step, calls);
-      asked.waiting = approval.waiting;
-      return approval.pause;
-    },
-    answered: answeredCalls(row),
-    takeMessages,
-    compaction: { atTokens: def.compactAtTokens, model: guarded(compactionModel), modelId: compactionModel },
-    // One key for a task and its follow-ups: the provider keeps their common prefix cached.
-    ...(deps.promptCacheKey && { promptCacheKey: row.sessionId ?? row.id }),
-    tools,
-    toolContext,
-    maxSteps: Math.min(body.options?.maxSteps ?? def.maxSteps, def.maxSteps),
-    maxRetries: deps.limits.modelMaxRetries,
-    temperature: def.temperature,
-    signal,
-    observer,
-  }).finally(() => Promise.allSettled([mcp?.close(), egress?.close()]));
-  observer.close();
+  } finally {
+    observer?.close();
+    await Promise.allSettled([mcp?.close(), egress?.close()]);
+  }
 
   if (result.stoppedBy && !signal.aborted) return { pause: result.stoppedBy, waiting: asked.waiting };
   const delivered = {
@@ -220,7 +226,8 @@ function approvalOf(ctx: RunContext, row: TaskRow, step: number, calls: DecidedC
 /** A resume after approval: the calls the caller (or the timeout) answered, not yet acted on. */
 function answeredCalls(row: TaskRow): AnsweredCall[] | undefined {
   const waiting = row.waitingCalls;
-  if (!waiting || waiting.ran || waiting.step !== row.steps) return undefined;
+  // A live wait's (a command's host) was answered while its command ran: nothing to act on.
+  if (!waiting || waiting.live || waiting.ran || waiting.step !== row.steps) return undefined;
   return waiting.calls.flatMap((c): AnsweredCall[] => {
     if (c.decision === 'client' && c.answer) {
       const result = c.answer.by === 'timeout' ? { error: 'no result came from the caller within the timeout' } : c.answer;

@@ -166,3 +166,12 @@ export async function metric(svc: TestService, name: string, labels: Record<stri
   }
   return 0;
 }
+
+/** What the model read back from the tools, in the last request of the task whose prompt holds `key`. */
+export function toolResults(svc: TestService, key: string): string[] {
+  return svc.model.requests
+    .filter((r) => JSON.stringify(r.body.messages).includes(key))
+    .at(-1)!
+    .body.messages.filter((m) => m.role === 'tool')
+    .map((m) => String(m.content));
+}

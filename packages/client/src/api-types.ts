@@ -981,6 +981,7 @@ export interface components {
             };
             network?: "none" | {
                 allow: string[];
+                ask?: boolean;
             };
             mcpServers?: string[];
         };
@@ -1297,6 +1298,7 @@ export interface components {
             cwd?: string;
             network?: "none" | {
                 allow: string[];
+                ask?: boolean;
             };
             /** @enum {string} */
             isolation?: "shared" | "worktree";
