@@ -8,4 +8,5 @@ rmSync('dist', { recursive: true, force: true });
 execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
 cpSync('src/store/sqlite-read-thread.mjs', 'dist/store/sqlite-read-thread.mjs');
 cpSync('src/workspace/worktree-thread.mjs', 'dist/workspace/worktree-thread.mjs');
-console.log('built dist/ (node dist/server.js)');
+execFileSync(process.execPath, ['scripts/build-ui.mjs'], { stdio: 'inherit' });
+console.log('built dist/ (node dist/server.js) and the console, ui-dist/');

@@ -30,7 +30,7 @@ export interface AuthOptions {
 }
 
 /**
- * Bearer-key auth on every route but `/healthz`, the A2A agent card and the API documentation (`/docs`). Keys are compared in constant time (over their
+ * Bearer-key auth on every route but `/healthz`, the A2A agent card, the API documentation (`/docs`) and the console's files (`/ui`). Keys are compared in constant time (over their
  * SHA-256, so the length leaks nothing either). WebSocket routes, on an upgrade, may take
  * `?access_token=` instead, spelled exactly so. An address that keeps presenting wrong keys is
  * refused with 429 until its minute is over, whatever key it sends then, so keys cannot be guessed
@@ -72,7 +72,16 @@ export function registerAuth(app: FastifyInstance, opts: AuthOptions): void {
  */
 export function isPublic(url: string): boolean {
   const pathname = url.split('?')[0];
-  return pathname === '/healthz' || pathname === '/.well-known/agent-card.json' || pathname === '/docs' || pathname.startsWith('/docs/');
+  return (
+    pathname === '/healthz' ||
+    pathname === '/.well-known/agent-card.json' ||
+    pathname === '/docs' ||
+    pathname.startsWith('/docs/') ||
+    // The console's page and files (it signs in with a key and sends it on each call).
+    pathname === '/ui' ||
+    pathname === '/ui/' ||
+    pathname.startsWith('/ui/assets/')
+  );
 }
 
 function presentedKey(request: FastifyRequest): string | undefined {

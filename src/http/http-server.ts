@@ -13,6 +13,7 @@ import { isPublic, redactUrl, registerAuth } from './auth.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './error-handler.ts';
 import { healthRoutes } from './health-routes.ts';
 import { registerOpenApi } from './openapi.ts';
+import { uiRoutes } from './ui-routes.ts';
 import { SERVICE_VERSION } from '../version.ts';
 import { streamRoutes } from './stream-routes.ts';
 import { tasksRoutes } from './tasks-routes.ts';
@@ -113,6 +114,7 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
 
   await registerOpenApi(server, { isPublic });
 
+  await server.register(uiRoutes);
   await server.register(healthRoutes, { metrics, storage, recovered: () => services.recovered });
   await server.register(agentsRoutes, { registry });
   await server.register(tasksRoutes, { tasks, keepAliveMs: config.heartbeatMs });

@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
 import { startTestPostgres, type TestPostgres } from './postgres';
 
 /**
@@ -7,6 +9,8 @@ import { startTestPostgres, type TestPostgres } from './postgres';
 let cluster: TestPostgres | undefined;
 
 export async function setup({ provide }: { provide: (key: string, value: string) => void }) {
+  // The console's bundle, which GET /ui serves (test/console.test.ts drives it in a browser).
+  execFileSync(process.execPath, [path.resolve(import.meta.dirname, '../../scripts/build-ui.mjs')], { stdio: 'ignore' });
   if (process.env.TEST_DATABASE !== 'postgres') return;
   cluster = await startTestPostgres();
   process.env.TEST_POSTGRES_URL = cluster.url;

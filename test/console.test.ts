@@ -1,0 +1,173 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startService, taskBody, type TestService } from './support/harness';
+
+/**
+ * The console (GET /ui) in a real browser: Debian's chromium driven by playwright-core, against
+ * the service and the scripted model. Screenshots of each page land in test-artifacts/console/.
+ * CHROMIUM_BIN names the browser (default /usr/bin/chromium); .ci/run installs it.
+ */
+const browserBin = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
+const missing = existsSync(browserBin) ? null : `${browserBin} does not exist`;
+if (missing) console.warn(`[console test] skipped: ${missing}. apt-get install chromium (or set CHROMIUM_BIN) to run it; .ci/run does.`);
+const shots = path.resolve(import.meta.dirname, '../test-artifacts/console');
+const KEY = 'console-key-0123456789';
+
+let svc: TestService;
+let browser: Browser;
+let page: Page;
+/** What the page said went wrong: errors in its console (a CSP refusal among them) and uncaught exceptions. */
+const problems: string[] = [];
+
+const api = (method: 'GET' | 'POST', url: string, payload?: object) =>
+  svc.inject({ method, url, headers: { authorization: `Bearer ${KEY}` }, ...(payload && { payload }) });
+
+describe.skipIf(missing !== null)('the console in a browser', () => {
+  beforeAll(async () => {
+    mkdirSync(shots, { recursive: true });
+    svc = await startService({ env: { API_KEYS: `${KEY}:acme` } });
+    browser = await chromium.launch({ executablePath: browserBin, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page.on('console', (m) => {
+      if (m.type() === 'error') problems.push(m.text());
+    });
+    page.on('pageerror', (err) => problems.push(err.message));
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await svc?.close();
+  });
+
+  it('serves the page and its files with a strict Content-Security-Policy, no key needed', async () => {
+    const res = await svc.inject({ url: '/ui' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-security-policy']).toContain("script-src 'self'");
+    expect(res.headers['cache-control']).toBe('no-cache');
+    expect(res.body).not.toMatch(/<script>|<style>|style="/);
+    const asset = /src="(\/ui\/assets\/[^"]+\.js)"/.exec(res.body)![1];
+    const js = await svc.inject({ url: asset });
+    expect([js.statusCode, js.headers['cache-control']]).toEqual([200, 'public, max-age=31536000, immutable']);
+    expect((await svc.inject({ url: '/ui/assets/nothing.js' })).statusCode).toBe(404);
+    // The API behind it still needs the key.
+    expect((await svc.inject({ url: '/tasks' })).statusCode).toBe(401);
+  });
+
+  it('signs in, shows a task appear and stream, answers its approval, and the task completes', async () => {
+    await page.goto(`${svc.url}/ui`);
+    await page.fill('input[name=key]', 'wrong-key');
+    await page.click('button[type=submit]');
+    await page.waitForSelector('.signin .error');
+    // That 401 was asked for; from here on the page must report no error at all.
+    problems.length = 0;
+    await page.fill('input[name=key]', KEY);
+    await page.click('button[type=submit]');
+    await page.waitForSelector('table.tasks');
+
+    svc.model.script('CONSOLE-RUN', [
+      {
+        text: 'Looking at the workspace first.',
+        toolCalls: [{ name: 'bash', args: { command: 'echo console-was-here > seen.txt' } }],
+        usage: { input: 1200, output: 40 },
+      },
+      { toolCalls: [{ name: 'complete', args: { summary: 'All done from the console', paths: ['seen.txt'] } }], usage: { input: 1300, output: 20 } },
+    ]);
+    const created = await api(
+      'POST',
+      '/tasks',
+      taskBody({
+        description: 'Console walk-through',
+        prompt: 'CONSOLE-RUN',
+        context: { parentTaskId: 'T-console', userId: 'u-console' },
+        options: { permissions: { bash: 'ask' } },
+      }),
+    );
+    expect(created.statusCode, created.body).toBe(202);
+    const id = created.json().id as string;
+
+    // The list reads itself again: the new task appears without a reload.
+    const row = page.locator(`tr[data-task="${id}"]`);
+    await row.waitFor({ timeout: 10_000 });
+    expect(await row.textContent()).toContain('Console walk-through');
+    await page.screenshot({ path: path.join(shots, '1-tasks.png') });
+
+    await row.locator('a').click();
+    await page.waitForSelector('.timeline .text');
+    expect(await page.textContent('.timeline')).toContain('Looking at the workspace first.');
+    const allow = page.locator('.pending button.allow');
+    await allow.waitFor({ timeout: 10_000 });
+    expect(await page.textContent('.pending')).toContain('echo console-was-here');
+    await page.screenshot({ path: path.join(shots, '2-approval.png') });
+    await allow.click();
+
+    await page.waitForSelector('.summary', { timeout: 15_000 });
+    expect(await page.textContent('.summary')).toBe('All done from the console');
+    expect(await page.textContent('h2 .status')).toBe('completed');
+    // The tool call, folded, with its input and output.
+    await page.click('.timeline details.tool summary');
+    expect(await page.textContent('.timeline details.tool')).toContain('echo console-was-here > seen.txt');
+    expect(await page.textContent('.timeline')).toContain('approval allow (by caller)');
+    expect(await page.textContent('.artifacts')).toContain('seen.txt');
+    await page.screenshot({ path: path.join(shots, '3-task.png'), fullPage: true });
+    const done = (await api('GET', `/tasks/${id}`)).json();
+    expect(done).toMatchObject({ status: 'completed', summary: 'All done from the console' });
+  }, 60_000);
+
+  it('cancels a running task and sends it a steering message from its page', async () => {
+    svc.model.script('CONSOLE-SLOW', [{ toolCalls: [{ name: 'bash', args: { command: 'sleep 30' } }] }]);
+    const id = (await api('POST', '/tasks', taskBody({ prompt: 'CONSOLE-SLOW', context: { parentTaskId: 'T-console', userId: 'u-console' } }))).json().id;
+    await page.goto(`${svc.url}/ui#/tasks/${id}`);
+    await page.waitForSelector('.liveness');
+    // Its liveness in words, while its command runs.
+    await page.locator('.liveness', { hasText: 'running bash for' }).waitFor({ timeout: 10_000 });
+    await page.fill('input[name=steer]', 'please hurry');
+    await page.click('.actions button[type=submit]');
+    await expect.poll(() => page.inputValue('input[name=steer]')).toBe('');
+    page.once('dialog', (d) => void d.accept());
+    await page.click('.actions button.danger');
+    await page.locator('h2 .status', { hasText: 'aborted' }).waitFor({ timeout: 15_000 });
+    expect((await api('GET', `/tasks/${id}`)).json().error.code).toBe('cancelled');
+  }, 60_000);
+
+  it('reads usage by day, model, type and user, with a chart', async () => {
+    await page.goto(`${svc.url}/ui#/usage`);
+    await page.waitForSelector('.totals');
+    const { totals } = (await api('GET', '/usage')).json();
+    expect(await page.textContent('.totals')).toContain(`${totals.tasks} tasks · ${totals.totalTokens.toLocaleString('en-US')} tokens`);
+    await page.waitForSelector('.chart canvas');
+    expect(await page.textContent('.groups')).toContain('u-console');
+    await page.screenshot({ path: path.join(shots, '4-usage.png'), fullPage: true });
+    expect(problems).toEqual([]);
+  }, 30_000);
+
+  it('stays usable on a task of 5,000 events: the latest drawn first, the rest on demand', async () => {
+    // 25 steps of 100 quick tool calls: about 5,050 events.
+    svc.model.script('CONSOLE-BIG', (ctx) =>
+      ctx.turn < 25
+        ? { toolCalls: Array.from({ length: 100 }, (_, i) => ({ name: 'read_file', args: { path: `missing-${ctx.turn}-${i}.txt` } })) }
+        : { toolCalls: [{ name: 'complete', args: { summary: 'read a lot', paths: [] } }] },
+    );
+    const created = await api(
+      'POST',
+      '/tasks?wait=true',
+      taskBody({ prompt: 'CONSOLE-BIG', context: { parentTaskId: 'T-console-big', userId: 'u-console' }, options: { maxSteps: 30 } }),
+    );
+    const task = JSON.parse(created.body.trim());
+    expect(task.status, JSON.stringify(task.error)).toBe('completed');
+    const events = (await api('GET', `/tasks/${task.id}/events?after=0`)).body.split('\n\n').filter((b) => b.includes('data:')).length;
+    expect(events).toBeGreaterThan(5000);
+    const started = Date.now();
+    await page.goto(`${svc.url}/ui#/tasks/${task.id}`);
+    await page.locator('.summary', { hasText: 'read a lot' }).waitFor({ timeout: 30_000 });
+    const more = page.locator('.task button.link', { hasText: 'earlier items' });
+    await more.waitFor({ timeout: 30_000 });
+    const drawnAt = Date.now() - started;
+    expect(await page.locator('.timeline > *').count()).toBe(300);
+    await more.click();
+    await expect.poll(() => page.locator('.timeline > *').count(), { timeout: 30_000 }).toBeGreaterThan(2500);
+    console.log(`[console] a task of ${events} events: its page drawn in ${drawnAt} ms, every item in ${Date.now() - started} ms`);
+    await page.screenshot({ path: path.join(shots, '5-big-task.png') });
+    expect(problems).toEqual([]);
+  }, 120_000);
+});

@@ -1,0 +1,132 @@
+import { useEffect, useState } from 'preact/hooks';
+import { api, ApiError } from './api.ts';
+import { age, money, tokens } from './format.ts';
+
+export interface Task {
+  id: string;
+  status: string;
+  subagent_type: string;
+  description: string;
+  context: { parentTaskId: string; userId: string };
+  steps: number;
+  usage: { totalTokens: number; costMicroUsd?: number | null };
+  createdAt: string;
+  summary: string | null;
+  error: { code: string; message: string } | null;
+  [field: string]: any;
+}
+
+const STATUSES = ['', 'queued', 'running', 'paused', 'completed', 'aborted', 'error'];
+const PAGE = 50;
+/** How often the list is read again while it is on screen. */
+const REFRESH_MS = 2000;
+
+/** The tasks of the key's tenant, newest first, filtered and paged, read again every 2 s. */
+export function TasksPage() {
+  const [filters, setFilters] = useState({ status: '', parentTaskId: '', userId: '' });
+  const [cursors, setCursors] = useState<string[]>([]);
+  const [page, setPage] = useState<{ tasks: Task[]; nextCursor: string | null } | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [now, setNow] = useState(Date.now());
+
+  const query = () => {
+    const q = new URLSearchParams({ limit: String(PAGE) });
+    for (const [k, v] of Object.entries(filters)) if (v) q.set(k, v);
+    const cursor = cursors.at(-1);
+    if (cursor) q.set('cursor', cursor);
+    return `/tasks?${q}`;
+  };
+  useEffect(() => {
+    let stop = false;
+    const load = async () => {
+      try {
+        const next = await api<{ tasks: Task[]; nextCursor: string | null }>(query());
+        if (!stop) {
+          setPage(next);
+          setNow(Date.now());
+          setError(null);
+        }
+      } catch (err) {
+        if (!stop) setError(err instanceof ApiError ? err.message : String(err));
+      }
+    };
+    void load();
+    const timer = setInterval(load, REFRESH_MS);
+    return () => {
+      stop = true;
+      clearInterval(timer);
+    };
+  }, [filters, cursors]);
+
+  const set = (name: keyof typeof filters) => (e: Event) => {
+    setFilters({ ...filters, [name]: (e.currentTarget as HTMLInputElement).value.trim() });
+    setCursors([]);
+  };
+  return (
+    <section>
+      <h2>Tasks</h2>
+      <form class="filters" onSubmit={(e) => e.preventDefault()}>
+        <label>
+          Status
+          <select name="status" value={filters.status} onChange={set('status')}>
+            {STATUSES.map((s) => (
+              <option value={s}>{s || 'any'}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Parent task
+          <input name="parentTaskId" value={filters.parentTaskId} onChange={set('parentTaskId')} placeholder="T-123" />
+        </label>
+        <label>
+          User
+          <input name="userId" value={filters.userId} onChange={set('userId')} placeholder="u-42" />
+        </label>
+      </form>
+      {error && <p class="error">{error}</p>}
+      <table class="tasks">
+        <thead>
+          <tr>
+            <th>Status</th>
+            <th>Type</th>
+            <th>Description</th>
+            <th>Parent</th>
+            <th>User</th>
+            <th class="num">Steps</th>
+            <th class="num">Tokens</th>
+            <th class="num">Cost</th>
+            <th>Age</th>
+          </tr>
+        </thead>
+        <tbody>
+          {page?.tasks.map((t) => (
+            <tr key={t.id} data-task={t.id}>
+              <td>
+                <span class={`status ${t.status}`}>{t.status}</span>
+              </td>
+              <td>{t.subagent_type}</td>
+              <td>
+                <a href={`#/tasks/${encodeURIComponent(t.id)}`}>{t.description || t.id}</a>
+              </td>
+              <td>{t.context.parentTaskId}</td>
+              <td>{t.context.userId}</td>
+              <td class="num">{t.steps}</td>
+              <td class="num">{tokens(t.usage.totalTokens)}</td>
+              <td class="num">{money(t.usage.costMicroUsd)}</td>
+              <td>{age(t.createdAt, now)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {page && page.tasks.length === 0 && <p class="hint">No task matches.</p>}
+      <div class="pager">
+        <button disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
+          Newer
+        </button>
+        <button disabled={!page?.nextCursor} onClick={() => page?.nextCursor && setCursors([...cursors, page.nextCursor])}>
+          Older
+        </button>
+      </div>
+    </section>
+  );
+}

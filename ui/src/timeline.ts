@@ -1,0 +1,91 @@
+import type { StreamMessage } from './api.ts';
+
+/** One line of a task's story, as people read it: a step's text, a tool call with its result, a plan, a note. */
+export type Item =
+  | { kind: 'step'; step: number; usage?: any; finishReason?: string }
+  | { kind: 'text'; step: number; text: string }
+  | { kind: 'tool'; step: number; toolCallId: string; toolName: string; input: unknown; output?: unknown; isError?: boolean }
+  | { kind: 'plan'; entries: Array<{ content: string; status: string; priority?: string }> }
+  | { kind: 'note'; type: string; text: string };
+
+/**
+ * The task's events folded into items, one message at a time (a task of 5,000 events is folded
+ * once, not re-read on each): text deltas of a step join one block, a tool result joins its call.
+ */
+export function createTimeline() {
+  const items: Item[] = [];
+  const calls = new Map<string, Extract<Item, { kind: 'tool' }>>();
+  let lastSeq = 0;
+  const note = (type: string, text: string) => items.push({ kind: 'note', type, text });
+
+  function add(m: StreamMessage): void {
+    if (typeof m.seq === 'number') {
+      if (m.seq <= lastSeq) return;
+      lastSeq = m.seq;
+    }
+    const d = m.data ?? {};
+    switch (m.type) {
+      case 'step.started':
+        items.push({ kind: 'step', step: d.step });
+        break;
+      case 'text.delta': {
+        const last = items.at(-1);
+        if (last?.kind === 'text' && last.step === d.step) last.text += d.text;
+        else items.push({ kind: 'text', step: d.step, text: d.text });
+        break;
+      }
+      case 'tool.call': {
+        const call = { kind: 'tool' as const, step: d.step, toolCallId: d.toolCallId, toolName: d.toolName, input: d.input };
+        calls.set(d.toolCallId, call);
+        items.push(call);
+        break;
+      }
+      case 'tool.result': {
+        const call = calls.get(d.toolCallId);
+        if (call) Object.assign(call, { output: d.output, isError: d.isError });
+        else items.push({ kind: 'tool', step: d.step, toolCallId: d.toolCallId, toolName: d.toolName, input: null, output: d.output, isError: d.isError });
+        break;
+      }
+      case 'step.finished': {
+        const started = [...items].reverse().find((i): i is Extract<Item, { kind: 'step' }> => i.kind === 'step' && i.step === d.step);
+        if (started) Object.assign(started, { usage: d.usage, finishReason: d.finishReason });
+        break;
+      }
+      case 'plan':
+        items.push({ kind: 'plan', entries: d.entries ?? [] });
+        break;
+      case 'task.started':
+        note(m.type, `started as ${d.subagent_type} on ${d.model}`);
+        break;
+      case 'task.finished':
+        note(m.type, `finished: ${d.status}${d.error ? ` (${d.error.code}: ${d.error.message})` : ''}`);
+        break;
+      case 'approval.requested':
+        note(m.type, `asks approval for ${d.toolName} ${JSON.stringify(d.input)}`);
+        break;
+      case 'approval.answered':
+        note(m.type, `approval ${d.decision} (by ${d.by})`);
+        break;
+      case 'network.request':
+        note(
+          m.type,
+          `${d.allowed ? 'reached' : 'refused'} ${d.host}:${d.port}${d.allowed ? ` (${d.bytesIn} B in, ${d.bytesOut} B out)` : ''}${d.reason ? ` — ${d.reason}` : ''}`,
+        );
+        break;
+      case 'task.paused':
+        note(m.type, `paused (${d.reason})${d.reason === 'budget' ? `: ${d.budget} budget of ${d.limit} ${d.measure} reached` : ''}`);
+        break;
+      case 'task.resumed':
+        note(m.type, `resumed from step ${d.fromStep}${d.reason ? ` (${d.reason})` : ''}`);
+        break;
+      case 'message.received':
+        note(m.type, `steering message delivered: ${d.text}`);
+        break;
+      case 'heartbeat':
+        break;
+      default:
+        note(m.type, m.type.replace('.', ' ') + (d && Object.keys(d).length ? ` ${JSON.stringify(d).slice(0, 300)}` : ''));
+    }
+  }
+  return { items, add, lastSeq: () => lastSeq };
+}
