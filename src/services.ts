@@ -1,3 +1,6 @@
+import { createAccessStore, type AccessStore } from './store/access-store.ts';
+import { createLifecycleStore } from './store/lifecycle-store.ts';
+import { createLifecycleSystem, type LifecycleSystem } from './tasks/lifecycle-system.ts';
 import type { Logger } from 'pino';
 import type { Config } from './config/config.ts';
 import { builtinAgents, createAgentRegistry, type AgentRegistry } from './definitions/agent-registry.ts';
@@ -55,6 +58,10 @@ export interface Services {
   workspacesDirOf: WorkspacesDirOf;
   budgets: Budgets;
   webhooks: WebhookStore;
+  /** Keys made with POST /keys, and the audit log. */
+  access: AccessStore;
+  /** Purges, erasures and the retention sweep. */
+  lifecycle: LifecycleSystem;
   /** Ends or re-queues what a previous process left unfinished; the process calls it once it listens. */
   /** True once `recover` has run: `/healthz` answers 503 `starting` before. */
   readonly recovered: boolean;
@@ -198,6 +205,16 @@ export function createServices(deps: ServiceDeps): Services {
     ...(cluster && { cluster: { store: cluster, leaseMs: config.taskLeaseMs } }),
   });
   metrics.watchQueue(() => tasks.depth());
+  const access = createAccessStore(db.sql);
+  const lifecycle = createLifecycleSystem({
+    lifecycle: createLifecycleStore(db.sql),
+    get: (tenant, id) => tasks.get(tenant, id),
+    metrics,
+    storage,
+    logger,
+    now,
+    retentionDays: config.retentionDays,
+  });
   db.cluster?.onNotification((channel, payload) => {
     // This instance's own wake-ups: it pumped already.
     if (channel === CHANNELS.wake) {
@@ -230,6 +247,8 @@ export function createServices(deps: ServiceDeps): Services {
     workspacesDirOf,
     budgets,
     webhooks,
+    access,
+    lifecycle,
     get recovered() {
       return recoveredAll;
     },
@@ -237,10 +256,12 @@ export function createServices(deps: ServiceDeps): Services {
       const recovered = await tasks.recover();
       recoveredAll = true;
       dispatcher.start();
+      lifecycle.start();
       if (recovered.interrupted + recovered.requeued + recovered.resumed > 0) logger.warn(recovered, 'recovered unfinished tasks');
       return recovered;
     },
     async close() {
+      await lifecycle.close();
       await tasks.close();
       await events.flush().catch((err) => logger.error({ err }, 'could not write the last events'));
       await dispatcher.close();

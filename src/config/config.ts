@@ -1,3 +1,4 @@
+import { KEY_ROLES, type KeyGrant, type KeyRole } from '../shapes/access.ts';
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
@@ -53,6 +54,7 @@ export const configSchema = z.object({
   /** An approval a task waits for is denied after this (a task's options.approvalTimeoutMs overrides it). */
   APPROVAL_TIMEOUT_MS: intFrom(24 * 3600_000, 1000),
   WORKTREE_TTL_MS: intFrom(24 * 3600_000, 1000),
+  RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).optional(),
   RECOVERY_MODE: z.enum(['resume', 'interrupt']).default('resume'),
   MAX_RESUMES: intFrom(2, 0),
   BASH_SANDBOX: z.enum(['auto', 'bwrap', 'none']).default('auto'),
@@ -124,6 +126,7 @@ function toConfig(env: z.output<typeof configSchema>) {
     pausedTtlMs: env.PAUSED_TTL_MS,
     approvalTimeoutMs: env.APPROVAL_TIMEOUT_MS,
     worktreeTtlMs: env.WORKTREE_TTL_MS,
+    retentionDays: env.RETENTION_DAYS ?? null,
     webhooks: {
       allowPrivate: env.WEBHOOK_ALLOW_PRIVATE === 'true',
       retryBaseMs: env.WEBHOOK_RETRY_BASE_MS,
@@ -157,18 +160,19 @@ function toConfig(env: z.output<typeof configSchema>) {
 }
 
 /** `key` or `key:tenant`, comma separated; a bare key is its own tenant. */
-export function parseApiKeys(raw: string | undefined): Map<string, string> | null {
+/** `API_KEYS`: `key`, `key:tenant` or `key:tenant:role`, comma separated (role `admin` by default). */
+export function parseApiKeys(raw: string | undefined): Map<string, KeyGrant> | null {
   if (!raw || !raw.trim()) return null;
-  const keys = new Map<string, string>();
+  const keys = new Map<string, KeyGrant>();
   for (const entry of raw
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean)) {
-    const i = entry.indexOf(':');
-    const key = i === -1 ? entry : entry.slice(0, i);
-    const tenant = i === -1 ? key : entry.slice(i + 1);
-    if (!key || !tenant) throw new ConfigError(`API_KEYS: empty key or tenant in entry "${i === -1 ? '' : '…'}"`);
-    keys.set(key, tenant);
+    const [key, tenant = key, role = 'admin', ...rest] = entry.split(':');
+    if (!key || !tenant) throw new ConfigError(`API_KEYS: empty key or tenant in entry "${entry.includes(':') ? '…' : ''}"`);
+    if (rest.length > 0 || !KEY_ROLES.includes(role as KeyRole))
+      throw new ConfigError(`API_KEYS: the role of an entry must be one of ${KEY_ROLES.join(', ')} (entry of tenant "${tenant}")`);
+    keys.set(key, { tenant, role: role as KeyRole });
   }
   return keys;
 }

@@ -1,11 +1,16 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { KeyGrant, KeyRole } from '../shapes/access.ts';
 import { AppError } from '../errors/app-error.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** The tenant of the caller's key ("default" when auth is off). */
     tenant: string;
+    /** What the caller's key may do (`admin` when auth is off). */
+    role: KeyRole;
+    /** The caller's key as the audit log names it (`sha256:` and 12 hex digits), never the key. */
+    keyFingerprint: string;
   }
   interface FastifyContextConfig {
     /**
@@ -23,8 +28,10 @@ const QUERY_TOKEN = 'access_token';
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
 export interface AuthOptions {
-  /** key → tenant; null turns auth off. */
-  apiKeys: Map<string, string> | null;
+  /** key → its tenant and role (API_KEYS); null turns auth off. */
+  apiKeys: Map<string, KeyGrant> | null;
+  /** Keys made with `POST /keys`, looked up by their SHA-256 (hex); answers are cached for KEY_CACHE_MS. */
+  storedKeys?: { grantOf(hash: string): Promise<KeyGrant | undefined> };
   /** Wrong or missing keys one client address may present per minute before it is refused for that minute. */
   maxFailuresPerMinute: number;
 }
@@ -38,10 +45,13 @@ export interface AuthOptions {
  */
 export function registerAuth(app: FastifyInstance, opts: AuthOptions): void {
   app.decorateRequest('tenant', DEFAULT_TENANT);
+  app.decorateRequest('role', 'admin');
+  app.decorateRequest('keyFingerprint', 'anonymous');
   const { apiKeys } = opts;
   if (!apiKeys) return;
-  const keys = [...apiKeys].map(([key, tenant]) => ({ digest: digest(key), tenant }));
+  const keys = [...apiKeys].map(([key, grant]) => ({ digest: digest(key), grant }));
   const failures = createFailureCounter(opts.maxFailuresPerMinute, 60_000);
+  const stored = opts.storedKeys && createKeyCache(opts.storedKeys);
   app.addHook('onRequest', async (request) => {
     if (isPublic(request.url)) return;
     const blocked = failures.blockedFor(request.ip);
@@ -56,14 +66,60 @@ export function registerAuth(app: FastifyInstance, opts: AuthOptions): void {
       throw new AppError(401, 'unauthorized', 'missing API key: send Authorization: Bearer <key>');
     }
     const d = digest(presented);
-    let tenant: string | undefined;
-    for (const k of keys) if (timingSafeEqual(k.digest, d)) tenant = k.tenant;
-    if (!tenant) {
+    let grant: KeyGrant | undefined;
+    for (const k of keys) if (timingSafeEqual(k.digest, d)) grant = k.grant;
+    // A key made with POST /keys: found by its hash, which says nothing of the key.
+    grant ??= await stored?.(d.toString('hex'));
+    if (!grant) {
       failures.add(request.ip);
       throw new AppError(401, 'unauthorized', 'invalid API key');
     }
-    request.tenant = tenant;
+    request.tenant = grant.tenant;
+    request.role = grant.role;
+    request.keyFingerprint = fingerprintOf(d);
+    const denied = roleDenies(grant.role, request.method, request.routeOptions.url ?? request.url.split('?')[0]);
+    if (denied) throw new AppError(403, 'forbidden', `a ${grant.role} key ${denied}`);
   });
+}
+
+/** How a key appears in the audit log and in `/keys`: `sha256:` and the first 12 hex digits of its hash. */
+export const fingerprintOf = (hash: Buffer) => `sha256:${hash.toString('hex').slice(0, 12)}`;
+export const keyHash = (key: string) => digest(key).toString('hex');
+
+/**
+ * Routes only an admin key may use: deletions and erasures, changes to budgets and webhooks, keys,
+ * the audit log. (`DELETE /mcp` ends an MCP session, which any key that may use `/mcp` may do.)
+ */
+function adminOnly(method: string, route: string): boolean {
+  if (route.startsWith('/keys') || route === '/audit') return true;
+  if (method === 'DELETE') return route !== '/mcp';
+  return (route.startsWith('/budgets') || route.startsWith('/webhooks')) && method !== 'GET' && method !== 'HEAD';
+}
+
+/** Why a key of `role` may not call `method route`, or null when it may. `read` ⊂ `submit` ⊂ `admin`. */
+export function roleDenies(role: KeyRole, method: string, route: string): string | null {
+  if (role === 'admin') return null;
+  if (adminOnly(method, route)) return `may not ${method} ${route}: an admin key may`;
+  if (role === 'read' && method !== 'GET' && method !== 'HEAD') return `may only read (GET and streams), not ${method} ${route}`;
+  return null;
+}
+
+/** How long an answer about a stored key holds: a revoked key stops working on every instance within it. */
+export const KEY_CACHE_MS = 5_000;
+
+/** Stored keys' answers by hash, for KEY_CACHE_MS (a wrong key costs one lookup per window, then the failure counter blocks it). */
+function createKeyCache(store: NonNullable<AuthOptions['storedKeys']>) {
+  const cache = new Map<string, { grant: KeyGrant | undefined; until: number }>();
+  const MAX = 10_000;
+  return async (hash: string): Promise<KeyGrant | undefined> => {
+    const now = Date.now();
+    const hit = cache.get(hash);
+    if (hit && hit.until > now) return hit.grant;
+    const grant = await store.grantOf(hash);
+    if (cache.size >= MAX) cache.clear();
+    cache.set(hash, { grant: grant && { tenant: grant.tenant, role: grant.role }, until: now + KEY_CACHE_MS });
+    return grant;
+  };
 }
 
 /**

@@ -21,6 +21,7 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ budgets: Budgets; now: () =>
   app.put(
     '/budgets/:scope/:id',
     {
+      config: { audit: 'budget.set' },
       schema: {
         operationId: 'putBudget',
         summary: 'Set the standing budget of a parent task or a user',
@@ -61,6 +62,7 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ budgets: Budgets; now: () =>
   app.delete(
     '/budgets/:scope/:id',
     {
+      config: { audit: 'budget.deleted' },
       schema: {
         operationId: 'deleteBudget',
         summary: 'Remove the standing budget of a parent task or a user',

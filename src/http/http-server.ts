@@ -14,6 +14,7 @@ import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from
 import { healthRoutes } from './health-routes.ts';
 import { registerOpenApi } from './openapi.ts';
 import { uiRoutes } from './ui-routes.ts';
+import { accessRoutes, registerAudit } from './access-routes.ts';
 import { SERVICE_VERSION } from '../version.ts';
 import { streamRoutes } from './stream-routes.ts';
 import { tasksRoutes } from './tasks-routes.ts';
@@ -90,7 +91,8 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
   server.addHook('preClose', async () => {
     for (const socket of fresh) socket.destroy();
   });
-  registerAuth(server, { apiKeys: config.apiKeys, maxFailuresPerMinute: config.authFailuresPerMinute });
+  registerAuth(server, { apiKeys: config.apiKeys, maxFailuresPerMinute: config.authFailuresPerMinute, storedKeys: services.access });
+  registerAudit(server, services.access, Date.now);
   // Per tenant (per client address while auth is off); runs after auth has named the tenant.
   await server.register(rateLimit, {
     max: config.rateLimitPerMinute,
@@ -140,6 +142,13 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
     version: SERVICE_VERSION,
   });
   await server.register(workspacesRoutes, { workspacesDirOf, maxUploadBytes: config.maxUploadBytes });
+  await server.register(accessRoutes, {
+    tasks,
+    lifecycle: services.lifecycle,
+    access: services.access,
+    authRequired: config.apiKeys !== null,
+    now: Date.now,
+  });
   await server.register(streamRoutes, {
     metrics,
     tasks,

@@ -98,6 +98,7 @@ for (const [id, schema] of Object.entries(named)) apiSchemas.add(schema, { id })
 const errorText = {
   400: 'Invalid request: `error.details` names each field and what is wrong with it',
   401: 'Missing or wrong API key (only while API_KEYS is set)',
+  403: "Outside the key's role (forbidden): read keys only read, submit keys may not delete or change budgets, webhooks and keys",
   404: 'No such task, workspace, file or route for this tenant',
   409: 'This Idempotency-Key was already used with a different body',
   410: 'The worktree copy of the task was removed (applied, or past WORKTREE_TTL_MS)',

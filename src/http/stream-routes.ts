@@ -109,6 +109,12 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
     wsHandler: async (socket, request) => {
       const { id } = request.params;
       const { after } = request.query;
+      // An ended task with nothing after the cursor (read to its end, or purged): nothing will come.
+      const task = await tasks.get(request.tenant, id);
+      if (isEndedStatus(task.status) && (await events.read(id, after, 1)).length === 0) {
+        socket.close(1000, 'the task has ended; nothing follows the cursor');
+        return;
+      }
       await feedTask(socketSink(socket, opts.pingMs), id, after);
     },
   });

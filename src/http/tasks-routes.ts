@@ -183,6 +183,7 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
   app.post(
     '/tasks/:id/approvals/:requestId',
     {
+      config: { audit: (r) => ({ action: `approval.${(r.body as { decision: string }).decision}` }) },
       schema: {
         operationId: 'answerApproval',
         summary: 'Answer a tool call waiting for approval',

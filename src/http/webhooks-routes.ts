@@ -42,6 +42,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<WebhooksRoutesOptions> = asyn
   app.post(
     '/webhooks',
     {
+      config: { audit: 'webhook.created' },
       schema: {
         operationId: 'createWebhook',
         summary: 'Register a webhook endpoint for task events',
@@ -70,6 +71,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<WebhooksRoutesOptions> = asyn
   app.post(
     '/webhooks/:id/enable',
     {
+      config: { audit: 'webhook.enabled' },
       schema: {
         operationId: 'enableWebhook',
         summary: 'Turn a disabled endpoint back on',
@@ -100,6 +102,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<WebhooksRoutesOptions> = asyn
   app.delete(
     '/webhooks/:id',
     {
+      config: { audit: 'webhook.deleted' },
       schema: {
         operationId: 'deleteWebhook',
         summary: 'Remove a webhook endpoint (its pending deliveries are dropped)',
@@ -134,6 +137,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<WebhooksRoutesOptions> = asyn
   app.post(
     '/webhooks/deliveries/:deliveryId/retry',
     {
+      config: { audit: 'delivery.retried' },
       schema: {
         operationId: 'retryWebhookDelivery',
         summary: 'Send a delivery again now (a failed one becomes pending)',

@@ -131,6 +131,7 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
   app.delete(
     '/workspaces/:parentTaskId/files/*',
     {
+      config: { audit: 'workspace.file_deleted' },
       schema: {
         operationId: 'deleteWorkspaceFile',
         summary: 'Delete a workspace file or folder',

@@ -104,7 +104,16 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     },
   });
 
+  const purged = new Counter({
+    name: 'subagentd_tasks_purged_total',
+    help: 'Tasks whose content was purged (their usage kept), by why: delete, retention, erasure',
+    labelNames: ['reason'],
+    registers: [registry],
+  });
   return {
+    tasksPurged(reason: 'delete' | 'retention' | 'erasure', n: number) {
+      purged.inc({ reason }, n);
+    },
     registry,
     /** Where the storage gauges read their values. */
     watchStorage(read: () => { writable: boolean; waiting: number }) {

@@ -300,6 +300,11 @@ export const taskOutputSchema = z.object({
   parentTask: z.string().nullable().describe("the task whose `task` tool started it; null for the caller's own"),
   changes: changesSchema.nullable().describe('a worktree task (options.isolation "worktree") once finished: what it changed; null otherwise'),
   error: taskErrorSchema.nullable(),
+  purged: z
+    .boolean()
+    .describe(
+      'its content was purged (DELETE /tasks/:id, RETENTION_DAYS, an erased user): prompt, conversation, events, summary and output are gone; usage stays',
+    ),
   createdAt: z.string(),
   startedAt: z.string().nullable(),
   completedAt: z.string().nullable(),

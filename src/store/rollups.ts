@@ -72,3 +72,17 @@ export function rebuildRollups(sql: SqlClient): Promise<void> {
     await tx.run(rollupsFromRecordsSql(sql.dialect));
   });
 }
+
+/**
+ * Moves a user's roll-up rows to another key (an erased user's `erased:<hash>`), added to any
+ * rows that key has already, in the caller's transaction: totals stay what they were.
+ */
+export async function renameUserInRollups(sql: SqlClient, tenant: string, from: string, to: string): Promise<void> {
+  await sql.run(
+    `INSERT INTO usage_rollups (tenant, dim, key, day, ${MEASURES.join(', ')})
+     SELECT tenant, dim, ?, day, ${MEASURES.join(', ')} FROM usage_rollups WHERE tenant = ? AND dim = 'user' AND key = ?
+     ON CONFLICT (tenant, dim, key, day) DO UPDATE SET ${MEASURES.map((m) => `${m} = usage_rollups.${m} + excluded.${m}`).join(', ')}`,
+    [to, tenant, from],
+  );
+  await sql.run(`DELETE FROM usage_rollups WHERE tenant = ? AND dim = 'user' AND key = ?`, [tenant, from]);
+}

@@ -89,6 +89,8 @@ export const tasks = pgTable(
     /** 1 while the task waits for a child of its own: it counts against no running quota then. */
     waitingOnChild: integer('waiting_on_child').notNull().default(0),
     /** A worktree task's changes (JSON) once it ended, when they were applied and its copy removed; null otherwise. */
+    /** When `DELETE /tasks/:id`, the retention sweep or a user's erasure purged its content (epoch ms); null otherwise. */
+    purgedAt: bigint('purged_at', { mode: 'number' }),
     worktree: text('worktree'),
   },
   (t) => [
@@ -103,6 +105,11 @@ export const tasks = pgTable(
       .on(t.completedAt)
       .where(sql`worktree IS NOT NULL`),
     uniqueIndex('tasks_idempotency').on(t.tenant, t.idempotencyKey),
+    // Finished tasks not purged yet, by end: what the retention sweep reads.
+    index('tasks_retention')
+      .on(t.completedAt)
+      .where(sql`purged_at IS NULL AND completed_at IS NOT NULL`),
+    index('tasks_user').on(t.tenant, t.userId),
   ],
 );
 
@@ -296,4 +303,37 @@ export const budgets = pgTable(
     updatedAt: bigint('updated_at', { mode: 'number' }).notNull(),
   },
   (t) => [primaryKey({ columns: [t.tenant, t.scope, t.scopeId] })],
+);
+
+/**
+ * Who changed what: budgets, webhooks, keys, approvals, deletions and erasures, per tenant, newest
+ * first by id (a ULID). `key` is the caller key's fingerprint, never the key. Kept past the
+ * retention of tasks.
+ */
+export const auditLog = pgTable(
+  'audit_log',
+  {
+    id: text('id').primaryKey(),
+    tenant: text('tenant').notNull(),
+    at: bigint('at', { mode: 'number' }).notNull(),
+    key: text('key').notNull(),
+    action: text('action').notNull(),
+    target: text('target').notNull(),
+  },
+  (t) => [index('audit_log_tenant').on(t.tenant, t.id)],
+);
+
+/** API keys made by an admin (`POST /keys`): stored as their SHA-256 only, revoked by `DELETE /keys/:id`. */
+export const apiKeys = pgTable(
+  'api_keys',
+  {
+    id: text('id').primaryKey(),
+    tenant: text('tenant').notNull(),
+    role: text('role', { enum: ['admin', 'submit', 'read'] }).notNull(),
+    name: text('name'),
+    hash: text('hash').notNull().unique(),
+    createdAt: bigint('created_at', { mode: 'number' }).notNull(),
+    revokedAt: bigint('revoked_at', { mode: 'number' }),
+  },
+  (t) => [index('api_keys_tenant').on(t.tenant, t.id)],
 );

@@ -103,6 +103,8 @@ export const tasks = sqliteTable(
     /** 1 while the task waits for a child of its own: it counts against no running quota then. */
     waitingOnChild: integer('waiting_on_child').notNull().default(0),
     /** A worktree task's changes once it ended, when they were applied and its copy removed; null otherwise. */
+    /** When `DELETE /tasks/:id`, the retention sweep or a user's erasure purged its content (epoch ms); null otherwise. */
+    purgedAt: integer('purged_at'),
     worktree: text('worktree', { mode: 'json' }).$type<WorktreeState>(),
   },
   (t) => [
@@ -117,6 +119,11 @@ export const tasks = sqliteTable(
       .on(t.completedAt)
       .where(sql`worktree IS NOT NULL`),
     uniqueIndex('tasks_idempotency').on(t.tenant, t.idempotencyKey),
+    // Finished tasks not purged yet, by end: what the retention sweep reads.
+    index('tasks_retention')
+      .on(t.completedAt)
+      .where(sql`purged_at IS NULL AND completed_at IS NOT NULL`),
+    index('tasks_user').on(t.tenant, t.userId),
   ],
 );
 
@@ -346,3 +353,36 @@ export interface Activity {
 export type TaskRow = typeof tasks.$inferSelect;
 export type NewTaskRow = typeof tasks.$inferInsert;
 export type RecordRow = typeof subagentRecords.$inferSelect;
+
+/**
+ * Who changed what: budgets, webhooks, keys, approvals, deletions and erasures, per tenant, newest
+ * first by id (a ULID). `key` is the caller key's fingerprint, never the key. Kept past the
+ * retention of tasks.
+ */
+export const auditLog = sqliteTable(
+  'audit_log',
+  {
+    id: text('id').primaryKey(),
+    tenant: text('tenant').notNull(),
+    at: integer('at').notNull(),
+    key: text('key').notNull(),
+    action: text('action').notNull(),
+    target: text('target').notNull(),
+  },
+  (t) => [index('audit_log_tenant').on(t.tenant, t.id)],
+);
+
+/** API keys made by an admin (`POST /keys`): stored as their SHA-256 only, revoked by `DELETE /keys/:id`. */
+export const apiKeys = sqliteTable(
+  'api_keys',
+  {
+    id: text('id').primaryKey(),
+    tenant: text('tenant').notNull(),
+    role: text('role', { enum: ['admin', 'submit', 'read'] }).notNull(),
+    name: text('name'),
+    hash: text('hash').notNull().unique(),
+    createdAt: integer('created_at').notNull(),
+    revokedAt: integer('revoked_at'),
+  },
+  (t) => [index('api_keys_tenant').on(t.tenant, t.id)],
+);

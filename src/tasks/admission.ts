@@ -135,6 +135,9 @@ export async function sessionOf(store: TaskStore, tenant: string, body: CreateTa
       `task ${earlier.id} is ${earlier.status}; continue it once it has ended, or steer it with POST /tasks/${earlier.id}/messages`,
     );
   }
+  if (earlier.purgedAt !== null) {
+    throw new AppError(409, 'task_purged', `task ${earlier.id} was purged: its conversation is gone, so it cannot be continued (start a fresh task)`);
+  }
   if (body.fork && earlier.subagentType === 'fork') {
     throw new AppError(400, 'fork_in_fork', `task ${earlier.id} is a fork; a fork cannot fork again (continue it without fork instead)`);
   }
@@ -211,6 +214,7 @@ export function newTaskRow(
     activity: null,
     waitingOnChild: 0,
     worktree: null,
+    purgedAt: null,
     ...lineage,
   };
 }

@@ -34,6 +34,7 @@ export function toTaskOutput(row: TaskRow, progress: Progress | null = null): Ta
         }
       : null,
     error: row.errorCode ? { code: row.errorCode, message: row.errorMessage ?? '' } : null,
+    purged: row.purgedAt !== null,
     createdAt: iso(row.createdAt),
     startedAt: iso(row.startedAt),
     completedAt: iso(row.completedAt),

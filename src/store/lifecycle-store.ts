@@ -1,0 +1,119 @@
+import type { CreateTaskBody } from '../shapes/task.ts';
+import { renameUserInRollups } from './rollups.ts';
+import { tasks } from './schema.ts';
+import { rowReader } from './rows.ts';
+import type { SqlClient } from './sql-client.ts';
+
+const taskOf = rowReader(tasks);
+const FINISHED = ['completed', 'aborted', 'error'];
+/** Cluster: the advisory lock the retention sweep's batches take (one instance sweeps at a time). */
+const RETENTION_LOCK = 7_316_004;
+
+/**
+ * What a purged task keeps of its request: who asked, for whom, and how (the ids, the type, the
+ * options); its prompt and a fork's inherited conversation go.
+ */
+function purgedRequest(request: CreateTaskBody, userId: string): CreateTaskBody {
+  const { fork: _fork, ...kept } = request;
+  return { ...kept, prompt: '', context: { ...request.context, userId } };
+}
+
+/**
+ * Forgetting content, keeping money: a finished task's prompt, conversation, events, steering
+ * messages, summary and output are removed; its usage (the task's counters, its record, its
+ * billed calls, the roll-ups) stays.
+ */
+export function createLifecycleStore(sql: SqlClient) {
+  /** Purges one task in `tx`; null when it is not finished. `userId` replaces its user (an erasure). */
+  async function purgeIn(tx: SqlClient, taskId: string, at: number, userId?: string): Promise<{ events: number } | null> {
+    const raw = await tx.get('SELECT * FROM tasks WHERE id = ?', [taskId]);
+    if (!raw) return null;
+    const row = taskOf(raw);
+    if (!FINISHED.includes(row.status)) return null;
+    const user = userId ?? row.userId;
+    if (row.purgedAt !== null && user === row.userId) return { events: 0 };
+    await tx.run(
+      `UPDATE tasks SET request = ?, user_id = ?, summary = NULL, output = NULL, waiting_calls = NULL, pause = NULL,
+         error_message = CASE WHEN error_message IS NULL THEN NULL ELSE '(purged)' END, purged_at = coalesce(purged_at, ?) WHERE id = ?`,
+      [JSON.stringify(purgedRequest(row.request, user)), user, at, taskId],
+    );
+    const events = await tx.run('DELETE FROM task_events WHERE task_id = ?', [taskId]);
+    await tx.run('DELETE FROM task_messages WHERE task_id = ?', [taskId]);
+    await tx.run('DELETE FROM task_inbox WHERE task_id = ?', [taskId]);
+    return { events };
+  }
+
+  return {
+    /** Purges a finished task (again: nothing more to do); null when it is not finished. */
+    purge(taskId: string, at: number): Promise<{ events: number } | null> {
+      return sql.transaction((tx) => purgeIn(tx, taskId, at));
+    },
+
+    /**
+     * Purges finished tasks that ended before `cutoff`, oldest first, at most `limit` in one
+     * transaction; on PostgreSQL only while no other instance holds the sweep's lock (0 then).
+     */
+    purgeEndedBefore(cutoff: number, limit: number, at: number): Promise<number> {
+      return sql.transaction(async (tx) => {
+        if (tx.dialect === 'postgres') {
+          const held = await tx.get<{ held: boolean }>('SELECT pg_try_advisory_xact_lock(?) AS held', [RETENTION_LOCK]);
+          if (!held?.held) return 0;
+        }
+        const ids = await tx.all<{ id: string }>(
+          'SELECT id FROM tasks WHERE purged_at IS NULL AND completed_at IS NOT NULL AND completed_at < ? ORDER BY completed_at LIMIT ?',
+          [cutoff, limit],
+        );
+        let purged = 0;
+        for (const { id } of ids) if (await purgeIn(tx, id, at)) purged++;
+        return purged;
+      });
+    },
+
+    /** A user's tasks of a tenant: how many, and how many have not finished. */
+    async tasksOfUser(tenant: string, userId: string): Promise<{ ids: string[]; unfinished: number }> {
+      const rows = await sql.all<{ id: string; status: string }>('SELECT id, status FROM tasks WHERE tenant = ? AND user_id = ?', [tenant, userId]);
+      return { ids: rows.map((r) => r.id), unfinished: rows.filter((r) => !FINISHED.includes(r.status)).length };
+    },
+
+    /** Purges some of an erased user's tasks, their user becoming `erased` (one transaction). */
+    eraseTasks(ids: string[], erased: string, at: number): Promise<{ tasks: number; events: number }> {
+      return sql.transaction(async (tx) => {
+        let done = 0;
+        let events = 0;
+        for (const id of ids) {
+          const r = await purgeIn(tx, id, at, erased);
+          if (r) {
+            done++;
+            events += r.events;
+          }
+        }
+        return { tasks: done, events };
+      });
+    },
+
+    /**
+     * The rest of an erasure: the user's usage records, roll-ups and standing budget under
+     * `erased`, and the audit log's entries about that budget naming it so.
+     */
+    eraseUsage(tenant: string, userId: string, erased: string): Promise<void> {
+      return sql.transaction(async (tx) => {
+        for (const spelled of new Set([userId, encodeURIComponent(userId)]))
+          await tx.run('UPDATE audit_log SET target = ? WHERE tenant = ? AND target = ?', [`/budgets/user/${erased}`, tenant, `/budgets/user/${spelled}`]);
+        await tx.run('UPDATE subagent_records SET user_id = ? WHERE tenant = ? AND user_id = ?', [erased, tenant, userId]);
+        await renameUserInRollups(tx, tenant, userId, erased);
+        await tx.run(`DELETE FROM budgets WHERE tenant = ? AND scope = 'user' AND scope_id = ?`, [tenant, erased]);
+        await tx.run(`UPDATE budgets SET scope_id = ? WHERE tenant = ? AND scope = 'user' AND scope_id = ?`, [erased, tenant, userId]);
+      });
+    },
+
+    /** Parent tasks of a tenant-less layout folder: the newest time anything of theirs happened (created or ended). */
+    async lastActivityOfParents(): Promise<Map<string, number>> {
+      const rows = await sql.all<{ parent_task_id: string; tenant: string; last: number }>(
+        'SELECT parent_task_id, tenant, max(coalesce(completed_at, created_at)) AS last FROM tasks GROUP BY tenant, parent_task_id',
+      );
+      return new Map(rows.map((r) => [`${r.tenant}\u0000${r.parent_task_id}`, Number(r.last)]));
+    },
+  };
+}
+
+export type LifecycleStore = ReturnType<typeof createLifecycleStore>;

@@ -1,0 +1,106 @@
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import { AppError } from '../errors/app-error.ts';
+import type { Metrics } from '../metrics/metrics.ts';
+import type { LifecycleStore } from '../store/lifecycle-store.ts';
+import type { TaskRow } from '../store/schema.ts';
+import type { StorageGuard } from '../store/storage-guard.ts';
+
+/** Tasks one transaction purges: short enough that no write waits long behind it. */
+const BATCH = 50;
+/** How often the retention sweep looks for tasks past RETENTION_DAYS. */
+const SWEEP_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+
+/** `erased:` and the first 16 hex digits of the id's SHA-256: what an erased user's usage is kept under. */
+export const erasedIdOf = (userId: string) => `erased:${createHash('sha256').update(userId).digest('hex').slice(0, 16)}`;
+
+export interface LifecycleDeps {
+  lifecycle: LifecycleStore;
+  /** A task of the tenant (404 for an unknown one or another tenant's). */
+  get(tenant: string, id: string): Promise<TaskRow>;
+  metrics: Metrics;
+  storage: StorageGuard;
+  logger: Logger;
+  now: () => number;
+  /** RETENTION_DAYS: finished tasks older than that are purged; null: kept. */
+  retentionDays: number | null;
+}
+
+/**
+ * Data lifecycle: purging a finished task's content (`DELETE /tasks/:id`), erasing a user
+ * (`DELETE /users/:userId`), and the retention sweep (RETENTION_DAYS), each keeping the money:
+ * usage records, billed calls and roll-ups stay, an erased user's under `erased:<hash>`.
+ */
+export function createLifecycleSystem(deps: LifecycleDeps) {
+  const { lifecycle } = deps;
+  let timer: NodeJS.Timeout | null = null;
+  let sweeping: Promise<void> | null = null;
+
+  /** Purges what ended before the cutoff, a batch per transaction, yielding between batches. */
+  async function sweep(): Promise<void> {
+    if (deps.retentionDays === null || deps.storage.fault) return;
+    const cutoff = deps.now() - deps.retentionDays * DAY_MS;
+    for (;;) {
+      const purged = await lifecycle.purgeEndedBefore(cutoff, BATCH, deps.now());
+      if (purged > 0) deps.metrics.tasksPurged('retention', purged);
+      if (purged < BATCH) return;
+      await new Promise((r) => setImmediate(r));
+    }
+  }
+
+  return {
+    /** Purges a finished task of the tenant: 409 while it runs (cancel it first). */
+    async deleteTask(tenant: string, id: string): Promise<TaskRow> {
+      const row = await deps.get(tenant, id);
+      const purged = await lifecycle.purge(row.id, deps.now());
+      if (!purged) throw new AppError(409, 'task_not_finished', `task ${id} is ${row.status}: cancel it (POST /tasks/${id}/cancel) before deleting it`);
+      if (row.purgedAt === null) deps.metrics.tasksPurged('delete', 1);
+      return deps.get(tenant, id);
+    },
+
+    /**
+     * Erases a user of the tenant: every task purged, its usage kept under `erased:<hash>`. 409
+     * while one of its tasks has not finished.
+     */
+    async eraseUser(tenant: string, userId: string): Promise<{ tasks: number; events: number; erasedAs: string }> {
+      const erased = erasedIdOf(userId);
+      const { ids, unfinished } = await lifecycle.tasksOfUser(tenant, userId);
+      if (unfinished > 0)
+        throw new AppError(409, 'user_has_unfinished_tasks', `${unfinished} task(s) of user ${userId} have not finished: cancel them, then erase the user`);
+      let tasks = 0;
+      let events = 0;
+      for (let i = 0; i < ids.length; i += BATCH) {
+        const done = await lifecycle.eraseTasks(ids.slice(i, i + BATCH), erased, deps.now());
+        tasks += done.tasks;
+        events += done.events;
+      }
+      await lifecycle.eraseUsage(tenant, userId, erased);
+      deps.metrics.tasksPurged('erasure', tasks);
+      return { tasks, events, erasedAs: erased };
+    },
+
+    start(): void {
+      if (deps.retentionDays === null || timer) return;
+      const run = () => {
+        sweeping ??= sweep()
+          .catch((err: unknown) => deps.logger.error({ err }, 'the retention sweep failed; it runs again within the hour'))
+          .finally(() => (sweeping = null));
+      };
+      timer = setInterval(run, SWEEP_MS);
+      timer.unref();
+      run();
+    },
+
+    /** One sweep now (tests, and `start`). */
+    sweep,
+
+    async close(): Promise<void> {
+      if (timer) clearInterval(timer);
+      timer = null;
+      await sweeping;
+    },
+  };
+}
+
+export type LifecycleSystem = ReturnType<typeof createLifecycleSystem>;
