@@ -214,6 +214,9 @@ export function createServices(deps: ServiceDeps): Services {
     logger,
     now,
     retentionDays: config.retentionDays,
+    workspaceRetentionDays: config.workspaceRetentionDays,
+    workspacesDir: config.workspacesDir,
+    multiTenant: config.apiKeys !== null,
   });
   db.cluster?.onNotification((channel, payload) => {
     // This instance's own wake-ups: it pumped already.

@@ -1,3 +1,5 @@
+import { existsSync, mkdirSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, taskBody, taskEnd, type TestService } from './support/harness';
 import { until } from './support/until';
@@ -133,11 +135,35 @@ describe('retention (RETENTION_DAYS)', () => {
       logger: svc.app.logger,
       now: Date.now,
       retentionDays: 30,
+      workspaceRetentionDays: 30,
+      workspacesDir: svc.config.workspacesDir,
+      multiTenant: true,
     });
     await sweeper.sweep();
     expect((await call(ADMIN, 'GET', `/tasks/${old}`)).json().purged).toBe(true);
     expect((await call(ADMIN, 'GET', `/tasks/${fresh}`)).json().purged).toBe(false);
     expect((await call(ADMIN, 'GET', '/metrics')).body).toMatch(/subagentd_tasks_purged_total\{reason="retention"\} 1/);
+
+    // Workspaces: one untouched for 40 days (its task and its files), one whose file changed today,
+    // one whose parent's task is recent.
+    const aged = Date.now() - 40 * 86_400_000;
+    const root = path.join(svc.config.workspacesDir, '@acme');
+    const stale = await finishedTask('LIFE-WS-STALE', 'u-ret', 'T-ws-stale');
+    const touched = await finishedTask('LIFE-WS-TOUCHED', 'u-ret', 'T-ws-touched');
+    await finishedTask('LIFE-WS-RECENT', 'u-ret', 'T-ws-recent');
+    for (const id of [stale, touched]) await svc.db.sql.run('UPDATE tasks SET created_at = ?, completed_at = ? WHERE id = ?', [aged, aged, id]);
+    for (const parent of ['T-ws-stale', 'T-ws-touched', 'T-ws-recent']) {
+      mkdirSync(path.join(root, parent, 'deep'), { recursive: true });
+      writeFileSync(path.join(root, parent, 'deep', 'notes.md'), 'notes');
+      for (const p of [path.join(root, parent, 'deep', 'notes.md'), path.join(root, parent, 'deep'), path.join(root, parent)])
+        utimesSync(p, aged / 1000, aged / 1000);
+    }
+    writeFileSync(path.join(root, 'T-ws-touched', 'deep', 'notes.md'), 'changed today');
+    expect(await sweeper.sweepWorkspaces()).toBe(1);
+    expect(existsSync(path.join(root, 'T-ws-stale'))).toBe(false);
+    expect(existsSync(path.join(root, 'T-ws-touched', 'deep', 'notes.md'))).toBe(true);
+    expect(existsSync(path.join(root, 'T-ws-recent', 'deep', 'notes.md'))).toBe(true);
+    expect(readdirSync(root).filter((n) => n.startsWith('.removing'))).toEqual([]);
   });
 });
 

@@ -55,6 +55,7 @@ export const configSchema = z.object({
   APPROVAL_TIMEOUT_MS: intFrom(24 * 3600_000, 1000),
   WORKTREE_TTL_MS: intFrom(24 * 3600_000, 1000),
   RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).optional(),
+  WORKSPACE_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).optional(),
   RECOVERY_MODE: z.enum(['resume', 'interrupt']).default('resume'),
   MAX_RESUMES: intFrom(2, 0),
   BASH_SANDBOX: z.enum(['auto', 'bwrap', 'none']).default('auto'),
@@ -127,6 +128,7 @@ function toConfig(env: z.output<typeof configSchema>) {
     approvalTimeoutMs: env.APPROVAL_TIMEOUT_MS,
     worktreeTtlMs: env.WORKTREE_TTL_MS,
     retentionDays: env.RETENTION_DAYS ?? null,
+    workspaceRetentionDays: env.WORKSPACE_RETENTION_DAYS ?? null,
     webhooks: {
       allowPrivate: env.WEBHOOK_ALLOW_PRIVATE === 'true',
       retryBaseMs: env.WEBHOOK_RETRY_BASE_MS,

@@ -110,7 +110,15 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     labelNames: ['reason'],
     registers: [registry],
   });
+  const workspacesRemoved = new Counter({
+    name: 'subagentd_workspaces_removed_total',
+    help: 'Workspaces removed after WORKSPACE_RETENTION_DAYS untouched',
+    registers: [registry],
+  });
   return {
+    workspacesRemoved(n: number) {
+      workspacesRemoved.inc(n);
+    },
     tasksPurged(reason: 'delete' | 'retention' | 'erasure', n: number) {
       purged.inc({ reason }, n);
     },

@@ -106,12 +106,14 @@ export function createLifecycleStore(sql: SqlClient) {
       });
     },
 
-    /** Parent tasks of a tenant-less layout folder: the newest time anything of theirs happened (created or ended). */
-    async lastActivityOfParents(): Promise<Map<string, number>> {
-      const rows = await sql.all<{ parent_task_id: string; tenant: string; last: number }>(
-        'SELECT parent_task_id, tenant, max(coalesce(completed_at, created_at)) AS last FROM tasks GROUP BY tenant, parent_task_id',
+    /** When anything last happened to a parent's tasks (created or ended; null: none), and how many are not finished. */
+    async parentActivity(tenant: string, parentTaskId: string): Promise<{ last: number | null; open: number }> {
+      const row = await sql.get<{ last: number | string | null; open: number | string | null }>(
+        `SELECT max(coalesce(completed_at, created_at)) AS last, sum(CASE WHEN status IN ('queued', 'running', 'paused') THEN 1 ELSE 0 END) AS open
+           FROM tasks WHERE tenant = ? AND parent_task_id = ?`,
+        [tenant, parentTaskId],
       );
-      return new Map(rows.map((r) => [`${r.tenant}\u0000${r.parent_task_id}`, Number(r.last)]));
+      return { last: row?.last == null ? null : Number(row.last), open: Number(row?.open ?? 0) };
     },
   };
 }

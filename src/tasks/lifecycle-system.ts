@@ -1,4 +1,6 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import { lstat, readdir, rename, rm } from 'node:fs/promises';
+import path from 'node:path';
 import type { Logger } from 'pino';
 import { AppError } from '../errors/app-error.ts';
 import type { Metrics } from '../metrics/metrics.ts';
@@ -25,6 +27,34 @@ export interface LifecycleDeps {
   now: () => number;
   /** RETENTION_DAYS: finished tasks older than that are purged; null: kept. */
   retentionDays: number | null;
+  /** WORKSPACE_RETENTION_DAYS: workspaces untouched that long are removed; null: kept. */
+  workspaceRetentionDays: number | null;
+  /** WORKSPACES_DIR, and whether it holds a folder per tenant (`@<tenant>`, with API_KEYS). */
+  workspacesDir: string;
+  multiTenant: boolean;
+}
+
+/** Entries of a workspace looked at for their times; a bigger one counts as in use (kept). */
+const MAX_ENTRIES = 10_000;
+
+/** The newest modification time in a folder tree (links not followed), or null past MAX_ENTRIES. */
+async function newestIn(dir: string): Promise<number | null> {
+  let newest = 0;
+  let seen = 0;
+  const stack = [dir];
+  while (stack.length > 0) {
+    const d = stack.pop()!;
+    const st = await lstat(d);
+    newest = Math.max(newest, st.mtimeMs);
+    if (!st.isDirectory()) continue;
+    for (const e of await readdir(d, { withFileTypes: true })) {
+      if (++seen > MAX_ENTRIES) return null;
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) stack.push(p);
+      else newest = Math.max(newest, (await lstat(p)).mtimeMs);
+    }
+  }
+  return newest;
 }
 
 /**
@@ -47,6 +77,42 @@ export function createLifecycleSystem(deps: LifecycleDeps) {
       if (purged < BATCH) return;
       await new Promise((r) => setImmediate(r));
     }
+  }
+
+  /**
+   * Removes workspaces nobody touched for WORKSPACE_RETENTION_DAYS: no task of their parent created
+   * or ended since, no file changed since, and no task of theirs unfinished. A workspace is first
+   * renamed away (atomically), so a task that starts meanwhile gets a fresh folder, never half of
+   * an old one.
+   */
+  async function sweepWorkspaces(): Promise<number> {
+    if (deps.workspaceRetentionDays === null) return 0;
+    const cutoff = deps.now() - deps.workspaceRetentionDays * DAY_MS;
+    const tenants: Array<{ tenant: string; dir: string }> = deps.multiTenant
+      ? (await readdir(deps.workspacesDir).catch(() => []))
+          .filter((n) => n.startsWith('@'))
+          .map((n) => ({ tenant: n.slice(1), dir: path.join(deps.workspacesDir, n) }))
+      : [{ tenant: 'default', dir: deps.workspacesDir }];
+    let removed = 0;
+    for (const { tenant, dir } of tenants) {
+      for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+        // `@tenant` and `#worktrees` folders are not workspaces; a link is never followed.
+        if (!entry.isDirectory() || /^[@#.]/.test(entry.name)) continue;
+        const folder = path.join(dir, entry.name);
+        const activity = await lifecycle.parentActivity(tenant, entry.name);
+        if (activity.open > 0 || (activity.last !== null && activity.last >= cutoff)) continue;
+        const newest = await newestIn(folder).catch(() => null);
+        if (newest === null || newest >= cutoff) continue;
+        const away = path.join(dir, `.removing-${randomUUID()}`);
+        await rename(folder, away);
+        await rm(away, { recursive: true, force: true });
+        removed++;
+      }
+      await new Promise((r) => setImmediate(r));
+    }
+    if (removed > 0) deps.logger.info({ removed }, 'removed workspaces past WORKSPACE_RETENTION_DAYS');
+    deps.metrics.workspacesRemoved(removed);
+    return removed;
   }
 
   return {
@@ -81,9 +147,11 @@ export function createLifecycleSystem(deps: LifecycleDeps) {
     },
 
     start(): void {
-      if (deps.retentionDays === null || timer) return;
+      if ((deps.retentionDays === null && deps.workspaceRetentionDays === null) || timer) return;
       const run = () => {
         sweeping ??= sweep()
+          .then(() => sweepWorkspaces())
+          .then(() => undefined)
           .catch((err: unknown) => deps.logger.error({ err }, 'the retention sweep failed; it runs again within the hour'))
           .finally(() => (sweeping = null));
       };
@@ -92,8 +160,9 @@ export function createLifecycleSystem(deps: LifecycleDeps) {
       run();
     },
 
-    /** One sweep now (tests, and `start`). */
+    /** One sweep of tasks, and one of workspaces, now (tests, and `start`). */
     sweep,
+    sweepWorkspaces,
 
     async close(): Promise<void> {
       if (timer) clearInterval(timer);
