@@ -228,4 +228,31 @@ describe.each(transports)('@subagentd/client streams over $transport', (over) =>
     }
     expect(again).toEqual(events.slice(3).map((e) => e.parentSeq));
   });
+
+  it('purges a task, erases a user, makes and revokes a key, and reads the audit log', async () => {
+    const c = client();
+    scriptWriter('CLIENT-LIFE', 0);
+    const done = await c.tasks.wait(
+      (
+        await c.tasks.create({
+          subagent_type: 'general',
+          description: 'life',
+          prompt: 'CLIENT-LIFE',
+          context: { parentTaskId: 'T-client-life', userId: 'u-client-life' },
+        })
+      ).id,
+    );
+    expect((await c.tasks.purge(done.id)).purged).toBe(true);
+    expect(await c.users.erase('u-client-life')).toMatchObject({ tasks: 1, erasedAs: expect.stringMatching(/^erased:[0-9a-f]{16}$/) });
+    const made = await c.keys.create({ role: 'read', name: 'from the client' });
+    expect((await c.keys.list()).map((k) => k.id)).toContain(made.id);
+    const reader = client({ apiKey: made.key });
+    expect((await reader.tasks.list({})).tasks.length).toBeGreaterThan(0);
+    const refused = await reader.keys.list().catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(SubagentApiError);
+    expect((refused as SubagentApiError).status).toBe(403);
+    await c.keys.revoke(made.id);
+    const { entries } = await c.audit({ limit: 10 });
+    expect(entries.map((e) => e.action).slice(0, 4)).toEqual(['key.revoked', 'key.created', 'user.erased', 'task.purged']);
+  });
 });

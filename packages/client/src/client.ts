@@ -6,6 +6,11 @@ import { readSocket, socketConstructor, type SocketConstructor, type SocketEnd }
 import type {
   AgentSummary,
   ApprovalDecision,
+  AuditPage,
+  CreateKeyBody,
+  CreatedKey,
+  ErasedUser,
+  KeyList,
   CreatedWebhook,
   CreateTaskBody,
   CreateWebhookBody,
@@ -260,6 +265,11 @@ export function createSubagentClient(options: SubagentClientOptions) {
     /** A worktree task's changes as a unified diff against the shared workspace as it is now (`GET /tasks/:id/changes.diff`). */
     changesDiff: async (id: string, o?: RequestOptions) =>
       (await send({ method: 'GET', path: `/tasks/${seg(id)}/changes.diff`, idempotent: true, signal: o?.signal })).text(),
+    /**
+     * Purges a finished task's content (`DELETE /tasks/:id`, an admin key): prompt, conversation,
+     * events, summary, output; its usage stays. The task as it is now (`purged: true`).
+     */
+    purge: (id: string, o?: RequestOptions) => json<TaskOutput>({ method: 'DELETE', path: `/tasks/${seg(id)}`, idempotent: true, signal: o?.signal }),
     /** The conversation as the model saw it (`GET /tasks/:id/messages`). */
     messages: async (id: string, o?: RequestOptions) => (await get<{ messages: ModelMessage[] }>(`/tasks/${seg(id)}/messages`, undefined, o)).messages,
     /** A steering message, given to the model before its next step (`POST /tasks/:id/messages`). */
@@ -449,6 +459,19 @@ export function createSubagentClient(options: SubagentClientOptions) {
       retryDelivery: (deliveryId: string, o?: RequestOptions) =>
         json<unknown>({ method: 'POST', path: `/webhooks/deliveries/${seg(deliveryId)}/retry`, idempotent: true, signal: o?.signal }),
     },
+    users: {
+      /** Erases a user (`DELETE /users/:userId`, an admin key): every task purged, usage kept under `erasedAs`. */
+      erase: (userId: string, o?: RequestOptions) => json<ErasedUser>({ method: 'DELETE', path: `/users/${seg(userId)}`, idempotent: true, signal: o?.signal }),
+    },
+    keys: {
+      /** Makes a key of this tenant (`POST /keys`, an admin key): `key` appears in this answer only. */
+      create: (body: CreateKeyBody, o?: RequestOptions) =>
+        json<CreatedKey>({ method: 'POST', path: '/keys', json: body, idempotent: false, signal: o?.signal }),
+      list: async (o?: RequestOptions) => (await get<KeyList>('/keys', undefined, o)).keys,
+      revoke: (id: string, o?: RequestOptions) => json<void>({ method: 'DELETE', path: `/keys/${seg(id)}`, idempotent: true, signal: o?.signal }),
+    },
+    /** Who changed what (`GET /audit`, an admin key), newest first. */
+    audit: (query: { limit?: number; cursor?: string } = {}, o?: RequestOptions) => get<AuditPage>('/audit', query, o),
     health: () => get<{ status: string }>('/healthz'),
   };
 }

@@ -8,6 +8,8 @@ import type { components, operations } from './api-types.ts';
 
 type Schemas = components['schemas'];
 type Query<Op extends keyof operations> = NonNullable<operations[Op]['parameters']['query']>;
+type Answer<Op extends keyof operations, S extends number> =
+  operations[Op]['responses'] extends Record<S, { content: { 'application/json': infer B } }> ? B : never;
 type JsonBody<Op extends keyof operations> = NonNullable<operations[Op]['requestBody']> extends { content: { 'application/json': infer B } } ? B : never;
 
 export type CreateTaskBody = Schemas['CreateTaskBody'];
@@ -45,3 +47,8 @@ export type CreatedWebhook = Schemas['CreatedWebhook'];
 export type WebhookList = Schemas['WebhookList'];
 export type DeliveryList = Schemas['WebhookDeliveryList'];
 export type WebhookPayload = Schemas['WebhookPayload'];
+export type ErasedUser = Answer<'eraseUser', 200>;
+export type AuditPage = Answer<'listAudit', 200>;
+export type CreateKeyBody = JsonBody<'createKey'>;
+export type CreatedKey = Answer<'createKey', 201>;
+export type KeyList = Answer<'listKeys', 200>;
