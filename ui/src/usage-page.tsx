@@ -51,7 +51,9 @@ function DayChart({ days, range }: { days: Group[]; range: number }) {
   return <div class="chart" ref={box} />;
 }
 
+/** A table of groups with each one's share of the cost drawn as a bar (the most expensive: full width). */
 function GroupTable({ title, groups }: { title: string; groups: Group[] }) {
+  const top = Math.max(1, ...groups.map((g) => g.costMicroUsd ?? 0));
   return (
     <div class="group">
       <h3>{title}</h3>
@@ -62,6 +64,7 @@ function GroupTable({ title, groups }: { title: string; groups: Group[] }) {
             <th class="num">Tasks</th>
             <th class="num">Tokens</th>
             <th class="num">Cost</th>
+            <th class="share" />
           </tr>
         </thead>
         <tbody>
@@ -71,6 +74,9 @@ function GroupTable({ title, groups }: { title: string; groups: Group[] }) {
               <td class="num">{g.tasks}</td>
               <td class="num">{tokens(g.totalTokens)}</td>
               <td class="num">{money(g.costMicroUsd)}</td>
+              <td class="share">
+                <div class="bar" style={{ width: `${Math.round(((g.costMicroUsd ?? 0) / top) * 100)}%` }} />
+              </td>
             </tr>
           ))}
         </tbody>
