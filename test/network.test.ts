@@ -188,4 +188,27 @@ describe.skipIf(!bwrap)('network for commands (bwrap)', () => {
     const hosts = (await storedEvents(svc, task.id)).filter((e) => e.type === 'network.request').map((e) => (e.data as { host: string }).host);
     expect(hosts.sort()).toEqual(['127.0.0.2', '127.0.0.3']);
   });
+
+  it('a question whose command gave up is taken back: the task goes on, nothing left pending', async () => {
+    const key = 'NET-ASK-GIVE-UP';
+    svc.model.script(key, [
+      { toolCalls: [{ name: 'bash', args: { command: `curl -sS -m 1 -o /dev/null http://127.0.0.3:${port}/ 2>&1; echo " exit=$?"` } }] },
+      { toolCalls: [{ name: 'complete', args: { summary: 'gave up', paths: [] } }] },
+    ]);
+    const res = await svc.inject({
+      method: 'POST',
+      url: '/tasks?wait=true',
+      payload: taskBody({ subagent_type: 'net-ask', prompt: key, context: { parentTaskId: `T-${key}`, userId: 'u' } }),
+    });
+    const task = JSON.parse(res.body.trim());
+    expect(task.status, JSON.stringify(task.error)).toBe('completed');
+    expect(toolResults(svc, key)[0]).toMatch(/exit=[1-9]/);
+    const types = (await storedEvents(svc, task.id)).map((e) => e.type);
+    expect(types).toContain('approval.requested');
+    expect(types).not.toContain('approval.answered');
+    const requestId = (await storedEvents(svc, task.id)).find((e) => e.type === 'approval.requested')!.data.requestId as string;
+    // Taken back: an answer now finds no such request.
+    const late = await svc.inject({ method: 'POST', url: `/tasks/${task.id}/approvals/${requestId}`, payload: { decision: 'allow' } });
+    expect(late.statusCode).toBe(404);
+  });
 });

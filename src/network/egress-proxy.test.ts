@@ -192,4 +192,40 @@ describe('the egress proxy', () => {
       await proxy.close();
     }
   });
+
+  it('takes a question back when the connection that asked goes away, and asks again for the next one', async () => {
+    const withdrawn: boolean[] = [];
+    const proxy = await startEgressProxy({
+      allow: [],
+      ask: (_host, _port, signal) =>
+        new Promise<boolean>((resolve) => {
+          signal.addEventListener('abort', () => {
+            withdrawn.push(true);
+            resolve(false);
+          });
+        }),
+      allowPrivate: true,
+      maxConnections: 4,
+      maxBytes: 1e9,
+      onRequest: () => {},
+    });
+    try {
+      for (let round = 1; round <= 2; round++) {
+        const s = connect(proxy.socket);
+        s.write(`CONNECT 127.0.0.1:${port} HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\n\r\n`);
+        await new Promise((r) => setTimeout(r, 100));
+        s.destroy();
+        await expect.poll(() => withdrawn.length).toBe(round);
+      }
+      // Closing the proxy takes back a question still open.
+      const s = connect(proxy.socket);
+      s.on('error', () => {});
+      s.write(`CONNECT 127.0.0.1:${port} HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\n\r\n`);
+      await new Promise((r) => setTimeout(r, 100));
+      await proxy.close();
+      expect(withdrawn).toHaveLength(3);
+    } finally {
+      await proxy.close().catch(() => {});
+    }
+  });
 });

@@ -40,9 +40,11 @@ export interface EgressProxyOptions {
   allow: string[];
   /**
    * Asked about a host off the list (once per host and port): true adds it to the list. The
-   * connection waits for the answer; without `ask` it is refused at once.
+   * connection waits for the answer; without `ask` it is refused at once. `withdrawn` aborts when
+   * the connection that asked goes away or the proxy closes: the question is taken back (and
+   * asked again by the next connection to that host).
    */
-  ask?(host: string, port: number): Promise<boolean>;
+  ask?(host: string, port: number, withdrawn: AbortSignal): Promise<boolean>;
   allowPrivate: boolean;
   /** Connections open at once. */
   maxConnections: number;
@@ -65,6 +67,8 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   const allow = [...opts.allow];
   /** Answers about hosts off the list, by `host:port` (asked once, however many connections wait). */
   const answers = new Map<string, Promise<boolean>>();
+  /** Aborted by `close`: every question still open is taken back. */
+  const closing = new AbortController();
   let bytes = 0;
   let open = 0;
   const sockets = new Set<Socket>();
@@ -77,14 +81,22 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   };
 
   /** The address to connect to, or why not. */
-  async function check(host: string, port: number): Promise<{ address: string } | { refused: string }> {
+  async function check(host: string, port: number, asker: Socket): Promise<{ address: string } | { refused: string }> {
     if (!hostAllowed(allow, host, port)) {
       const key = `${isIP(host) === 6 ? `[${host}]` : host.toLowerCase()}:${port}`;
       if (!opts.ask) return { refused: `${host}:${port} is not on the task's network allow-list (${allow.join(', ') || 'empty'})` };
       let answer = answers.get(key);
       if (!answer) {
-        answer = opts.ask(host, port).catch(() => false);
-        answers.set(key, answer);
+        const gone = new AbortController();
+        // The asker hanging up: 'end' (the proxy's sockets stay half open) or 'close'.
+        asker.once('end', () => gone.abort());
+        asker.once('close', () => gone.abort());
+        const withdrawn = AbortSignal.any([gone.signal, closing.signal]);
+        const asked = opts.ask(host, port, withdrawn).catch(() => false);
+        answer = asked;
+        answers.set(key, asked);
+        // A question taken back is no answer: the next connection asks again.
+        void asked.then(() => withdrawn.aborted && answers.get(key) === asked && answers.delete(key));
       }
       if (!(await answer)) return { refused: `${host}:${port} is not on the task's network allow-list and the caller denied it` };
       if (!allow.includes(key)) allow.push(key);
@@ -112,7 +124,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     }
     const port = Number(url.port || 80);
     const r: NetworkRequest = { host: url.hostname, port, allowed: false, bytesIn: 0, bytesOut: 0 };
-    void check(url.hostname, port).then((verdict) => {
+    void check(url.hostname, port, req.socket).then((verdict) => {
       if ('refused' in verdict) {
         opts.onRequest({ ...r, reason: verdict.refused });
         res.writeHead(403, { 'content-type': 'text/plain' }).end(`subagentd egress proxy: refused: ${verdict.refused}\n`);
@@ -166,7 +178,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     const port = Number(m[2]);
     const r: NetworkRequest = { host, port, allowed: false, bytesIn: 0, bytesOut: 0 };
     client.on('error', () => {});
-    void check(host, port).then((verdict) => {
+    void check(host, port, client).then((verdict) => {
       if ('refused' in verdict) {
         opts.onRequest({ ...r, reason: verdict.refused });
         const body = `subagentd egress proxy: refused: ${verdict.refused}\n`;
@@ -214,6 +226,12 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     });
   });
 
+  // Every connection to the proxy, whatever state it is in, so `close` ends them all.
+  const connections = new Set<Socket>();
+  server.on('connection', (c: Socket) => {
+    connections.add(c);
+    c.once('close', () => connections.delete(c));
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(socket, () => resolve());
@@ -222,9 +240,11 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     dir,
     socket,
     async close() {
+      closing.abort();
       // Connections still open (kept alive by the program) are reported now, before the task ends.
       for (const end of [...ends]) end();
       for (const s of sockets) s.destroy();
+      for (const c of connections) c.destroy();
       await new Promise<void>((r) => server.close(() => r()));
       rmSync(dir, { recursive: true, force: true });
     },

@@ -26,7 +26,8 @@ export function createLiveApprovals(ctx: RunContext, row: TaskRow, signal: Abort
   const { deps } = ctx;
   let queue: Promise<unknown> = Promise.resolve();
 
-  async function ask(step: number, call: LiveRequest): Promise<'allow' | 'deny'> {
+  async function ask(step: number, call: LiveRequest, withdrawn?: AbortSignal): Promise<'allow' | 'deny'> {
+    if (withdrawn?.aborted) return 'deny';
     const now = deps.now();
     const requestId = `apr_${ulid(now)}`;
     const request = { requestId, toolCallId: call.toolCallId, toolName: call.toolName.slice(0, 200), input: capPayload(call.input) };
@@ -37,24 +38,32 @@ export function createLiveApprovals(ctx: RunContext, row: TaskRow, signal: Abort
       await s.awaitLive(row.id, waiting, now + timeoutMs);
       append(row, 'approval.requested', request);
     });
+    const stop = withdrawn ? AbortSignal.any([signal, withdrawn]) : signal;
+    let answered = false;
     try {
-      while (!signal.aborted) {
+      while (!stop.aborted) {
         const answer = (await deps.store.getById(row.id))?.waitingCalls?.calls.find((c) => c.requestId === requestId)?.answer;
-        if (answer && 'decision' in answer) return answer.decision;
-        await sleep(ANSWER_POLL_MS, undefined, { signal }).catch(() => {});
+        if (answer && 'decision' in answer) {
+          answered = true;
+          return answer.decision;
+        }
+        await sleep(ANSWER_POLL_MS, undefined, { signal: stop }).catch(() => {});
       }
       return 'deny';
     } finally {
-      // A step's approved calls running now (a command of one asked about a host): their record is
-      // put back, for a resume to know them. Else the answered request stays, so the same answer
-      // again is 200 and another 409.
-      if (!signal.aborted && before && !before.live && !before.ran) await ctx.ownedTransaction(row, (s) => s.endLive(row.id, before));
+      // Taken back unanswered (its command went away, its run ended): the request goes, and what
+      // the row held before comes back. Answered while a step's approved calls run (a command of
+      // one asked about a host): their record is put back, for a resume to know them. Else the
+      // answered request stays, so the same answer again is 200 and another 409.
+      const putBack = answered ? before && !before.live && !before.ran : true;
+      if (!signal.aborted && putBack) await ctx.ownedTransaction(row, (s) => s.endLive(row.id, before)).catch(() => {});
     }
   }
 
   return {
-    ask(step: number, call: LiveRequest): Promise<'allow' | 'deny'> {
-      const asked = queue.then(() => ask(step, call));
+    /** Asks the caller; `withdrawn` takes the question back (answered `deny` to the asker). */
+    ask(step: number, call: LiveRequest, withdrawn?: AbortSignal): Promise<'allow' | 'deny'> {
+      const asked = queue.then(() => ask(step, call, withdrawn));
       queue = asked.catch(() => {});
       return asked;
     },

@@ -29,9 +29,9 @@ export async function startTaskEgress(ctx: RunContext, row: TaskRow, signal: Abo
     allow: network.allow,
     ...limits,
     ...(approvals && {
-      ask: async (host: string, port: number) => {
+      ask: async (host: string, port: number, withdrawn: AbortSignal) => {
         const step = deps.liveness.snapshot(row.id)?.step ?? row.steps + 1;
-        return (await approvals.ask(step, { toolCallId: `net_${ulid(deps.now())}`, toolName: 'network', input: { host, port } })) === 'allow';
+        return (await approvals.ask(step, { toolCallId: `net_${ulid(deps.now())}`, toolName: 'network', input: { host, port } }, withdrawn)) === 'allow';
       },
     }),
     onRequest: (r) => deps.events.append(row, 'network.request', r),
