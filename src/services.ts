@@ -126,6 +126,7 @@ export function createServices(deps: ServiceDeps): Services {
       tasks.storageRecovered();
     },
   });
+  metrics.watchDatabase(() => db.sql.counts);
   metrics.watchStorage(() => ({ writable: storage.fault === null, waiting: storage.waiting }));
   // PostgreSQL: a statement waiting for the server to come back makes the service say so at once.
   db.cluster?.onRetrying((err) => storage.report(err));

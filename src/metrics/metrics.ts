@@ -104,6 +104,26 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     },
   });
 
+  let database = () => ({ statements: 0, transactions: 0 });
+  new Counter({
+    name: 'subagentd_db_statements_total',
+    help: 'Statements this instance sent to its database (BEGIN and COMMIT included)',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(database().statements);
+    },
+  });
+  new Counter({
+    name: 'subagentd_db_transactions_total',
+    help: 'Transactions this instance committed',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(database().transactions);
+    },
+  });
+
   const purged = new Counter({
     name: 'subagentd_tasks_purged_total',
     help: 'Tasks whose content was purged (their usage kept), by why: delete, retention, erasure',
@@ -123,6 +143,10 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
       purged.inc({ reason }, n);
     },
     registry,
+    /** Where the database counters read their values. */
+    watchDatabase(read: () => { statements: number; transactions: number }) {
+      database = read;
+    },
     /** Where the storage gauges read their values. */
     watchStorage(read: () => { writable: boolean; waiting: number }) {
       storage = read;

@@ -4,7 +4,7 @@ import { drizzle } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
 import { DatabaseInUseError, type Db } from './db.ts';
-import type { SqlClient } from './sql-client.ts';
+import type { SqlClient, SqlCounts } from './sql-client.ts';
 import { CHANNELS } from './cluster-store.ts';
 import { storageFaultOf } from './storage-guard.ts';
 
@@ -112,10 +112,12 @@ function clientOver(
   check: () => void,
   watch: RetryWatch,
   inTransaction: boolean,
+  counts: SqlCounts,
 ): SqlClient {
   const query = (config: string | pg.QueryConfig | pg.QueryArrayConfig, params?: readonly unknown[]) => {
     const send = () => {
       check();
+      counts.statements++;
       return q.query(config as string, params as unknown[]);
     };
     if (inTransaction) return send();
@@ -129,6 +131,7 @@ function clientOver(
     get: async <T>(sql: string, params: readonly unknown[] = []) => (await query(toPg(sql), params)).rows[0] as T | undefined,
     rows: async (sql, params = []) => (await query({ text: toPg(sql), values: params as unknown[], rowMode: 'array' })).rows as unknown[][],
     transaction,
+    counts,
   };
   return client;
 }
@@ -283,6 +286,7 @@ export async function openPostgres(url: string, instanceId: string, options: Pos
     throw err;
   }
 
+  const counts: SqlCounts = { statements: 0, transactions: 0 };
   const retryListeners: Array<(err: unknown) => void> = [];
   const watch: RetryWatch = {
     stopped: () => closing,
@@ -306,6 +310,7 @@ export async function openPostgres(url: string, instanceId: string, options: Pos
         const onError = () => (broken.yes = true);
         conn.on('error', onError);
         try {
+          counts.statements++;
           await conn.query('BEGIN');
         } catch (err) {
           conn.removeListener('error', onError);
@@ -323,14 +328,16 @@ export async function openPostgres(url: string, instanceId: string, options: Pos
     const { conn, onError, broken: lostConnection } = await begin();
     let broken = false;
     try {
-      const tx = clientOver(conn, (inner) => inner(tx), check, watch, true);
+      const tx = clientOver(conn, (inner) => inner(tx), check, watch, true, counts);
       try {
         const result = await body(tx);
         // A transaction in which a statement failed (even one whose error the body caught) ends
         // rolled back, and the server answers COMMIT with ROLLBACK, not an error: never taken for
         // written (its events would be published though not stored).
+        counts.statements++;
         const committed = await conn.query('COMMIT');
         if (committed.command === 'ROLLBACK') throw new TransactionRolledBack();
+        counts.transactions++;
         return result;
       } catch (err) {
         await conn.query('ROLLBACK').catch(() => (broken = true));
@@ -344,7 +351,7 @@ export async function openPostgres(url: string, instanceId: string, options: Pos
 
   return {
     dialect: 'postgres',
-    sql: clientOver(pool, transaction, check, watch, false),
+    sql: clientOver(pool, transaction, check, watch, false, counts),
     location: redactUrl(url),
     cluster: {
       instanceId,

@@ -20,6 +20,17 @@ export interface SqlClient {
   rows(sql: string, params?: readonly unknown[]): Promise<unknown[][]>;
   /** Runs `body` in one transaction; inside one already, `body` joins it. */
   transaction<R>(body: (tx: SqlClient) => Promise<R>): Promise<R>;
+  /** What this client sent since it opened (the benches and `/metrics` read it). */
+  readonly counts: SqlCounts;
+}
+
+/**
+ * Statements sent to the database (BEGIN and COMMIT included) and transactions committed, since
+ * the client opened: one object per database, shared by its transaction clients.
+ */
+export interface SqlCounts {
+  statements: number;
+  transactions: number;
 }
 
 /** `select ... where x = ?` as drizzle's `toSQL()` answers it. */
@@ -35,8 +46,10 @@ export interface Query {
  * turn too, so they neither land in it (and roll back with it) nor read what it has not committed.
  */
 export function createSqliteClient(sqlite: Database.Database): SqlClient {
+  const counts: SqlCounts = { statements: 0, transactions: 0 };
   const prepared = new Map<string, Database.Statement>();
   const prepare = (sql: string) => {
+    counts.statements++;
     let s = prepared.get(sql);
     if (!s) prepared.set(sql, (s = sqlite.prepare(sql)));
     return s;
@@ -66,6 +79,7 @@ export function createSqliteClient(sqlite: Database.Database): SqlClient {
     get: async (sql, params) => exec.get(sql, params),
     rows: async (sql, params) => exec.rows(sql, params),
     transaction: (body) => body(inside),
+    counts,
   };
 
   return {
@@ -74,6 +88,7 @@ export function createSqliteClient(sqlite: Database.Database): SqlClient {
     all: (sql, params) => later(() => exec.all(sql, params)),
     get: (sql, params) => later(() => exec.get(sql, params)),
     rows: (sql, params) => later(() => exec.rows(sql, params)),
+    counts,
     async transaction(body) {
       while (held) await turn;
       held = true;
@@ -81,9 +96,12 @@ export function createSqliteClient(sqlite: Database.Database): SqlClient {
       turn = new Promise((r) => (release = r));
       try {
         sqlite.exec('BEGIN IMMEDIATE');
+        counts.statements++;
         try {
           const result = await body(inside);
           sqlite.exec('COMMIT');
+          counts.statements++;
+          counts.transactions++;
           return result;
         } catch (err) {
           if (sqlite.inTransaction) sqlite.exec('ROLLBACK');
