@@ -59,9 +59,10 @@ export function createBudgets(sql: SqlClient) {
 
     /**
      * The first budget `task` has reached, checked in this order: its own (tokens, cost, running
-     * time), its parent's, its user's; null when it may make its next model call.
+     * time), its parent's, its user's; null when it may make its next model call. `standing`: the
+     * parent's and user's budgets, when the caller read them already (the task store's `beforeCall`).
      */
-    async reached(task: TaskRow, own: TaskBudget | undefined, now: number): Promise<BudgetPause | null> {
+    async reached(task: TaskRow, own: TaskBudget | undefined, now: number, standing?: Record<BudgetScope, StandingBudget | null>): Promise<BudgetPause | null> {
       const since = iso(now);
       const over = (budget: BudgetPause['budget'], measure: BudgetPause['measure'], limit: number | null | undefined, spent: number): BudgetPause | null =>
         limit !== null && limit !== undefined && spent >= limit ? { reason: 'budget', budget, measure, limit, spent, since } : null;
@@ -77,10 +78,10 @@ export function createBudgets(sql: SqlClient) {
         ['parent', task.parentTaskId],
         ['user', task.userId],
       ] as const) {
-        const standing = await budgets.get(task.tenant, scope, id);
-        if (!standing) continue;
+        const limits = standing ? standing[scope] : await budgets.get(task.tenant, scope, id);
+        if (!limits) continue;
         const spent = await budgets.spent(task.tenant, scope, id);
-        const hit = over(scope, 'tokens', standing.maxTokens, spent.tokens) ?? over(scope, 'costMicroUsd', standing.maxCostMicroUsd, spent.costMicroUsd);
+        const hit = over(scope, 'tokens', limits.maxTokens, spent.tokens) ?? over(scope, 'costMicroUsd', limits.maxCostMicroUsd, spent.costMicroUsd);
         if (hit) return hit;
       }
       return null;

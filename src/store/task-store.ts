@@ -35,6 +35,20 @@ export interface FinishFields {
 }
 
 const taskOf = rowReader(tasks);
+
+/** A standing budget's limits as stored (null: no limit of that kind). */
+interface StandingLimits {
+  maxTokens: number | null;
+  maxCostMicroUsd: number | null;
+}
+
+/** What `beforeCall` answers. */
+export interface CallCheck {
+  row: TaskRow;
+  standing: { parent: StandingLimits | null; user: StandingLimits | null };
+  /** Steering messages wait in the task's inbox. */
+  inbox: boolean;
+}
 /** The token columns, from the one list of token fields (inputTokens → input_tokens). */
 const tokenColumns = tokenFields.map((f) => f.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`));
 const usageSql = (table: 'tasks' | 'subagent_records') =>
@@ -50,9 +64,21 @@ const INSERT_REPORT = `INSERT INTO usage_reports (task_id, n, step, ${tokenColum
 const INSERT_TASK = `INSERT INTO tasks (id, tenant, parent_task_id, user_id, tool_call_id, subagent_type, description, request, status,
      idempotency_key, request_hash, created_at, session_id, previous_task_id, budget, trace_parent, depth, parent_task, max_depth)
    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
-const INSERT_MESSAGE = `INSERT INTO task_messages (task_id, n, step, message)
-   VALUES (?, (SELECT coalesce(max(n), 0) + 1 FROM task_messages WHERE task_id = ?), ?, ?)`;
+/** `count` messages of a step in one statement, numbered after the task's last one (VALUES columns are column1, column2 on both engines). */
+const insertMessages = (count: number) => `INSERT INTO task_messages (task_id, n, step, message)
+   SELECT ?, last.n + v.column1, ?, v.column2
+   FROM (SELECT coalesce(max(n), 0) AS n FROM task_messages WHERE task_id = ?) last,
+     (VALUES ${Array.from({ length: count }, (_, i) => `(${i + 1}, ?)`).join(', ')}) AS v`;
+/** Messages per INSERT statement (a compacted or inherited conversation may be long). */
+const MESSAGES_PER_INSERT = 200;
 const BY_ID = 'SELECT * FROM tasks WHERE id = ?';
+
+async function insertAll(tx: SqlClient, taskId: string, step: number, messages: ModelMessage[]): Promise<void> {
+  for (let i = 0; i < messages.length; i += MESSAGES_PER_INSERT) {
+    const chunk = messages.slice(i, i + MESSAGES_PER_INSERT);
+    await tx.run(insertMessages(chunk.length), [taskId, step, taskId, ...chunk.map((m) => JSON.stringify(m))]);
+  }
+}
 const UNFINISHED = `status IN ('queued', 'running')`;
 
 /**
@@ -96,6 +122,32 @@ export function createTaskStore(sql: SqlClient) {
 
     async getById(id: string): Promise<TaskRow | undefined> {
       return taskById(sql, id);
+    },
+
+    /**
+     * What a model call is checked against, in one statement: the task as stored now, the
+     * standing budgets of its parent and its user (null: none), and whether steering messages
+     * wait for it.
+     */
+    async beforeCall(taskId: string): Promise<CallCheck | undefined> {
+      const raw = await sql.get(
+        `SELECT t.*, pb.scope_id AS pb_set, pb.max_tokens AS pb_tokens, pb.max_cost_micro_usd AS pb_cost,
+           ub.scope_id AS ub_set, ub.max_tokens AS ub_tokens, ub.max_cost_micro_usd AS ub_cost,
+           CASE WHEN EXISTS (SELECT 1 FROM task_inbox i WHERE i.task_id = t.id) THEN 1 ELSE 0 END AS inbox
+         FROM tasks t
+         LEFT JOIN budgets pb ON pb.tenant = t.tenant AND pb.scope = 'parent' AND pb.scope_id = t.parent_task_id
+         LEFT JOIN budgets ub ON ub.tenant = t.tenant AND ub.scope = 'user' AND ub.scope_id = t.user_id
+         WHERE t.id = ?`,
+        [taskId],
+      );
+      if (!raw) return undefined;
+      const standing = (set: unknown, tokens: unknown, cost: unknown) =>
+        set === null || set === undefined ? null : { maxTokens: tokens === null ? null : Number(tokens), maxCostMicroUsd: cost === null ? null : Number(cost) };
+      return {
+        row: taskOf(raw),
+        standing: { parent: standing(raw.pb_set, raw.pb_tokens, raw.pb_cost), user: standing(raw.ub_set, raw.ub_tokens, raw.ub_cost) },
+        inbox: Number(raw.inbox) === 1,
+      };
     },
 
     async findByIdempotencyKey(tenant: string, key: string): Promise<TaskRow | undefined> {
@@ -246,16 +298,14 @@ export function createTaskStore(sql: SqlClient) {
 
     /** Appends what a step added to the conversation (run inside the step's event transaction). */
     appendMessages(taskId: string, step: number, messages: ModelMessage[]): Promise<void> {
-      return atomically(async (tx) => {
-        for (const m of messages) await tx.run(INSERT_MESSAGE, [taskId, taskId, step, JSON.stringify(m)]);
-      });
+      return atomically((tx) => insertAll(tx, taskId, step, messages));
     },
 
     /** Replaces the conversation with its compacted form and counts the compaction. */
     replaceMessages(taskId: string, step: number, messages: ModelMessage[]): Promise<void> {
       return atomically(async (tx) => {
         await tx.run('DELETE FROM task_messages WHERE task_id = ?', [taskId]);
-        for (const m of messages) await tx.run(INSERT_MESSAGE, [taskId, taskId, step, JSON.stringify(m)]);
+        await insertAll(tx, taskId, step, messages);
         await tx.run('UPDATE tasks SET compactions = compactions + 1 WHERE id = ?', [taskId]);
       });
     },

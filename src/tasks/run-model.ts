@@ -45,12 +45,16 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
   // The definition's MCP servers and the commands' proxy live as long as this run, whatever ends it.
   let mcp: McpSession | null = null;
   let egress: TaskEgress | null = null;
-  let observer: TaskObserver | null = null;
+  const compactionModel = def.compactionModel === 'inherit' ? model : def.compactionModel;
+  // Created first: its `close` (below, whatever ends the run) writes what it holds.
+  const watch = createTaskObserver(ctx, { row, model, compactionModel, trace });
   let result: AgentRunResult<Pause>;
   /** Set when a step's calls asked for approval: the pause and the calls it waits on. */
   const asked: { waiting?: WaitingCalls } = {};
   try {
     const network = allowedHosts(def.network, body.options?.network);
+    // Servers and a proxy to start first: the task's start event is not held that long.
+    if (network || (def.mcpServers && Object.keys(def.mcpServers).length > 0)) watch.release();
     egress = await startTaskEgress(ctx, row, signal, network);
     // The definition's MCP servers, started for this run, their tools filtered as the others are.
     if (def.mcpServers && Object.keys(def.mcpServers).length > 0) {
@@ -83,9 +87,6 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
     // Hosts its commands may reach: a proxy of its own, which only the sandbox's network namespace
     // makes the one way out (BASH_SANDBOX=none has no namespace: commands have the host's network).
     if (egress) toolContext.egress = egress.inside;
-    const compactionModel = def.compactionModel === 'inherit' ? model : def.compactionModel;
-    const watch = createTaskObserver(ctx, { row, model, compactionModel, trace });
-    observer = watch;
     // Every call is billed the moment it ends, before the loop runs its tools.
     const guarded = (id: string) =>
       guardModel(deps.modelProvider(id), {
@@ -95,6 +96,8 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
       });
     // A fork speaks with its parent's system prompt, exactly (the provider's prompt cache applies).
     const forked = row.subagentType === 'fork' ? await forkOf(ctx, row, body) : null;
+    /** Whether steering messages waited at the last check before a call (undefined: not checked since the last take). */
+    let inbox: boolean | undefined;
     result = await runAgent({
       model: guarded(model),
       modelId: model,
@@ -107,13 +110,14 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
           tools: tools.map((t) => t.name),
           ...(workspace.cwd !== workspace.root && { cwd: path.relative(workspace.root, workspace.cwd) }),
         }),
-      messages: await conversationOf(ctx, row, body),
+      messages: await conversationOf(ctx, row, body, watch),
       beforeCall: async (): Promise<Pause | null> => {
         await confirmLease();
         // What the last calls cost is billed before it is compared with the budgets.
         await deps.storage.settled();
-        const now = (await deps.store.getById(row.id))!;
-        return deps.budgets.reached(now, now.budget ?? undefined, deps.now());
+        const check = (await deps.store.beforeCall(row.id))!;
+        inbox = check.inbox;
+        return deps.budgets.reached(check.row, check.row.budget ?? undefined, deps.now(), check.standing);
       },
       beforeTools: async () => {
         await deps.storage.settled();
@@ -127,7 +131,13 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
         return approval.pause;
       },
       answered: answeredCalls(row),
-      takeMessages,
+      // Right after the check above, an empty inbox is not asked again (one statement less per
+      // step); a message that arrives meanwhile waits for the next step, as one after the take does.
+      takeMessages: () => {
+        const seen = inbox;
+        inbox = undefined;
+        return seen === false ? [] : takeMessages();
+      },
       compaction: { atTokens: def.compactAtTokens, model: guarded(compactionModel), modelId: compactionModel },
       // One key for a task and its follow-ups: the provider keeps their common prefix cached.
       ...(deps.promptCacheKey && { promptCacheKey: row.sessionId ?? row.id }),
@@ -140,7 +150,7 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
       observer: watch,
     });
   } finally {
-    observer?.close();
+    watch.close();
     await Promise.allSettled([mcp?.close(), egress?.close()]);
   }
 
@@ -171,7 +181,7 @@ function mcpOffered(name: string, def: ModelRun['def'], only: string[] | undefin
  * The conversation a task continues from: its own stored one when it is resumed; else what it
  * starts with (the earlier task's conversation for a follow-up, then the prompt), stored as its step 0.
  */
-async function conversationOf(ctx: RunContext, row: TaskRow, body: CreateTaskBody): Promise<ModelMessage[]> {
+async function conversationOf(ctx: RunContext, row: TaskRow, body: CreateTaskBody, observer: TaskObserver): Promise<ModelMessage[]> {
   const { store } = ctx.deps;
   const stored = await store.messages(row.id);
   if (stored.length > 0) return stored;
@@ -179,7 +189,8 @@ async function conversationOf(ctx: RunContext, row: TaskRow, body: CreateTaskBod
   // A fork starts from its parent's conversation, as given.
   const inherited = (body.fork?.messages ?? []) as ModelMessage[];
   const start: ModelMessage[] = [...earlier, ...inherited, { role: 'user', content: body.prompt! }];
-  await ctx.ownedTransaction(row, (s) => s.appendMessages(row.id, 0, start));
+  // Stored with the first step's start (one commit), or when the run ends before it.
+  observer.hold((s) => s.appendMessages(row.id, 0, start));
   return start;
 }
 
