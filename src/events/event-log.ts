@@ -1,5 +1,5 @@
 import type { SqlClient } from '../store/sql-client.ts';
-import type { StorageGuard } from '../store/storage-guard.ts';
+import { storageFaultOf, type StorageGuard } from '../store/storage-guard.ts';
 import { announce, createAnnouncementFollower } from './event-announcer.ts';
 import { createListeners, type EventListener } from './event-listeners.ts';
 import { createNumbering, newUndo, type NumberUndo } from './event-numbering.ts';
@@ -51,8 +51,10 @@ export type Append = <T extends EventType>(task: EventTask, type: T, data: Event
  * Writes are group-committed: the events appended until the write queue reaches their batch (at
  * least one turn of the event loop; under load, every task's events of that while) go into one
  * transaction (at thousands of events a second one commit each would cost more than everything
- * else); an event and the state it reports commit together through `transaction`. A batch takes
- * no event appended after a later write was asked for, so a task's writes keep their order.
+ * else); an event and the state it reports commit together through `transaction`, which takes
+ * along the task's events still waiting in the open batch (a step's events and its usage, say: one
+ * commit, not two). A batch takes no event appended after a later write was asked for, so a task's
+ * writes keep their order.
  * Events are numbered when they are written, in the queue's order, so numbers follow the order of
  * the writes. Because an event is published only after it is stored, a reader that subscribes and
  * then replays from the store (event-reader.ts) sees every event exactly once, in order, with no
@@ -76,6 +78,8 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
   let open: { rows: Pending[]; sealed: Set<string> } | null = null;
   /** The group commit of the last batch (what `flush` waits for). */
   let lastBatch: Promise<void> = Promise.resolve();
+  /** Events of tasks that promised a write of their own soon (`hold`): they go in with it. */
+  const holding = new Map<string, Pending[]>();
 
   /**
    * Numbers and inserts `rows` in `tx` (and announces them, on a cluster). Answers what it wrote,
@@ -134,12 +138,12 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
     try {
       const once = () =>
         sql.transaction(async (tx) => {
-          const first = await writeRows(tx, rows, undo);
-          if (!body) return { answer: undefined as R, ...first };
-          const mine: Pending[] = [];
+          if (!body) return { answer: undefined as R, ...(await writeRows(tx, rows, undo)) };
+          // The events are written after the body, those given first: one round of numbering
+          // (on PostgreSQL its locks come after the body's, in every transaction alike).
+          const mine = [...rows];
           const answer = await body(tx, (task, type, data) => mine.push(pendingOf(task, type, data)));
-          const late = await writeRows(tx, mine, undo);
-          return { answer, written: first.written.concat(late.written), hooked: first.hooked || late.hooked };
+          return { answer, ...(await writeRows(tx, mine, undo)) };
         });
       for (let attempt = 1; ; attempt++) {
         try {
@@ -170,11 +174,22 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
       // A turn of the event loop first: the events appended in this tick go in as well.
       await new Promise((resolve) => setImmediate(resolve));
       if (open === batch) open = null;
-      await commit(batch.rows);
+      // Every event of it may have gone into a task's own transaction meanwhile (`transaction`).
+      if (batch.rows.length > 0) await commit(batch.rows);
     });
     // A write that is not a storage fault failed: the events are lost, as the task's own writes will be.
     lastBatch.catch(() => undefined);
     return batch.rows;
+  }
+
+  /** Takes the events of `taskId` out of the open batch, unless that batch is sealed for it. */
+  function take(taskId: string): Pending[] {
+    if (!open || open.sealed.has(taskId)) return [];
+    const mine: Pending[] = [];
+    const others: Pending[] = [];
+    for (const r of open.rows) (r.task.id === taskId ? mine : others).push(r);
+    if (mine.length > 0) open.rows.splice(0, open.rows.length, ...others);
+    return mine;
   }
 
   /** The task's (every task's, without one) later events go after the writes asked for from now on. */
@@ -186,6 +201,11 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
 
   /** Seals and resolves once everything appended so far is written and published. */
   function flush(taskId?: string): Promise<void> {
+    for (const [id, rows] of holding) {
+      if (taskId !== undefined && id !== taskId) continue;
+      holding.delete(id);
+      lastBatch = storage.write(() => commit(rows));
+    }
     seal(taskId);
     return lastBatch;
   }
@@ -193,7 +213,21 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
   return {
     /** Appends one event; it is written with the next group commit, then handed to listeners. */
     append<T extends EventType>(task: EventTask, type: T, data: EventData[T]): void {
-      batchFor(task.id).push(pendingOf(task, type, data));
+      (holding.get(task.id) ?? batchFor(task.id)).push(pendingOf(task, type, data));
+    },
+
+    /**
+     * The task's events not yet written, and those it appends from now on, wait for its next
+     * `transaction` and commit in it, first (one commit instead of two: a step's last events and
+     * its end). Whoever holds must run that transaction soon: until then they are not published.
+     */
+    hold(taskId: string): void {
+      if (!holding.has(taskId)) holding.set(taskId, take(taskId));
+    },
+
+    /** Are the task's events held for its next transaction (`hold`)? */
+    held(taskId: string): boolean {
+      return holding.has(taskId);
     },
 
     /**
@@ -204,8 +238,25 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
      * the storage guard's waiting and retries.
      */
     transaction<R>(taskId: string, body: (tx: SqlClient, append: Append) => Promise<R>): Promise<R> {
+      // The task's events still waiting in the open batch come along, first: one commit instead of
+      // two, in the same order (the batch holds none of its events appended before a later write).
+      let mine = holding.get(taskId) ?? take(taskId);
+      holding.delete(taskId);
       seal(taskId);
-      return storage.write(() => commit([], body));
+      return storage.write(async () => {
+        try {
+          return await commit(mine, body);
+        } catch (err) {
+          if (mine.length === 0 || storageFaultOf(err) !== null) throw err;
+          // Not the storage (its faults are tried again, whole): then apart, in order, so that
+          // neither fails for the other (usage is billed though an event was refused).
+          await commit(mine).catch((e: unknown) => {
+            if (storageFaultOf(e) !== null) throw e;
+          });
+          mine = [];
+          return commit([], body);
+        }
+      });
     },
 
     /**

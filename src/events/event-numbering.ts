@@ -33,36 +33,40 @@ export function createNumbering(cluster: { instanceId: string } | null) {
 
   return {
     /**
-     * Before numbering `rows` in `tx`. Cluster: drops the events of tasks another instance took
-     * over from this one (cut off longer than its lease: the task's stream goes on from its new
-     * owner only), takes the locks of their parents in one order (a deadlock between two bodies'
-     * late events is retried by the commit) and reads the last numbers of every task and parent
-     * of the batch at once. Answers the rows to write.
+     * Before numbering `rows` in `tx`. Cluster: takes the locks of their parents in one order (a
+     * deadlock between two bodies' late events is retried by the commit), then in one statement
+     * reads the last numbers of every task and parent of the batch and which tasks another
+     * instance took over from this one (cut off longer than its lease): their events are dropped
+     * (the task's stream goes on from its new owner only). Answers the rows to write.
      */
     async prepare(tx: SqlClient, rows: Pending[]): Promise<Pending[]> {
       if (!cluster || rows.length === 0) return rows;
       const taskIds = [...new Set(rows.map((r) => r.task.id))];
-      const lost = new Set(
-        (await tx.rows('SELECT id FROM tasks WHERE id = ANY(?) AND owner IS NOT NULL AND owner <> ?', [taskIds, cluster.instanceId])).map(
-          (r) => r[0] as string,
-        ),
-      );
-      const kept = lost.size > 0 ? rows.filter((r) => !lost.has(r.task.id)) : rows;
-      lastSeq.clear();
-      lastParentSeq.clear();
-      if (kept.length === 0) return kept;
-      const parents = [...new Set(kept.map((r) => parentKey(r.task)))].sort();
+      const parents = [...new Set(rows.map((r) => parentKey(r.task)))].sort();
       await tx.run('SELECT pg_advisory_xact_lock(?, hashtext(k)) FROM (SELECT k FROM unnest(CAST(? AS TEXT[])) AS k ORDER BY k) AS keys', [
         PARENT_LOCK,
         parents,
       ]);
-      const maxSeqs = await tx.rows('SELECT task_id, max(seq) FROM task_events WHERE task_id = ANY(?) GROUP BY task_id', [taskIds]);
-      const maxParentSeqs = await tx.rows('SELECT parent_key, max(parent_seq) FROM task_events WHERE parent_key = ANY(?) GROUP BY parent_key', [parents]);
+      // One statement, after the locks (its snapshot sees every commit made under them): the
+      // tasks taken over (-1) or their last numbers, then the parents' last numbers.
+      const last = await tx.rows(
+        `SELECT 0, t.id, CASE WHEN t.owner IS NOT NULL AND t.owner <> ? THEN -1 ELSE (SELECT max(seq) FROM task_events e WHERE e.task_id = t.id) END
+         FROM tasks t WHERE t.id = ANY(?)
+         UNION ALL
+         SELECT 1, parent_key, max(parent_seq) FROM task_events WHERE parent_key = ANY(?) GROUP BY parent_key`,
+        [cluster.instanceId, taskIds, parents],
+      );
+      lastSeq.clear();
+      lastParentSeq.clear();
       for (const id of taskIds) lastSeq.set(id, 0);
       for (const key of parents) lastParentSeq.set(key, 0);
-      for (const [id, max] of maxSeqs) lastSeq.set(id as string, Number(max ?? 0));
-      for (const [key, max] of maxParentSeqs) lastParentSeq.set(key as string, Number(max ?? 0));
-      return kept;
+      const lost = new Set<string>();
+      for (const [kind, key, max] of last) {
+        if (Number(kind) === 1) lastParentSeq.set(key as string, Number(max ?? 0));
+        else if (Number(max) === -1) lost.add(key as string);
+        else lastSeq.set(key as string, Number(max ?? 0));
+      }
+      return lost.size > 0 ? rows.filter((r) => !lost.has(r.task.id)) : rows;
     },
 
     /** The next numbers of `row`'s task and parent (`terminal`: the task takes no more events). */

@@ -5,6 +5,8 @@ import type { AgentObserver } from '../loop/run-agent.ts';
 import { forStorage } from '../loop/transcript.ts';
 import { usageOf, type TokenUsage } from '../shapes/task.ts';
 import type { TaskRow } from '../store/schema.ts';
+import { createTaskStore, type TaskStore } from '../store/task-store.ts';
+import type { Append } from '../events/event-log.ts';
 import type { TaskTrace } from '../telemetry/tracing.ts';
 import type { RunContext } from './run-context.ts';
 
@@ -17,44 +19,89 @@ export interface TaskObserverOptions {
 }
 
 export type TaskObserver = AgentObserver & {
+  /** Starts the writes still held (see `hold`): the run is over. */
   close(): void;
+  /**
+   * Holds `write` until the task's next write, to commit with it: most often the next step's
+   * start, so a step's end and the next one's start are one commit, not two. Every other write
+   * of the observer starts it first, in order.
+   */
+  hold(write: HeldWrite): void;
+  /** Starts the held writes now. */
+  release(): void;
   /** A model call ended with `usage`: billed now, before the loop runs its tools. */
   modelUsage(usage: TokenUsage, model: string): void;
 };
 
+type HeldWrite = (s: TaskStore, append: Append) => Promise<void>;
+
 /**
  * What a model run reports, turned into the task's record: every call billed the moment it ends
- * (once: a key per call), the step's count, conversation and event committed together, liveness,
- * the trace's spans, and the events of the stream.
+ * (once: a key per call, in one commit with the step's events so far), the step's count,
+ * conversation and event committed together (with the next step's start), liveness, the trace's
+ * spans, and the events of the stream.
  */
+
 export function createTaskObserver(ctx: RunContext, opts: TaskObserverOptions): TaskObserver {
   const { row, compactionModel, trace } = opts;
   /** The model the steps run on now (a fallback changes it). */
   let model = opts.model;
   const { deps } = ctx;
-  const { events, store, logger } = deps;
+  const { events, logger } = deps;
   const deltas = createDeltaCoalescer((step, text) => events.append(row, 'text.delta', { step, text }));
   const log = logger.child({ taskId: row.id });
   let current = 0;
+  /** Writes waiting for the task's next one (`hold`), in order. */
+  let held: HeldWrite[] = [];
+  const written = (p: Promise<void>, what: string) => void p.catch((err) => log.error({ err, step: current }, `could not store ${what}`));
+  /** Starts the held writes' transaction, ahead of whatever the task writes next. */
+  const release = () => {
+    if (held.length === 0) {
+      // Events held for this task's next write (its start event: task-runner.ts) go in now.
+      if (events.held(row.id)) written(events.flush(row.id), 'the events of the task');
+      return;
+    }
+    const writes = held;
+    held = [];
+    written(
+      ctx.ownedTransaction(row, async (s, append) => {
+        for (const w of writes) await w(s, append);
+      }),
+      'the finished step',
+    );
+  };
   return {
-    close: () => deltas.close(),
+    close: () => {
+      deltas.close();
+      release();
+    },
+    hold: (write) => void held.push(write),
+    release,
     stepStarted(step) {
       current = step;
       trace.modelCallStarted(model);
       deps.liveness.model(row.id, step);
       deltas.flush();
-      events.append(row, 'step.started', { step });
+      if (held.length === 0 && !events.held(row.id)) {
+        events.append(row, 'step.started', { step });
+        return;
+      }
+      held.push(async (_s, append) => append(row, 'step.started', { step }));
+      release();
     },
     modelUsage(usage, calledModel) {
       trace.modelCallEnded(calledModel, usage);
-      // Events appended before stay before it in the store (the write queue keeps the order).
-      void events.flush(row.id).catch(() => undefined);
+      release();
+      deltas.flush();
       const step = Math.max(current, 1);
       const at = deps.now();
       const cost = ctx.costOf(calledModel, usage);
       // One key per call: the write may be repeated (a COMMIT whose answer the connection lost).
       const callKey = randomUUID();
-      const billed = deps.storage.write(() => store.addUsage(row.id, step, usage, { model: calledModel, costMicroUsd: cost }, at, callKey));
+      // The step's events still waiting to be written go in the same commit, before it.
+      const billed = events.transaction(row.id, (tx) =>
+        createTaskStore(tx).addUsage(row.id, step, usage, { model: calledModel, costMicroUsd: cost }, at, callKey),
+      );
       if (deps.storage.fault !== null) {
         // The only copy is in memory until the database takes it: say so where operators look.
         logger.warn({ taskId: row.id, step, usage }, 'usage kept in memory until the database can be written');
@@ -62,35 +109,44 @@ export function createTaskObserver(ctx: RunContext, opts: TaskObserverOptions): 
       void billed.catch((err) => logger.error({ err, taskId: row.id, step, usage }, 'usage could not be stored'));
       deps.metrics.callBilled(usage, cost);
     },
-    textDelta: (step, text) => deltas.push(step, text),
+    textDelta: (step, text) => {
+      release();
+      deltas.push(step, text);
+    },
     modelActivity: () => deps.liveness.activity(row.id),
     compactionStarted: () => trace.modelCallStarted(compactionModel),
     toolCall(step, call) {
+      release();
       deltas.flush();
       deps.liveness.tool(row.id, step, call.toolName);
       trace.toolStarted(call.toolCallId, call.toolName);
       events.append(row, 'tool.call', { step, ...call, input: capPayload(call.input) });
     },
     toolResult(step, result) {
+      release();
       deltas.flush();
       deps.liveness.activity(row.id);
       trace.toolEnded(result.toolCallId, result.isError ? String(result.output) : null);
       events.append(row, 'tool.result', { step, ...result, output: capPayload(result.output) });
     },
     stepFinished(step, finishReason, usage, added) {
+      release();
       deltas.flush();
       // The step count, what the step added to the conversation and the event that reports the
       // step commit together: a resume continues exactly after the last step that has all three.
+      // Held until the task's next write (the next step's start, most often: one commit).
       const messages = forStorage(added);
-      ctx
-        .ownedTransaction(row, async (s, append) => {
-          await s.countStep(row.id);
-          await s.appendMessages(row.id, step, messages);
-          append(row, 'step.finished', { step, finishReason, usage: { ...usageOf(usage), costMicroUsd: ctx.costOf(model, usage) } });
-        })
-        .catch((err) => log.error({ err, step }, 'could not store the finished step'));
+      const cost = ctx.costOf(model, usage);
+      // Its last events (the tools' results) wait for that commit too.
+      events.hold(row.id);
+      held.push(async (s, append) => {
+        await s.countStep(row.id);
+        await s.appendMessages(row.id, step, messages);
+        append(row, 'step.finished', { step, finishReason, usage: { ...usageOf(usage), costMicroUsd: cost } });
+      });
     },
     answeredCallsRan(step, added) {
+      release();
       deltas.flush();
       // The results join the step that asked for them; the answers are marked acted on with them.
       const messages = forStorage(added);
@@ -103,6 +159,7 @@ export function createTaskObserver(ctx: RunContext, opts: TaskObserverOptions): 
         .catch((err) => log.error({ err, step }, 'could not store the results of the answered calls'));
     },
     modelFallback(step, info) {
+      release();
       deltas.flush();
       model = info.to;
       // The task and its record name the model it runs on now; calls are billed by their own model.
@@ -114,10 +171,12 @@ export function createTaskObserver(ctx: RunContext, opts: TaskObserverOptions): 
         .catch((err) => log.error({ err, step }, 'could not store the model fallback'));
     },
     messageReceived(_step, text) {
+      release();
       deltas.flush();
       events.append(row, 'message.received', { text });
     },
     compacted(step, info, conversation) {
+      release();
       deltas.flush();
       const messages = forStorage(conversation);
       ctx

@@ -89,6 +89,8 @@ export function createTaskRunner(deps: RunnerDeps) {
       }
       if (resumed) events.append(row, 'task.resumed', { fromStep: row.steps + 1, attempt: row.resumes, reason: opts.resumeReason ?? 'restart' });
       else events.append(row, 'task.started', { subagent_type: row.subagentType, model, workspace: workspace.root });
+      // A model run's first write (its first step's start) takes the event along: one commit less.
+      if (!refused && def.kind === 'model') events.hold(row.id);
       const taskRun: TaskRun = { row, body, def, workspace, signal };
       const outcome =
         refused ??
