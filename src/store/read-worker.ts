@@ -18,9 +18,12 @@ export interface JsonPage {
   nextCursor: string | null;
 }
 
+/** How often the reader's thread checkpoints the WAL of a SQLite file (see sqlite-read-thread.mjs). */
+const CHECKPOINT_MS = 200;
+
 /**
  * A reader on a worker thread with its own connection to the SQLite file (see
- * sqlite-read-thread.mjs). PostgreSQL reads are asynchronous already, and an in-memory SQLite
+ * sqlite-read-thread.mjs), which also takes the checkpoints of the WAL off the event loop. PostgreSQL reads are asynchronous already, and an in-memory SQLite
  * database cannot be seen from another connection: those read through the database's own client.
  */
 export function createSqlReader(db: Db): SqlReader {
@@ -38,13 +41,40 @@ export function createSqlReader(db: Db): SqlReader {
     };
   }
   const file = db.location;
-  const worker = new Worker(new URL('./sqlite-read-thread.mjs', import.meta.url), { workerData: { file } });
+  const worker = new Worker(new URL('./sqlite-read-thread.mjs', import.meta.url), { workerData: { file, checkpointMs: CHECKPOINT_MS } });
   worker.unref();
   let next = 0;
   const waiting = new Map<number, { resolve: (answer: never) => void; reject: (err: Error) => void }>();
+  /** The thread checkpoints: the main connection must again if it stops (SQLite's default, 1,000 pages). */
+  let offloaded = false;
+  const checkpointHere = () => {
+    if (!offloaded) return;
+    offloaded = false;
+    if (db.sqlite?.open) db.sqlite.pragma('wal_autocheckpoint = 1000');
+  };
+  worker.on('exit', checkpointHere);
   worker.on(
     'message',
-    ({ id, rows, json, nextCursor, error }: { id: number; rows?: unknown[][]; json?: string; nextCursor?: string | null; error?: string }) => {
+    ({
+      id,
+      rows,
+      json,
+      nextCursor,
+      error,
+      checkpointing,
+    }: {
+      id: number;
+      rows?: unknown[][];
+      json?: string;
+      nextCursor?: string | null;
+      error?: string;
+      checkpointing?: boolean;
+    }) => {
+      if (checkpointing) {
+        offloaded = true;
+        db.sqlite?.pragma('wal_autocheckpoint = 0');
+        return;
+      }
       const w = waiting.get(id);
       waiting.delete(id);
       if (error !== undefined) w?.reject(new Error(error));
@@ -59,6 +89,7 @@ export function createSqlReader(db: Db): SqlReader {
     });
   };
   worker.on('error', (err) => {
+    checkpointHere();
     for (const w of waiting.values()) w.reject(err);
     waiting.clear();
   });
@@ -66,6 +97,7 @@ export function createSqlReader(db: Db): SqlReader {
     all: ({ sql, params }) => ask<unknown[][]>({ sql, params }),
     json: ({ sql, params }, names, limit) => ask<JsonPage>({ sql, params, names, limit }),
     async close() {
+      checkpointHere();
       await worker.terminate();
     },
   };

@@ -21,6 +21,27 @@ function toJson(rows, names) {
   return `[${parts.join(',')}]`;
 }
 
+// Checkpoints: the main connection writes with its automatic checkpoints off once this thread
+// says it checkpoints (read-worker.ts), and a connection of this thread copies the WAL into the
+// database every `checkpointMs`: the fsyncs of a checkpoint (milliseconds each, tens on a busy
+// disk) never stall the service's event loop. PASSIVE: it waits for nobody and nobody waits for it.
+if (workerData.checkpointMs) {
+  try {
+    const writer = new Database(workerData.file, { fileMustExist: true });
+    writer.pragma('busy_timeout = 0');
+    setInterval(() => {
+      try {
+        writer.pragma('wal_checkpoint(PASSIVE)');
+      } catch {
+        // Busy or failing now: the next turn tries again (the main connection goes on writing).
+      }
+    }, workerData.checkpointMs);
+    parentPort.postMessage({ checkpointing: true });
+  } catch {
+    // Not writable from here: the main connection keeps checkpointing itself.
+  }
+}
+
 parentPort.on('message', ({ id, sql, params, names, limit }) => {
   try {
     let statement = statements.get(sql);
