@@ -1,7 +1,7 @@
 /** `npm run bench compare`: the service against a bare ai-SDK loop, one task at a time and 32 at a time. */
 import { startScriptedModel } from '../scripted-model/server.ts';
 import { startBareServer } from './bare.ts';
-import { now, pct, startBenchService, warmUp, body } from './support.ts';
+import { now, pct, startBenchService, warmUp, body, dbCountsOf } from './support.ts';
 
 /** Tasks each side of the compare benchmark runs before measuring (the WARMUP task included). */
 export const WARMUP_TASKS = 20;
@@ -66,8 +66,15 @@ export async function benchCompare(total = 300, concurrency = 32, sequential = 6
     );
     return now() - started;
   };
+  // What the one-at-a-time tasks sent to the database (the few statements of background work,
+  // the scheduler's and the webhook outbox's, included).
+  const db = { statements: 0, transactions: 0 };
   for (let round = 0; round < ROUNDS; round++) {
+    const before = await dbCountsOf(svc.url);
     for (let i = 0; i < sequential / ROUNDS; i++) serviceSeq.push(await once(index++));
+    const after = await dbCountsOf(svc.url);
+    db.statements += after.statements - before.statements;
+    db.transactions += after.transactions - before.transactions;
     bareSeq.push(...(await bare.run(sequential / ROUNDS)).latencies);
   }
   for (let round = 0; round < ROUNDS; round++) {
@@ -87,5 +94,8 @@ export async function benchCompare(total = 300, concurrency = 32, sequential = 6
     service: { p50: pct(serviceSeq, 50), p99: pct(serviceSeq, 99), wallMs: serviceWall },
     bare: { p50: pct(bareSeq, 50), p99: pct(bareSeq, 99), wallMs: bareWall },
     requestBytes,
+    /** Per 4-call task, one at a time. */
+    statementsPerTask: db.statements / sequential,
+    transactionsPerTask: db.transactions / sequential,
   };
 }

@@ -7,7 +7,7 @@ import { ensureDatabase, startTestPostgres } from '../test/support/postgres.ts';
 import { startChildService, type ChildService } from '../test/support/child-service.ts';
 import { startScriptedModel } from '../scripted-model/server.ts';
 import { WARMUP_TASKS, scriptCompare } from './compare.ts';
-import { now, sleep, pct, benchEnv, cpuMsOf, warmUp, body, machineCpu } from './support.ts';
+import { now, sleep, pct, benchEnv, cpuMsOf, warmUp, body, machineCpu, dbCountsOf } from './support.ts';
 
 /**
  * Throughput with 1, 2 and 3 instances on one PostgreSQL database (a local cluster, fsync off):
@@ -29,7 +29,13 @@ export async function benchInstances(total = 300, concurrency = 48) {
     machineCpuPct: number;
     completed: number;
     commitsPerTask: number;
+    statementsPerTask: number;
+    transactionsPerTask: number;
   }> = [];
+  const countsOf = async (services: ChildService[]) => {
+    const each = await Promise.all(services.map((s) => dbCountsOf(s.url)));
+    return { statements: each.reduce((n, c) => n + c.statements, 0), transactions: each.reduce((n, c) => n + c.transactions, 0) };
+  };
   const admin = new pg.Client({ connectionString: postgres.url });
   await admin.connect();
   const commits = async (db: string) =>
@@ -64,6 +70,7 @@ export async function benchInstances(total = 300, concurrency = 48) {
         const cpuBefore = services.map((s) => cpuMsOf(s.child.pid!));
         const machineBefore = machineCpu();
         const commitsBefore = await commits(`instances_${n}`);
+        const countsBefore = await countsOf(services);
         const started = now();
         await Promise.all(
           Array.from({ length: concurrency }, async () => {
@@ -85,6 +92,7 @@ export async function benchInstances(total = 300, concurrency = 48) {
         // The statistics collector reports with a delay of up to half a second.
         await sleep(1000);
         const commitsPerTask = ((await commits(`instances_${n}`)) - commitsBefore) / total;
+        const countsAfter = await countsOf(services);
         const serviceCpuMs = services.reduce((sum, s, i) => sum + cpuMsOf(s.child.pid!) - cpuBefore[i], 0);
         rows.push({
           instances: n,
@@ -96,6 +104,8 @@ export async function benchInstances(total = 300, concurrency = 48) {
           machineCpuPct: ((machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total)) * 100,
           completed,
           commitsPerTask,
+          statementsPerTask: (countsAfter.statements - countsBefore.statements) / total,
+          transactionsPerTask: (countsAfter.transactions - countsBefore.transactions) / total,
         });
       } finally {
         for (const svc of services) {

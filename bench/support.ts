@@ -81,6 +81,13 @@ export async function loopP99Ms(url: string): Promise<number> {
   return Number(/^nodejs_eventloop_lag_p99_seconds (\S+)$/m.exec(text)?.[1]) * 1000;
 }
 
+/** Statements and transactions the service has sent to its database so far (its /metrics). */
+export async function dbCountsOf(url: string): Promise<{ statements: number; transactions: number }> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const read = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+  return { statements: read('subagentd_db_statements_total'), transactions: read('subagentd_db_transactions_total') };
+}
+
 /**
  * One full task before measuring: the first run of a process loads and compiles modules lazily
  * (tens of ms with the event loop blocked), which is start-up cost, not steady state.
