@@ -33,7 +33,16 @@ async function providerTools(tools: WorkspaceTool[]) {
       tool({ description: t.description, inputSchema: t.jsonSchema ? jsonSchema(t.jsonSchema as JSONSchema7) : toolSchema(t.inputSchema) }),
     ]),
   );
-  return prepareToolsAndToolChoice({ tools: set, toolChoice: undefined, activeTools: undefined });
+  const prepared = await prepareToolsAndToolChoice({ tools: set, toolChoice: undefined, activeTools: undefined });
+  // Without the `$schema` line the SDK puts atop each schema: 52 bytes a tool on every request,
+  // which no provider reads.
+  for (const t of prepared.tools ?? []) {
+    if (t.type === 'function' && typeof t.inputSchema === 'object' && '$schema' in t.inputSchema) {
+      const { $schema: _unread, ...schema } = t.inputSchema;
+      t.inputSchema = schema;
+    }
+  }
+  return prepared;
 }
 
 /**
