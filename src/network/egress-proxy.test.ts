@@ -9,6 +9,7 @@ let port: number;
 beforeAll(async () => {
   origin = createServer((req, res) => {
     if (req.url === '/big') res.end('x'.repeat(100_000));
+    else if (req.url === '/headers') res.end(JSON.stringify(req.headers));
     else res.end(`hello from ${req.headers.host}`);
   });
   await new Promise<void>((r) => origin.listen(0, '127.0.0.1', r));
@@ -17,9 +18,9 @@ beforeAll(async () => {
 afterAll(() => new Promise<void>((r) => origin.close(() => r())));
 
 /** A plain HTTP GET through the proxy's Unix socket. */
-function get(socketPath: string, url: string): Promise<{ status: number; body: string }> {
+function get(socketPath: string, url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request({ socketPath, path: url, headers: { host: new URL(url).host } }, (res) => {
+    const req = request({ socketPath, path: url, headers: { ...headers, host: new URL(url).host } }, (res) => {
       let body = '';
       res.on('data', (c: Buffer) => (body += c.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
@@ -81,6 +82,27 @@ describe('the egress proxy', () => {
         expect.objectContaining({ host: 'localhost', port, allowed: false, bytesIn: 0, bytesOut: 0 }),
       ]);
       expect(seen[0].bytesIn).toBeGreaterThan(0);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('passes on the end-to-end headers of a plain HTTP request, not those of the hop to the proxy', async () => {
+    const proxy = await startEgressProxy({ allow: [`127.0.0.1:${port}`], allowPrivate: true, maxConnections: 4, maxBytes: 1e9, onRequest: () => {} });
+    try {
+      const { status, body } = await get(proxy.socket, `http://127.0.0.1:${port}/headers`, {
+        'x-kept': 'yes',
+        'proxy-connection': 'keep-alive',
+        'proxy-authorization': 'Basic c2VjcmV0',
+        connection: 'x-hop-only',
+        'x-hop-only': 'for the proxy',
+      });
+      expect(status).toBe(200);
+      const seen = JSON.parse(body) as Record<string, string>;
+      expect(seen['x-kept']).toBe('yes');
+      expect(seen).not.toHaveProperty('proxy-connection');
+      expect(seen).not.toHaveProperty('proxy-authorization');
+      expect(seen).not.toHaveProperty('x-hop-only');
     } finally {
       await proxy.close();
     }

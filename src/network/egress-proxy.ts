@@ -7,7 +7,7 @@
  * name resolved again), counts the bytes both ways against the task's cap, and reports it.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect, isIP, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -61,6 +61,18 @@ export interface EgressProxy {
 }
 
 /** Starts a task's proxy on a Unix socket of a fresh folder. */
+/** Headers of one hop (RFC 9110, 7.6.1): those a proxy must not pass on, and those `connection` names. */
+const HOP_BY_HOP = ['connection', 'proxy-connection', 'keep-alive', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'upgrade'];
+
+/** `headers` without those of one hop. */
+export function endToEnd(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  const named = String(headers.connection ?? '')
+    .split(',')
+    .map((h) => h.trim().toLowerCase())
+    .filter(Boolean);
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => !HOP_BY_HOP.includes(name) && !named.includes(name)));
+}
+
 export async function startEgressProxy(opts: EgressProxyOptions): Promise<EgressProxy> {
   const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-egress-'));
   const socket = path.join(dir, 'proxy.sock');
@@ -112,6 +124,28 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     }
   }
 
+  /**
+   * An allowed connection is open on `carriers`: counted until it ends, once, whichever side
+   * ends first (or `close`), then reported with what it carried.
+   */
+  function opened(r: NetworkRequest, carriers: Socket[], after?: () => void): () => void {
+    open++;
+    r.allowed = true;
+    for (const s of carriers) sockets.add(s);
+    let ended = false;
+    const done = () => {
+      if (ended) return;
+      ended = true;
+      open--;
+      ends.delete(done);
+      for (const s of carriers) sockets.delete(s);
+      after?.();
+      opts.onRequest({ ...r, ...(over() && { reason: `cut at the task's network budget of ${opts.maxBytes} bytes` }) });
+    };
+    ends.add(done);
+    return done;
+  }
+
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     // Plain HTTP through a proxy: the request line carries the absolute URL.
     let url: URL;
@@ -130,32 +164,20 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         res.writeHead(403, { 'content-type': 'text/plain' }).end(`subagentd egress proxy: refused: ${verdict.refused}\n`);
         return;
       }
-      open++;
-      r.allowed = true;
       const upstream = httpRequest({
         host: verdict.address,
         port,
         method: req.method,
         path: `${url.pathname}${url.search}`,
-        headers: { ...req.headers, host: url.host },
+        headers: { ...endToEnd(req.headers), host: url.host },
       });
-      sockets.add(req.socket);
-      let ended = false;
-      const done = () => {
-        if (ended) return;
-        ended = true;
-        open--;
-        ends.delete(done);
-        sockets.delete(req.socket);
-        opts.onRequest({ ...r, ...(over() && { reason: `cut at the task's network budget of ${opts.maxBytes} bytes` }) });
-      };
-      ends.add(done);
+      const done = opened(r, [req.socket]);
       req.on('data', (c: Buffer) => {
         r.bytesOut += c.length;
         count(c.length);
       });
       upstream.on('response', (up) => {
-        res.writeHead(up.statusCode ?? 502, up.headers);
+        res.writeHead(up.statusCode ?? 502, endToEnd(up.headers));
         up.on('data', (c: Buffer) => {
           r.bytesIn += c.length;
           count(c.length);
@@ -185,24 +207,11 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         client.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
         return;
       }
-      open++;
-      r.allowed = true;
       const upstream = connect({ host: verdict.address, port });
-      sockets.add(client);
-      sockets.add(upstream);
-      let ended = false;
-      const done = () => {
-        if (ended) return;
-        ended = true;
-        open--;
-        ends.delete(done);
-        sockets.delete(client);
-        sockets.delete(upstream);
+      const done = opened(r, [client, upstream], () => {
         client.destroy();
         upstream.destroy();
-        opts.onRequest({ ...r, ...(over() && { reason: `cut at the task's network budget of ${opts.maxBytes} bytes` }) });
-      };
-      ends.add(done);
+      });
       upstream.on('connect', () => {
         client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
         if (head.length > 0) upstream.write(head);
