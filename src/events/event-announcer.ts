@@ -1,5 +1,3 @@
-import { CHANNELS } from '../store/cluster-store.ts';
-import type { SqlClient } from '../store/sql-client.ts';
 import type { Listeners } from './event-listeners.ts';
 import type { EventReader } from './event-reader.ts';
 import type { Numbered } from './event-rows.ts';
@@ -18,11 +16,11 @@ interface Announcement {
 }
 
 /**
- * Cluster: announces on `subagentd_events`, in the transaction that writes them (so with its
- * commit), the events `written` by this instance: one announcement per task, packed into as few
- * notifications as fit.
+ * Cluster: what to announce on `subagentd_events`, in the transaction that writes them (so with
+ * its commit), of the events `written` by this instance: one announcement per task, packed into as
+ * few notification payloads as fit (event-log.ts sends the first with the rows' INSERT).
  */
-export async function announce(tx: SqlClient, instanceId: string, written: Numbered[]): Promise<void> {
+export function announcements(instanceId: string, written: Numbered[]): string[] {
   const byTask = new Map<string, Announcement>();
   for (const r of written) {
     const a = byTask.get(r.event.taskId);
@@ -32,21 +30,23 @@ export async function announce(tx: SqlClient, instanceId: string, written: Numbe
     } else
       byTask.set(r.event.taskId, { i: instanceId, t: r.event.taskId, k: r.parent, s: [r.event.seq, r.event.seq], p: [r.event.parentSeq!, r.event.parentSeq!] });
   }
+  const payloads: string[] = [];
   let batch: string[] = [];
   let size = 2;
-  const send = async () => {
-    if (batch.length > 0) await tx.run('SELECT pg_notify(?, ?)', [CHANNELS.events, `[${batch.join(',')}]`]);
+  const send = () => {
+    if (batch.length > 0) payloads.push(`[${batch.join(',')}]`);
     batch = [];
     size = 2;
   };
   for (const a of byTask.values()) {
     const json = JSON.stringify(a);
     const bytes = Buffer.byteLength(json) + 1;
-    if (size + bytes > MAX_NOTIFY_BYTES) await send();
+    if (size + bytes > MAX_NOTIFY_BYTES) send();
     batch.push(json);
     size += bytes;
   }
-  await send();
+  send();
+  return payloads;
 }
 
 /**

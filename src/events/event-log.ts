@@ -1,6 +1,7 @@
 import type { SqlClient } from '../store/sql-client.ts';
 import { storageFaultOf, type StorageGuard } from '../store/storage-guard.ts';
-import { announce, createAnnouncementFollower } from './event-announcer.ts';
+import { announcements, createAnnouncementFollower } from './event-announcer.ts';
+import { CHANNELS } from '../store/cluster-store.ts';
 import { createListeners, type EventListener } from './event-listeners.ts';
 import { createNumbering, newUndo, type NumberUndo } from './event-numbering.ts';
 import { createEventReader } from './event-reader.ts';
@@ -98,16 +99,21 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
         dataJson: r.dataJson,
       });
     }
+    // Cluster: announced in the same transaction; the first notification goes with the last INSERT.
+    const notices = cluster && out.length > 0 ? announcements(cluster.instanceId, out) : [];
     // One statement per INSERT_CHUNK events (a group commit holds hundreds of text deltas).
     for (let i = 0; i < out.length; i += INSERT_CHUNK) {
       const chunk = out.slice(i, i + INSERT_CHUNK);
-      await tx.run(
-        `INSERT INTO task_events (task_id, seq, type, at, data, parent_key, parent_seq) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
-        chunk.flatMap((r) => [r.event.taskId, r.event.seq, r.event.type, r.at, r.dataJson, r.parent, r.event.parentSeq]),
-      );
+      const insert = `INSERT INTO task_events (task_id, seq, type, at, data, parent_key, parent_seq) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}`;
+      const params = chunk.flatMap((r) => [r.event.taskId, r.event.seq, r.event.type, r.at, r.dataJson, r.parent, r.event.parentSeq]);
+      if (i + INSERT_CHUNK >= out.length && notices.length > 0) {
+        await tx.run(`WITH inserted AS (${insert}) SELECT pg_notify(?, ?)`, [...params, CHANNELS.events, notices.shift()]);
+      } else {
+        await tx.run(insert, params);
+      }
     }
+    for (const payload of notices) await tx.run('SELECT pg_notify(?, ?)', [CHANNELS.events, payload]);
     if (out.length > 0) numbering.written();
-    if (cluster && out.length > 0) await announce(tx, cluster.instanceId, out);
     const hooked =
       opts.onWrite !== undefined &&
       out.length > 0 &&

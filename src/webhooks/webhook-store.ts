@@ -130,7 +130,8 @@ export function createWebhookStore(
         const endpoints = await tx.all<{ id: string; events: string; kind: string; version: string | null }>(ENDPOINTS_OF, [e.tenant, e.taskId]);
         if (endpoints.length === 0) {
           // Only a tenant with no endpoint at all is skipped from now on (a push config is per task).
-          if (!(await tx.get('SELECT 1 AS one FROM webhooks WHERE tenant = ? LIMIT 1', [e.tenant]))) tenantsWithout.add(e.tenant);
+          // Shared (PostgreSQL): another instance may add one at any time, so nothing is kept.
+          if (!shared && !(await tx.get('SELECT 1 AS one FROM webhooks WHERE tenant = ? LIMIT 1', [e.tenant]))) tenantsWithout.add(e.tenant);
           continue;
         }
         const task = await createTaskStore(tx).getById(e.taskId);
