@@ -98,6 +98,8 @@ describe.skipIf(missing !== null)('the console in a browser', () => {
     const allow = page.locator('.pending button.allow');
     await allow.waitFor({ timeout: 10_000 });
     expect(await page.textContent('.pending')).toContain('echo console-was-here');
+    // The call waits for its answer: it is not said to run.
+    expect(await page.locator('.timeline details.tool summary', { hasText: 'bash' }).textContent()).toContain('awaiting approval');
     await page.screenshot({ path: path.join(shots, '2-approval.png') });
     await allow.click();
 

@@ -41,7 +41,16 @@ function ItemView({ item }: { item: Item }) {
       return (
         <details class={`tool${item.isError ? ' failed' : ''}`}>
           <summary>
-            <code>{item.toolName}</code> {item.output === undefined ? '…running' : item.isError ? 'failed' : 'done'}
+            <code>{item.toolName}</code>{' '}
+            {item.output !== undefined
+              ? item.isError
+                ? 'failed'
+                : 'done'
+              : item.waiting === 'approval'
+                ? '…awaiting approval'
+                : item.waiting === 'caller'
+                  ? "…awaiting the caller's result"
+                  : '…running'}
           </summary>
           <h5>Input</h5>
           <pre>{pretty(item.input)}</pre>

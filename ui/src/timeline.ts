@@ -4,7 +4,17 @@ import type { StreamMessage } from './api.ts';
 export type Item =
   | { kind: 'step'; step: number; usage?: any; finishReason?: string }
   | { kind: 'text'; step: number; text: string }
-  | { kind: 'tool'; step: number; toolCallId: string; toolName: string; input: unknown; output?: unknown; isError?: boolean }
+  | {
+      kind: 'tool';
+      step: number;
+      toolCallId: string;
+      toolName: string;
+      input: unknown;
+      output?: unknown;
+      isError?: boolean;
+      /** Not running: its approval, or a caller-run tool's result, is awaited. */
+      waiting?: 'approval' | 'caller';
+    }
   | { kind: 'plan'; entries: Array<{ content: string; status: string; priority?: string }> }
   | { kind: 'note'; type: string; text: string };
 
@@ -15,6 +25,13 @@ export type Item =
 export function createTimeline() {
   const items: Item[] = [];
   const calls = new Map<string, Extract<Item, { kind: 'tool' }>>();
+  /** Requests (approvals, caller-run tools) by id, to the calls they hold. */
+  const requests = new Map<string, string>();
+  const waitOn = (requestId: string, toolCallId: string, what: 'approval' | 'caller' | undefined) => {
+    requests.set(requestId, toolCallId);
+    const call = calls.get(toolCallId);
+    if (call) call.waiting = what;
+  };
   let lastSeq = 0;
   const note = (type: string, text: string) => items.push({ kind: 'note', type, text });
 
@@ -42,7 +59,7 @@ export function createTimeline() {
       }
       case 'tool.result': {
         const call = calls.get(d.toolCallId);
-        if (call) Object.assign(call, { output: d.output, isError: d.isError });
+        if (call) Object.assign(call, { output: d.output, isError: d.isError, waiting: undefined });
         else items.push({ kind: 'tool', step: d.step, toolCallId: d.toolCallId, toolName: d.toolName, input: null, output: d.output, isError: d.isError });
         break;
       }
@@ -61,10 +78,20 @@ export function createTimeline() {
         note(m.type, `finished: ${d.status}${d.error ? ` (${d.error.code}: ${d.error.message})` : ''}`);
         break;
       case 'approval.requested':
+        waitOn(d.requestId, d.toolCallId, 'approval');
         note(m.type, `asks approval for ${d.toolName} ${JSON.stringify(d.input)}`);
         break;
       case 'approval.answered':
+        waitOn(d.requestId, requests.get(d.requestId) ?? '', undefined);
         note(m.type, `approval ${d.decision} (by ${d.by})`);
+        break;
+      case 'tool.requested':
+        waitOn(d.requestId, d.toolCallId, 'caller');
+        note(m.type, `waits for the caller's result of ${d.toolName} ${JSON.stringify(d.input)}`);
+        break;
+      case 'tool.answered':
+        waitOn(d.requestId, requests.get(d.requestId) ?? '', undefined);
+        note(m.type, `caller's result ${d.isError ? 'failed' : 'received'} (by ${d.by})`);
         break;
       case 'network.request':
         note(
