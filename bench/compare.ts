@@ -6,7 +6,7 @@ import { now, pct, startBenchService, warmUp, body, dbCountsOf } from './support
 /** Tasks each side of the compare benchmark runs before measuring (the WARMUP task included). */
 export const WARMUP_TASKS = 20;
 /** The compare benchmark's tasks come in this many alternating rounds per side and measure. */
-export const ROUNDS = 3;
+export const ROUNDS = 6;
 
 /** The same 4-call task for the service and the bare loop: write, read, list, complete. */
 export function scriptCompare(model: Awaited<ReturnType<typeof startScriptedModel>>) {
@@ -29,7 +29,7 @@ export function scriptCompare(model: Awaited<ReturnType<typeof startScriptedMode
  * The service against a bare ai-SDK loop doing the same work on the same scripted model, in the
  * same run: one task at a time (latency), then `total` tasks `concurrency` at a time (wall time).
  */
-export async function benchCompare(total = 300, concurrency = 32, sequential = 60) {
+export async function benchCompare(total = 300, concurrency = 32, sequential = 120) {
   const svc = await startBenchService({ MAX_CONCURRENT_TASKS: String(concurrency), MAX_QUEUED_TASKS: String(total) });
   scriptCompare(svc.model);
   await warmUp(svc.url);
