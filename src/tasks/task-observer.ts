@@ -41,7 +41,6 @@ type HeldWrite = (s: TaskStore, append: Append) => Promise<void>;
  * conversation and event committed together (with the next step's start), liveness, the trace's
  * spans, and the events of the stream.
  */
-
 export function createTaskObserver(ctx: RunContext, opts: TaskObserverOptions): TaskObserver {
   const { row, compactionModel, trace } = opts;
   /** The model the steps run on now (a fallback changes it). */
