@@ -168,7 +168,7 @@ describe('retention (RETENTION_DAYS)', () => {
 });
 
 describe('roles of keys', () => {
-  it('read keys only read, submit keys run tasks but change no budget, webhook or key and delete nothing: 403 forbidden', async () => {
+  it('read keys only read, submit keys run tasks but have no budgets, webhooks or keys and delete nothing: 403 forbidden', async () => {
     const id = await finishedTask('LIFE-ROLES', 'u-roles');
     const expectations: Array<[string, 'GET' | 'POST' | 'PUT' | 'DELETE', string, object | undefined, number]> = [
       [READ, 'GET', '/tasks', undefined, 200],
@@ -179,6 +179,10 @@ describe('roles of keys', () => {
       [SUBMIT, 'POST', `/tasks/${id}/cancel`, {}, 202],
       [SUBMIT, 'PUT', '/budgets/user/u-roles', { maxTokens: 5 }, 403],
       [SUBMIT, 'POST', '/webhooks', { url: 'https://example.com/hook' }, 403],
+      [SUBMIT, 'GET', '/budgets/user/u-roles', undefined, 403],
+      [SUBMIT, 'GET', '/webhooks', undefined, 403],
+      [SUBMIT, 'GET', '/usage', undefined, 200],
+      [READ, 'GET', '/webhooks', undefined, 200],
       [SUBMIT, 'DELETE', `/tasks/${id}`, undefined, 403],
       [SUBMIT, 'DELETE', '/users/u-roles', undefined, 403],
       [SUBMIT, 'GET', '/audit', undefined, 403],

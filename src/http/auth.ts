@@ -96,11 +96,16 @@ function adminOnly(method: string, route: string): boolean {
   return (route.startsWith('/budgets') || route.startsWith('/webhooks')) && method !== 'GET' && method !== 'HEAD';
 }
 
-/** Why a key of `role` may not call `method route`, or null when it may. `read` ⊂ `submit` ⊂ `admin`. */
+/**
+ * Why a key of `role` may not call `method route`, or null when it may. A `submit` key runs tasks
+ * and has nothing to do with budgets or webhooks, not even reading them; a `read` key reads
+ * everything of its tenant (dashboards show budgets and webhooks too).
+ */
 export function roleDenies(role: KeyRole, method: string, route: string): string | null {
   if (role === 'admin') return null;
   if (adminOnly(method, route)) return `may not ${method} ${route}: an admin key may`;
   if (role === 'read' && method !== 'GET' && method !== 'HEAD') return `may only read (GET and streams), not ${method} ${route}`;
+  if (role === 'submit' && (route.startsWith('/budgets') || route.startsWith('/webhooks'))) return `has no budgets or webhooks (${method} ${route})`;
   return null;
 }
 
