@@ -71,8 +71,10 @@ export function createSqlReader(db: Db): SqlReader {
       checkpointing?: boolean;
     }) => {
       if (checkpointing) {
+        // Said as the database was being closed: nothing to hand over.
+        if (!db.sqlite?.open) return;
         offloaded = true;
-        db.sqlite?.pragma('wal_autocheckpoint = 0');
+        db.sqlite.pragma('wal_autocheckpoint = 0');
         return;
       }
       const w = waiting.get(id);
