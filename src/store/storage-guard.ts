@@ -35,6 +35,9 @@ export interface StorageGuardOptions {
   onRecover?(): void;
 }
 
+/** How long the write queue runs before it lets the event loop take a turn. */
+const SLICE_MS = 10;
+
 interface Queued {
   fn: () => unknown;
   resolve(value: unknown): void;
@@ -77,8 +80,16 @@ export function createStorageGuard(opts: StorageGuardOptions = {}) {
   async function drain() {
     if (draining) return;
     draining = true;
+    let slice = performance.now();
     try {
       while (queue.length > 0) {
+        // Writes that settle at once (SQLite's) would drain a long queue, and run what each one's
+        // caller does next, in one turn of the event loop: a burst of 1,000 tasks held it for a
+        // second. Other work (timers, sockets, heartbeats) gets a turn every SLICE_MS.
+        if (performance.now() - slice > SLICE_MS) {
+          await new Promise((r) => setImmediate(r));
+          slice = performance.now();
+        }
         const item = queue[0];
         let value: unknown;
         try {
