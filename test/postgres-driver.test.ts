@@ -30,6 +30,44 @@ describe.skipIf(!process.env.TEST_POSTGRES_URL)('the PostgreSQL driver', () => {
     }
   });
 
+  it('fails a transaction with the error of a write sent without waiting, runs what it sends in order, commits none of a failed one', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-pgdriver-'));
+    const db = await openPostgres((await testDatabaseUrl(dir))!, 'driver-send');
+    try {
+      await db.sql.run('CREATE TABLE IF NOT EXISTS driver_sent (n INTEGER PRIMARY KEY)');
+      await db.sql.run('INSERT INTO driver_sent (n) VALUES (1)');
+      const count = async () => (await db.sql.get<{ n: number }>('SELECT count(*)::int AS n FROM driver_sent'))?.n;
+      // Nothing awaited after the failing write: the commit answers with its error (a unique
+      // violation, which the event log retries), not a bare "rolled back".
+      const unread = db.sql.transaction(async (tx) => {
+        tx.send('INSERT INTO driver_sent (n) VALUES (?)', [2]);
+        tx.send('INSERT INTO driver_sent (n) VALUES (?)', [1]);
+        tx.send('INSERT INTO driver_sent (n) VALUES (?)', [3]);
+        return 'committed?';
+      });
+      await expect(unread).rejects.toMatchObject({ code: '23505' });
+      // A read after it: the read throws the write's error (not "transaction aborted").
+      const read = db.sql.transaction(async (tx) => {
+        tx.send('INSERT INTO driver_sent (n) VALUES (?)', [1]);
+        return tx.get('SELECT count(*) AS n FROM driver_sent');
+      });
+      await expect(read).rejects.toMatchObject({ code: '23505' });
+      expect(await count()).toBe(1);
+      // Sent writes run in the order sent, before the read that follows them.
+      const seen = await db.sql.transaction(async (tx) => {
+        tx.send('INSERT INTO driver_sent (n) VALUES (?)', [2]);
+        tx.send('UPDATE driver_sent SET n = n * 10 WHERE n = 2');
+        return (await tx.rows('SELECT n FROM driver_sent ORDER BY n')).map((r) => r[0]);
+      });
+      expect(seen).toEqual([1, 20]);
+      expect(await count()).toBe(2);
+      expect(() => db.sql.send('SELECT 1')).toThrow(/inside a transaction/);
+    } finally {
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('ends a transaction left idle past the lease (a process paused mid-transaction), so its row locks free the task for the others', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-pgdriver-'));
     const url = (await testDatabaseUrl(dir))!;

@@ -107,12 +107,12 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
       const insert = `INSERT INTO task_events (task_id, seq, type, at, data, parent_key, parent_seq) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}`;
       const params = chunk.flatMap((r) => [r.event.taskId, r.event.seq, r.event.type, r.at, r.dataJson, r.parent, r.event.parentSeq]);
       if (i + INSERT_CHUNK >= out.length && notices.length > 0) {
-        await tx.run(`WITH inserted AS (${insert}) SELECT pg_notify(?, ?)`, [...params, CHANNELS.events, notices.shift()]);
+        tx.send(`WITH inserted AS (${insert}) SELECT pg_notify(?, ?)`, [...params, CHANNELS.events, notices.shift()]);
       } else {
-        await tx.run(insert, params);
+        tx.send(insert, params);
       }
     }
-    for (const payload of notices) await tx.run('SELECT pg_notify(?, ?)', [CHANNELS.events, payload]);
+    for (const payload of notices) tx.send('SELECT pg_notify(?, ?)', [CHANNELS.events, payload]);
     if (out.length > 0) numbering.written();
     const hooked =
       opts.onWrite !== undefined &&

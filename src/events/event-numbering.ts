@@ -43,10 +43,7 @@ export function createNumbering(cluster: { instanceId: string } | null) {
       if (!cluster || rows.length === 0) return rows;
       const taskIds = [...new Set(rows.map((r) => r.task.id))];
       const parents = [...new Set(rows.map((r) => parentKey(r.task)))].sort();
-      await tx.run('SELECT pg_advisory_xact_lock(?, hashtext(k)) FROM (SELECT k FROM unnest(CAST(? AS TEXT[])) AS k ORDER BY k) AS keys', [
-        PARENT_LOCK,
-        parents,
-      ]);
+      tx.send('SELECT pg_advisory_xact_lock(?, hashtext(k)) FROM (SELECT k FROM unnest(CAST(? AS TEXT[])) AS k ORDER BY k) AS keys', [PARENT_LOCK, parents]);
       // One statement, after the locks (its snapshot sees every commit made under them): the
       // tasks taken over (-1) or their last numbers, then the parents' last numbers.
       const last = await tx.rows(

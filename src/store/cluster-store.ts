@@ -48,7 +48,7 @@ export function createClusterStore(sql: SqlClient, instanceId: string) {
      */
     claim(maxPerTenant: number, leaseUntil: number, busy: string[]): Promise<TaskRow | undefined> {
       return sql.transaction(async (tx) => {
-        await tx.run('SELECT pg_advisory_xact_lock(?)', [CLAIM_LOCK]);
+        tx.send('SELECT pg_advisory_xact_lock(?)', [CLAIM_LOCK]);
         const next = await tx.get<{ id: string }>(NEXT, [Math.min(maxPerTenant, 1e9), busy]);
         if (!next) return undefined;
         const raw = await tx.get('UPDATE tasks SET owner = ?, lease_until = ? WHERE id = ? AND owner IS NULL RETURNING *', [instanceId, leaseUntil, next.id]);

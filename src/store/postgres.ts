@@ -4,7 +4,7 @@ import { drizzle } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
 import { DatabaseInUseError, type Db } from './db.ts';
-import type { SqlClient, SqlCounts } from './sql-client.ts';
+import { outsideTransaction, type SqlClient, type SqlCounts } from './sql-client.ts';
 import { CHANNELS } from './cluster-store.ts';
 import { storageFaultOf } from './storage-guard.ts';
 
@@ -101,17 +101,37 @@ async function retrying<T>(op: () => Promise<T>, canRepeat: (err: unknown) => bo
 }
 
 /**
- * A client over the pool (`inTransaction` false: each statement sent again while the server
- * restarts, where that is safe) or over one transaction's connection (no retry: the transaction
- * is lost with its connection). `check` throws while this process may not write (its instance
- * lock is lost).
+ * What went wrong first in a transaction whose statements are pipelined: after a failed statement
+ * the server refuses every later one of the transaction ("current transaction is aborted"), and
+ * what the caller must hear of is the first failure (a full disk, a conflict to retry), not those.
+ */
+class FirstFailure {
+  error: unknown = undefined;
+  failed = false;
+  /** The body was told of it (an awaited statement threw it): if the body went on, it chose to. */
+  told = false;
+  /** Records `err` if it is the first; answers the first. */
+  of(err: unknown): unknown {
+    if (!this.failed) {
+      this.failed = true;
+      this.error = err;
+    }
+    return this.error;
+  }
+}
+
+/**
+ * A client over the pool (no `failure`: each statement sent again while the server restarts,
+ * where that is safe) or over one transaction's connection (no retry: the transaction is lost
+ * with its connection; its statements are pipelined, `failure` keeps the first error). `check`
+ * throws while this process may not write (its instance lock is lost).
  */
 function clientOver(
   q: pg.Pool | pg.PoolClient,
   transaction: SqlClient['transaction'],
   check: () => void,
   watch: RetryWatch,
-  inTransaction: boolean,
+  failure: FirstFailure | null,
   counts: SqlCounts,
 ): SqlClient {
   const query = (config: string | pg.QueryConfig | pg.QueryArrayConfig, params?: readonly unknown[]) => {
@@ -120,16 +140,30 @@ function clientOver(
       counts.statements++;
       return q.query(config as string, params as unknown[]);
     };
-    if (inTransaction) return send();
+    if (failure) {
+      return send().catch((err: unknown) => {
+        throw failure.of(err);
+      });
+    }
     const text = typeof config === 'string' ? config : config.text;
     return retrying(send, isRead(text) ? transient : notApplied, watch);
   };
+  /** A statement whose answer the body awaits: told of a failure, the body may go on (see `FirstFailure.told`). */
+  const awaited = (config: string | pg.QueryConfig | pg.QueryArrayConfig, params?: readonly unknown[]) =>
+    failure
+      ? query(config, params).catch((err: unknown) => {
+          failure.told = true;
+          throw err;
+        })
+      : query(config, params);
   const client: SqlClient = {
     dialect: 'postgres',
-    run: async (sql, params = []) => (await query(toPg(sql), params)).rowCount ?? 0,
-    all: async <T>(sql: string, params: readonly unknown[] = []) => (await query(toPg(sql), params)).rows as T[],
-    get: async <T>(sql: string, params: readonly unknown[] = []) => (await query(toPg(sql), params)).rows[0] as T | undefined,
-    rows: async (sql, params = []) => (await query({ text: toPg(sql), values: params as unknown[], rowMode: 'array' })).rows as unknown[][],
+    run: async (sql, params = []) => (await awaited(toPg(sql), params)).rowCount ?? 0,
+    all: async <T>(sql: string, params: readonly unknown[] = []) => (await awaited(toPg(sql), params)).rows as T[],
+    get: async <T>(sql: string, params: readonly unknown[] = []) => (await awaited(toPg(sql), params)).rows[0] as T | undefined,
+    rows: async (sql, params = []) => (await awaited({ text: toPg(sql), values: params as unknown[], rowMode: 'array' })).rows as unknown[][],
+    // Its failure is the transaction's (kept in `failure`): nothing else need hear of it.
+    send: failure ? (sql, params = []) => void query(toPg(sql), params).catch(() => undefined) : outsideTransaction,
     transaction,
     counts,
   };
@@ -139,8 +173,8 @@ function clientOver(
 /** COMMIT answered ROLLBACK: a statement of the transaction had failed. */
 class TransactionRolledBack extends Error {
   readonly code = '40000';
-  constructor() {
-    super('the transaction was rolled back by the server (a statement in it failed)');
+  constructor(cause: unknown) {
+    super('the transaction was rolled back by the server (a statement in it failed)', { cause });
   }
 }
 
@@ -258,6 +292,9 @@ export async function openPostgres(url: string, instanceId: string, options: Pos
   const pool = new pg.Pool({
     connectionString: url,
     types,
+    // A statement goes out without waiting for the answers of those before it on its connection
+    // (`send`); only a transaction has more than one statement in flight.
+    pipeline: true,
     max: 10,
     connectionTimeoutMillis: 10_000,
     ...(options.idleInTransactionMs && { idle_in_transaction_session_timeout: options.idleInTransactionMs }),
@@ -296,12 +333,11 @@ export async function openPostgres(url: string, instanceId: string, options: Pos
   };
 
   /**
-   * A connection of the pool with a transaction begun on it, taken again while the server
-   * restarts (nothing was sent yet). While it is checked out, the connection's errors (the server
-   * ending it) are caught here: the pool's own listener covers only idle connections, and an
-   * unheard 'error' event would end the process.
+   * A connection of the pool, taken again while the server restarts. While it is checked out, the
+   * connection's errors (the server ending it) are caught here: the pool's own listener covers
+   * only idle connections, and an unheard 'error' event would end the process.
    */
-  async function begin(): Promise<{ conn: pg.PoolClient; onError: (err: Error) => void; broken: { yes: boolean } }> {
+  async function connect(): Promise<{ conn: pg.PoolClient; onError: (err: Error) => void; broken: { yes: boolean } }> {
     return retrying(
       async () => {
         check();
@@ -309,14 +345,6 @@ export async function openPostgres(url: string, instanceId: string, options: Pos
         const broken = { yes: false };
         const onError = () => (broken.yes = true);
         conn.on('error', onError);
-        try {
-          counts.statements++;
-          await conn.query('BEGIN');
-        } catch (err) {
-          conn.removeListener('error', onError);
-          conn.release(true);
-          throw err;
-        }
         return { conn, onError, broken };
       },
       transient,
@@ -324,24 +352,42 @@ export async function openPostgres(url: string, instanceId: string, options: Pos
     );
   }
 
-  async function transaction<R>(body: (tx: SqlClient) => Promise<R>): Promise<R> {
-    const { conn, onError, broken: lostConnection } = await begin();
+  /** Errors of a BEGIN: after one, nothing of its transaction ran, and the transaction is tried again. */
+  const beginFailures = new WeakSet<object>();
+  const failedToBegin = (err: unknown) => typeof err === 'object' && err !== null && beginFailures.has(err) && transient(err);
+
+  function transaction<R>(body: (tx: SqlClient) => Promise<R>): Promise<R> {
+    return retrying(() => attempt(body), failedToBegin, watch);
+  }
+
+  async function attempt<R>(body: (tx: SqlClient) => Promise<R>): Promise<R> {
+    const { conn, onError, broken: lostConnection } = await connect();
     let broken = false;
     try {
-      const tx = clientOver(conn, (inner) => inner(tx), check, watch, true, counts);
+      const failure = new FirstFailure();
+      // BEGIN goes out with the body's first statement (one round trip for both).
+      counts.statements++;
+      void conn.query('BEGIN').catch((err: unknown) => {
+        if (!failure.failed && typeof err === 'object' && err !== null) beginFailures.add(err);
+        failure.of(err);
+      });
+      const tx = clientOver(conn, (inner) => inner(tx), check, watch, failure, counts);
       try {
         const result = await body(tx);
-        // A transaction in which a statement failed (even one whose error the body caught) ends
-        // rolled back, and the server answers COMMIT with ROLLBACK, not an error: never taken for
-        // written (its events would be published though not stored).
+        // A transaction in which a statement failed (even one whose error the body caught, or one
+        // sent without waiting) ends rolled back, and the server answers COMMIT with ROLLBACK, not
+        // an error: never taken for written (its events would be published though not stored).
         counts.statements++;
         const committed = await conn.query('COMMIT');
-        if (committed.command === 'ROLLBACK') throw new TransactionRolledBack();
+        // A statement sent without waiting failed: its error is the transaction's.
+        if (failure.failed && !failure.told) throw failure.error;
+        if (committed.command === 'ROLLBACK') throw new TransactionRolledBack(failure.error);
         counts.transactions++;
         return result;
       } catch (err) {
         await conn.query('ROLLBACK').catch(() => (broken = true));
-        throw err;
+        // The body may have taken a statement's failure for an answer: a failed BEGIN is the cause.
+        throw failure.failed && failedToBegin(failure.error) ? failure.error : err;
       }
     } finally {
       conn.removeListener('error', onError);
@@ -351,7 +397,7 @@ export async function openPostgres(url: string, instanceId: string, options: Pos
 
   return {
     dialect: 'postgres',
-    sql: clientOver(pool, transaction, check, watch, false, counts),
+    sql: clientOver(pool, transaction, check, watch, null, counts),
     location: redactUrl(url),
     cluster: {
       instanceId,

@@ -44,11 +44,11 @@ function addSql(dialect: Dialect): string {
 }
 
 /**
- * Adds a change of one task's record to its roll-up rows. Call it in the transaction that
- * changes the record, with the same amounts.
+ * Adds a change of one task's record to its roll-up rows, in the transaction that changes the
+ * record (`tx`), with the same amounts; sent without waiting for its answer (`send`).
  */
-export function addToRollups(sql: SqlClient, taskId: string, delta: RollupDelta): Promise<number> {
-  return sql.run(ADD_SQL[sql.dialect], [...MEASURES.map((m) => delta[m] ?? 0), taskId]);
+export function addToRollups(tx: SqlClient, taskId: string, delta: RollupDelta): void {
+  tx.send(ADD_SQL[tx.dialect], [...MEASURES.map((m) => delta[m] ?? 0), taskId]);
 }
 
 /** Built once per dialect: it runs for every start, step, call and end. */

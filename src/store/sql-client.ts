@@ -18,6 +18,14 @@ export interface SqlClient {
   get<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T | undefined>;
   /** Rows as arrays of column values, in select order (reports that build their own shapes). */
   rows(sql: string, params?: readonly unknown[]): Promise<unknown[][]>;
+  /**
+   * Inside a transaction, a write whose answer nobody reads: on PostgreSQL it goes out at once,
+   * without waiting for the statements before it to be answered (the server runs them in the
+   * order sent), so a transaction's writes between two reads cost one round trip, not one each.
+   * If it fails, the transaction fails with its error (at the next statement awaited, or at its
+   * commit). Outside a transaction it throws: nothing would wait for it.
+   */
+  send(sql: string, params?: readonly unknown[]): void;
   /** Runs `body` in one transaction; inside one already, `body` joins it. */
   transaction<R>(body: (tx: SqlClient) => Promise<R>): Promise<R>;
   /** What this client sent since it opened (the benches and `/metrics` read it). */
@@ -78,6 +86,7 @@ export function createSqliteClient(sqlite: Database.Database): SqlClient {
     all: async (sql, params) => exec.all(sql, params),
     get: async (sql, params) => exec.get(sql, params),
     rows: async (sql, params) => exec.rows(sql, params),
+    send: (sql, params) => void exec.run(sql, params),
     transaction: (body) => body(inside),
     counts,
   };
@@ -88,6 +97,7 @@ export function createSqliteClient(sqlite: Database.Database): SqlClient {
     all: (sql, params) => later(() => exec.all(sql, params)),
     get: (sql, params) => later(() => exec.get(sql, params)),
     rows: (sql, params) => later(() => exec.rows(sql, params)),
+    send: outsideTransaction,
     counts,
     async transaction(body) {
       while (held) await turn;
@@ -113,6 +123,11 @@ export function createSqliteClient(sqlite: Database.Database): SqlClient {
       }
     },
   };
+}
+
+/** `send` of a client that is not a transaction's. */
+export function outsideTransaction(): never {
+  throw new Error('send is for writes inside a transaction');
 }
 
 /** A unique index refused the row (SQLite and PostgreSQL). */

@@ -73,10 +73,11 @@ const insertMessages = (count: number) => `INSERT INTO task_messages (task_id, n
 const MESSAGES_PER_INSERT = 200;
 const BY_ID = 'SELECT * FROM tasks WHERE id = ?';
 
-async function insertAll(tx: SqlClient, taskId: string, step: number, messages: ModelMessage[]): Promise<void> {
+/** Sends a step's messages (in `tx`), MESSAGES_PER_INSERT to a statement. */
+function insertAll(tx: SqlClient, taskId: string, step: number, messages: ModelMessage[]): void {
   for (let i = 0; i < messages.length; i += MESSAGES_PER_INSERT) {
     const chunk = messages.slice(i, i + MESSAGES_PER_INSERT);
-    await tx.run(insertMessages(chunk.length), [taskId, step, taskId, ...chunk.map((m) => JSON.stringify(m))]);
+    tx.send(insertMessages(chunk.length), [taskId, step, taskId, ...chunk.map((m) => JSON.stringify(m))]);
   }
 }
 const UNFINISHED = `status IN ('queued', 'running')`;
@@ -200,7 +201,7 @@ export function createTaskStore(sql: SqlClient) {
           if (now?.status === 'running' && Number(now.started_at) === startedAt && (owner === null || now.owner === owner)) return;
           throw new TaskTakenOver(task.id);
         }
-        await tx.run(
+        tx.send(
           `INSERT INTO subagent_records (id, task_id, tenant, subagent_type, parent_task_id, user_id, tool_call_id, description, model,
              status, started_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)`,
@@ -217,7 +218,7 @@ export function createTaskStore(sql: SqlClient) {
             startedAt,
           ],
         );
-        await addToRollups(tx, task.id, { tasks: 1 });
+        addToRollups(tx, task.id, { tasks: 1 });
       });
     },
 
@@ -232,14 +233,14 @@ export function createTaskStore(sql: SqlClient) {
         // PostgreSQL: two instances may bill one task at once (a deposed owner's late call and the
         // new owner's): the task's row lock orders them, so each report's number (max + 1, read
         // after the lock) is free, where it would otherwise collide and lose the bill.
-        if (tx.dialect === 'postgres') await tx.get('SELECT id FROM tasks WHERE id = ? FOR UPDATE', [taskId]);
+        if (tx.dialect === 'postgres') tx.send('SELECT id FROM tasks WHERE id = ? FOR UPDATE', [taskId]);
         // Written again after a COMMIT whose answer was lost (the storage guard repeats the write):
         // the call's key is there already, and nothing is added twice.
         if ((await tx.run(INSERT_REPORT, [taskId, taskId, step, ...tokens, price.model, price.costMicroUsd, at, callKey])) === 0) return;
         const add = [...tokens, price.costMicroUsd, price.costMicroUsd, u.totalTokens, taskId];
-        await tx.run(TASK_USAGE, add);
-        await tx.run(RECORD_USAGE, add);
-        await addToRollups(tx, taskId, {
+        tx.send(TASK_USAGE, add);
+        tx.send(RECORD_USAGE, add);
+        addToRollups(tx, taskId, {
           input_tokens: u.inputTokens,
           output_tokens: u.outputTokens,
           total_tokens: u.totalTokens,
@@ -284,9 +285,9 @@ export function createTaskStore(sql: SqlClient) {
     /** Counts a finished step on the task and its record (run inside the step's event transaction). */
     countStep(taskId: string): Promise<void> {
       return atomically(async (tx) => {
-        await tx.run('UPDATE tasks SET steps = steps + 1 WHERE id = ?', [taskId]);
-        await tx.run('UPDATE subagent_records SET steps = steps + 1 WHERE task_id = ?', [taskId]);
-        await addToRollups(tx, taskId, { steps: 1 });
+        tx.send('UPDATE tasks SET steps = steps + 1 WHERE id = ?', [taskId]);
+        tx.send('UPDATE subagent_records SET steps = steps + 1 WHERE task_id = ?', [taskId]);
+        addToRollups(tx, taskId, { steps: 1 });
       });
     },
 
@@ -298,14 +299,14 @@ export function createTaskStore(sql: SqlClient) {
 
     /** Appends what a step added to the conversation (run inside the step's event transaction). */
     appendMessages(taskId: string, step: number, messages: ModelMessage[]): Promise<void> {
-      return atomically((tx) => insertAll(tx, taskId, step, messages));
+      return atomically(async (tx) => insertAll(tx, taskId, step, messages));
     },
 
     /** Replaces the conversation with its compacted form and counts the compaction. */
     replaceMessages(taskId: string, step: number, messages: ModelMessage[]): Promise<void> {
       return atomically(async (tx) => {
         await tx.run('DELETE FROM task_messages WHERE task_id = ?', [taskId]);
-        await insertAll(tx, taskId, step, messages);
+        insertAll(tx, taskId, step, messages);
         await tx.run('UPDATE tasks SET compactions = compactions + 1 WHERE id = ?', [taskId]);
       });
     },
@@ -449,16 +450,16 @@ export function createTaskStore(sql: SqlClient) {
           ],
         );
         if (changed === 0) throw new TaskTakenOver(taskId);
-        await tx.run('DELETE FROM task_inbox WHERE task_id = ?', [taskId]);
+        tx.send('DELETE FROM task_inbox WHERE task_id = ?', [taskId]);
         // A record's duration is written once, at its end (0 before): its roll-ups add the same.
         const before = await tx.get<{ d: number }>('SELECT duration_ms AS d FROM subagent_records WHERE task_id = ?', [taskId]);
-        await tx.run(
+        tx.send(
           `UPDATE subagent_records SET status = ?, completed_at = ?,
              duration_ms = CASE WHEN CAST(? AS BIGINT) > started_at THEN CAST(? AS BIGINT) - started_at ELSE 0 END WHERE task_id = ?`,
           [f.status, f.completedAt, f.completedAt, f.completedAt, taskId],
         );
         const after = await tx.get<{ d: number }>('SELECT duration_ms AS d FROM subagent_records WHERE task_id = ?', [taskId]);
-        if (after && after.d !== before?.d) await addToRollups(tx, taskId, { duration_ms: after.d - (before?.d ?? 0) });
+        if (after && after.d !== before?.d) addToRollups(tx, taskId, { duration_ms: after.d - (before?.d ?? 0) });
         return (await taskById(tx, taskId))!;
       });
     },
