@@ -1,5 +1,6 @@
 import type { SqlClient } from '../store/sql-client.ts';
 import { storageFaultOf, type StorageGuard } from '../store/storage-guard.ts';
+import { TaskTakenOver } from '../store/task-store.ts';
 import { announcements, createAnnouncementFollower } from './event-announcer.ts';
 import { CHANNELS } from '../store/cluster-store.ts';
 import { createListeners, type EventListener } from './event-listeners.ts';
@@ -87,8 +88,8 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
    * and whether `onWrite` wrote something of its own (the webhook outbox), which `onCommit` is
    * told once the transaction commits.
    */
-  async function writeRows(tx: SqlClient, pending: Pending[], undo: NumberUndo): Promise<{ written: Numbered[]; hooked: boolean }> {
-    const rows = await numbering.prepare(tx, pending);
+  async function writeRows(tx: SqlClient, pending: Pending[], undo: NumberUndo, owned: string | null): Promise<{ written: Numbered[]; hooked: boolean }> {
+    const rows = await numbering.prepare(tx, pending, owned);
     const out: Numbered[] = [];
     for (const r of rows) {
       const { seq, parentSeq, parent } = await numbering.next(tx, r, r.type === TERMINAL_EVENT, undo);
@@ -139,17 +140,17 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
    * Writes `rows` and whatever `body` writes in one transaction, then publishes the events in
    * order. If it throws, nothing was written, the numbers are given back and the error goes on.
    */
-  async function commit<R>(rows: Pending[], body?: (tx: SqlClient, append: Append) => Promise<R>): Promise<R> {
+  async function commit<R>(rows: Pending[], body?: (tx: SqlClient, append: Append) => Promise<R>, owned: string | null = null): Promise<R> {
     const undo = newUndo();
     try {
       const once = () =>
         sql.transaction(async (tx) => {
-          if (!body) return { answer: undefined as R, ...(await writeRows(tx, rows, undo)) };
+          if (!body) return { answer: undefined as R, ...(await writeRows(tx, rows, undo, null)) };
           // The events are written after the body, those given first: one round of numbering
           // (on PostgreSQL its locks come after the body's, in every transaction alike).
           const mine = [...rows];
           const answer = await body(tx, (task, type, data) => mine.push(pendingOf(task, type, data)));
-          return { answer, ...(await writeRows(tx, mine, undo)) };
+          return { answer, ...(await writeRows(tx, mine, undo, owned)) };
         });
       for (let attempt = 1; ; attempt++) {
         try {
@@ -241,9 +242,11 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
      * so that an event and the state it reports commit together or not at all; the body writes
      * through `tx`. Listeners hear of them after the commit. It is queued after the writes asked
      * for before it (the events appended before it included, whether or not the body fails), with
-     * the storage guard's waiting and retries.
+     * the storage guard's waiting and retries. `owned` (a cluster): nothing is written unless this
+     * instance may still write the task, which is read with the events' numbers (`TaskTakenOver`).
      */
-    transaction<R>(taskId: string, body: (tx: SqlClient, append: Append) => Promise<R>): Promise<R> {
+    transaction<R>(taskId: string, body: (tx: SqlClient, append: Append) => Promise<R>, opts: { owned?: boolean } = {}): Promise<R> {
+      const owned = opts.owned ? taskId : null;
       // The task's events still waiting in the open batch come along, first: one commit instead of
       // two, in the same order (the batch holds none of its events appended before a later write).
       let mine = holding.get(taskId) ?? take(taskId);
@@ -251,16 +254,16 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
       seal(taskId);
       return storage.write(async () => {
         try {
-          return await commit(mine, body);
+          return await commit(mine, body, owned);
         } catch (err) {
-          if (mine.length === 0 || storageFaultOf(err) !== null) throw err;
+          if (mine.length === 0 || storageFaultOf(err) !== null || err instanceof TaskTakenOver) throw err;
           // Not the storage (its faults are tried again, whole): then apart, in order, so that
           // neither fails for the other (usage is billed though an event was refused).
           await commit(mine).catch((e: unknown) => {
             if (storageFaultOf(e) !== null) throw e;
           });
           mine = [];
-          return commit([], body);
+          return commit([], body, owned);
         }
       });
     },

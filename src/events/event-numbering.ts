@@ -1,4 +1,5 @@
 import type { SqlClient } from '../store/sql-client.ts';
+import { TaskTakenOver } from '../store/task-store.ts';
 import { parentKey, type Pending } from './event-rows.ts';
 
 /** Cluster: the advisory-lock namespace of parent streams. */
@@ -37,13 +38,16 @@ export function createNumbering(cluster: { instanceId: string } | null) {
      * deadlock between two bodies' late events is retried by the commit), then in one statement
      * reads the last numbers of every task and parent of the batch and which tasks another
      * instance took over from this one (cut off longer than its lease): their events are dropped
-     * (the task's stream goes on from its new owner only). Answers the rows to write.
+     * (the task's stream goes on from its new owner only). Answers the rows to write. `owned`: the
+     * transaction is that task's, and writes nothing unless this instance may still write it (it
+     * owns it, or nobody does): `TaskTakenOver` otherwise (the same read, no statement of its own).
      */
-    async prepare(tx: SqlClient, rows: Pending[]): Promise<Pending[]> {
-      if (!cluster || rows.length === 0) return rows;
-      const taskIds = [...new Set(rows.map((r) => r.task.id))];
+    async prepare(tx: SqlClient, rows: Pending[], owned: string | null = null): Promise<Pending[]> {
+      if (!cluster || (rows.length === 0 && owned === null)) return rows;
+      const taskIds = [...new Set(rows.map((r) => r.task.id).concat(owned ?? []))];
       const parents = [...new Set(rows.map((r) => parentKey(r.task)))].sort();
-      tx.send('SELECT pg_advisory_xact_lock(?, hashtext(k)) FROM (SELECT k FROM unnest(CAST(? AS TEXT[])) AS k ORDER BY k) AS keys', [PARENT_LOCK, parents]);
+      if (parents.length > 0)
+        tx.send('SELECT pg_advisory_xact_lock(?, hashtext(k)) FROM (SELECT k FROM unnest(CAST(? AS TEXT[])) AS k ORDER BY k) AS keys', [PARENT_LOCK, parents]);
       // One statement, after the locks (its snapshot sees every commit made under them): the
       // tasks taken over (-1) or their last numbers, then the parents' last numbers.
       const last = await tx.rows(
@@ -58,11 +62,17 @@ export function createNumbering(cluster: { instanceId: string } | null) {
       for (const id of taskIds) lastSeq.set(id, 0);
       for (const key of parents) lastParentSeq.set(key, 0);
       const lost = new Set<string>();
+      const found = new Set<string>();
       for (const [kind, key, max] of last) {
-        if (Number(kind) === 1) lastParentSeq.set(key as string, Number(max ?? 0));
-        else if (Number(max) === -1) lost.add(key as string);
+        if (Number(kind) === 1) {
+          lastParentSeq.set(key as string, Number(max ?? 0));
+          continue;
+        }
+        found.add(key as string);
+        if (Number(max) === -1) lost.add(key as string);
         else lastSeq.set(key as string, Number(max ?? 0));
       }
+      if (owned !== null && (lost.has(owned) || !found.has(owned))) throw new TaskTakenOver(owned);
       return lost.size > 0 ? rows.filter((r) => !lost.has(r.task.id)) : rows;
     },
 

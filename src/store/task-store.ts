@@ -506,17 +506,6 @@ export function createTaskStore(sql: SqlClient) {
       return rows.sort((a, b) => Number(a[0]) - Number(b[0])).map((r) => r[1] as string);
     },
 
-    /**
-     * Throws `TaskTakenOver` unless `owner` (this instance, on PostgreSQL) may still write the
-     * task's state: inside a transaction, so a step of an instance that lost the task is not stored.
-     * No check without an owner (SQLite).
-     */
-    async assertOwned(taskId: string, owner: string | null): Promise<void> {
-      if (owner === null) return;
-      const row = await sql.get('SELECT 1 AS one FROM tasks WHERE id = ? AND (owner IS NULL OR owner = ?)', [taskId, owner]);
-      if (!row) throw new TaskTakenOver(taskId);
-    },
-
     /** Tasks a previous process left unfinished. */
     async unfinished(): Promise<TaskRow[]> {
       const rows = await sql.all(`SELECT * FROM tasks WHERE ${UNFINISHED} ORDER BY id`);

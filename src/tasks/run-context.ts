@@ -101,11 +101,8 @@ export function createRunContext(deps: RunnerDeps): RunContext {
   return {
     deps,
     ownedTransaction(row, body) {
-      return deps.events.transaction(row.id, async (tx, append) => {
-        const s = createTaskStore(tx);
-        await s.assertOwned(row.id, owner);
-        await body(s, append);
-      });
+      // PostgreSQL: the owner is read with the events' numbers, after the body's writes.
+      return deps.events.transaction(row.id, (tx, append) => body(createTaskStore(tx), append), { owned: owner !== null });
     },
     costOf(model, usage) {
       const rates = deps.prices.ratesOf(model, deps.now(), usage.inputTokens);
