@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { openPostgres } from '../src/store/postgres';
 import type { CreateTaskBody } from '../src/shapes/task';
@@ -63,6 +64,42 @@ describe.skipIf(!process.env.TEST_POSTGRES_URL)('the PostgreSQL driver', () => {
       expect(await count()).toBe(2);
       expect(() => db.sql.send('SELECT 1')).toThrow(/inside a transaction/);
     } finally {
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('prepares its statements, and runs them again after another process altered a table under them (a rolling upgrade)', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-pgdriver-'));
+    const url = (await testDatabaseUrl(dir))!;
+    const db = await openPostgres(url, 'driver-plans');
+    const other = new pg.Client({ connectionString: url });
+    await other.connect();
+    try {
+      await db.sql.run('CREATE TABLE IF NOT EXISTS plan_probe (id INTEGER PRIMARY KEY, a TEXT)');
+      await db.sql.run(`INSERT INTO plan_probe (id, a) VALUES (1, 'x')`);
+      const read = () => db.sql.all('SELECT * FROM plan_probe');
+      const readInTransaction = () => db.sql.transaction((tx) => tx.all('SELECT * FROM plan_probe'));
+      // Prepared on several of the pool's connections, and on a transaction's.
+      await Promise.all([read(), read(), read(), readInTransaction(), readInTransaction()]);
+      const prepared = await db.sql.transaction(async (tx) => {
+        await tx.all('SELECT * FROM plan_probe');
+        return tx.all<{ statement: string }>(`SELECT statement FROM pg_prepared_statements WHERE name LIKE 'subagentd%'`);
+      });
+      expect(prepared.map((p) => p.statement)).toContain('SELECT * FROM plan_probe');
+      // Another instance's migration: the prepared `SELECT *` now has another result type.
+      await other.query('ALTER TABLE plan_probe ADD COLUMN b TEXT');
+      expect(await read()).toEqual([{ id: 1, a: 'x', b: null }]);
+      expect(await readInTransaction()).toEqual([{ id: 1, a: 'x', b: null }]);
+      await other.query('ALTER TABLE plan_probe ADD COLUMN c TEXT');
+      // A write in a transaction whose read went stale: tried again whole, written once.
+      await db.sql.transaction(async (tx) => {
+        tx.send(`UPDATE plan_probe SET a = a || 'y'`);
+        await tx.all('SELECT * FROM plan_probe');
+      });
+      expect(await read()).toEqual([{ id: 1, a: 'xy', b: null, c: null }]);
+    } finally {
+      await other.end();
       await db.close();
       rmSync(dir, { recursive: true, force: true });
     }

@@ -39,6 +39,33 @@ function toPg(sql: string): string {
 }
 
 /**
+ * Statements prepared on the server (named): it parses and plans each text once per connection,
+ * not at every run, which halved the server's share of a step here (a 4-call task sends about
+ * 125 statements, a few dozen texts). A multi-row INSERT, whose text changes with its row count,
+ * stays unnamed past MAX_NAMED_PARAMS parameters, and past MAX_NAMED texts nothing more is named
+ * (each holds a little memory on every connection of the server).
+ */
+const names = new Map<string, string>();
+const MAX_NAMED = 500;
+const MAX_NAMED_PARAMS = 64;
+function statementOf(sql: string, params: readonly unknown[], rowMode?: 'array'): pg.QueryConfig {
+  const text = toPg(sql);
+  let name = names.get(text);
+  if (name === undefined && params.length <= MAX_NAMED_PARAMS && names.size < MAX_NAMED) names.set(text, (name = `subagentd_${names.size}`));
+  return { text, values: params as unknown[], ...(name !== undefined && { name }), ...(rowMode && { rowMode }) } as pg.QueryConfig;
+}
+
+/**
+ * A prepared statement whose result's columns changed since it was prepared (another instance's
+ * migration altered a table it reads with `*`): the server refused it before running it. The
+ * connection is dropped (its prepared statements with it) and the statement sent again.
+ */
+export function stalePlan(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown };
+  return e?.code === '0A000' && typeof e.message === 'string' && /cached plan must not change result type/.test(e.message);
+}
+
+/**
  * How long a statement is tried again while the server restarts or fails over (a managed
  * database's failover takes seconds); past it, the error goes on as a storage fault and the
  * storage guard holds the writes. Well under TASK_LEASE_MS's default, so a lease outlives it.
@@ -52,7 +79,7 @@ const RETRY_WINDOW_MS = 12_000;
  * (terminated by an administrator, a serialization failure, a deadlock).
  */
 export function notApplied(err: unknown): boolean {
-  if (err instanceof InstanceLockLost) return true;
+  if (err instanceof InstanceLockLost || stalePlan(err)) return true;
   const code = (err as { code?: unknown })?.code;
   if (typeof code === 'string' && /^(57P01|57P02|57P03|53300|40001|40P01|08001|08004|ECONNREFUSED)$/.test(code)) return true;
   const message = (err as { message?: unknown })?.message;
@@ -134,36 +161,36 @@ function clientOver(
   failure: FirstFailure | null,
   counts: SqlCounts,
 ): SqlClient {
-  const query = (config: string | pg.QueryConfig | pg.QueryArrayConfig, params?: readonly unknown[]) => {
+  const query = (config: pg.QueryConfig) => {
     const send = () => {
       check();
       counts.statements++;
-      return q.query(config as string, params as unknown[]);
+      // The pool drops a connection whose statement failed (a stale plan's included).
+      return q.query(config);
     };
     if (failure) {
       return send().catch((err: unknown) => {
         throw failure.of(err);
       });
     }
-    const text = typeof config === 'string' ? config : config.text;
-    return retrying(send, isRead(text) ? transient : notApplied, watch);
+    return retrying(send, isRead(config.text) ? transient : notApplied, watch);
   };
   /** A statement whose answer the body awaits: told of a failure, the body may go on (see `FirstFailure.told`). */
-  const awaited = (config: string | pg.QueryConfig | pg.QueryArrayConfig, params?: readonly unknown[]) =>
+  const awaited = (config: pg.QueryConfig) =>
     failure
-      ? query(config, params).catch((err: unknown) => {
+      ? query(config).catch((err: unknown) => {
           failure.told = true;
           throw err;
         })
-      : query(config, params);
+      : query(config);
   const client: SqlClient = {
     dialect: 'postgres',
-    run: async (sql, params = []) => (await awaited(toPg(sql), params)).rowCount ?? 0,
-    all: async <T>(sql: string, params: readonly unknown[] = []) => (await awaited(toPg(sql), params)).rows as T[],
-    get: async <T>(sql: string, params: readonly unknown[] = []) => (await awaited(toPg(sql), params)).rows[0] as T | undefined,
-    rows: async (sql, params = []) => (await awaited({ text: toPg(sql), values: params as unknown[], rowMode: 'array' })).rows as unknown[][],
+    run: async (sql, params = []) => (await awaited(statementOf(sql, params))).rowCount ?? 0,
+    all: async <T>(sql: string, params: readonly unknown[] = []) => (await awaited(statementOf(sql, params))).rows as T[],
+    get: async <T>(sql: string, params: readonly unknown[] = []) => (await awaited(statementOf(sql, params))).rows[0] as T | undefined,
+    rows: async (sql, params = []) => (await awaited(statementOf(sql, params, 'array'))).rows as unknown[][],
     // Its failure is the transaction's (kept in `failure`): nothing else need hear of it.
-    send: failure ? (sql, params = []) => void query(toPg(sql), params).catch(() => undefined) : outsideTransaction,
+    send: failure ? (sql, params = []) => void query(statementOf(sql, params)).catch(() => undefined) : outsideTransaction,
     transaction,
     counts,
   };
@@ -355,9 +382,11 @@ export async function openPostgres(url: string, instanceId: string, options: Pos
   /** Errors of a BEGIN: after one, nothing of its transaction ran, and the transaction is tried again. */
   const beginFailures = new WeakSet<object>();
   const failedToBegin = (err: unknown) => typeof err === 'object' && err !== null && beginFailures.has(err) && transient(err);
+  /** Nothing of the transaction was written: it is tried again, body included (bodies do database work only). */
+  const notBegun = (err: unknown) => failedToBegin(err) || stalePlan(err);
 
   function transaction<R>(body: (tx: SqlClient) => Promise<R>): Promise<R> {
-    return retrying(() => attempt(body), failedToBegin, watch);
+    return retrying(() => attempt(body), notBegun, watch);
   }
 
   async function attempt<R>(body: (tx: SqlClient) => Promise<R>): Promise<R> {
@@ -386,8 +415,10 @@ export async function openPostgres(url: string, instanceId: string, options: Pos
         return result;
       } catch (err) {
         await conn.query('ROLLBACK').catch(() => (broken = true));
+        // Its prepared statements are stale: the connection goes, and with it they do.
+        if (stalePlan(failure.error) || stalePlan(err)) broken = true;
         // The body may have taken a statement's failure for an answer: a failed BEGIN is the cause.
-        throw failure.failed && failedToBegin(failure.error) ? failure.error : err;
+        throw failure.failed && notBegun(failure.error) ? failure.error : err;
       }
     } finally {
       conn.removeListener('error', onError);
