@@ -394,7 +394,9 @@ export async function openPostgres(url: string, instanceId: string, options: Pos
     let broken = false;
     try {
       const failure = new FirstFailure();
-      // BEGIN goes out with the body's first statement (one round trip for both).
+      // BEGIN goes out with the body's first statement (one round trip for both). A plain BEGIN
+      // fails only with its connection (the server gone or going), and then nothing sent after it
+      // ran either: the transaction is tried again whole.
       counts.statements++;
       void conn.query('BEGIN').catch((err: unknown) => {
         if (!failure.failed && typeof err === 'object' && err !== null) beginFailures.add(err);
