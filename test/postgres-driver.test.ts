@@ -105,6 +105,35 @@ describe.skipIf(!process.env.TEST_POSTGRES_URL)('the PostgreSQL driver', () => {
     }
   });
 
+  it('stops preparing statements once the server lost one (a pooler in transaction mode between them), and loses no write', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-pgdriver-'));
+    const db = await openPostgres((await testDatabaseUrl(dir))!, 'driver-pooler');
+    try {
+      await db.sql.run('CREATE TABLE IF NOT EXISTS pooler_probe (id INTEGER PRIMARY KEY, n INTEGER)');
+      await db.sql.run('INSERT INTO pooler_probe (id, n) VALUES (1, 0)');
+      const bump = `UPDATE pooler_probe SET n = n + 1 WHERE id = 1`;
+      // Prepared on a connection, then gone from the server (as when a pooler hands the next
+      // transaction another server connection): the same transaction uses it again.
+      await db.sql.transaction(async (tx) => {
+        tx.send(bump);
+        await tx.run('DEALLOCATE ALL');
+        tx.send(bump);
+        await tx.get('SELECT 1 AS one');
+      });
+      // Tried again whole, unnamed: both increments, once each.
+      expect(await db.sql.get('SELECT n FROM pooler_probe WHERE id = 1')).toEqual({ n: 2 });
+      const named = await db.sql.transaction(async (tx) => {
+        tx.send(bump);
+        return tx.all(`SELECT name FROM pg_prepared_statements WHERE name LIKE 'subagentd%'`);
+      });
+      expect(named).toEqual([]);
+      expect(await db.sql.get('SELECT n FROM pooler_probe WHERE id = 1')).toEqual({ n: 3 });
+    } finally {
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('ends a transaction left idle past the lease (a process paused mid-transaction), so its row locks free the task for the others', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-pgdriver-'));
     const url = (await testDatabaseUrl(dir))!;

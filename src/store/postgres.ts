@@ -48,11 +48,26 @@ function toPg(sql: string): string {
 const names = new Map<string, string>();
 const MAX_NAMED = 500;
 const MAX_NAMED_PARAMS = 64;
-function statementOf(sql: string, params: readonly unknown[], rowMode?: 'array'): pg.QueryConfig {
+/** Whether a database's statements are prepared: until its server loses one (see `unprepared`). */
+interface Preparing {
+  on: boolean;
+}
+function statementOf(preparing: Preparing, sql: string, params: readonly unknown[], rowMode?: 'array'): pg.QueryConfig {
   const text = toPg(sql);
-  let name = names.get(text);
-  if (name === undefined && params.length <= MAX_NAMED_PARAMS && names.size < MAX_NAMED) names.set(text, (name = `subagentd_${names.size}`));
+  let name = preparing.on ? names.get(text) : undefined;
+  if (preparing.on && name === undefined && params.length <= MAX_NAMED_PARAMS && names.size < MAX_NAMED) names.set(text, (name = `subagentd_${names.size}`));
   return { text, values: params as unknown[], ...(name !== undefined && { name }), ...(rowMode && { rowMode }) } as pg.QueryConfig;
+}
+
+/**
+ * The server does not hold what this connection prepared ("prepared statement ... does not
+ * exist", or "already exists" for one it did not prepare): a pooler between them (PgBouncer in
+ * transaction mode) hands each transaction another server connection. The statement did not run:
+ * it is sent again, and from then on nothing of that database is prepared.
+ */
+function unprepared(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return code === '26000' || code === '42P05';
 }
 
 /**
@@ -79,7 +94,7 @@ const RETRY_WINDOW_MS = 12_000;
  * (terminated by an administrator, a serialization failure, a deadlock).
  */
 export function notApplied(err: unknown): boolean {
-  if (err instanceof InstanceLockLost || stalePlan(err)) return true;
+  if (err instanceof InstanceLockLost || stalePlan(err) || unprepared(err)) return true;
   const code = (err as { code?: unknown })?.code;
   if (typeof code === 'string' && /^(57P01|57P02|57P03|53300|40001|40P01|08001|08004|ECONNREFUSED)$/.test(code)) return true;
   const message = (err as { message?: unknown })?.message;
@@ -160,13 +175,20 @@ function clientOver(
   watch: RetryWatch,
   failure: FirstFailure | null,
   counts: SqlCounts,
+  preparing: Preparing,
 ): SqlClient {
   const query = (config: pg.QueryConfig) => {
-    const send = () => {
+    const send = async () => {
       check();
       counts.statements++;
-      // The pool drops a connection whose statement failed (a stale plan's included).
-      return q.query(config);
+      try {
+        // The pool drops a connection whose statement failed (a stale plan's included). Sent
+        // again after the server lost a prepared statement, it goes unnamed.
+        return await q.query(preparing.on || config.name === undefined ? config : { ...config, name: undefined });
+      } catch (err) {
+        if (unprepared(err)) preparing.on = false;
+        throw err;
+      }
     };
     if (failure) {
       return send().catch((err: unknown) => {
@@ -185,12 +207,12 @@ function clientOver(
       : query(config);
   const client: SqlClient = {
     dialect: 'postgres',
-    run: async (sql, params = []) => (await awaited(statementOf(sql, params))).rowCount ?? 0,
-    all: async <T>(sql: string, params: readonly unknown[] = []) => (await awaited(statementOf(sql, params))).rows as T[],
-    get: async <T>(sql: string, params: readonly unknown[] = []) => (await awaited(statementOf(sql, params))).rows[0] as T | undefined,
-    rows: async (sql, params = []) => (await awaited(statementOf(sql, params, 'array'))).rows as unknown[][],
+    run: async (sql, params = []) => (await awaited(statementOf(preparing, sql, params))).rowCount ?? 0,
+    all: async <T>(sql: string, params: readonly unknown[] = []) => (await awaited(statementOf(preparing, sql, params))).rows as T[],
+    get: async <T>(sql: string, params: readonly unknown[] = []) => (await awaited(statementOf(preparing, sql, params))).rows[0] as T | undefined,
+    rows: async (sql, params = []) => (await awaited(statementOf(preparing, sql, params, 'array'))).rows as unknown[][],
     // Its failure is the transaction's (kept in `failure`): nothing else need hear of it.
-    send: failure ? (sql, params = []) => void query(statementOf(sql, params)).catch(() => undefined) : outsideTransaction,
+    send: failure ? (sql, params = []) => void query(statementOf(preparing, sql, params)).catch(() => undefined) : outsideTransaction,
     transaction,
     counts,
   };
@@ -351,6 +373,7 @@ export async function openPostgres(url: string, instanceId: string, options: Pos
   }
 
   const counts: SqlCounts = { statements: 0, transactions: 0 };
+  const preparing: Preparing = { on: true };
   const retryListeners: Array<(err: unknown) => void> = [];
   const watch: RetryWatch = {
     stopped: () => closing,
@@ -383,7 +406,7 @@ export async function openPostgres(url: string, instanceId: string, options: Pos
   const beginFailures = new WeakSet<object>();
   const failedToBegin = (err: unknown) => typeof err === 'object' && err !== null && beginFailures.has(err) && transient(err);
   /** Nothing of the transaction was written: it is tried again, body included (bodies do database work only). */
-  const notBegun = (err: unknown) => failedToBegin(err) || stalePlan(err);
+  const notBegun = (err: unknown) => failedToBegin(err) || stalePlan(err) || unprepared(err);
 
   function transaction<R>(body: (tx: SqlClient) => Promise<R>): Promise<R> {
     return retrying(() => attempt(body), notBegun, watch);
@@ -402,7 +425,7 @@ export async function openPostgres(url: string, instanceId: string, options: Pos
         if (!failure.failed && typeof err === 'object' && err !== null) beginFailures.add(err);
         failure.of(err);
       });
-      const tx = clientOver(conn, (inner) => inner(tx), check, watch, failure, counts);
+      const tx = clientOver(conn, (inner) => inner(tx), check, watch, failure, counts, preparing);
       try {
         const result = await body(tx);
         // A transaction in which a statement failed (even one whose error the body caught, or one
@@ -430,7 +453,7 @@ export async function openPostgres(url: string, instanceId: string, options: Pos
 
   return {
     dialect: 'postgres',
-    sql: clientOver(pool, transaction, check, watch, null, counts),
+    sql: clientOver(pool, transaction, check, watch, null, counts, preparing),
     location: redactUrl(url),
     cluster: {
       instanceId,
