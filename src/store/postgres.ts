@@ -152,6 +152,12 @@ class FirstFailure {
   failed = false;
   /** The body was told of it (an awaited statement threw it): if the body went on, it chose to. */
   told = false;
+  /**
+   * The statements sent without waiting, each settled once its failure (if any) is recorded. The
+   * server answers in order, but promise callbacks of one socket read settle in no fixed order:
+   * before a later answer is looked at, the earlier ones are waited for (`after`).
+   */
+  private readonly sent: Array<Promise<void>> = [];
   /** Records `err` if it is the first; answers the first. */
   of(err: unknown): unknown {
     if (!this.failed) {
@@ -160,7 +166,16 @@ class FirstFailure {
     }
     return this.error;
   }
+  /** A statement sent without waiting: its failure is recorded. */
+  track(answer: Promise<unknown>): void {
+    this.sent.push(answer.then(noop, (err: unknown) => void this.of(err)));
+  }
+  /** Resolves once the failures of the statements sent so far are recorded. */
+  after(): Promise<unknown> {
+    return Promise.all([...this.sent]);
+  }
 }
+const noop = () => undefined;
 
 /**
  * A client over the pool (no `failure`: each statement sent again while the server restarts,
@@ -177,34 +192,36 @@ function clientOver(
   counts: SqlCounts,
   preparing: Preparing,
 ): SqlClient {
-  const query = (config: pg.QueryConfig) => {
-    const send = async () => {
-      check();
-      counts.statements++;
-      try {
-        // The pool drops a connection whose statement failed (a stale plan's included). Sent
-        // again after the server lost a prepared statement, it goes unnamed.
-        return await q.query(preparing.on || config.name === undefined ? config : { ...config, name: undefined });
-      } catch (err) {
-        if (unprepared(err)) preparing.on = false;
-        throw err;
-      }
-    };
-    if (failure) {
-      return send().catch((err: unknown) => {
-        throw failure.of(err);
-      });
+  const send = async (config: pg.QueryConfig) => {
+    check();
+    counts.statements++;
+    try {
+      // The pool drops a connection whose statement failed (a stale plan's included). Sent
+      // again after the server lost a prepared statement, it goes unnamed.
+      return await q.query(preparing.on || config.name === undefined ? config : { ...config, name: undefined });
+    } catch (err) {
+      if (unprepared(err)) preparing.on = false;
+      throw err;
     }
-    return retrying(send, isRead(config.text) ? transient : notApplied, watch);
   };
-  /** A statement whose answer the body awaits: told of a failure, the body may go on (see `FirstFailure.told`). */
-  const awaited = (config: pg.QueryConfig) =>
-    failure
-      ? query(config).catch((err: unknown) => {
-          failure.told = true;
-          throw err;
-        })
-      : query(config);
+  /** Outside a transaction: sent again while the server restarts, where that is safe. */
+  const query = (config: pg.QueryConfig) => {
+    return retrying(() => send(config), isRead(config.text) ? transient : notApplied, watch);
+  };
+  /**
+   * A statement whose answer the body awaits. In a transaction, a failure is the first one's (the
+   * writes sent before it first), and the body is told of it (see `FirstFailure.told`).
+   */
+  const awaited = (config: pg.QueryConfig) => {
+    if (!failure) return query(config);
+    const earlier = failure.after();
+    return send(config).catch(async (err: unknown) => {
+      await earlier;
+      const first = failure.of(err);
+      failure.told = true;
+      throw first;
+    });
+  };
   const client: SqlClient = {
     dialect: 'postgres',
     run: async (sql, params = []) => (await awaited(statementOf(preparing, sql, params))).rowCount ?? 0,
@@ -212,7 +229,7 @@ function clientOver(
     get: async <T>(sql: string, params: readonly unknown[] = []) => (await awaited(statementOf(preparing, sql, params))).rows[0] as T | undefined,
     rows: async (sql, params = []) => (await awaited(statementOf(preparing, sql, params, 'array'))).rows as unknown[][],
     // Its failure is the transaction's (kept in `failure`): nothing else need hear of it.
-    send: failure ? (sql, params = []) => void query(statementOf(preparing, sql, params)).catch(() => undefined) : outsideTransaction,
+    send: failure ? (sql, params = []) => failure.track(send(statementOf(preparing, sql, params))) : outsideTransaction,
     transaction,
     counts,
   };
@@ -421,10 +438,12 @@ export async function openPostgres(url: string, instanceId: string, options: Pos
       // fails only with its connection (the server gone or going), and then nothing sent after it
       // ran either: the transaction is tried again whole.
       counts.statements++;
-      void conn.query('BEGIN').catch((err: unknown) => {
-        if (!failure.failed && typeof err === 'object' && err !== null) beginFailures.add(err);
-        failure.of(err);
-      });
+      failure.track(
+        conn.query('BEGIN').catch((err: unknown) => {
+          if (!failure.failed && typeof err === 'object' && err !== null) beginFailures.add(err);
+          throw err;
+        }),
+      );
       const tx = clientOver(conn, (inner) => inner(tx), check, watch, failure, counts, preparing);
       try {
         const result = await body(tx);
@@ -433,6 +452,7 @@ export async function openPostgres(url: string, instanceId: string, options: Pos
         // an error: never taken for written (its events would be published though not stored).
         counts.statements++;
         const committed = await conn.query('COMMIT');
+        await failure.after();
         // A statement sent without waiting failed: its error is the transaction's.
         if (failure.failed && !failure.told) throw failure.error;
         if (committed.command === 'ROLLBACK') throw new TransactionRolledBack(failure.error);
@@ -440,6 +460,7 @@ export async function openPostgres(url: string, instanceId: string, options: Pos
         return result;
       } catch (err) {
         await conn.query('ROLLBACK').catch(() => (broken = true));
+        await failure.after();
         // Its prepared statements are stale: the connection goes, and with it they do.
         if (stalePlan(failure.error) || stalePlan(err)) broken = true;
         // The body may have taken a statement's failure for an answer: a failed BEGIN is the cause.
