@@ -30,7 +30,7 @@ const NEXT = `WITH busy AS (
     LEFT JOIN busy b ON b.tenant = t.tenant AND b.user_id = t.user_id
   WHERE t.owner IS NULL AND t.status IN ('queued', 'running') AND coalesce(g.n, 0) < ? AND NOT (t.id = ANY(?))
   ORDER BY coalesce(g.n, 0), coalesce(b.n, 0), t.id
-  LIMIT 1`;
+  LIMIT 2`;
 
 /**
  * Task ownership on PostgreSQL, where several instances share the tasks. The `tasks` table is the
@@ -44,15 +44,21 @@ export function createClusterStore(sql: SqlClient, instanceId: string) {
 
     /**
      * Claims the fairest waiting task for this instance (`maxPerTenant`: the tenants' running
-     * quota), but none of `busy` (tasks this instance is still stopping).
+     * quota), but none of `busy` (tasks this instance is still stopping). `last`: it was the only
+     * one that could start, so a claim right after would find none (until something changes, which
+     * wakes the instances: a task stored, released or ended).
      */
-    claim(maxPerTenant: number, leaseUntil: number, busy: string[]): Promise<TaskRow | undefined> {
+    claim(maxPerTenant: number, leaseUntil: number, busy: string[]): Promise<{ row: TaskRow; last: boolean } | undefined> {
       return sql.transaction(async (tx) => {
         tx.send('SELECT pg_advisory_xact_lock(?)', [CLAIM_LOCK]);
-        const next = await tx.get<{ id: string }>(NEXT, [Math.min(maxPerTenant, 1e9), busy]);
-        if (!next) return undefined;
-        const raw = await tx.get('UPDATE tasks SET owner = ?, lease_until = ? WHERE id = ? AND owner IS NULL RETURNING *', [instanceId, leaseUntil, next.id]);
-        return raw && taskOf(raw);
+        const candidates = await tx.all<{ id: string }>(NEXT, [Math.min(maxPerTenant, 1e9), busy]);
+        if (candidates.length === 0) return undefined;
+        const raw = await tx.get('UPDATE tasks SET owner = ?, lease_until = ? WHERE id = ? AND owner IS NULL RETURNING *', [
+          instanceId,
+          leaseUntil,
+          candidates[0].id,
+        ]);
+        return raw && { row: taskOf(raw), last: candidates.length === 1 };
       });
     },
 

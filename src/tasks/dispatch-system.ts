@@ -50,6 +50,9 @@ export function createDispatchSystem(res: TaskResources, scheduler: Scheduler, l
             const next = await scheduler.next();
             if (!next) break;
             start(next.row, next.reason);
+            // None other could start (cluster): asking again would find none; whatever changes
+            // that (a task stored, released, ended) pumps again.
+            if (next.last) break;
           }
         } while (pumpAgain);
       } catch (err) {

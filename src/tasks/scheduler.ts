@@ -11,8 +11,11 @@ import type { ResumeReason } from './task-resources.ts';
 export interface Scheduler {
   /** A stored task may start: a queued one, or a `running` one to resume (`reason`). */
   offer(row: TaskRow, reason?: ResumeReason): void;
-  /** The next task to start here, now this instance's (undefined: none may start). */
-  next(): Promise<{ row: TaskRow; reason?: ResumeReason } | undefined>;
+  /**
+   * The next task to start here, now this instance's (undefined: none may start). `last`: no
+   * other may start now, so the caller need not ask again until it is told something changed.
+   */
+  next(): Promise<{ row: TaskRow; reason?: ResumeReason; last?: boolean } | undefined>;
   /** A task `next` gave has stopped running here. */
   done(row: TaskRow): void;
   /**
@@ -72,9 +75,10 @@ export function clusterScheduler(cluster: ClusterStore, opts: ClusterSchedulerOp
     // Stored without an owner, it is waiting already: the other instances are told.
     offer: wake,
     async next() {
-      const row = await cluster.claim(opts.maxRunningPerTenant, opts.now() + opts.leaseMs, opts.busy());
-      if (!row) return undefined;
-      return { row, reason: row.status === 'running' ? ((row.resumeReason as ResumeReason | null) ?? 'restart') : undefined };
+      const claimed = await cluster.claim(opts.maxRunningPerTenant, opts.now() + opts.leaseMs, opts.busy());
+      if (!claimed) return undefined;
+      const { row, last } = claimed;
+      return { row, reason: row.status === 'running' ? ((row.resumeReason as ResumeReason | null) ?? 'restart') : undefined, last };
     },
     // A slot of its tenant is free: a task of it waiting for its quota may start elsewhere.
     done: wake,
