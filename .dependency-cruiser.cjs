@@ -5,7 +5,7 @@
  * events, money and metrics, the store, the shapes.
  */
 const LAYERS = [
-  ['shapes', '^src/(shapes|errors|logging)/|^src/version\\.ts$'],
+  ['shapes', '^src/(shapes|errors|logging|util)/|^src/version\\.ts$'],
   ['store', '^src/store/'],
   ['events, money, metrics, telemetry', '^src/(events|money|metrics|telemetry)/'],
   ['config, webhooks', '^src/(config|webhooks)/'],

@@ -1,3 +1,5 @@
+import { turnTaker } from '../util/turns.ts';
+
 /** Why the database cannot be written right now. */
 export type StorageFault = 'storage_full' | 'storage_unavailable';
 
@@ -34,9 +36,6 @@ export interface StorageGuardOptions {
   onFault?(fault: StorageFault, err: unknown): void;
   onRecover?(): void;
 }
-
-/** How long the write queue runs before it lets the event loop take a turn. */
-const SLICE_MS = 10;
 
 interface Queued {
   fn: () => unknown;
@@ -80,16 +79,13 @@ export function createStorageGuard(opts: StorageGuardOptions = {}) {
   async function drain() {
     if (draining) return;
     draining = true;
-    let slice = performance.now();
+    const turn = turnTaker();
     try {
       while (queue.length > 0) {
         // Writes that settle at once (SQLite's) would drain a long queue, and run what each one's
         // caller does next, in one turn of the event loop: a burst of 1,000 tasks held it for a
         // second. Other work (timers, sockets, heartbeats) gets a turn every SLICE_MS.
-        if (performance.now() - slice > SLICE_MS) {
-          await new Promise((r) => setImmediate(r));
-          slice = performance.now();
-        }
+        await turn();
         const item = queue[0];
         let value: unknown;
         try {

@@ -1,4 +1,5 @@
 import type { TaskRow } from '../store/schema.ts';
+import { turnTaker } from '../util/turns.ts';
 import { storageFaultOf } from '../store/storage-guard.ts';
 import { TaskTakenOver } from '../store/task-store.ts';
 import { failed } from './finish-task.ts';
@@ -6,9 +7,6 @@ import type { LeaseSystem } from './lease-system.ts';
 import type { Scheduler } from './scheduler.ts';
 import { TaskAbort } from './task-abort.ts';
 import type { ResumeReason, TaskResources } from './task-resources.ts';
-
-/** How long a pass starts tasks before it lets the event loop take a turn. */
-const SLICE_MS = 10;
 
 /**
  * Takes tasks off the scheduler into runs while there are free slots (MAX_CONCURRENT_TASKS) and
@@ -35,7 +33,7 @@ export function createDispatchSystem(res: TaskResources, scheduler: Scheduler, l
       return pumping;
     }
     const pass = async () => {
-      let slice = performance.now();
+      const turn = turnTaker();
       try {
         do {
           pumpAgain = false;
@@ -43,10 +41,7 @@ export function createDispatchSystem(res: TaskResources, scheduler: Scheduler, l
           while (!res.state.closing && deps.storage.fault === null && busy() < deps.maxConcurrent) {
             // A local queue answers at once, and each start runs until its first real wait: a
             // burst of queued tasks gives the event loop a turn every SLICE_MS.
-            if (performance.now() - slice > SLICE_MS) {
-              await new Promise((r) => setImmediate(r));
-              slice = performance.now();
-            }
+            await turn();
             const next = await scheduler.next();
             if (!next) break;
             start(next.row, next.reason);

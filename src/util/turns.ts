@@ -1,0 +1,17 @@
+/** How long a loop over work that settles at once may hold the event loop before it gives a turn. */
+export const SLICE_MS = 10;
+
+/**
+ * For a loop whose steps settle at once (SQLite's writes, a local queue, parts already received):
+ * `await turn()` before each step gives the event loop a turn (timers, sockets, heartbeats) once
+ * `sliceMs` has passed since the last one, and costs nothing otherwise.
+ */
+export function turnTaker(sliceMs = SLICE_MS): () => Promise<void> | undefined {
+  let since = performance.now();
+  return () => {
+    if (performance.now() - since <= sliceMs) return undefined;
+    return new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      since = performance.now();
+    });
+  };
+}
