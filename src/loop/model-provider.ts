@@ -1,9 +1,14 @@
 import { createOpenAI } from '@ai-sdk/openai';
 import type { LanguageModel } from 'ai';
+import { startModelThreads } from './model-threads.ts';
 import { stallGuardedFetch } from './stall-guard.ts';
 
 /** Turns a model id into a language model of the configured provider. */
-export type ModelProvider = (modelId: string) => LanguageModel;
+export interface ModelProvider {
+  (modelId: string): LanguageModel;
+  /** Stops the provider's model threads, if it has any. */
+  close?(): Promise<void>;
+}
 
 export interface ProviderSettings {
   apiKey?: string;
@@ -13,6 +18,8 @@ export interface ProviderSettings {
   stallTimeoutMs?: number;
   /** Told of every error status the provider answers (for metrics). */
   onHttpError?(status: number): void;
+  /** Worker threads that send the streamed calls and parse their answers (0: on the event loop). */
+  threads?: number;
 }
 
 /**
@@ -21,12 +28,16 @@ export interface ProviderSettings {
  * "API key is missing" error, which ends the task as `provider_error`.
  */
 export function createModelProvider(settings: ProviderSettings): ModelProvider {
+  const apiKey = settings.apiKey ?? (settings.baseURL ? 'no-key' : undefined);
   const openai = createOpenAI({
-    apiKey: settings.apiKey ?? (settings.baseURL ? 'no-key' : undefined),
+    apiKey,
     baseURL: settings.baseURL,
     fetch: watchStatus(settings.stallTimeoutMs ? stallGuardedFetch(settings.stallTimeoutMs) : fetch, (status) => settings.onHttpError?.(status)),
   });
-  return (modelId) => (settings.api === 'responses' ? openai.responses(modelId) : openai.chat(modelId));
+  const local = (modelId: string) => (settings.api === 'responses' ? openai.responses(modelId) : openai.chat(modelId));
+  if (!settings.threads) return local;
+  const threads = startModelThreads(settings.threads, { ...settings, apiKey });
+  return Object.assign((modelId: string) => threads.model(local(modelId)), { close: () => threads.close() });
 }
 
 function watchStatus(inner: typeof fetch, onError?: (status: number) => void): typeof fetch {
