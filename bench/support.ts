@@ -28,8 +28,6 @@ export function benchEnv(dir: string, modelUrl: string): Record<string, string> 
     RATE_LIMIT_PER_MINUTE: '10000000',
     // The load benchmark submits 1,000 tasks in one burst: measure, do not shed.
     MAX_EVENT_LOOP_DELAY_MS: '0',
-    // e.g. BENCH_MODEL_THREADS=0 to compare with the model calls on the event loop.
-    ...(process.env.BENCH_MODEL_THREADS !== undefined && { MODEL_THREADS: process.env.BENCH_MODEL_THREADS }),
   };
 }
 

@@ -109,7 +109,6 @@ export function createServices(deps: ServiceDeps): Services {
       api: config.openaiApi,
       stallTimeoutMs: config.modelStallTimeoutMs,
       onHttpError: (status) => metrics.providerHttpError(status),
-      threads: config.modelThreads,
     });
   const prices = loadPriceTable(config.pricesFile);
   const budgets = createBudgets(db.sql);
@@ -272,7 +271,6 @@ export function createServices(deps: ServiceDeps): Services {
       await dispatcher.close();
       await tracing.shutdown();
       await reader.close();
-      await modelProvider.close?.();
       storage.close();
       sandbox.limiter?.close();
     },

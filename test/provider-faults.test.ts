@@ -3,22 +3,17 @@ import type { ScriptedTurn } from '../scripted-model/server';
 import { until } from './support/until';
 import { startService, taskBody, taskEnd, TEST_API_KEY, type TestService } from './support/harness';
 
-// The model calls run on the event loop (MODEL_THREADS=0, the default) or on a model thread,
-// whose errors, aborts and usage must come back exactly as the provider's own.
-describe.each([
-  ['on the event loop', '0'],
-  ['on a model thread', '1'],
-])('provider faults, model calls %s', (_where, threads) => {
-  let svc: TestService;
-  beforeAll(async () => {
-    svc = await startService({ env: { MODEL_MAX_RETRIES: '2', MODEL_STALL_TIMEOUT_MS: '400', BASH_TIMEOUT_MS: '5000', MODEL_THREADS: threads } });
-  });
-  afterAll(() => svc.close());
+let svc: TestService;
+beforeAll(async () => {
+  svc = await startService({ env: { MODEL_MAX_RETRIES: '2', MODEL_STALL_TIMEOUT_MS: '400', BASH_TIMEOUT_MS: '5000' } });
+});
+afterAll(() => svc.close());
 
-  const run = async (marker: string, over: Record<string, unknown> = {}) =>
-    (await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: marker, ...over }) })).json();
-  const requestsFor = (marker: string) => svc.model.requests.filter((r) => JSON.stringify(r.body.messages[1]).includes(marker));
+const run = async (marker: string, over: Record<string, unknown> = {}) =>
+  (await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: marker, ...over }) })).json();
+const requestsFor = (marker: string) => svc.model.requests.filter((r) => JSON.stringify(r.body.messages[1]).includes(marker));
 
+describe('provider faults', () => {
   it('retries a 429 (honouring Retry-After) and a 503, then succeeds, billing each step once', async () => {
     svc.model.script('RETRY-OK', (ctx): ScriptedTurn => {
       if (ctx.turn === 0 && ctx.attempt === 1) return { status: 429, headers: { 'retry-after': '0' }, errorMessage: 'slow down' };

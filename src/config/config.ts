@@ -75,11 +75,6 @@ export const configSchema = z.object({
   MAX_EVENT_LOOP_DELAY_MS: intFrom(1000, 0),
   MODEL_STALL_TIMEOUT_MS: intFrom(120_000, 100),
   /**
-   * Worker threads that send the model calls and parse their streamed answers off the event loop
-   * (0, the default: on it). Faster chunks with many streams, a second heap's memory: see the README.
-   */
-  MODEL_THREADS: intFrom(0, 0).pipe(z.number().max(64)),
-  /**
    * Which proxies' X-Forwarded-For to believe for the client's address (rate limits, the
    * auth-failure lockout, logs): `false` (default: the TCP peer is the client), `true` (any),
    * a number of hops (`1`: one proxy in front, as in docker-compose.yml), or a comma-separated
@@ -162,7 +157,6 @@ function toConfig(env: z.output<typeof configSchema>) {
     headersTimeoutMs: env.HEADERS_TIMEOUT_MS,
     maxEventLoopDelayMs: env.MAX_EVENT_LOOP_DELAY_MS,
     modelStallTimeoutMs: env.MODEL_STALL_TIMEOUT_MS,
-    modelThreads: env.MODEL_THREADS,
     logLevel: env.LOG_LEVEL,
   };
 }

@@ -1,14 +1,9 @@
 import { createOpenAI } from '@ai-sdk/openai';
 import type { LanguageModel } from 'ai';
-import { startModelThreads } from './model-threads.ts';
 import { stallGuardedFetch } from './stall-guard.ts';
 
 /** Turns a model id into a language model of the configured provider. */
-export interface ModelProvider {
-  (modelId: string): LanguageModel;
-  /** Stops the provider's model threads, if it has any. */
-  close?(): Promise<void>;
-}
+export type ModelProvider = (modelId: string) => LanguageModel;
 
 export interface ProviderSettings {
   apiKey?: string;
@@ -18,8 +13,6 @@ export interface ProviderSettings {
   stallTimeoutMs?: number;
   /** Told of every error status the provider answers (for metrics). */
   onHttpError?(status: number): void;
-  /** Worker threads that send the streamed calls and parse their answers (0: on the event loop). */
-  threads?: number;
 }
 
 /**
@@ -28,16 +21,12 @@ export interface ProviderSettings {
  * "API key is missing" error, which ends the task as `provider_error`.
  */
 export function createModelProvider(settings: ProviderSettings): ModelProvider {
-  const apiKey = settings.apiKey ?? (settings.baseURL ? 'no-key' : undefined);
   const openai = createOpenAI({
-    apiKey,
+    apiKey: settings.apiKey ?? (settings.baseURL ? 'no-key' : undefined),
     baseURL: settings.baseURL,
     fetch: watchStatus(settings.stallTimeoutMs ? stallGuardedFetch(settings.stallTimeoutMs) : fetch, (status) => settings.onHttpError?.(status)),
   });
-  const local = (modelId: string) => (settings.api === 'responses' ? openai.responses(modelId) : openai.chat(modelId));
-  if (!settings.threads) return local;
-  const threads = startModelThreads(settings.threads, { ...settings, apiKey });
-  return Object.assign((modelId: string) => threads.model(local(modelId)), { close: () => threads.close() });
+  return (modelId) => (settings.api === 'responses' ? openai.responses(modelId) : openai.chat(modelId));
 }
 
 function watchStatus(inner: typeof fetch, onError?: (status: number) => void): typeof fetch {
