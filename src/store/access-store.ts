@@ -1,4 +1,4 @@
-import { ulid } from 'ulid';
+import { ulid } from '../util/ids.ts';
 import type { KeyGrant, KeyRole } from '../shapes/access.ts';
 import { nextPage } from './paging.ts';
 import { apiKeys, auditLog } from './schema.ts';

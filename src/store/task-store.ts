@@ -1,4 +1,4 @@
-import { ulid } from 'ulid';
+import { ulid } from '../util/ids.ts';
 import { tokenFields, usageOf, type TokenUsage } from '../shapes/usage.ts';
 import type { ModelMessage } from 'ai';
 import type { ApprovalPause, Pause, TaskBudget, WorktreeState } from '../shapes/task.ts';

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ulid } from 'ulid';
+import { ulid } from '../util/ids.ts';
 import { capPayload } from '../events/cap-payload.ts';
 import type { TaskRow, WaitingCalls } from '../store/schema.ts';
 import type { RunContext } from './run-context.ts';

@@ -8,7 +8,7 @@ import { buildSystemPrompt } from '../loop/system-prompt.ts';
 import type { ApprovalPause, CreateTaskBody, Fork, Pause } from '../shapes/task.ts';
 import { iso } from '../shapes/time.ts';
 import { decideCall, deniedWhole } from '../definitions/permissions.ts';
-import { ulid } from 'ulid';
+import { ulid } from '../util/ids.ts';
 import type { TaskRow, WaitingCalls } from '../store/schema.ts';
 import type { ToolContext } from '../tools/tool-types.ts';
 import { workspaceTools } from '../tools/workspace-tools.ts';

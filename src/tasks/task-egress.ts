@@ -1,4 +1,4 @@
-import { ulid } from 'ulid';
+import { ulid } from '../util/ids.ts';
 import { startEgressProxy } from '../network/egress-proxy.ts';
 import type { AllowedHosts } from '../network/policy.ts';
 import type { TaskRow } from '../store/schema.ts';

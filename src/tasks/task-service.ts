@@ -1,4 +1,4 @@
-import { monotonicFactory } from 'ulid';
+import { monotonicUlid } from '../util/ids.ts';
 import { AppError, notFound, shuttingDown } from '../errors/app-error.ts';
 import type { CreateTaskBody, Progress, TaskBudget, TaskOutput, ToolResultBody } from '../shapes/task.ts';
 import { CHANNELS } from '../store/cluster-store.ts';
@@ -49,7 +49,7 @@ export interface SubmitOptions {
  */
 export function createTaskService(deps: TaskServiceDeps) {
   const { store, registry } = deps;
-  const newId = monotonicFactory();
+  const newId = monotonicUlid();
   const res = createTaskResources(deps);
   const { cluster, leaseMs, waiters } = res;
   const scheduler = cluster

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ulid } from 'ulid';
+import { ulid } from '../util/ids.ts';
 import type { WrittenEvent } from '../events/event-log.ts';
 import { WEBHOOK_EVENTS, type WebhookEvent } from '../shapes/webhook.ts';
 import { rowReader } from '../store/rows.ts';
