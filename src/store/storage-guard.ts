@@ -84,7 +84,7 @@ export function createStorageGuard(opts: StorageGuardOptions = {}) {
       while (queue.length > 0) {
         // Writes that settle at once (SQLite's) would drain a long queue, and run what each one's
         // caller does next, in one turn of the event loop: a burst of 1,000 tasks held it for a
-        // second. Other work (timers, sockets, heartbeats) gets a turn every SLICE_MS.
+        // second. Other work (timers, sockets, heartbeats) gets a turn every 10 ms (turns.ts).
         await turn();
         const item = queue[0];
         let value: unknown;

@@ -1,7 +1,7 @@
 import type { TaskRow } from '../store/schema.ts';
-import { turnTaker } from '../util/turns.ts';
 import { storageFaultOf } from '../store/storage-guard.ts';
 import { TaskTakenOver } from '../store/task-store.ts';
+import { turnTaker } from '../util/turns.ts';
 import { failed } from './finish-task.ts';
 import type { LeaseSystem } from './lease-system.ts';
 import type { Scheduler } from './scheduler.ts';
@@ -40,7 +40,7 @@ export function createDispatchSystem(res: TaskResources, scheduler: Scheduler, l
           // Nothing starts while the database cannot be written: its tokens could not be billed.
           while (!res.state.closing && deps.storage.fault === null && busy() < deps.maxConcurrent) {
             // A local queue answers at once, and each start runs until its first real wait: a
-            // burst of queued tasks gives the event loop a turn every SLICE_MS.
+            // burst of queued tasks gives the event loop a turn every 10 ms (turns.ts).
             await turn();
             const next = await scheduler.next();
             if (!next) break;
