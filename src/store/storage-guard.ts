@@ -85,7 +85,8 @@ export function createStorageGuard(opts: StorageGuardOptions = {}) {
         // Writes that settle at once (SQLite's) would drain a long queue, and run what each one's
         // caller does next, in one turn of the event loop: a burst of 1,000 tasks held it for a
         // second. Other work (timers, sockets, heartbeats) gets a turn every 10 ms (turns.ts).
-        await turn();
+        const pause = turn();
+        if (pause) await pause;
         const item = queue[0];
         let value: unknown;
         try {

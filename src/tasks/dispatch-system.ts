@@ -41,7 +41,8 @@ export function createDispatchSystem(res: TaskResources, scheduler: Scheduler, l
           while (!res.state.closing && deps.storage.fault === null && busy() < deps.maxConcurrent) {
             // A local queue answers at once, and each start runs until its first real wait: a
             // burst of queued tasks gives the event loop a turn every 10 ms (turns.ts).
-            await turn();
+            const pause = turn();
+            if (pause) await pause;
             const next = await scheduler.next();
             if (!next) break;
             start(next.row, next.reason);
