@@ -153,11 +153,11 @@ class FirstFailure {
   /** The body was told of it (an awaited statement threw it): if the body went on, it chose to. */
   told = false;
   /**
-   * The statements sent without waiting, each settled once its failure (if any) is recorded. The
-   * server answers in order, but promise callbacks of one socket read settle in no fixed order:
+   * Settles once every statement sent without waiting so far has had its failure (if any)
+   * recorded. The server answers in order, but promise callbacks of one socket read settle in no fixed order:
    * before a later answer is looked at, the earlier ones are waited for (`after`).
    */
-  private readonly sent: Array<Promise<void>> = [];
+  private sent: Promise<unknown> = Promise.resolve();
   /** Records `err` if it is the first; answers the first. */
   of(err: unknown): unknown {
     if (!this.failed) {
@@ -168,11 +168,12 @@ class FirstFailure {
   }
   /** A statement sent without waiting: its failure is recorded. */
   track(answer: Promise<unknown>): void {
-    this.sent.push(answer.then(noop, (err: unknown) => void this.of(err)));
+    // Chained, not listed: `after` runs for every awaited statement, and waits on one promise.
+    this.sent = Promise.all([this.sent, answer.then(noop, (err: unknown) => void this.of(err))]);
   }
   /** Resolves once the failures of the statements sent so far are recorded. */
   after(): Promise<unknown> {
-    return Promise.all([...this.sent]);
+    return this.sent;
   }
 }
 const noop = () => undefined;
