@@ -26,33 +26,54 @@ export function daySql(dialect: Dialect, column = 'started_at'): string {
     : `to_char(to_timestamp(${column} / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')`;
 }
 
+/** The ten (dimension, day or all time) pairs a record is summed under, as a WITH clause `d`. */
+const PAIRS = `d(dim, daily) AS (VALUES ${Object.keys(ROLLUP_DIMS)
+  .flatMap((dim) => [`('${dim}', 1)`, `('${dim}', 0)`])
+  .join(', ')})`;
+
 /**
- * The statement adding a change of one task's record to its ten roll-up rows (five dimensions,
- * its day and all time): the record joined with the ten (dimension, day or all time) pairs, each
- * parameter once (measures, then the task id).
+ * The INSERT adding a change of records (`from`, rows of subagent_records) to their ten roll-up
+ * rows each: every record joined with the pairs of `d` (PAIRS); its parameters are the measures.
  */
-function addSql(dialect: Dialect): string {
-  const pairs = Object.keys(ROLLUP_DIMS).flatMap((dim) => [`('${dim}', 1)`, `('${dim}', 0)`]);
+function insertSql(dialect: Dialect, from: string, where = ''): string {
   const key = `CASE d.dim ${Object.entries(ROLLUP_DIMS)
     .map(([dim, col]) => `WHEN '${dim}' THEN ${col === "''" ? "''" : col}`)
     .join(' ')} END`;
-  return `WITH d(dim, daily) AS (VALUES ${pairs.join(', ')})
-    INSERT INTO usage_rollups (tenant, dim, key, day, ${MEASURES.join(', ')})
+  return `INSERT INTO usage_rollups (tenant, dim, key, day, ${MEASURES.join(', ')})
     SELECT tenant, d.dim, ${key}, CASE WHEN d.daily = 1 THEN ${daySql(dialect)} ELSE '*' END, ${MEASURES.map(() => 'CAST(? AS BIGINT)').join(', ')}
-      FROM subagent_records CROSS JOIN d WHERE task_id = ?
+      FROM ${from} CROSS JOIN d ${where}
     ON CONFLICT (tenant, dim, key, day) DO UPDATE SET ${MEASURES.map((m) => `${m} = usage_rollups.${m} + excluded.${m}`).join(', ')}`;
 }
+
+/** The measures of `delta` as the roll-up INSERT's parameters. */
+const measuresOf = (delta: RollupDelta) => MEASURES.map((m) => delta[m] ?? 0);
 
 /**
  * Adds a change of one task's record to its roll-up rows, in the transaction that changes the
  * record (`tx`), with the same amounts; sent without waiting for its answer (`send`).
  */
 export function addToRollups(tx: SqlClient, taskId: string, delta: RollupDelta): void {
-  tx.send(ADD_SQL[tx.dialect], [...MEASURES.map((m) => delta[m] ?? 0), taskId]);
+  tx.send(ADD_SQL[tx.dialect], [...measuresOf(delta), taskId]);
 }
 
 /** Built once per dialect: it runs for every start, step, call and end. */
-const ADD_SQL: Record<Dialect, string> = { sqlite: addSql('sqlite'), postgres: addSql('postgres') };
+const ADD_SQL: Record<Dialect, string> = {
+  sqlite: `WITH ${PAIRS} ${insertSql('sqlite', 'subagent_records', 'WHERE task_id = ?')}`,
+  postgres: `WITH ${PAIRS} ${insertSql('postgres', 'subagent_records', 'WHERE task_id = ?')}`,
+};
+
+/**
+ * PostgreSQL: one statement that runs the data-modifying WITH clauses `clauses` and adds a change
+ * to the roll-ups of the record their clause `rec` returns (`UPDATE subagent_records ... RETURNING
+ * *`): one round trip where SQLite sends three statements. Its parameters: the clauses', then the
+ * change's (`rollupParams`).
+ */
+export function withRollupsSql(clauses: string): string {
+  return `WITH ${clauses}, ${PAIRS} ${insertSql('postgres', 'rec')}`;
+}
+
+/** The parameters `withRollupsSql`'s roll-up part takes, after those of its clauses. */
+export const rollupParams = measuresOf;
 
 /** The INSERT that fills the roll-ups from the records (SQLite's migration 0005 holds a copy of it). */
 export function rollupsFromRecordsSql(dialect: Dialect = 'sqlite'): string {

@@ -2,7 +2,7 @@ import { ulid } from '../util/ids.ts';
 import { tokenFields, usageOf, type TokenUsage } from '../shapes/usage.ts';
 import type { ModelMessage } from 'ai';
 import type { ApprovalPause, Pause, TaskBudget, WorktreeState } from '../shapes/task.ts';
-import { addToRollups } from './rollups.ts';
+import { addToRollups, rollupParams, withRollupsSql, type RollupDelta } from './rollups.ts';
 import { rowReader } from './rows.ts';
 import { tasks, type NewTaskRow, type TaskRow, type WaitingCalls } from './schema.ts';
 import type { SqlClient } from './sql-client.ts';
@@ -69,6 +69,17 @@ const insertMessages = (count: number) => `INSERT INTO task_messages (task_id, n
    SELECT ?, last.n + v.column1, ?, v.column2
    FROM (SELECT coalesce(max(n), 0) AS n FROM task_messages WHERE task_id = ?) last,
      (VALUES ${Array.from({ length: count }, (_, i) => `(${i + 1}, ?)`).join(', ')}) AS v`;
+/**
+ * PostgreSQL: a call's usage in one statement (after the task's row lock): its report, then, when
+ * the report is new, the task's and its record's sums and the record's roll-ups.
+ */
+const PG_USAGE = withRollupsSql(`rep AS (${INSERT_REPORT} RETURNING 1),
+  t AS (${TASK_USAGE} AND EXISTS (SELECT 1 FROM rep)),
+  rec AS (${RECORD_USAGE} AND EXISTS (SELECT 1 FROM rep) RETURNING *)`);
+/** PostgreSQL: a step counted on the task, its record and its roll-ups, and `count` messages stored, in one statement. */
+const pgStepSql = (count: number) =>
+  withRollupsSql(`t AS (UPDATE tasks SET steps = steps + 1 WHERE id = ?),
+  rec AS (UPDATE subagent_records SET steps = steps + 1 WHERE task_id = ? RETURNING *)${count > 0 ? `, m AS (${insertMessages(count)})` : ''}`);
 /** Messages per INSERT statement (a compacted or inherited conversation may be long). */
 const MESSAGES_PER_INSERT = 200;
 const BY_ID = 'SELECT * FROM tasks WHERE id = ?';
@@ -80,12 +91,19 @@ function insertAll(tx: SqlClient, taskId: string, step: number, messages: ModelM
     tx.send(insertMessages(chunk.length), [taskId, step, taskId, ...chunk.map((m) => JSON.stringify(m))]);
   }
 }
+/** Counts a finished step on the task, its record and the record's roll-ups (in `tx`). */
+function countStepIn(tx: SqlClient, taskId: string): void {
+  tx.send('UPDATE tasks SET steps = steps + 1 WHERE id = ?', [taskId]);
+  tx.send('UPDATE subagent_records SET steps = steps + 1 WHERE task_id = ?', [taskId]);
+  addToRollups(tx, taskId, { steps: 1 });
+}
 const UNFINISHED = `status IN ('queued', 'running')`;
 
 /**
  * Tasks and their usage records. Token counts are added step by step in SQL, so what is stored is
  * always the sum of the steps that finished, whatever happens to the process afterwards. The
- * statements are the same on SQLite and PostgreSQL; `in(tx)` gives the store inside a transaction.
+ * statements are the same on SQLite and PostgreSQL (PostgreSQL joins those of a step and of a
+ * call into one, where SQLite has no data-modifying WITH); `in(tx)` gives the store inside a transaction.
  */
 export function createTaskStore(sql: SqlClient) {
   /** Every write that is more than one statement runs in a transaction of its own, or the caller's. */
@@ -233,14 +251,11 @@ export function createTaskStore(sql: SqlClient) {
         // PostgreSQL: two instances may bill one task at once (a deposed owner's late call and the
         // new owner's): the task's row lock orders them, so each report's number (max + 1, read
         // after the lock) is free, where it would otherwise collide and lose the bill.
-        if (tx.dialect === 'postgres') tx.send('SELECT id FROM tasks WHERE id = ? FOR UPDATE', [taskId]);
         // Written again after a COMMIT whose answer was lost (the storage guard repeats the write):
         // the call's key is there already, and nothing is added twice.
-        if ((await tx.run(INSERT_REPORT, [taskId, taskId, step, ...tokens, price.model, price.costMicroUsd, at, callKey])) === 0) return;
+        const report = [taskId, taskId, step, ...tokens, price.model, price.costMicroUsd, at, callKey];
         const add = [...tokens, price.costMicroUsd, price.costMicroUsd, u.totalTokens, taskId];
-        tx.send(TASK_USAGE, add);
-        tx.send(RECORD_USAGE, add);
-        addToRollups(tx, taskId, {
+        const rollup: RollupDelta = {
           input_tokens: u.inputTokens,
           output_tokens: u.outputTokens,
           total_tokens: u.totalTokens,
@@ -248,7 +263,17 @@ export function createTaskStore(sql: SqlClient) {
           reasoning_tokens: u.reasoningTokens,
           cost_micro_usd: price.costMicroUsd ?? 0,
           unpriced_tokens: price.costMicroUsd === null ? u.totalTokens : 0,
-        });
+        };
+        if (tx.dialect === 'postgres') {
+          // The report's number is read by the next statement, after the lock (a fresh snapshot).
+          tx.send('SELECT id FROM tasks WHERE id = ? FOR UPDATE', [taskId]);
+          tx.send(PG_USAGE, [...report, ...add, ...add, ...rollupParams(rollup)]);
+          return;
+        }
+        if ((await tx.run(INSERT_REPORT, report)) === 0) return;
+        tx.send(TASK_USAGE, add);
+        tx.send(RECORD_USAGE, add);
+        addToRollups(tx, taskId, rollup);
       });
     },
 
@@ -284,17 +309,30 @@ export function createTaskStore(sql: SqlClient) {
 
     /** Counts a finished step on the task and its record (run inside the step's event transaction). */
     countStep(taskId: string): Promise<void> {
-      return atomically(async (tx) => {
-        tx.send('UPDATE tasks SET steps = steps + 1 WHERE id = ?', [taskId]);
-        tx.send('UPDATE subagent_records SET steps = steps + 1 WHERE task_id = ?', [taskId]);
-        addToRollups(tx, taskId, { steps: 1 });
-      });
+      return atomically(async (tx) => countStepIn(tx, taskId));
     },
 
     /** The task's conversation, in order (empty before it started). */
     async messages(taskId: string): Promise<ModelMessage[]> {
       const rows = await sql.rows('SELECT message FROM task_messages WHERE task_id = ? ORDER BY n', [taskId]);
       return rows.map((r) => JSON.parse(r[0] as string) as ModelMessage);
+    },
+
+    /**
+     * A finished step: counted on the task and its record, and what it added to the conversation
+     * appended (run inside the step's event transaction). PostgreSQL: one statement when the step
+     * added at most MESSAGES_PER_INSERT messages.
+     */
+    finishStep(taskId: string, step: number, messages: ModelMessage[]): Promise<void> {
+      return atomically(async (tx) => {
+        if (tx.dialect === 'sqlite' || messages.length > MESSAGES_PER_INSERT) {
+          countStepIn(tx, taskId);
+          insertAll(tx, taskId, step, messages);
+          return;
+        }
+        const rows = messages.length > 0 ? [taskId, step, taskId, ...messages.map((m) => JSON.stringify(m))] : [];
+        tx.send(pgStepSql(messages.length), [taskId, taskId, ...rows, ...rollupParams({ steps: 1 })]);
+      });
     },
 
     /** Appends what a step added to the conversation (run inside the step's event transaction). */
@@ -430,10 +468,11 @@ export function createTaskStore(sql: SqlClient) {
      */
     finish(taskId: string, f: FinishFields, owner: string | null = null): Promise<TaskRow> {
       return atomically(async (tx) => {
-        const changed = await tx.run(
+        // The row as it ends (nothing else of the transaction changes it).
+        const ended = await tx.get(
           `UPDATE tasks SET status = ?, summary = ?, artifacts = ?, skipped = ?, output = ?, stop_reason = ?, error_code = ?,
              error_message = ?, completed_at = ?, worktree = ?
-           WHERE id = ? AND status IN ('queued', 'running', 'paused') AND (owner IS NULL OR owner = CAST(? AS TEXT))`,
+           WHERE id = ? AND status IN ('queued', 'running', 'paused') AND (owner IS NULL OR owner = CAST(? AS TEXT)) RETURNING *`,
           [
             f.status,
             f.summary,
@@ -449,18 +488,18 @@ export function createTaskStore(sql: SqlClient) {
             owner,
           ],
         );
-        if (changed === 0) throw new TaskTakenOver(taskId);
+        if (!ended) throw new TaskTakenOver(taskId);
         tx.send('DELETE FROM task_inbox WHERE task_id = ?', [taskId]);
         // A record's duration is written once, at its end (0 before): its roll-ups add the same.
         const before = await tx.get<{ d: number }>('SELECT duration_ms AS d FROM subagent_records WHERE task_id = ?', [taskId]);
-        tx.send(
+        const after = await tx.get<{ d: number }>(
           `UPDATE subagent_records SET status = ?, completed_at = ?,
-             duration_ms = CASE WHEN CAST(? AS BIGINT) > started_at THEN CAST(? AS BIGINT) - started_at ELSE 0 END WHERE task_id = ?`,
+             duration_ms = CASE WHEN CAST(? AS BIGINT) > started_at THEN CAST(? AS BIGINT) - started_at ELSE 0 END WHERE task_id = ?
+           RETURNING duration_ms AS d`,
           [f.status, f.completedAt, f.completedAt, f.completedAt, taskId],
         );
-        const after = await tx.get<{ d: number }>('SELECT duration_ms AS d FROM subagent_records WHERE task_id = ?', [taskId]);
-        if (after && after.d !== before?.d) addToRollups(tx, taskId, { duration_ms: after.d - (before?.d ?? 0) });
-        return (await taskById(tx, taskId))!;
+        if (after && Number(after.d) !== Number(before?.d)) addToRollups(tx, taskId, { duration_ms: Number(after.d) - Number(before?.d ?? 0) });
+        return taskOf(ended);
       });
     },
 

@@ -139,8 +139,7 @@ export function createTaskObserver(ctx: RunContext, opts: TaskObserverOptions): 
       // Its last events (the tools' results) wait for that commit too.
       events.hold(row.id);
       held.push(async (s, append) => {
-        await s.countStep(row.id);
-        await s.appendMessages(row.id, step, messages);
+        await s.finishStep(row.id, step, messages);
         append(row, 'step.finished', { step, finishReason, usage: { ...usageOf(usage), costMicroUsd: cost } });
       });
     },
