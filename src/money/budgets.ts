@@ -24,6 +24,9 @@ export const microUsd = (usd: number) => Math.round(usd * 1_000_000);
  * task or a user, per tenant. What a parent or user has spent is the sum of its usage records,
  * running tasks included (their records count every call as it is billed), read from the roll-ups.
  */
+/** What of a task its budgets are checked on. */
+export type BudgetedTask = Pick<TaskRow, 'tenant' | 'parentTaskId' | 'userId' | 'startedAt' | 'pausedMs' | 'totalTokens' | 'costMicroUsd'>;
+
 export function createBudgets(sql: SqlClient) {
   const budgets = {
     async get(tenant: string, scope: BudgetScope, id: string): Promise<StandingBudget | null> {
@@ -62,7 +65,12 @@ export function createBudgets(sql: SqlClient) {
      * time), its parent's, its user's; null when it may make its next model call. `standing`: the
      * parent's and user's budgets, when the caller read them already (the task store's `beforeCall`).
      */
-    async reached(task: TaskRow, own: TaskBudget | undefined, now: number, standing?: Record<BudgetScope, StandingBudget | null>): Promise<BudgetPause | null> {
+    async reached(
+      task: BudgetedTask,
+      own: TaskBudget | undefined,
+      now: number,
+      standing?: Record<BudgetScope, StandingBudget | null>,
+    ): Promise<BudgetPause | null> {
       const since = iso(now);
       const over = (budget: BudgetPause['budget'], measure: BudgetPause['measure'], limit: number | null | undefined, spent: number): BudgetPause | null =>
         limit !== null && limit !== undefined && spent >= limit ? { reason: 'budget', budget, measure, limit, spent, since } : null;

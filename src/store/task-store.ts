@@ -3,7 +3,7 @@ import { tokenFields, usageOf, type TokenUsage } from '../shapes/usage.ts';
 import type { ModelMessage } from 'ai';
 import type { ApprovalPause, Pause, TaskBudget, WorktreeState } from '../shapes/task.ts';
 import { addToRollups, rollupParams, withRollupsSql, type RollupDelta } from './rollups.ts';
-import { rowReader } from './rows.ts';
+import { columnsOf, rowReader } from './rows.ts';
 import { tasks, type NewTaskRow, type TaskRow, type WaitingCalls } from './schema.ts';
 import type { SqlClient } from './sql-client.ts';
 
@@ -42,9 +42,13 @@ interface StandingLimits {
   maxCostMicroUsd: number | null;
 }
 
+/** What of a task its budgets are checked on before each model call. */
+const BUDGETED = ['tenant', 'parentTaskId', 'userId', 'startedAt', 'pausedMs', 'totalTokens', 'costMicroUsd', 'budget'] as const;
+const budgetedOf = rowReader(tasks, BUDGETED);
+
 /** What `beforeCall` answers. */
 export interface CallCheck {
-  row: TaskRow;
+  row: Pick<TaskRow, (typeof BUDGETED)[number]>;
   standing: { parent: StandingLimits | null; user: StandingLimits | null };
   /** Steering messages wait in the task's inbox. */
   inbox: boolean;
@@ -144,13 +148,14 @@ export function createTaskStore(sql: SqlClient) {
     },
 
     /**
-     * What a model call is checked against, in one statement: the task as stored now, the
-     * standing budgets of its parent and its user (null: none), and whether steering messages
-     * wait for it.
+     * What a model call is checked against, in one statement: the task as stored now (the
+     * columns its budgets are checked on: not its request, which would be parsed at every step),
+     * the standing budgets of its parent and its user (null: none), and whether steering
+     * messages wait for it.
      */
     async beforeCall(taskId: string): Promise<CallCheck | undefined> {
       const raw = await sql.get(
-        `SELECT t.*, pb.scope_id AS pb_set, pb.max_tokens AS pb_tokens, pb.max_cost_micro_usd AS pb_cost,
+        `SELECT ${columnsOf(tasks, BUDGETED, 't.')}, pb.scope_id AS pb_set, pb.max_tokens AS pb_tokens, pb.max_cost_micro_usd AS pb_cost,
            ub.scope_id AS ub_set, ub.max_tokens AS ub_tokens, ub.max_cost_micro_usd AS ub_cost,
            CASE WHEN EXISTS (SELECT 1 FROM task_inbox i WHERE i.task_id = t.id) THEN 1 ELSE 0 END AS inbox
          FROM tasks t
@@ -163,7 +168,7 @@ export function createTaskStore(sql: SqlClient) {
       const standing = (set: unknown, tokens: unknown, cost: unknown) =>
         set === null || set === undefined ? null : { maxTokens: tokens === null ? null : Number(tokens), maxCostMicroUsd: cost === null ? null : Number(cost) };
       return {
-        row: taskOf(raw),
+        row: budgetedOf(raw),
         standing: { parent: standing(raw.pb_set, raw.pb_tokens, raw.pb_cost), user: standing(raw.ub_set, raw.ub_tokens, raw.ub_cost) },
         inbox: Number(raw.inbox) === 1,
       };
