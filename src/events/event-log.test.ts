@@ -55,4 +55,42 @@ describe('the event log', () => {
     expect(db.sql.counts.transactions - commits).toBe(2);
     await db.close();
   });
+
+  it("runs a task's held write first in its next transaction, one commit with its events; a flush writes it alone", async () => {
+    const db = openSqlite(':memory:');
+    await db.sql.run('CREATE TABLE marks (task TEXT, what TEXT)');
+    const events = createEventLog(db.sql, { storage: createStorageGuard() });
+    const task = { id: 'tsk_1', tenant: 'default', parentTaskId: 'P-1' };
+    const heard: number[] = [];
+    events.subscribe(task.id, (e) => heard.push(JSON.parse(e.json).data.step));
+    const commits = db.sql.counts.transactions;
+    events.append(task, 'step.started', { step: 1 });
+    events.holdWrite(task.id, async (tx, append) => {
+      await tx.run('INSERT INTO marks VALUES (?, ?)', [task.id, 'held']);
+      append(task, 'step.started', { step: 2 });
+    });
+    // Held: nothing written or heard until the task's next transaction.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(heard).toEqual([]);
+    expect(await db.sql.all('SELECT what FROM marks')).toEqual([]);
+    await events.transaction(task.id, async (tx, append) => {
+      await tx.run('INSERT INTO marks VALUES (?, ?)', [task.id, 'own']);
+      append(task, 'step.started', { step: 3 });
+    });
+    expect(heard).toEqual([1, 2, 3]);
+    expect(await db.sql.all('SELECT what FROM marks')).toEqual([{ what: 'held' }, { what: 'own' }]);
+    expect(db.sql.counts.transactions - commits).toBe(1);
+    // Taken once: the next transaction does not run it again.
+    await events.transaction(task.id, async () => undefined);
+    expect(await db.sql.all('SELECT what FROM marks')).toHaveLength(2);
+    // A task that ends without a transaction of its own: flushed, the held write is written.
+    events.holdWrite(task.id, async (tx, append) => {
+      await tx.run('INSERT INTO marks VALUES (?, ?)', [task.id, 'flushed']);
+      append(task, 'step.started', { step: 4 });
+    });
+    await events.flush(task.id);
+    expect(heard).toEqual([1, 2, 3, 4]);
+    expect(await db.sql.all("SELECT what FROM marks WHERE what = 'flushed'")).toHaveLength(1);
+    await db.close();
+  });
 });

@@ -43,6 +43,9 @@ export interface EventLogOptions {
 /** A deadlock or a serialization failure (PostgreSQL): the transaction is run again. */
 const isConflict = (err: unknown) => ['40P01', '40001'].includes((err as { code?: string } | null)?.code ?? '');
 const MAX_CONFLICT_RETRIES = 5;
+const unlessTakenOver = (err: unknown) => {
+  if (!(err instanceof TaskTakenOver)) throw err;
+};
 
 /** Appends events; inside `transaction`, they commit with the body's writes. */
 export type Append = <T extends EventType>(task: EventTask, type: T, data: EventData[T]) => void;
@@ -82,6 +85,28 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
   let lastBatch: Promise<void> = Promise.resolve();
   /** Events of tasks that promised a write of their own soon (`hold`): they go in with it. */
   const holding = new Map<string, Pending[]>();
+  /**
+   * Writes a task left for its next transaction (`holdWrite`), first in it; `owned`: they are
+   * written only while this instance may write the task (see `transaction`).
+   */
+  const heldWrites = new Map<string, { writes: Array<(tx: SqlClient, append: Append) => Promise<void>>; owned: boolean }>();
+
+  /** `body` after the writes `taskId` held for its next transaction (taken out of the hold), and whether those are owned. */
+  function afterHeld<R>(
+    taskId: string,
+    body: (tx: SqlClient, append: Append) => Promise<R>,
+  ): { body: (tx: SqlClient, append: Append) => Promise<R>; owned: boolean } {
+    const held = heldWrites.get(taskId);
+    if (!held) return { body, owned: false };
+    heldWrites.delete(taskId);
+    return {
+      body: async (tx, append) => {
+        for (const write of held.writes) await write(tx, append);
+        return body(tx, append);
+      },
+      owned: held.owned,
+    };
+  }
 
   /**
    * Numbers and inserts `rows` in `tx` (and announces them, on a cluster). Answers what it wrote,
@@ -208,10 +233,13 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
 
   /** Seals and resolves once everything appended so far is written and published. */
   function flush(taskId?: string): Promise<void> {
-    for (const [id, rows] of holding) {
+    for (const id of new Set([...holding.keys(), ...heldWrites.keys()])) {
       if (taskId !== undefined && id !== taskId) continue;
+      const rows = holding.get(id) ?? [];
       holding.delete(id);
-      lastBatch = storage.write(() => commit(rows));
+      const held = afterHeld(id, async () => undefined);
+      // A task another instance took over: its held writes are rightly not written.
+      lastBatch = storage.write(() => commit(rows, held.body, held.owned ? id : null).catch(unlessTakenOver));
     }
     seal(taskId);
     return lastBatch;
@@ -232,6 +260,20 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
       if (!holding.has(taskId)) holding.set(taskId, take(taskId));
     },
 
+    /**
+     * Like `hold`, with a write of the task's own (`owned`: see `transaction`) that runs first in
+     * that transaction, the events it appends before the transaction's: one commit instead of two
+     * (the last step's end and the task's). Whoever holds must run that transaction soon, or
+     * `flush` the task.
+     */
+    holdWrite(taskId: string, write: (tx: SqlClient, append: Append) => Promise<void>, opts: { owned?: boolean } = {}): void {
+      if (!holding.has(taskId)) holding.set(taskId, take(taskId));
+      const held = heldWrites.get(taskId) ?? { writes: [], owned: false };
+      held.writes.push(write);
+      held.owned ||= opts.owned === true;
+      heldWrites.set(taskId, held);
+    },
+
     /** Are the task's events held for its next transaction (`hold`)? */
     held(taskId: string): boolean {
       return holding.has(taskId);
@@ -245,8 +287,10 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
      * the storage guard's waiting and retries. `owned` (a cluster): nothing is written unless this
      * instance may still write the task, which is read with the events' numbers (`TaskTakenOver`).
      */
-    transaction<R>(taskId: string, body: (tx: SqlClient, append: Append) => Promise<R>, opts: { owned?: boolean } = {}): Promise<R> {
-      const owned = opts.owned ? taskId : null;
+    transaction<R>(taskId: string, given: (tx: SqlClient, append: Append) => Promise<R>, opts: { owned?: boolean } = {}): Promise<R> {
+      // The writes the task held for it come first (`holdWrite`).
+      const { body, owned: heldOwned } = afterHeld(taskId, given);
+      const owned = opts.owned || heldOwned ? taskId : null;
       // The task's events still waiting in the open batch come along, first: one commit instead of
       // two, in the same order (the batch holds none of its events appended before a later write).
       let mine = holding.get(taskId) ?? take(taskId);

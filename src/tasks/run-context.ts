@@ -89,6 +89,8 @@ export interface RunContext {
    * published once it commits.
    */
   ownedTransaction(row: TaskRow, body: (s: TaskStore, append: Append) => Promise<void>): Promise<void>;
+  /** `body`, an owned write (as `ownedTransaction`'s), runs first in the task's next transaction (or `events.flush`). */
+  holdOwned(row: TaskRow, body: (s: TaskStore, append: Append) => Promise<void>): void;
   /** What a call to `model` with `usage` cost now, in micro-dollars; null when the model has no price. */
   costOf(model: string, usage: TokenUsage): number | null;
   /** `message` without the strings that must never reach a task's error message. */
@@ -103,6 +105,9 @@ export function createRunContext(deps: RunnerDeps): RunContext {
     ownedTransaction(row, body) {
       // PostgreSQL: the owner is read with the events' numbers, after the body's writes.
       return deps.events.transaction(row.id, (tx, append) => body(createTaskStore(tx), append), { owned: owner !== null });
+    },
+    holdOwned(row, body) {
+      deps.events.holdWrite(row.id, (tx, append) => body(createTaskStore(tx), append), { owned: owner !== null });
     },
     costOf(model, usage) {
       const rates = deps.prices.ratesOf(model, deps.now(), usage.inputTokens);

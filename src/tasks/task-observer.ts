@@ -19,7 +19,10 @@ export interface TaskObserverOptions {
 }
 
 export type TaskObserver = AgentObserver & {
-  /** Starts the writes still held (see `hold`): the run is over. */
+  /**
+   * The run is over: the writes still held (see `hold`) wait for the task's next transaction (its
+   * end or its pause), or its `events.flush`.
+   */
   close(): void;
   /**
    * Holds `write` until the task's next write, to commit with it: most often the next step's
@@ -72,7 +75,15 @@ export function createTaskObserver(ctx: RunContext, opts: TaskObserverOptions): 
   return {
     close: () => {
       deltas.close();
-      release();
+      if (held.length === 0) return release();
+      // The run's last writes (its last step's end, most often) go in with the task's next
+      // transaction, its end or its pause: one commit instead of two (task-runner.ts flushes
+      // them when the task ends without one).
+      const writes = held;
+      held = [];
+      ctx.holdOwned(row, async (s, append) => {
+        for (const w of writes) await w(s, append);
+      });
     },
     hold: (write) => void held.push(write),
     release,

@@ -108,6 +108,8 @@ export function createTaskRunner(deps: RunnerDeps) {
     } catch (err) {
       // Another instance owns the task now: nothing more of it is written here.
       if (err instanceof TaskTakenOver) {
+        // What the run left for its end is not written either (the flush finds it taken over).
+        void events.flush(row.id).catch((e: unknown) => log.error({ err: e }, 'could not store the last writes of the task'));
         deps.liveness.forget(row.id);
         trace.end(row, null);
         throw err;
@@ -124,7 +126,9 @@ export function createTaskRunner(deps: RunnerDeps) {
     const left = signal.aborted ? abortCode(signal).code : null;
     if (left === 'handed_over' || left === 'taken_over') {
       // The service is stopping (the task stays `running`, its record open, for the next start),
-      // or another instance runs the task now: nothing more of it is written here.
+      // or another instance runs the task now: nothing more of it is written here, but what its
+      // run left for its end (its last step's end: the next start resumes after it).
+      await events.flush(row.id).catch((err: unknown) => log.error({ err }, 'could not store the last writes of the task'));
       const now = (await store.getById(row.id).catch(() => undefined)) ?? row;
       log.info({ steps: now.steps }, left === 'handed_over' ? 'task left running for the next start to resume' : 'task taken over by another instance');
       trace.end(now, null);
