@@ -183,7 +183,8 @@ function mcpOffered(name: string, def: ModelRun['def'], only: string[] | undefin
  */
 async function conversationOf(ctx: RunContext, row: TaskRow, body: CreateTaskBody, observer: TaskObserver): Promise<ModelMessage[]> {
   const { store } = ctx.deps;
-  const stored = await store.messages(row.id);
+  // A task that starts now (it was queued when claimed) has stored nothing yet: not read.
+  const stored = row.status === 'queued' ? [] : await store.messages(row.id);
   if (stored.length > 0) return stored;
   const earlier = row.previousTaskId ? await store.messages(row.previousTaskId) : [];
   // A fork starts from its parent's conversation, as given.
