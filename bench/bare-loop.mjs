@@ -14,7 +14,7 @@
  *   with the service.
  */
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
@@ -33,6 +33,8 @@ const streaming = process.argv.includes('--stream');
 const sampling = process.argv.includes('--sample');
 const openai = createOpenAI({ baseURL: process.env.OPENAI_BASE_URL, apiKey: 'bench' });
 const root = mkdtempSync(path.join(tmpdir(), 'bare-loop-'));
+// Its workspaces go with it (every exit of this script is process.exit or the end of its input).
+process.on('exit', () => rmSync(root, { recursive: true, force: true }));
 const chunkLatencies = [];
 
 async function runTask(i, m = marker) {
