@@ -13,7 +13,8 @@ const MEASURES = [
   'unpriced_tokens',
   'duration_ms',
 ] as const;
-export type RollupDelta = Partial<Record<(typeof MEASURES)[number], number>>;
+type Measure = (typeof MEASURES)[number];
+export type RollupDelta = Partial<Record<Measure, number>>;
 
 /** The dimensions a record is summed under, with the record column giving its key. */
 export const ROLLUP_DIMS = { all: "''", user: 'user_id', parent: 'parent_task_id', type: 'subagent_type', model: "coalesce(model, '')" } as const;
@@ -35,12 +36,12 @@ const PAIRS = `d(dim, daily) AS (VALUES ${Object.keys(ROLLUP_DIMS)
  * The INSERT adding a change of records (`from`, rows of subagent_records) to their ten roll-up
  * rows each: every record joined with the pairs of `d` (PAIRS); its parameters are the measures.
  */
-function insertSql(dialect: Dialect, from: string, where = ''): string {
+function insertSql(dialect: Dialect, from: string, where = '', computed: Partial<Record<Measure, string>> = {}): string {
   const key = `CASE d.dim ${Object.entries(ROLLUP_DIMS)
     .map(([dim, col]) => `WHEN '${dim}' THEN ${col === "''" ? "''" : col}`)
     .join(' ')} END`;
   return `INSERT INTO usage_rollups (tenant, dim, key, day, ${MEASURES.join(', ')})
-    SELECT tenant, d.dim, ${key}, CASE WHEN d.daily = 1 THEN ${daySql(dialect)} ELSE '*' END, ${MEASURES.map(() => 'CAST(? AS BIGINT)').join(', ')}
+    SELECT tenant, d.dim, ${key}, CASE WHEN d.daily = 1 THEN ${daySql(dialect)} ELSE '*' END, ${MEASURES.map((m) => computed[m] ?? 'CAST(? AS BIGINT)').join(', ')}
       FROM ${from} CROSS JOIN d ${where}
     ON CONFLICT (tenant, dim, key, day) DO UPDATE SET ${MEASURES.map((m) => `${m} = usage_rollups.${m} + excluded.${m}`).join(', ')}`;
 }
@@ -65,15 +66,16 @@ const ADD_SQL: Record<Dialect, string> = {
 /**
  * PostgreSQL: one statement that runs the data-modifying WITH clauses `clauses` and adds a change
  * to the roll-ups of the record their clause `rec` returns (`UPDATE subagent_records ... RETURNING
- * *`): one round trip where SQLite sends three statements. Its parameters: the clauses', then the
- * change's (`rollupParams`).
+ * *`; `from` and `where` to join it with others): one statement where SQLite sends several. Its
+ * parameters: the clauses', then the change's (`rollupParams`), but for the measures `computed`
+ * gives as SQL expressions.
  */
-export function withRollupsSql(clauses: string): string {
-  return `WITH ${clauses}, ${PAIRS} ${insertSql('postgres', 'rec')}`;
+export function withRollupsSql(clauses: string, opts: { from?: string; where?: string; computed?: Partial<Record<Measure, string>> } = {}): string {
+  return `WITH ${clauses}, ${PAIRS} ${insertSql('postgres', opts.from ?? 'rec', opts.where, opts.computed)}`;
 }
 
-/** The parameters `withRollupsSql`'s roll-up part takes, after those of its clauses. */
-export const rollupParams = measuresOf;
+/** The parameters `withRollupsSql`'s roll-up part takes, after those of its clauses (none for a `computed` measure). */
+export const rollupParams = (delta: RollupDelta, computed: readonly Measure[] = []) => MEASURES.filter((m) => !computed.includes(m)).map((m) => delta[m] ?? 0);
 
 /** The INSERT that fills the roll-ups from the records (SQLite's migration 0005 holds a copy of it). */
 export function rollupsFromRecordsSql(dialect: Dialect = 'sqlite'): string {

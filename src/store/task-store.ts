@@ -80,6 +80,23 @@ const insertMessages = (count: number) => `INSERT INTO task_messages (task_id, n
 const PG_USAGE = withRollupsSql(`rep AS (${INSERT_REPORT} RETURNING 1),
   t AS (${TASK_USAGE} AND EXISTS (SELECT 1 FROM rep)),
   rec AS (${RECORD_USAGE} AND EXISTS (SELECT 1 FROM rep) RETURNING *)`);
+const INSERT_RECORD = `INSERT INTO subagent_records (id, task_id, tenant, subagent_type, parent_task_id, user_id, tool_call_id, description, model,
+     status, started_at)
+   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)`;
+/** PostgreSQL: a started task's record and its roll-ups, in one statement. */
+const PG_START = withRollupsSql(`rec AS (${INSERT_RECORD} RETURNING *)`);
+const CLOSE_RECORD = `UPDATE subagent_records SET status = ?, completed_at = ?,
+     duration_ms = CASE WHEN CAST(? AS BIGINT) > started_at THEN CAST(? AS BIGINT) - started_at ELSE 0 END WHERE task_id = ?`;
+/**
+ * PostgreSQL: a task's end in one statement, after its row's: its inbox emptied, its record closed
+ * and the record's duration (written once, at its end: 0 before) added to its roll-ups.
+ */
+const PG_FINISH = withRollupsSql(
+  `inbox AS (DELETE FROM task_inbox WHERE task_id = ?),
+  before AS (SELECT duration_ms AS d FROM subagent_records WHERE task_id = ?),
+  rec AS (${CLOSE_RECORD} RETURNING *)`,
+  { from: 'rec CROSS JOIN before', where: 'WHERE rec.duration_ms <> before.d', computed: { duration_ms: 'rec.duration_ms - before.d' } },
+);
 /** PostgreSQL: a step counted on the task, its record and its roll-ups, and `count` messages stored, in one statement. */
 const pgStepSql = (count: number) =>
   withRollupsSql(`t AS (UPDATE tasks SET steps = steps + 1 WHERE id = ?),
@@ -224,23 +241,20 @@ export function createTaskStore(sql: SqlClient) {
           if (now?.status === 'running' && Number(now.started_at) === startedAt && (owner === null || now.owner === owner)) return;
           throw new TaskTakenOver(task.id);
         }
-        tx.send(
-          `INSERT INTO subagent_records (id, task_id, tenant, subagent_type, parent_task_id, user_id, tool_call_id, description, model,
-             status, started_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)`,
-          [
-            `rec_${ulid(startedAt)}`,
-            task.id,
-            task.tenant,
-            task.subagentType,
-            task.parentTaskId,
-            task.userId,
-            task.toolCallId,
-            task.description,
-            model,
-            startedAt,
-          ],
-        );
+        const record = [
+          `rec_${ulid(startedAt)}`,
+          task.id,
+          task.tenant,
+          task.subagentType,
+          task.parentTaskId,
+          task.userId,
+          task.toolCallId,
+          task.description,
+          model,
+          startedAt,
+        ];
+        if (tx.dialect === 'postgres') return tx.send(PG_START, [...record, ...rollupParams({ tasks: 1 })]);
+        tx.send(INSERT_RECORD, record);
         addToRollups(tx, task.id, { tasks: 1 });
       });
     },
@@ -494,15 +508,15 @@ export function createTaskStore(sql: SqlClient) {
           ],
         );
         if (!ended) throw new TaskTakenOver(taskId);
+        const closing = [f.status, f.completedAt, f.completedAt, f.completedAt, taskId];
+        if (tx.dialect === 'postgres') {
+          tx.send(PG_FINISH, [taskId, taskId, ...closing, ...rollupParams({}, ['duration_ms'])]);
+          return taskOf(ended);
+        }
         tx.send('DELETE FROM task_inbox WHERE task_id = ?', [taskId]);
         // A record's duration is written once, at its end (0 before): its roll-ups add the same.
         const before = await tx.get<{ d: number }>('SELECT duration_ms AS d FROM subagent_records WHERE task_id = ?', [taskId]);
-        const after = await tx.get<{ d: number }>(
-          `UPDATE subagent_records SET status = ?, completed_at = ?,
-             duration_ms = CASE WHEN CAST(? AS BIGINT) > started_at THEN CAST(? AS BIGINT) - started_at ELSE 0 END WHERE task_id = ?
-           RETURNING duration_ms AS d`,
-          [f.status, f.completedAt, f.completedAt, f.completedAt, taskId],
-        );
+        const after = await tx.get<{ d: number }>(`${CLOSE_RECORD} RETURNING duration_ms AS d`, closing);
         if (after && Number(after.d) !== Number(before?.d)) addToRollups(tx, taskId, { duration_ms: Number(after.d) - Number(before?.d ?? 0) });
         return taskOf(ended);
       });
