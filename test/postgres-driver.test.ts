@@ -165,6 +165,28 @@ describe.skipIf(!process.env.TEST_POSTGRES_URL)('the PostgreSQL driver', () => {
     });
   });
 
+  it("says when a claim left no other task waiting, not even one held by its tenant's quota (the freed slot need not wake anyone)", async () => {
+    await withDatabases(['driver-alone'], async ([db]) => {
+      const store = createTaskStore(db.sql);
+      const cluster = createClusterStore(db.sql, 'driver-alone');
+      const body = { subagent_type: 'general', description: 'alone', prompt: 'p', context: { parentTaskId: 'P-alone', userId: 'u' } } as CreateTaskBody;
+      const add = (id: string, tenant: string) => store.insert(newTaskRow(id, tenant, body, Date.now(), null, null, null));
+      const lease = Date.now() + 60_000;
+      await add('tsk_alone_1', 'one');
+      await add('tsk_alone_2', 'one');
+      const first = await cluster.claim(1, lease, []);
+      expect(first).toMatchObject({ row: { id: 'tsk_alone_1' }, last: false, alone: false });
+      await store.markStarted(first!.row, 'gpt-4.1-mini', Date.now(), 'driver-alone');
+      // Tenant "one" is at its quota of 1: its second task waits, and no claim takes it.
+      expect(await cluster.claim(1, lease, [])).toBeUndefined();
+      await add('tsk_alone_3', 'two');
+      // The last that may start, but not alone: tenant "one"'s task still waits for its quota.
+      expect(await cluster.claim(1, lease, [])).toMatchObject({ row: { id: 'tsk_alone_3' }, last: true, alone: false });
+      // With room for it, the waiting one is taken, and nothing else waits.
+      expect(await cluster.claim(10, lease, [])).toMatchObject({ row: { id: 'tsk_alone_2' }, last: true, alone: true });
+    });
+  });
+
   it('ends a transaction left idle past the lease (a process paused mid-transaction), so its row locks free the task for the others', async () => {
     await withDatabases(
       ['driver-paused', 'driver-other'],

@@ -21,15 +21,17 @@ export const CHANNELS = {
  * The next task to start across the cluster, fairly: from the tenant with the fewest tasks running
  * anywhere, then its user with the fewest, then the oldest (ids grow with time). A tenant at its
  * quota of running tasks waits. `queued` tasks and `running` ones nobody owns (to be resumed) wait.
+ * Two rows at most, those that may start first (`may`), then those waiting for their quota: whether
+ * another could start, and whether any other waits at all.
  */
 const NEXT = `WITH busy AS (
     SELECT tenant, user_id, count(*) AS n FROM tasks WHERE owner IS NOT NULL AND status = 'running' AND waiting_on_child = 0 GROUP BY tenant, user_id
   ), busy_tenants AS (SELECT tenant, sum(n) AS n FROM busy GROUP BY tenant)
-  SELECT t.id FROM tasks t
+  SELECT t.id, coalesce(g.n, 0) < ? AS may FROM tasks t
     LEFT JOIN busy_tenants g ON g.tenant = t.tenant
     LEFT JOIN busy b ON b.tenant = t.tenant AND b.user_id = t.user_id
-  WHERE t.owner IS NULL AND t.status IN ('queued', 'running') AND coalesce(g.n, 0) < ? AND NOT (t.id = ANY(?))
-  ORDER BY coalesce(g.n, 0), coalesce(b.n, 0), t.id
+  WHERE t.owner IS NULL AND t.status IN ('queued', 'running') AND NOT (t.id = ANY(?))
+  ORDER BY 2 DESC, coalesce(g.n, 0), coalesce(b.n, 0), t.id
   LIMIT 2`;
 
 /**
@@ -46,19 +48,20 @@ export function createClusterStore(sql: SqlClient, instanceId: string) {
      * Claims the fairest waiting task for this instance (`maxPerTenant`: the tenants' running
      * quota), but none of `busy` (tasks this instance is still stopping). `last`: it was the only
      * one that could start, so a claim right after would find none (until something changes, which
-     * wakes the instances: a task stored, released or ended).
+     * wakes the instances: a task stored, released or ended). `alone`: no other task waited at all,
+     * not even for its tenant's quota.
      */
-    claim(maxPerTenant: number, leaseUntil: number, busy: string[]): Promise<{ row: TaskRow; last: boolean } | undefined> {
+    claim(maxPerTenant: number, leaseUntil: number, busy: string[]): Promise<{ row: TaskRow; last: boolean; alone: boolean } | undefined> {
       return sql.transaction(async (tx) => {
         tx.send('SELECT pg_advisory_xact_lock(?)', [CLAIM_LOCK]);
-        const candidates = await tx.all<{ id: string }>(NEXT, [Math.min(maxPerTenant, 1e9), busy]);
-        if (candidates.length === 0) return undefined;
+        const waiting = await tx.all<{ id: string; may: boolean }>(NEXT, [Math.min(maxPerTenant, 1e9), busy]);
+        if (!waiting[0]?.may) return undefined;
         const raw = await tx.get('UPDATE tasks SET owner = ?, lease_until = ? WHERE id = ? AND owner IS NULL RETURNING *', [
           instanceId,
           leaseUntil,
-          candidates[0].id,
+          waiting[0].id,
         ]);
-        return raw && { row: taskOf(raw), last: candidates.length === 1 };
+        return raw && { row: taskOf(raw), last: !waiting[1]?.may, alone: waiting.length === 1 };
       });
     },
 

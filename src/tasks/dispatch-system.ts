@@ -25,9 +25,19 @@ export function createDispatchSystem(res: TaskResources, scheduler: Scheduler, l
     return n;
   };
   let pumpAgain = false;
+  /**
+   * No task waited anywhere when this instance last looked (its last claim took the only one, or
+   * the local queue is empty), and nothing that could change that was heard of since: every call
+   * of `pump` (a task stored, released, resumed or ended anywhere, a lease renewal) counts in
+   * `heard`. A task ending here then starts nothing, and need not wake the other instances.
+   */
+  let idle = false;
+  let heard = 0;
 
   /** Starts what may start; resolves once the tasks it took are started (or being). */
   function pump(): Promise<void> {
+    heard++;
+    idle = false;
     if (pumping) {
       pumpAgain = true;
       return pumping;
@@ -43,7 +53,10 @@ export function createDispatchSystem(res: TaskResources, scheduler: Scheduler, l
             // burst of queued tasks gives the event loop a turn every 10 ms (turns.ts).
             const pause = turn();
             if (pause) await pause;
+            const seen = heard;
             const next = await scheduler.next();
+            // Idle only if nothing was heard of while the claim ran (it may have missed that).
+            idle = next?.alone === true && seen === heard;
             if (!next) break;
             start(next.row, next.reason);
             // None other could start (cluster): asking again would find none; whatever changes
@@ -100,8 +113,9 @@ export function createDispatchSystem(res: TaskResources, scheduler: Scheduler, l
         clearTimeout(timer);
         active.delete(row.id);
         leases?.forget(row.id);
-        scheduler.done(row);
-        void pump();
+        // Nothing waits (as far as this instance heard): there is nothing to start or tell of.
+        scheduler.done(row, idle);
+        if (!idle) void pump();
       });
   }
 

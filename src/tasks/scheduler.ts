@@ -14,10 +14,14 @@ export interface Scheduler {
   /**
    * The next task to start here, now this instance's (undefined: none may start). `last`: no
    * other may start now, so the caller need not ask again until it is told something changed.
+   * `alone`: no other task waits at all, not even for its tenant's quota.
    */
-  next(): Promise<{ row: TaskRow; reason?: ResumeReason; last?: boolean } | undefined>;
-  /** A task `next` gave has stopped running here. */
-  done(row: TaskRow): void;
+  next(): Promise<{ row: TaskRow; reason?: ResumeReason; last?: boolean; alone?: boolean } | undefined>;
+  /**
+   * A task `next` gave has stopped running here. `idle`: nothing waited when this instance last
+   * looked, and nothing was heard of since (so the freed slot need not be announced).
+   */
+  done(row: TaskRow, idle: boolean): void;
   /**
    * A running task waits for a child of its own (`on`) or no longer does: while it waits it does
    * not count against its tenant's quota here (the cluster counts running tasks in the database).
@@ -47,7 +51,7 @@ export function localScheduler(maxRunningPerTenant: number): Scheduler {
       if (!row) return undefined;
       const reason = reasons.get(row.id);
       reasons.delete(row.id);
-      return { row, reason };
+      return { row, reason, alone: queue.size === 0 };
     },
     done: (row) => queue.done(row),
     lend: (row, on) => (on ? queue.done(row) : queue.retake(row)),
@@ -77,11 +81,14 @@ export function clusterScheduler(cluster: ClusterStore, opts: ClusterSchedulerOp
     async next() {
       const claimed = await cluster.claim(opts.maxRunningPerTenant, opts.now() + opts.leaseMs, opts.busy());
       if (!claimed) return undefined;
-      const { row, last } = claimed;
-      return { row, reason: row.status === 'running' ? ((row.resumeReason as ResumeReason | null) ?? 'restart') : undefined, last };
+      const { row, last, alone } = claimed;
+      return { row, reason: row.status === 'running' ? ((row.resumeReason as ResumeReason | null) ?? 'restart') : undefined, last, alone };
     },
-    // A slot of its tenant is free: a task of it waiting for its quota may start elsewhere.
-    done: wake,
+    // A slot of its tenant is free: a task of it waiting for its quota may start elsewhere (when
+    // nothing waits, nothing can: the instances are not woken for it).
+    done: (_row, idle) => {
+      if (!idle) wake();
+    },
     lend: (row, on) => cluster.lend(row.id, on),
     withdraw: (id) => cluster.claimWaiting(id, opts.now() + opts.leaseMs),
     waiting: (tenant) => cluster.waiting(tenant),
