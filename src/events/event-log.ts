@@ -233,8 +233,10 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
 
   /** Seals and resolves once everything appended so far is written and published. */
   function flush(taskId?: string): Promise<void> {
-    for (const id of new Set([...holding.keys(), ...heldWrites.keys()])) {
-      if (taskId !== undefined && id !== taskId) continue;
+    // One task's (a step's release asks for one among a thousand running), or every task's.
+    const ids = taskId !== undefined ? [taskId] : new Set([...holding.keys(), ...heldWrites.keys()]);
+    for (const id of ids) {
+      if (!holding.has(id) && !heldWrites.has(id)) continue;
       const rows = holding.get(id) ?? [];
       holding.delete(id);
       const held = afterHeld(id, async () => undefined);

@@ -45,6 +45,14 @@ interface StandingLimits {
 /** What of a task its budgets are checked on before each model call. */
 const BUDGETED = ['tenant', 'parentTaskId', 'userId', 'startedAt', 'pausedMs', 'totalTokens', 'costMicroUsd', 'budget'] as const;
 const budgetedOf = rowReader(tasks, BUDGETED);
+/** Built once: it runs before every model call. */
+const BEFORE_CALL = `SELECT ${columnsOf(tasks, BUDGETED, 't.')}, pb.scope_id AS pb_set, pb.max_tokens AS pb_tokens, pb.max_cost_micro_usd AS pb_cost,
+     ub.scope_id AS ub_set, ub.max_tokens AS ub_tokens, ub.max_cost_micro_usd AS ub_cost,
+     CASE WHEN EXISTS (SELECT 1 FROM task_inbox i WHERE i.task_id = t.id) THEN 1 ELSE 0 END AS inbox
+   FROM tasks t
+   LEFT JOIN budgets pb ON pb.tenant = t.tenant AND pb.scope = 'parent' AND pb.scope_id = t.parent_task_id
+   LEFT JOIN budgets ub ON ub.tenant = t.tenant AND ub.scope = 'user' AND ub.scope_id = t.user_id
+   WHERE t.id = ?`;
 
 /** What `beforeCall` answers. */
 export interface CallCheck {
@@ -97,10 +105,21 @@ const PG_FINISH = withRollupsSql(
   rec AS (${CLOSE_RECORD} RETURNING *)`,
   { from: 'rec CROSS JOIN before', where: 'WHERE rec.duration_ms <> before.d', computed: { duration_ms: 'rec.duration_ms - before.d' } },
 );
-/** PostgreSQL: a step counted on the task, its record and its roll-ups, and `count` messages stored, in one statement. */
-const pgStepSql = (count: number) =>
-  withRollupsSql(`t AS (UPDATE tasks SET steps = steps + 1 WHERE id = ?),
+/**
+ * PostgreSQL: a step counted on the task, its record and its roll-ups, and `count` messages stored,
+ * in one statement. Built once per count (a step runs it): the same string each time, so the
+ * driver's lookups by text do not hash a new one of some kilobytes at every step.
+ */
+const pgStepSqls = new Map<number, string>();
+function pgStepSql(count: number): string {
+  let text = pgStepSqls.get(count);
+  if (text === undefined) {
+    text = withRollupsSql(`t AS (UPDATE tasks SET steps = steps + 1 WHERE id = ?),
   rec AS (UPDATE subagent_records SET steps = steps + 1 WHERE task_id = ? RETURNING *)${count > 0 ? `, m AS (${insertMessages(count)})` : ''}`);
+    pgStepSqls.set(count, text);
+  }
+  return text;
+}
 /** Messages per INSERT statement (a compacted or inherited conversation may be long). */
 const MESSAGES_PER_INSERT = 200;
 const BY_ID = 'SELECT * FROM tasks WHERE id = ?';
@@ -123,8 +142,9 @@ const UNFINISHED = `status IN ('queued', 'running')`;
 /**
  * Tasks and their usage records. Token counts are added step by step in SQL, so what is stored is
  * always the sum of the steps that finished, whatever happens to the process afterwards. The
- * statements are the same on SQLite and PostgreSQL (PostgreSQL joins those of a step and of a
- * call into one, where SQLite has no data-modifying WITH); `in(tx)` gives the store inside a transaction.
+ * statements are the same on SQLite and PostgreSQL, but for a step's end, a call's bill and a task's
+ * start and end, which PostgreSQL writes in one statement each (data-modifying WITH clauses, which
+ * SQLite has not); `in(tx)` gives the store inside a transaction.
  */
 export function createTaskStore(sql: SqlClient) {
   /** Every write that is more than one statement runs in a transaction of its own, or the caller's. */
@@ -171,16 +191,7 @@ export function createTaskStore(sql: SqlClient) {
      * messages wait for it.
      */
     async beforeCall(taskId: string): Promise<CallCheck | undefined> {
-      const raw = await sql.get(
-        `SELECT ${columnsOf(tasks, BUDGETED, 't.')}, pb.scope_id AS pb_set, pb.max_tokens AS pb_tokens, pb.max_cost_micro_usd AS pb_cost,
-           ub.scope_id AS ub_set, ub.max_tokens AS ub_tokens, ub.max_cost_micro_usd AS ub_cost,
-           CASE WHEN EXISTS (SELECT 1 FROM task_inbox i WHERE i.task_id = t.id) THEN 1 ELSE 0 END AS inbox
-         FROM tasks t
-         LEFT JOIN budgets pb ON pb.tenant = t.tenant AND pb.scope = 'parent' AND pb.scope_id = t.parent_task_id
-         LEFT JOIN budgets ub ON ub.tenant = t.tenant AND ub.scope = 'user' AND ub.scope_id = t.user_id
-         WHERE t.id = ?`,
-        [taskId],
-      );
+      const raw = await sql.get(BEFORE_CALL, [taskId]);
       if (!raw) return undefined;
       const standing = (set: unknown, tokens: unknown, cost: unknown) =>
         set === null || set === undefined ? null : { maxTokens: tokens === null ? null : Number(tokens), maxCostMicroUsd: cost === null ? null : Number(cost) };
