@@ -61,7 +61,8 @@ describe('a service killed with SIGKILL mid-task', () => {
 
     const second = await startChildService(env);
     try {
-      expect(second.output()).toContain('recovered unfinished tasks');
+      // Logged as /healthz turns ready; its line may reach this process's pipe after the answer.
+      await until(async () => second.output().includes('recovered unfinished tasks'), 10_000);
       const task = (await json(`${second.url}/tasks/${running}`)).body;
       expect(task).toMatchObject({
         status: 'error',
@@ -128,7 +129,7 @@ describe('SIGTERM', () => {
       const records = (await json(`${again.url}/usage/records?parentTaskId=T-term`)).body.records;
       expect(records.filter((r: { taskId: string }) => r.taskId === id)).toMatchObject([{ taskId: id, status: 'error' }]);
       // Nothing was left running; the task that was queued is queued again and runs now.
-      expect(again.output()).toMatch(/"interrupted":0,"requeued":1.*recovered unfinished tasks/);
+      await until(async () => /"interrupted":0,"requeued":1.*recovered unfinished tasks/.test(again.output()), 10_000);
       await until(async () => (await json(`${again.url}/tasks/${queuedId}`)).body.status === 'completed');
     } finally {
       again.child.kill('SIGKILL');

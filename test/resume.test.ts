@@ -61,7 +61,8 @@ describe('RECOVERY_MODE=resume after kill -9', () => {
 
     const second = await startChildService(env);
     try {
-      expect(second.output()).toMatch(/"resumed":1/);
+      // Logged as /healthz turns ready; its line may reach this process's pipe after the answer.
+      await until(async () => /"resumed":1/.test(second.output()), 10_000);
       await until(async () => (await json(`${second.url}/tasks/${id}`)).body.status === 'completed');
       const task = (await json(`${second.url}/tasks/${id}`)).body;
       // Steps 1 and 3 ran once, step 2 twice (its first call billed, its tool cut by the kill).
