@@ -1,4 +1,4 @@
-import { lstat } from 'node:fs/promises';
+import { lstatSync } from 'node:fs';
 import path from 'node:path';
 import type { Artifact, SkippedPath } from '../shapes/artifact.ts';
 import { isInside, PathError } from './path-guard.ts';
@@ -26,7 +26,7 @@ export async function checkArtifacts(workspace: Workspace, paths: string[]): Pro
       });
       await opened.handle.close();
       // Named through a link inside the workspace: reported as the link it is (only the type).
-      const named = await lstat(target.absolute).catch(() => null);
+      const named = lstatSync(target.absolute, { throwIfNoEntry: false });
       artifacts.push({
         path: target.absolute,
         relativePath: target.relative,

@@ -1,4 +1,4 @@
-import { lstat, realpath } from 'node:fs/promises';
+import { lstatSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 
 export type PathRefusal = 'outside_workspace' | 'invalid_path' | 'name_too_long' | 'not_found' | 'not_a_regular_file' | 'is_a_directory';
@@ -41,6 +41,7 @@ export function isInside(root: string, child: string): boolean {
  * Lexically the path must stay inside; then the real path of the target (or, for a target that
  * does not exist yet, of its nearest existing ancestor) must stay inside too, so a symbolic link
  * can never lead out. A dangling link is refused: writing through it would create a file outside.
+ * Its lookups are synchronous, as the folders' opens of safe-open.ts are: they read no content.
  */
 export async function resolveWorkspacePath(realRoot: string, input: string, opts: { mustExist: boolean }, base = realRoot): Promise<ResolvedPath> {
   if (typeof input !== 'string') throw new PathError('invalid_path', 'path must be a string');
@@ -63,14 +64,14 @@ export async function resolveWorkspacePath(realRoot: string, input: string, opts
   let real: string;
   let exists = true;
   try {
-    real = await realpath(absolute);
+    real = realpathSync.native(absolute);
   } catch (err) {
     if (!isMissing(err)) throw new PathError('invalid_path', `path "${input}" cannot be resolved (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
-    if (await isDanglingLink(absolute)) {
+    if (isDanglingLink(absolute)) {
       throw new PathError('outside_workspace', `path "${input}" is a symbolic link whose target does not exist; refused`);
     }
     exists = false;
-    real = await realMissing(realRoot, absolute);
+    real = realMissing(realRoot, absolute);
   }
   if (!isInside(realRoot, real)) {
     throw new PathError('outside_workspace', `path "${input}" leads outside the workspace through a symbolic link`);
@@ -80,7 +81,7 @@ export async function resolveWorkspacePath(realRoot: string, input: string, opts
 }
 
 /** Real path of the nearest existing ancestor, joined with the missing remainder. */
-async function realMissing(realRoot: string, absolute: string): Promise<string> {
+function realMissing(realRoot: string, absolute: string): string {
   const rest: string[] = [];
   let current = absolute;
   for (;;) {
@@ -88,11 +89,11 @@ async function realMissing(realRoot: string, absolute: string): Promise<string> 
     rest.unshift(path.basename(current));
     if (parent === current) return absolute;
     try {
-      const realParent = await realpath(parent);
+      const realParent = realpathSync.native(parent);
       return path.join(realParent, ...rest);
     } catch (err) {
       if (!isMissing(err)) throw new PathError('invalid_path', `cannot resolve "${path.relative(realRoot, parent)}"`);
-      if (await isDanglingLink(parent)) {
+      if (isDanglingLink(parent)) {
         throw new PathError('outside_workspace', `"${path.relative(realRoot, parent)}" is a dangling symbolic link; refused`);
       }
       current = parent;
@@ -100,9 +101,9 @@ async function realMissing(realRoot: string, absolute: string): Promise<string> 
   }
 }
 
-async function isDanglingLink(p: string): Promise<boolean> {
+function isDanglingLink(p: string): boolean {
   try {
-    return (await lstat(p)).isSymbolicLink();
+    return lstatSync(p, { throwIfNoEntry: false })?.isSymbolicLink() ?? false;
   } catch {
     return false;
   }

@@ -77,6 +77,25 @@ describe('openInside: something swapped in between check and use', () => {
   });
 });
 
+describe('replaceContent', () => {
+  it('leaves only the new content, shorter or longer than the old, whichever mode opened the file', async () => {
+    const real = path.join(root, 'dir', 'f.txt');
+    writeFileSync(real, 'a long first content');
+    const u = await openInside(root, real, 'dir/f.txt', 'update');
+    await replaceContent(u, 'short');
+    await u.handle.close();
+    expect(readFileSync(real, 'utf8')).toBe('short');
+    const w = await openInside(root, real, 'dir/f.txt', 'write');
+    await replaceContent(w, 'ab');
+    await w.handle.close();
+    expect(readFileSync(real, 'utf8')).toBe('ab');
+    const longer = await openInside(root, real, 'dir/f.txt', 'update');
+    await replaceContent(longer, 'a longer one');
+    await longer.handle.close();
+    expect(readFileSync(real, 'utf8')).toBe('a longer one');
+  });
+});
+
 describe('walkTree', () => {
   it('never descends through links, and skips a folder swapped for a link mid-walk', async () => {
     mkdirSync(path.join(root, 'z'));
