@@ -10,7 +10,11 @@ import type { CompleteResult } from './complete-tool.ts';
 
 /** What the loop reports as it runs; the runner turns these into stored events. */
 export interface AgentObserver {
-  stepStarted(step: number): void;
+  /**
+   * A step is about to call the model. What it returns (the commit of the step before, most
+   * often) is waited for before the call goes out.
+   */
+  stepStarted(step: number): void | Promise<void>;
   textDelta(step: number, text: string): void;
   toolCall(step: number, call: { toolCallId: string; toolName: string; input: unknown }): void;
   toolResult(step: number, result: { toolCallId: string; toolName: string; output: unknown; isError: boolean }): void;

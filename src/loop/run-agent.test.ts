@@ -50,14 +50,24 @@ const stubborn = defineTool({
 let runs = 0;
 async function run(
   turns: ScriptedTurn[],
-  opts: { maxSteps?: number; signal?: AbortSignal; stallTimeoutMs?: number; takeMessages?: () => string[]; messages?: ModelMessage[] } = {},
+  opts: {
+    maxSteps?: number;
+    signal?: AbortSignal;
+    stallTimeoutMs?: number;
+    takeMessages?: () => string[];
+    messages?: ModelMessage[];
+    stepStarted?: (step: number) => Promise<void> | undefined;
+  } = {},
 ) {
   const marker = `LOOP-${++runs}`;
   model.script(marker, turns);
   const seen: string[] = [];
   const billed: Usage[] = [];
   const observer: AgentObserver = {
-    stepStarted: (step) => seen.push(`step ${step}`),
+    stepStarted: (step) => {
+      seen.push(`step ${step}`);
+      return opts.stepStarted?.(step);
+    },
     textDelta: () => {},
     toolCall: (step, c) => seen.push(`call ${c.toolName}`),
     toolResult: (step, r) => seen.push(`result ${r.toolName}${r.isError ? ` error: ${String(r.output)}` : ''}`),
@@ -96,6 +106,26 @@ describe('runAgent', () => {
     expect(result).toMatchObject({ stopReason: 'complete', complete: { summary: 'all done' }, aborted: false, stalled: false, error: null });
     expect(seen).toEqual(['step 1', 'call complete', 'result complete', 'finished 1 tool-calls']);
     expect(billed).toEqual([{ inputTokens: 10, outputTokens: 2, totalTokens: 12, cachedInputTokens: 0, reasoningTokens: 0 }]);
+  });
+
+  it('sends no call before what stepStarted answers (the step before, stored) has settled', async () => {
+    const before = model.requests.length;
+    let sentWhenStored = -1;
+    const { result } = await run([{ toolCalls: [{ name: 'explode', args: {} }] }, complete('after the store')], {
+      stepStarted: (step) =>
+        step === 2
+          ? new Promise<void>((resolve) =>
+              setTimeout(() => {
+                sentWhenStored = model.requests.length - before;
+                resolve();
+              }, 150),
+            )
+          : undefined,
+    });
+    expect(result).toMatchObject({ stopReason: 'complete', complete: { summary: 'after the store' } });
+    // The first call only: the second waited for the store.
+    expect(sentWhenStored).toBe(1);
+    expect(model.requests.length - before).toBe(2);
   });
 
   it('stops with `text` when the model answers without a tool call, keeping that text', async () => {

@@ -9,7 +9,7 @@ import type { CompleteResult } from './complete-tool.ts';
 import { isStall, worthFallingBack } from './stall-guard.ts';
 import type { AgentRunResult, RunAgentOptions, RunSetup } from './agent-types.ts';
 import { runStep } from './run-step.ts';
-import { errorMessage, runAnswered } from './tool-calls.ts';
+import { errorMessage, runAnswered, untilAborted } from './tool-calls.ts';
 
 export type { AgentObserver, AgentRunResult, AnsweredCall, DecidedCall, RunAgentOptions } from './agent-types.ts';
 export { errorMessage } from './tool-calls.ts';
@@ -120,7 +120,9 @@ export async function runAgent<S>(opts: RunAgentOptions<S>): Promise<AgentRunRes
       conversation.push(message);
       observer.messageReceived(step, text);
     }
-    observer.stepStarted(step);
+    // The step before is stored before this one's call goes out: a process that dies during the
+    // call then resumes after it, and does not run its tools again.
+    await untilAborted(Promise.resolve(observer.stepStarted(step)), opts.signal);
     const r = await runStep(step, conversation, setup, opts);
     if (r.text.trim()) finalText = r.text.trim();
     complete ??= r.complete;

@@ -5,7 +5,7 @@ import type { AgentObserver } from '../loop/run-agent.ts';
 import { forStorage } from '../loop/transcript.ts';
 import { usageOf, type TokenUsage } from '../shapes/task.ts';
 import type { TaskRow } from '../store/schema.ts';
-import { createTaskStore, type TaskStore } from '../store/task-store.ts';
+import { createTaskStore, TaskTakenOver, type TaskStore } from '../store/task-store.ts';
 import type { Append } from '../events/event-log.ts';
 import type { TaskTrace } from '../telemetry/tracing.ts';
 import type { RunContext } from './run-context.ts';
@@ -55,23 +55,33 @@ export function createTaskObserver(ctx: RunContext, opts: TaskObserverOptions): 
   let current = 0;
   /** Writes waiting for the task's next one (`hold`), in order. */
   let held: HeldWrite[] = [];
-  const written = (p: Promise<void>, what: string) => void p.catch((err) => log.error({ err, step: current }, `could not store ${what}`));
-  /** Starts the held writes' transaction, ahead of whatever the task writes next. */
-  const release = () => {
+  const stored = (p: Promise<void>, what: string) =>
+    p.catch((err) => {
+      if (err instanceof TaskTakenOver) throw err;
+      log.error({ err, step: current }, `could not store ${what}`);
+    });
+  /**
+   * Starts the held writes' transaction, ahead of whatever the task writes next. Answers its
+   * commit, which fails only with `TaskTakenOver` (another instance runs the task now); any other
+   * failure is logged.
+   */
+  const commitHeld = (): Promise<void> | undefined => {
     if (held.length === 0) {
       // Events held for this task's next write (its start event: task-runner.ts) go in now.
-      if (events.held(row.id)) written(events.flush(row.id), 'the events of the task');
-      return;
+      if (events.held(row.id)) return stored(events.flush(row.id), 'the events of the task');
+      return undefined;
     }
     const writes = held;
     held = [];
-    written(
+    return stored(
       ctx.ownedTransaction(row, async (s, append) => {
         for (const w of writes) await w(s, append);
       }),
       'the finished step',
     );
   };
+  /** The same, not waited for: a task taken over finds out at its next owned write. */
+  const release = () => void commitHeld()?.catch(() => {});
   return {
     close: () => {
       deltas.close();
@@ -97,7 +107,7 @@ export function createTaskObserver(ctx: RunContext, opts: TaskObserverOptions): 
         return;
       }
       held.push(async (_s, append) => append(row, 'step.started', { step }));
-      release();
+      return commitHeld();
     },
     modelUsage(usage, calledModel) {
       trace.modelCallEnded(calledModel, usage);

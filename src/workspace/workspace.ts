@@ -1,4 +1,4 @@
-import { mkdir, realpath } from 'node:fs/promises';
+import { mkdirSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { resolveWorkspacePath, type ResolvedPath } from './path-guard.ts';
 import { openInside } from './safe-open.ts';
@@ -33,11 +33,14 @@ export function workspacePath(workspacesDir: string, parentTaskId: string): stri
   return path.join(workspacesDir, parentTaskId);
 }
 
-/** Creates (if needed) and opens the workspace shared by every subagent of `parentTaskId`. */
+/**
+ * Creates (if needed) and opens the workspace shared by every subagent of `parentTaskId`: folders
+ * the service makes on its own local file system, with synchronous calls as in safe-open.ts.
+ */
 export async function openWorkspace(workspacesDir: string, parentTaskId: string): Promise<Workspace> {
   const dir = workspacePath(workspacesDir, parentTaskId);
-  await mkdir(dir, { recursive: true, mode: 0o750 });
-  const root = await realpath(dir);
+  mkdirSync(dir, { recursive: true, mode: 0o750 });
+  const root = realpathSync.native(dir);
   return {
     parentTaskId,
     root,
