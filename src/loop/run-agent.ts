@@ -45,6 +45,11 @@ async function providerTools(tools: WorkspaceTool[]) {
   return prepared;
 }
 
+/** One user message whose content is a string: the conversation of a task that starts from its prompt. */
+function isPlainPrompt(messages: ModelMessage[]): boolean {
+  return messages.length === 1 && messages[0].role === 'user' && typeof messages[0].content === 'string';
+}
+
 /**
  * Runs one subagent, one model call per step, over a conversation this loop owns: before each step
  * it delivers waiting steering messages and compacts a conversation grown past its threshold; after
@@ -60,7 +65,9 @@ export async function runAgent<S>(opts: RunAgentOptions<S>): Promise<AgentRunRes
   let setup: RunSetup;
   let start: ModelMessage[];
   try {
-    ({ messages: start } = await standardizePrompt({ system: opts.system, messages: opts.messages }));
+    // A task's first prompt alone (a string from the checked request) needs no checking: 0.2 ms
+    // of the SDK's message schema a task, spared.
+    start = isPlainPrompt(opts.messages) ? opts.messages : (await standardizePrompt({ system: opts.system, messages: opts.messages })).messages;
     setup = {
       model: opts.model as LanguageModelV3,
       tools: new Map(opts.tools.map((t) => [t.name, t])),
