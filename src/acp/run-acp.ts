@@ -197,7 +197,7 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
     .onRequest(acp.methods.client.fs.readTextFile, async ({ params }) => {
       heard();
       const target = await workspace.resolve(params.path, { mustExist: true });
-      const opened = await openInside(workspace.root, target.real, params.path, 'read');
+      const opened = await openInside(workspace.root, target.real, params.path, 'read', workspace.calls);
       try {
         if (opened.stat.size > MAX_LOADED_BYTES)
           throw new Error(`"${params.path}" is ${opened.stat.size} bytes, over the ${MAX_LOADED_BYTES} bytes a read may load`);
@@ -214,7 +214,7 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
       heard();
       if (Buffer.byteLength(params.content) > MAX_LOADED_BYTES) throw new Error(`content over the ${MAX_LOADED_BYTES} bytes a write may hold`);
       const target = await workspace.resolve(params.path, { mustExist: false });
-      const opened = await openInside(workspace.root, target.real, params.path, 'write');
+      const opened = await openInside(workspace.root, target.real, params.path, 'write', workspace.calls);
       try {
         await replaceContent(opened, params.content);
       } finally {

@@ -16,7 +16,7 @@ export const editFileTool = defineTool({
     if (oldString === newString) throw new Error('oldString and newString are the same');
     const target = await ctx.workspace.resolve(path, { mustExist: true });
     // One descriptor for reading and replacing: what was read is what gets replaced.
-    const opened = await openInside(ctx.workspace.root, target.real, path, 'update');
+    const opened = await openInside(ctx.workspace.root, target.real, path, 'update', ctx.workspace.calls);
     try {
       if (opened.stat.size > MAX_LOADED_BYTES) {
         throw new Error(`"${path}" has ${opened.stat.size} bytes, over the edit limit of ${MAX_LOADED_BYTES}; use bash (sed) for large files`);

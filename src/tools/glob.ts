@@ -17,7 +17,7 @@ export const globTool = defineTool({
   async execute({ pattern }, ctx) {
     const matcher = compileGlob(pattern);
     // Patterns, and the paths found, are relative to the working folder.
-    const root = (await openInside(ctx.workspace.root, ctx.workspace.cwd, '.', 'dir')).handle;
+    const root = (await openInside(ctx.workspace.root, ctx.workspace.cwd, '.', 'dir', ctx.workspace.calls)).handle;
     const paths: string[] = [];
     let walked = 0;
     let stopped = '';

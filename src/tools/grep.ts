@@ -27,7 +27,7 @@ export const grepTool = defineTool({
     const only = glob ? compileGlob(glob) : null;
     const { root, cwd } = ctx.workspace;
     const target = await ctx.workspace.resolve(p, { mustExist: true });
-    const opened = await openInside(root, target.real, p, 'any');
+    const opened = await openInside(root, target.real, p, 'any', ctx.workspace.calls);
     const out: string[] = [];
     let note = '';
     // Returns false once enough matches were found.

@@ -15,7 +15,7 @@ export const listFilesTool = defineTool({
   }),
   async execute({ path = '.' }, ctx) {
     const target = await ctx.workspace.resolve(path, { mustExist: true });
-    const opened = await openInside(ctx.workspace.root, target.real, path, 'dir').catch((err: Error) => {
+    const opened = await openInside(ctx.workspace.root, target.real, path, 'dir', ctx.workspace.calls).catch((err: Error) => {
       throw /not a folder/.test(err.message) ? new Error(`"${path}" is a file, not a folder`) : err;
     });
     const names: string[] = [];

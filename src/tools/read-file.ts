@@ -19,7 +19,7 @@ export const readFileTool = defineTool({
   }),
   async execute({ path, offset = 1, limit = DEFAULT_LIMIT }, ctx) {
     const target = await ctx.workspace.resolve(path, { mustExist: true });
-    const opened = await openInside(ctx.workspace.root, target.real, path, 'read').catch((err: Error) => {
+    const opened = await openInside(ctx.workspace.root, target.real, path, 'read', ctx.workspace.calls).catch((err: Error) => {
       throw /is a directory/.test(err.message) ? new Error(`"${path}" is a directory; use list_files`) : err;
     });
     try {

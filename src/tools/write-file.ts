@@ -16,7 +16,7 @@ export const writeFileTool = defineTool({
     const target = await ctx.workspace.resolve(path, { mustExist: false });
     // Folders are created and the file opened through descriptors, so a folder swapped for a link
     // meanwhile makes the write fail instead of creating anything outside.
-    const opened = await openInside(ctx.workspace.root, target.real, path, 'write');
+    const opened = await openInside(ctx.workspace.root, target.real, path, 'write', ctx.workspace.calls);
     try {
       await replaceContent(opened, content);
     } finally {

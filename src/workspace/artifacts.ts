@@ -1,4 +1,3 @@
-import { lstatSync } from 'node:fs';
 import path from 'node:path';
 import type { Artifact, SkippedPath } from '../shapes/artifact.ts';
 import { isInside, PathError } from './path-guard.ts';
@@ -21,12 +20,12 @@ export async function checkArtifacts(workspace: Workspace, paths: string[]): Pro
       const target = await workspace.resolve(p, { mustExist: true });
       if (seen.has(target.absolute)) continue;
       seen.add(target.absolute);
-      const opened = await openInside(workspace.root, target.real, p, 'any').catch((err: Error) => {
+      const opened = await openInside(workspace.root, target.real, p, 'any', workspace.calls).catch((err: Error) => {
         throw err instanceof PathError ? err : new PathError('not_a_regular_file', err.message);
       });
       await opened.handle.close();
       // Named through a link inside the workspace: reported as the link it is (only the type).
-      const named = lstatSync(target.absolute, { throwIfNoEntry: false });
+      const named = await workspace.calls.lstat(target.absolute);
       artifacts.push({
         path: target.absolute,
         relativePath: target.relative,

@@ -1,4 +1,4 @@
-import { lstatSync, realpathSync } from 'node:fs';
+import { pooledCalls, type FileCalls } from './file-calls.ts';
 import path from 'node:path';
 
 export type PathRefusal = 'outside_workspace' | 'invalid_path' | 'name_too_long' | 'not_found' | 'not_a_regular_file' | 'is_a_directory';
@@ -41,9 +41,15 @@ export function isInside(root: string, child: string): boolean {
  * Lexically the path must stay inside; then the real path of the target (or, for a target that
  * does not exist yet, of its nearest existing ancestor) must stay inside too, so a symbolic link
  * can never lead out. A dangling link is refused: writing through it would create a file outside.
- * Its lookups are synchronous, as the folders' opens of safe-open.ts are: they read no content.
+ * `calls`: how its lookups are made (the workspace's, `Workspace.calls`).
  */
-export async function resolveWorkspacePath(realRoot: string, input: string, opts: { mustExist: boolean }, base = realRoot): Promise<ResolvedPath> {
+export async function resolveWorkspacePath(
+  realRoot: string,
+  input: string,
+  opts: { mustExist: boolean },
+  base = realRoot,
+  calls: FileCalls = pooledCalls,
+): Promise<ResolvedPath> {
   if (typeof input !== 'string') throw new PathError('invalid_path', 'path must be a string');
   if (input.includes('\0')) throw new PathError('invalid_path', 'path contains a NUL byte');
   if (input.length > MAX_PATH_LENGTH) throw new PathError('invalid_path', `path longer than ${MAX_PATH_LENGTH} characters`);
@@ -64,14 +70,14 @@ export async function resolveWorkspacePath(realRoot: string, input: string, opts
   let real: string;
   let exists = true;
   try {
-    real = realpathSync.native(absolute);
+    real = await calls.realpath(absolute);
   } catch (err) {
     if (!isMissing(err)) throw new PathError('invalid_path', `path "${input}" cannot be resolved (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
-    if (isDanglingLink(absolute)) {
+    if (await isDanglingLink(absolute, calls)) {
       throw new PathError('outside_workspace', `path "${input}" is a symbolic link whose target does not exist; refused`);
     }
     exists = false;
-    real = realMissing(realRoot, absolute);
+    real = await realMissing(realRoot, absolute, calls);
   }
   if (!isInside(realRoot, real)) {
     throw new PathError('outside_workspace', `path "${input}" leads outside the workspace through a symbolic link`);
@@ -81,7 +87,7 @@ export async function resolveWorkspacePath(realRoot: string, input: string, opts
 }
 
 /** Real path of the nearest existing ancestor, joined with the missing remainder. */
-function realMissing(realRoot: string, absolute: string): string {
+async function realMissing(realRoot: string, absolute: string, calls: FileCalls): Promise<string> {
   const rest: string[] = [];
   let current = absolute;
   for (;;) {
@@ -89,11 +95,11 @@ function realMissing(realRoot: string, absolute: string): string {
     rest.unshift(path.basename(current));
     if (parent === current) return absolute;
     try {
-      const realParent = realpathSync.native(parent);
+      const realParent = await calls.realpath(parent);
       return path.join(realParent, ...rest);
     } catch (err) {
       if (!isMissing(err)) throw new PathError('invalid_path', `cannot resolve "${path.relative(realRoot, parent)}"`);
-      if (isDanglingLink(parent)) {
+      if (await isDanglingLink(parent, calls)) {
         throw new PathError('outside_workspace', `"${path.relative(realRoot, parent)}" is a dangling symbolic link; refused`);
       }
       current = parent;
@@ -101,9 +107,9 @@ function realMissing(realRoot: string, absolute: string): string {
   }
 }
 
-function isDanglingLink(p: string): boolean {
+async function isDanglingLink(p: string, calls: FileCalls): Promise<boolean> {
   try {
-    return lstatSync(p, { throwIfNoEntry: false })?.isSymbolicLink() ?? false;
+    return (await calls.lstat(p))?.isSymbolicLink() ?? false;
   } catch {
     return false;
   }

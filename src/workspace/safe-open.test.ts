@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resolveWorkspacePath } from './path-guard.ts';
+import { fileCallsFor, localCalls, pooledCalls } from './file-calls.ts';
 import { openInside, openRoot, readHead, replaceContent, walkTree } from './safe-open.ts';
 
 let base: string;
@@ -26,50 +27,54 @@ function swapDirForLink() {
   symlinkSync(outside, path.join(root, 'dir'));
 }
 
-describe('openInside: something swapped in between check and use', () => {
+// Both ways of making the walk's calls: on the event loop (a local file system) and through the pool.
+describe.each([
+  ['made on the event loop', localCalls],
+  ['made through the pool', pooledCalls],
+])('openInside, its calls %s: something swapped in between check and use', (_way, calls) => {
   it('refuses a read through a folder swapped for a link to outside', async () => {
-    const checked = await resolveWorkspacePath(root, 'dir/f.txt', { mustExist: true });
+    const checked = await resolveWorkspacePath(root, 'dir/f.txt', { mustExist: true }, root, calls);
     swapDirForLink();
-    await expect(openInside(root, checked.real, 'dir/f.txt', 'read')).rejects.toThrow(/symbolic link.*outside the workspace/);
+    await expect(openInside(root, checked.real, 'dir/f.txt', 'read', calls)).rejects.toThrow(/symbolic link.*outside the workspace/);
   });
 
   it('refuses a write through a swapped folder, leaving the outside file untouched', async () => {
-    const checked = await resolveWorkspacePath(root, 'dir/f.txt', { mustExist: true });
+    const checked = await resolveWorkspacePath(root, 'dir/f.txt', { mustExist: true }, root, calls);
     swapDirForLink();
-    await expect(openInside(root, checked.real, 'dir/f.txt', 'write')).rejects.toThrow(/outside the workspace/);
+    await expect(openInside(root, checked.real, 'dir/f.txt', 'write', calls)).rejects.toThrow(/outside the workspace/);
     expect(readFileSync(path.join(outside, 'f.txt'), 'utf8')).toBe('OUTSIDE');
   });
 
   it('creates no file and no folder outside through a folder swapped during folder creation', async () => {
-    const checked = await resolveWorkspacePath(root, 'dir/a/b/new.txt', { mustExist: false });
+    const checked = await resolveWorkspacePath(root, 'dir/a/b/new.txt', { mustExist: false }, root, calls);
     swapDirForLink();
-    await expect(openInside(root, checked.real, 'dir/a/b/new.txt', 'write')).rejects.toThrow(/outside the workspace/);
+    await expect(openInside(root, checked.real, 'dir/a/b/new.txt', 'write', calls)).rejects.toThrow(/outside the workspace/);
     expect(readdirSync(outside)).toEqual(['f.txt']);
   });
 
   it('refuses the file itself swapped for a link', async () => {
-    const checked = await resolveWorkspacePath(root, 'dir/f.txt', { mustExist: true });
+    const checked = await resolveWorkspacePath(root, 'dir/f.txt', { mustExist: true }, root, calls);
     rmSync(path.join(root, 'dir', 'f.txt'));
     symlinkSync(path.join(outside, 'f.txt'), path.join(root, 'dir', 'f.txt'));
-    await expect(openInside(root, checked.real, 'dir/f.txt', 'read')).rejects.toThrow(/symbolic link/);
-    await expect(openInside(root, checked.real, 'dir/f.txt', 'write')).rejects.toThrow(/symbolic link/);
+    await expect(openInside(root, checked.real, 'dir/f.txt', 'read', calls)).rejects.toThrow(/symbolic link/);
+    await expect(openInside(root, checked.real, 'dir/f.txt', 'write', calls)).rejects.toThrow(/symbolic link/);
     expect(readFileSync(path.join(outside, 'f.txt'), 'utf8')).toBe('OUTSIDE');
   });
 
   it('refuses a FIFO at once, for reading and writing, without blocking', async () => {
     execFileSync('mkfifo', [path.join(root, 'dir', 'pipe')]);
     const real = path.join(root, 'dir', 'pipe');
-    await expect(openInside(root, real, 'dir/pipe', 'read')).rejects.toThrow(/FIFO/);
-    await expect(openInside(root, real, 'dir/pipe', 'write')).rejects.toThrow(/not a regular file/);
-    await expect(openInside(root, real, 'dir/pipe', 'any')).rejects.toThrow(/FIFO/);
+    await expect(openInside(root, real, 'dir/pipe', 'read', calls)).rejects.toThrow(/FIFO/);
+    await expect(openInside(root, real, 'dir/pipe', 'write', calls)).rejects.toThrow(/not a regular file/);
+    await expect(openInside(root, real, 'dir/pipe', 'any', calls)).rejects.toThrow(/FIFO/);
   });
 
   it('reads and replaces a file through its descriptor when nothing was swapped', async () => {
-    const checked = await resolveWorkspacePath(root, 'dir/f.txt', { mustExist: true });
-    const r = await openInside(root, checked.real, 'dir/f.txt', 'read');
+    const checked = await resolveWorkspacePath(root, 'dir/f.txt', { mustExist: true }, root, calls);
+    const r = await openInside(root, checked.real, 'dir/f.txt', 'read', calls);
     expect((await readHead(r, 100)).toString()).toBe('inside');
     await r.handle.close();
-    const w = await openInside(root, checked.real, 'dir/f.txt', 'write');
+    const w = await openInside(root, checked.real, 'dir/f.txt', 'write', calls);
     await replaceContent(w, 'new');
     await w.handle.close();
     expect(readFileSync(path.join(root, 'dir', 'f.txt'), 'utf8')).toBe('new');
@@ -115,5 +120,13 @@ describe('walkTree', () => {
     expect(seen.some((s) => s.includes('f.txt') && !s.startsWith('dir'))).toBe(false);
     expect(seen).not.toContain('ln/f.txt');
     expect(seen).not.toContain('z/f.txt');
+  });
+});
+
+describe('fileCallsFor', () => {
+  it('makes the calls on the event loop on a local file system, through the pool on any other', async () => {
+    expect((await fileCallsFor(root)).local).toBe(true);
+    // procfs stands for any file system not known to be local (NFS, CephFS, FUSE, ...).
+    expect((await fileCallsFor('/proc')).local).toBe(false);
   });
 });

@@ -1,8 +1,9 @@
-import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, type Dirent, type Stats } from 'node:fs';
+import { constants, type Dirent, type Stats } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { lstat, open, opendir, rename, rmdir, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { pooledCalls, type FileCalls } from './file-calls.ts';
 import { isInside, PathError } from './path-guard.ts';
 
 const { O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_TRUNC, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY } = constants;
@@ -16,11 +17,11 @@ const { O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_TRUNC, O_NOFOLLOW, O_NONB
  * only the descriptor is used afterwards. Every open is non-blocking, so a FIFO cannot pin a
  * thread of libuv's pool.
  *
- * The folders on the way are opened, created and closed with synchronous calls: each is one system
- * call on the workspaces' local file system that reads no file's content (4-5 µs here, against
- * 60 µs for a trip through libuv's pool), and a tool call makes several of them. What holds
- * content (the file itself, its reads and writes, a folder's listing) stays asynchronous, as
- * nginx, which also opens files on its event loop, leaves reads to its threads.
+ * The folders on the way are opened, created and closed through `FileCalls` (file-calls.ts):
+ * synchronous system calls on a local file system, each reading no file's content, and through
+ * libuv's pool on any other. What holds content (the file itself, its reads and writes, a
+ * folder's listing) is always asynchronous, as nginx, which also opens files on its event loop,
+ * leaves reads to its threads.
  */
 const at = (dir: FileHandle | number, name: string) => `/proc/self/fd/${typeof dir === 'number' ? dir : dir.fd}/${name}`;
 
@@ -78,41 +79,41 @@ export function openRoot(root: string): Promise<FileHandle> {
 }
 
 /** Linux answers ENOTDIR rather than ELOOP for a link opened with O_DIRECTORY | O_NOFOLLOW: a link is reported as ELOOP either way. */
-function linkAsLoop(err: unknown, dir: FileHandle | number, name: string): unknown {
-  if ((err as NodeJS.ErrnoException).code === 'ENOTDIR' && lstatSync(at(dir, name), { throwIfNoEntry: false })?.isSymbolicLink()) {
+async function linkAsLoop(err: unknown, dir: FileHandle | number, name: string, calls: FileCalls): Promise<unknown> {
+  if ((err as NodeJS.ErrnoException).code === 'ENOTDIR' && (await calls.lstat(at(dir, name)))?.isSymbolicLink()) {
     return Object.assign(new Error('symbolic link'), { code: 'ELOOP' });
   }
   return err;
 }
 
 /** Opens a folder below `dir` without following a link. */
-async function openDirAt(dir: FileHandle | number, name: string): Promise<FileHandle> {
+async function openDirAt(dir: FileHandle | number, name: string, calls: FileCalls = pooledCalls): Promise<FileHandle> {
   try {
     return await open(at(dir, name), DIR_FLAGS);
   } catch (err) {
-    throw linkAsLoop(err, dir, name);
+    throw await linkAsLoop(err, dir, name, calls);
   }
 }
 
 /** Opens the folder `name` of the folder `dir` (a descriptor), creating it first when asked and missing. */
-function openChildDirSync(dir: number, name: string, create: boolean): number {
+async function openChildDir(dir: number, name: string, create: boolean, calls: FileCalls): Promise<number> {
   try {
-    return openSync(at(dir, name), DIR_FLAGS);
+    return await calls.open(at(dir, name), DIR_FLAGS);
   } catch (err) {
-    if (!create || (err as NodeJS.ErrnoException).code !== 'ENOENT') throw linkAsLoop(err, dir, name);
-    makeDirAt(dir, name);
+    if (!create || (err as NodeJS.ErrnoException).code !== 'ENOENT') throw await linkAsLoop(err, dir, name, calls);
+    await makeDirAt(dir, name, calls);
     try {
-      return openSync(at(dir, name), DIR_FLAGS);
+      return await calls.open(at(dir, name), DIR_FLAGS);
     } catch (again) {
-      throw linkAsLoop(again, dir, name);
+      throw await linkAsLoop(again, dir, name, calls);
     }
   }
 }
 
 /** Creates the folder `name` in `dir` unless something has that name (mkdir never follows a link in its last component). */
-function makeDirAt(dir: number, name: string): void {
+async function makeDirAt(dir: number, name: string, calls: FileCalls): Promise<void> {
   try {
-    mkdirSync(at(dir, name), 0o755);
+    await calls.mkdir(at(dir, name), { mode: 0o755 });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
   }
@@ -128,19 +129,19 @@ function partsOf(root: string, real: string): string[] {
 
 /**
  * Opens the folder `root/parts...` one component at a time, creating missing ones when asked, and
- * returns its descriptor, which the caller closes (`closeSync`).
+ * returns its descriptor, which the caller closes (`calls.close`).
  */
-function openFolders(root: string, parts: string[], create: boolean): number {
-  let dir = openSync(root, DIR_FLAGS);
+async function openFolders(root: string, parts: string[], create: boolean, calls: FileCalls): Promise<number> {
+  let dir = await calls.open(root, DIR_FLAGS);
   try {
     for (const part of parts) {
-      const next = openChildDirSync(dir, part, create);
-      closeSync(dir);
+      const next = await openChildDir(dir, part, create, calls);
+      await calls.close(dir);
       dir = next;
     }
     return dir;
   } catch (err) {
-    closeSync(dir);
+    await calls.close(dir);
     throw err;
   }
 }
@@ -156,28 +157,29 @@ function describe(stat: Stats): string {
 /**
  * Opens `real` (a path the guard resolved, inside `root`) from the root's descriptor, component by
  * component, following no link, and checks with `fstat` that it is what `mode` asks for. `shown` is
- * the path as the caller named it, for messages. The caller owns the returned handle.
+ * the path as the caller named it, for messages. The caller owns the returned handle. `calls`: how
+ * the folders on the way are opened (the workspace's, `Workspace.calls`).
  */
-export async function openInside(root: string, real: string, shown: string, mode: OpenMode): Promise<Opened> {
+export async function openInside(root: string, real: string, shown: string, mode: OpenMode, calls: FileCalls = pooledCalls): Promise<Opened> {
   if (!isInside(root, real)) throw new PathError('outside_workspace', `path "${shown}" is outside the workspace`);
   const parts = partsOf(root, real);
   const last = parts.pop();
   let dir: number | undefined;
   try {
-    dir = openFolders(root, parts, mode === 'write' || mode === 'folder');
+    dir = await openFolders(root, parts, mode === 'write' || mode === 'folder', calls);
     let handle: FileHandle;
     if (last === undefined) {
       if (mode !== 'dir' && mode !== 'any' && mode !== 'folder') throw new PathError('is_a_directory', `"${shown}" is a directory`);
       handle = await open(at(dir, '.'), DIR_FLAGS);
     } else if (mode === 'dir' || mode === 'folder') {
-      if (mode === 'folder') makeDirAt(dir, last);
-      handle = await openDirAt(dir, last).catch((err: NodeJS.ErrnoException) => {
+      if (mode === 'folder') await makeDirAt(dir, last, calls);
+      handle = await openDirAt(dir, last, calls).catch((err: NodeJS.ErrnoException) => {
         throw err.code === 'ENOTDIR' && mode === 'dir' ? new Error(`"${shown}" is not a folder`) : err;
       });
     } else {
       handle = await open(at(dir, last), finalFlags[mode], 0o644);
     }
-    const stat = fstatSync(handle.fd);
+    const stat = await calls.fstat(handle.fd);
     const wanted = mode === 'dir' || mode === 'folder' ? stat.isDirectory() : mode === 'any' ? stat.isFile() || stat.isDirectory() : stat.isFile();
     if (!wanted) {
       await handle.close();
@@ -189,7 +191,7 @@ export async function openInside(root: string, real: string, shown: string, mode
   } catch (err) {
     throw refusal(err, shown);
   } finally {
-    if (dir !== undefined) closeSync(dir);
+    if (dir !== undefined) await calls.close(dir);
   }
 }
 
@@ -345,7 +347,7 @@ export async function replaceFromStream(
   let dir: number | undefined;
   let temp: string | undefined;
   try {
-    dir = openFolders(root, parts, true);
+    dir = await openFolders(root, parts, true, pooledCalls);
     temp = `.${name.slice(0, 200)}.upload-${randomBytes(6).toString('hex')}`;
     const handle = await open(at(dir, temp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK, 0o600);
     let stat: Stats;
@@ -375,7 +377,7 @@ export async function replaceFromStream(
     throw refusal(err, shown);
   } finally {
     if (dir !== undefined && temp) await unlink(at(dir, temp)).catch(() => {});
-    if (dir !== undefined) closeSync(dir);
+    if (dir !== undefined) await pooledCalls.close(dir);
   }
 }
 
@@ -392,12 +394,12 @@ export async function removeInside(root: string, real: string, shown: string): P
   if (name === undefined) throw new PathError('is_a_directory', `"${shown}" is the workspace folder itself, which cannot be removed`);
   let dir: number | undefined;
   try {
-    dir = openFolders(root, parts, false);
+    dir = await openFolders(root, parts, false, pooledCalls);
     await removeEntry(dir, name);
   } catch (err) {
     throw refusal(err, shown);
   } finally {
-    if (dir !== undefined) closeSync(dir);
+    if (dir !== undefined) await pooledCalls.close(dir);
   }
 }
 

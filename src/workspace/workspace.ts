@@ -1,4 +1,5 @@
-import { mkdirSync, realpathSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { fileCallsFor, type FileCalls } from './file-calls.ts';
 import path from 'node:path';
 import { resolveWorkspacePath, type ResolvedPath } from './path-guard.ts';
 import { openInside } from './safe-open.ts';
@@ -11,6 +12,8 @@ export interface Workspace {
   /** Real path of the task's working folder (`options.cwd`): the root unless set; relative paths resolve from it. */
   cwd: string;
   resolve(input: string, opts: { mustExist: boolean }): Promise<ResolvedPath>;
+  /** How its paths are looked up and opened: synchronously on a local file system (file-calls.ts). */
+  calls: FileCalls;
   /** The download URL of a file of it, by its path relative to the root. */
   urlOf(relative: string): string;
 }
@@ -33,19 +36,28 @@ export function workspacePath(workspacesDir: string, parentTaskId: string): stri
   return path.join(workspacesDir, parentTaskId);
 }
 
-/**
- * Creates (if needed) and opens the workspace shared by every subagent of `parentTaskId`: folders
- * the service makes on its own local file system, with synchronous calls as in safe-open.ts.
- */
+/** The calls for each folder of workspaces met, by its file system (a fact of the host, asked once). */
+const callsOfDir = new Map<string, FileCalls>();
+
+/** Creates (if needed) and opens the workspace shared by every subagent of `parentTaskId`. */
 export async function openWorkspace(workspacesDir: string, parentTaskId: string): Promise<Workspace> {
   const dir = workspacePath(workspacesDir, parentTaskId);
-  mkdirSync(dir, { recursive: true, mode: 0o750 });
-  const root = realpathSync.native(dir);
+  let calls = callsOfDir.get(workspacesDir);
+  if (calls) await calls.mkdir(dir, { recursive: true, mode: 0o750 });
+  else {
+    await mkdir(dir, { recursive: true, mode: 0o750 });
+    calls = await fileCallsFor(dir);
+    if (callsOfDir.size >= 10_000) callsOfDir.clear();
+    callsOfDir.set(workspacesDir, calls);
+  }
+  const root = await calls.realpath(dir);
+  const known = calls;
   return {
     parentTaskId,
     root,
     cwd: root,
-    resolve: (input, opts) => resolveWorkspacePath(root, input, opts),
+    calls: known,
+    resolve: (input, opts) => resolveWorkspacePath(root, input, opts, root, known),
     urlOf: (relative) => fileUrl(parentTaskId, relative),
   };
 }
@@ -57,8 +69,8 @@ export async function openWorkspace(workspacesDir: string, parentTaskId: string)
  */
 export async function enterFolder(ws: Workspace, input: string): Promise<Workspace> {
   const target = await ws.resolve(input, { mustExist: false });
-  const opened = await openInside(ws.root, target.real, input, 'folder');
+  const opened = await openInside(ws.root, target.real, input, 'folder', ws.calls);
   await opened.handle.close();
   const cwd = target.real;
-  return { ...ws, cwd, resolve: (p, opts) => resolveWorkspacePath(ws.root, p, opts, cwd) };
+  return { ...ws, cwd, resolve: (p, opts) => resolveWorkspacePath(ws.root, p, opts, cwd, ws.calls) };
 }

@@ -82,15 +82,18 @@ export async function enterWorktree(shared: Workspace, dir: string, taskId: stri
     await writeFile(temp, JSON.stringify({ ...manifest, takenAt: now }), { mode: 0o600 });
     await rename(temp, manifestPath(dir));
   }
-  return worktreeWorkspace(shared.parentTaskId, await realRoot(dir), taskId);
+  return worktreeWorkspace(shared, await realRoot(dir), taskId);
 }
 
-function worktreeWorkspace(parentTaskId: string, root: string, taskId: string): Workspace {
+/** The copy as a workspace: on the shared one's file system, so with its calls. */
+function worktreeWorkspace(shared: Workspace, root: string, taskId: string): Workspace {
+  const { parentTaskId, calls } = shared;
   return {
     parentTaskId,
     root,
     cwd: root,
-    resolve: (input, opts) => resolveWorkspacePath(root, input, opts),
+    calls,
+    resolve: (input, opts) => resolveWorkspacePath(root, input, opts, root, calls),
     urlOf: (relative) => taskFileUrl(taskId, relative),
   };
 }
