@@ -36,28 +36,21 @@ export function workspacePath(workspacesDir: string, parentTaskId: string): stri
   return path.join(workspacesDir, parentTaskId);
 }
 
-/** The calls for each folder of workspaces met, by its file system (a fact of the host, asked once). */
-const callsOfDir = new Map<string, FileCalls>();
-
-/** Creates (if needed) and opens the workspace shared by every subagent of `parentTaskId`. */
+/**
+ * Creates (if needed) and opens the workspace shared by every subagent of `parentTaskId`, with the
+ * calls its file system allows (file-calls.ts; asked each time: a mount may change under a folder).
+ */
 export async function openWorkspace(workspacesDir: string, parentTaskId: string): Promise<Workspace> {
   const dir = workspacePath(workspacesDir, parentTaskId);
-  let calls = callsOfDir.get(workspacesDir);
-  if (calls) await calls.mkdir(dir, { recursive: true, mode: 0o750 });
-  else {
-    await mkdir(dir, { recursive: true, mode: 0o750 });
-    calls = await fileCallsFor(dir);
-    if (callsOfDir.size >= 10_000) callsOfDir.clear();
-    callsOfDir.set(workspacesDir, calls);
-  }
+  await mkdir(dir, { recursive: true, mode: 0o750 });
+  const calls = await fileCallsFor(dir);
   const root = await calls.realpath(dir);
-  const known = calls;
   return {
     parentTaskId,
     root,
     cwd: root,
-    calls: known,
-    resolve: (input, opts) => resolveWorkspacePath(root, input, opts, root, known),
+    calls,
+    resolve: (input, opts) => resolveWorkspacePath(root, input, opts, root, calls),
     urlOf: (relative) => fileUrl(parentTaskId, relative),
   };
 }
