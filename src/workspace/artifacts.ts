@@ -25,7 +25,7 @@ export async function checkArtifacts(workspace: Workspace, paths: string[]): Pro
       });
       await opened.handle.close();
       // Named through a link inside the workspace: reported as the link it is (only the type).
-      const named = await workspace.calls.lstat(target.absolute);
+      const named = await lstatOrNothing(workspace, target.absolute);
       artifacts.push({
         path: target.absolute,
         relativePath: target.relative,
@@ -56,4 +56,13 @@ function skipReason(err: unknown): SkippedPath['reason'] {
   if (err.reason === 'is_a_directory') return 'not_a_regular_file';
   if (err.reason === 'name_too_long') return 'invalid_path';
   return err.reason;
+}
+
+/** `lstat` of a handed-over path, or nothing when it cannot be read (the artifact is still reported, by its descriptor). */
+async function lstatOrNothing(workspace: Workspace, p: string) {
+  try {
+    return await workspace.calls.lstat(p);
+  } catch {
+    return undefined;
+  }
 }

@@ -141,8 +141,17 @@ async function openFolders(root: string, parts: string[], create: boolean, calls
     }
     return dir;
   } catch (err) {
-    await calls.close(dir);
+    await closeQuietly(dir, calls);
     throw err;
+  }
+}
+
+/** Closes a folder's descriptor whose failure to close must not hide the error being thrown. */
+async function closeQuietly(fd: number, calls: FileCalls): Promise<void> {
+  try {
+    await calls.close(fd);
+  } catch {
+    // The descriptor is released whatever close answers (Linux frees it even on EINTR or EIO).
   }
 }
 
@@ -191,7 +200,7 @@ export async function openInside(root: string, real: string, shown: string, mode
   } catch (err) {
     throw refusal(err, shown);
   } finally {
-    if (dir !== undefined) await calls.close(dir);
+    if (dir !== undefined) await closeQuietly(dir, calls);
   }
 }
 
@@ -208,12 +217,13 @@ export async function readHead(opened: Opened, max: number): Promise<Buffer> {
 }
 
 /**
- * Replaces an opened file's content (the handle comes from `openInside(..., 'write' | 'update')`;
- * 'write' opened it empty). What was longer than the new content is cut after the write.
+ * Replaces an opened file's content (the handle comes from `openInside(..., 'write' | 'update')`).
+ * The file is cut at the new content's end after the write, unless it was empty when opened
+ * ('write' opens it so): one call instead of two for a new or rewritten file.
  */
 export async function replaceContent(opened: Opened, content: string): Promise<void> {
   const { bytesWritten } = await opened.handle.write(content, 0, 'utf8');
-  if (opened.stat.size > bytesWritten) await opened.handle.truncate(bytesWritten);
+  if (opened.stat.size > 0) await opened.handle.truncate(bytesWritten);
 }
 
 /** The entries of an opened folder, read through its descriptor (so a swapped name cannot redirect it). */
@@ -377,7 +387,7 @@ export async function replaceFromStream(
     throw refusal(err, shown);
   } finally {
     if (dir !== undefined && temp) await unlink(at(dir, temp)).catch(() => {});
-    if (dir !== undefined) await pooledCalls.close(dir);
+    if (dir !== undefined) await closeQuietly(dir, pooledCalls);
   }
 }
 
@@ -399,7 +409,7 @@ export async function removeInside(root: string, real: string, shown: string): P
   } catch (err) {
     throw refusal(err, shown);
   } finally {
-    if (dir !== undefined) await pooledCalls.close(dir);
+    if (dir !== undefined) await closeQuietly(dir, pooledCalls);
   }
 }
 

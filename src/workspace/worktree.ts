@@ -1,3 +1,4 @@
+import { fileCallsFor, type FileCalls } from './file-calls.ts';
 import type { BigIntStats } from 'node:fs';
 import { lstat, mkdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -82,12 +83,12 @@ export async function enterWorktree(shared: Workspace, dir: string, taskId: stri
     await writeFile(temp, JSON.stringify({ ...manifest, takenAt: now }), { mode: 0o600 });
     await rename(temp, manifestPath(dir));
   }
-  return worktreeWorkspace(shared, await realRoot(dir), taskId);
+  const root = await realRoot(dir);
+  return worktreeWorkspace(shared.parentTaskId, root, taskId, await fileCallsFor(root));
 }
 
-/** The copy as a workspace: on the shared one's file system, so with its calls. */
-function worktreeWorkspace(shared: Workspace, root: string, taskId: string): Workspace {
-  const { parentTaskId, calls } = shared;
+/** The copy as a workspace, with the calls its own file system allows. */
+function worktreeWorkspace(parentTaskId: string, root: string, taskId: string, calls: FileCalls): Workspace {
   return {
     parentTaskId,
     root,
