@@ -326,6 +326,21 @@ async function main() {
   };
   console.log(JSON.stringify(figures, null, 2));
   for (const v of violations.slice(0, 30)) console.error(`VIOLATION ${v}`);
+  // What a rerun cannot replay (the faults land at other moments): the timeline of the first
+  // tasks in violation, as the model served them and the instances logged them.
+  if (violations.length > 0) {
+    const rel = (at: number) => `+${at - started} ms`;
+    console.error(`faults: ${faults.map((f) => `${f.kind}${f.name ? ` ${f.name}` : ''} ${rel(f.at)}..${rel(f.until)}`).join(', ')}`);
+    const ids = [...new Set(violations.map((v) => /^(tsk_\w+)/.exec(v)?.[1]).filter((id): id is string => Boolean(id)))].slice(0, 3);
+    for (const id of ids) {
+      const served = model.served.filter((s) => s.prompt === submitted.get(id));
+      console.error(`${id} served: ${served.map((s) => `turn ${s.turn} to ${s.authorization?.slice(-1)} ${rel(s.at)}`).join(', ')}`);
+      for (const { name, svc } of processes) {
+        const lines = svc.output().split('\n');
+        for (const line of lines.filter((l) => l.includes(id)).slice(-10)) console.error(`${id} ${name}: ${line.slice(0, 600)}`);
+      }
+    }
+  }
   // Why tasks ended in error, as the instances logged it (those still running at the end).
   const failures = processes.flatMap(({ name, svc }) =>
     svc

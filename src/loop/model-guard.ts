@@ -103,6 +103,45 @@ export interface ModelGuardOptions {
   stallTimeoutMs: number;
   /** Extra attempts for an answer that delivered nothing usable (an HTML or empty 200). */
   maxRetries: number;
+  /**
+   * How long a call whose caller aborted (a cancel, a lost lease, a shutdown) is read on for its
+   * usage before it is cut: ABORT_GRACE_MS by default.
+   */
+  abortGraceMs?: number;
+}
+
+/**
+ * An answer already on its way when the caller aborts is read this much longer for its usage. A
+ * process paused past its lease wakes with the provider's whole answer in its socket: the abort
+ * comes first, and without the grace the bytes that carry the provider's bill are never read.
+ */
+export const ABORT_GRACE_MS = 200;
+
+/**
+ * The signal a call is made with: it aborts `graceMs` after the caller's (at once when the caller
+ * had aborted before the call). `done` forgets the caller's signal once the call is over (a task's
+ * signal outlives hundreds of calls).
+ */
+function gracedSignal(caller: AbortSignal | undefined, graceMs: number) {
+  const cut = new AbortController();
+  if (!caller) return { cut, done: () => {} };
+  if (caller.aborted) {
+    cut.abort(caller.reason);
+    return { cut, done: () => {} };
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const onAbort = () => {
+    timer = setTimeout(() => cut.abort(caller.reason), graceMs);
+    timer.unref();
+  };
+  caller.addEventListener('abort', onAbort, { once: true });
+  return {
+    cut,
+    done: () => {
+      caller.removeEventListener('abort', onAbort);
+      clearTimeout(timer);
+    },
+  };
 }
 
 /**
@@ -111,7 +150,8 @@ export interface ModelGuardOptions {
  * connection was cut still counts), reports usage the moment a call ends (before the loop runs its
  * tools, so a cancel or crash during a tool loses no tokens), turns a stream that ends without a
  * finish reason into an error (retried while nothing had been passed on), and cuts a call that sends
- * no content for `stallTimeoutMs`.
+ * no content for `stallTimeoutMs`. A call whose caller aborts passes nothing more on and ends with
+ * the abort's reason, but is cut only `abortGraceMs` later: an answer that ends meanwhile is billed.
  */
 export function guardModel(model: LanguageModel, opts: ModelGuardOptions): LanguageModel {
   const inner = model as Exclude<LanguageModel, string> & {
@@ -126,21 +166,23 @@ export function guardModel(model: LanguageModel, opts: ModelGuardOptions): Langu
     },
     doGenerate: (options: Record<string, unknown>) => (inner as unknown as { doGenerate(o: unknown): unknown }).doGenerate(options),
     async doStream(options: { abortSignal?: AbortSignal; includeRawChunks?: boolean }) {
+      const caller = options.abortSignal;
       for (let attempt = 0; ; attempt++) {
-        // Our own signal, so that a call with no content for the stall timeout can be cut even
-        // while the provider is still waiting for its first output chunk.
-        const cut = new AbortController();
-        const abortSignal = options.abortSignal ? AbortSignal.any([options.abortSignal, cut.signal]) : cut.signal;
+        // Our own signal: the caller's abort reaches the call after the grace, and a call with no
+        // content for the stall timeout can be cut even while the provider is still waiting for
+        // its first output chunk.
+        const { cut, done } = gracedSignal(caller, opts.abortGraceMs ?? ABORT_GRACE_MS);
         const timer = setTimeout(() => cut.abort(new ModelStallError(opts.stallTimeoutMs, 'content')), opts.stallTimeoutMs);
         let result: { stream: ReadableStream<StreamPart> };
         try {
-          result = await inner.doStream({ ...options, includeRawChunks: true, abortSignal });
+          result = await inner.doStream({ ...options, includeRawChunks: true, abortSignal: cut.signal });
         } catch (err) {
-          throw cut.signal.aborted ? cut.signal.reason : err;
+          done();
+          throw cut.signal.aborted ? cut.signal.reason : caller?.aborted ? caller.reason : err;
         } finally {
           clearTimeout(timer);
         }
-        const stream = guardStream(result.stream, opts, Boolean(options.includeRawChunks), cut);
+        const stream = guardStream(result.stream, opts, Boolean(options.includeRawChunks), cut, caller, done);
         // Peek until the first content part: an answer with none is retried as a whole.
         const first = await stream.peek();
         if (first.kind === 'empty' && attempt < opts.maxRetries) continue;
@@ -151,8 +193,17 @@ export function guardModel(model: LanguageModel, opts: ModelGuardOptions): Langu
   return guarded as unknown as LanguageModel;
 }
 
-function guardStream(source: ReadableStream<StreamPart>, opts: ModelGuardOptions, passRaw: boolean, cut: AbortController) {
+function guardStream(
+  source: ReadableStream<StreamPart>,
+  opts: ModelGuardOptions,
+  passRaw: boolean,
+  cut: AbortController,
+  caller: AbortSignal | undefined,
+  done: () => void,
+) {
   const reader = source.getReader();
+  /** The caller aborted: the answer is read on for its usage only (see `gracedSignal`). */
+  const abandoned = () => caller?.aborted === true;
   let usage: Usage | null = null;
   let reported = false;
   let finished = false;
@@ -198,16 +249,20 @@ function guardStream(source: ReadableStream<StreamPart>, opts: ModelGuardOptions
         r = await reader.read();
       } catch (err) {
         stopStall();
+        done();
         report();
-        throw stalled ?? err;
+        throw stalled ?? (abandoned() ? caller!.reason : err);
       }
       if (stalled) {
+        done();
         report();
         throw stalled;
       }
       if (r.done) {
         stopStall();
+        done();
         report();
+        if (abandoned()) throw caller!.reason;
         return null;
       }
       const part = r.value;
@@ -218,8 +273,13 @@ function guardStream(source: ReadableStream<StreamPart>, opts: ModelGuardOptions
           armStall();
         }
         if (isFinishChunk(part.rawValue)) finished = true;
-        if (!passRaw) continue;
+        if (!passRaw || abandoned()) continue;
         return part;
+      }
+      if (abandoned()) {
+        // Nothing more reaches the caller; the answer's end (and its usage) is still read.
+        if (part.type === 'finish') usage ??= usageOfFinishPart(part.usage);
+        continue;
       }
       if (CONTENT_PARTS.has(part.type)) {
         armStall();
@@ -303,8 +363,9 @@ function guardStream(source: ReadableStream<StreamPart>, opts: ModelGuardOptions
           }
         },
         async cancel(reason) {
-          // Aborted by the caller (cancel, timeout, shutdown): what was reported so far still counts.
+          // Left by the caller (an observer threw): what was reported so far still counts.
           stopStall();
+          done();
           report();
           await reader.cancel(reason).catch(() => {});
         },
