@@ -90,11 +90,12 @@ withBwrap('the bash sandbox (bubblewrap)', () => {
   });
 
   it('kills background and setsid children with the command at its timeout', async () => {
-    const out = await shell('setsid sleep 4242 & (sleep 4343 &) ; nohup sleep 4444 >/dev/null 2>&1 & sleep 60', { options: { timeoutMs: 500 } });
+    const out = await shell('setsid sleep 4242 & (sleep 4343 &) ; nohup sleep 4444 >/dev/null 2>&1 & sleep 4646', { options: { timeoutMs: 500 } });
     expect(out).toMatchObject({ status: 'aborted', error: { code: 'timeout' } });
-    // Killed, not left to run their 60 s and more: gone well before (a busy machine, three test
-    // workers and a PostgreSQL server, takes seconds to tear a killed sandbox down).
-    await until(async () => !/sleep (4242|4343|4444|60)\b/.test(hostProcesses()), 20_000);
+    // Killed, not left to run their hour and more: gone well before (a busy machine, three test
+    // workers and a PostgreSQL server, takes seconds to tear a killed sandbox down). Numbers no
+    // other process of the machine is likely to sleep for (`sleep 60` could be anyone's).
+    await until(async () => !/sleep (4242|4343|4444|4646)\b/.test(hostProcesses()), 20_000);
   });
 
   it('kills children that outlive a command that exited', async () => {
