@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -12,6 +12,17 @@ import { createTaskBodySchema, type ApprovalPause } from '../shapes/task.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { compactOutput } from '../tasks/task-output.ts';
 import { SERVICE_VERSION } from '../version.ts';
+
+/** The SDK's parts this server uses. */
+async function loadSdk() {
+  const [{ McpServer }, { StreamableHTTPServerTransport }, { isInitializeRequest }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/server/mcp.js'),
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+  ]);
+  return { McpServer, StreamableHTTPServerTransport, isInitializeRequest };
+}
+type McpSdk = Awaited<ReturnType<typeof loadSdk>>;
 
 /** Sessions idle this long are ended (their transport closed). */
 const SESSION_IDLE_MS = 30 * 60_000;
@@ -45,6 +56,8 @@ export interface McpRoutesOptions {
  */
 export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, { tasks, events, registry, logger }) => {
   const sessions = new Map<string, Session>();
+  // Loaded by the first MCP request: a process no MCP host talks to never holds the SDK.
+  let sdk: Promise<McpSdk> | null = null;
   const sweep = setInterval(() => {
     const idleSince = Date.now() - SESSION_IDLE_MS;
     for (const s of sessions.values()) if (s.lastSeen < idleSince) void s.transport.close().catch(() => {});
@@ -56,7 +69,7 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, { tas
   });
 
   /** A new session's MCP server, whose `task` tool runs subagents for `tenant`. */
-  function serverFor(tenant: string): McpServer {
+  function serverFor({ McpServer }: McpSdk, tenant: string): McpServer {
     const server = new McpServer({ name: 'subagentd', version: SERVICE_VERSION }, { capabilities: { tools: {} } });
     const types = registry.list().filter((d) => d.type !== 'fork');
     const names = types.map((d) => d.type) as [string, ...string[]];
@@ -192,6 +205,8 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, { tas
     async (request, reply) => {
       let session = sessionOf(request);
       if (!session) {
+        const loaded = await (sdk ??= loadSdk());
+        const { StreamableHTTPServerTransport, isInitializeRequest } = loaded;
         if (!isInitializeRequest(request.body)) {
           throw new AppError(400, 'invalid_request', 'an MCP request without an Mcp-Session-Id header must be an initialize request');
         }
@@ -199,7 +214,7 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, { tas
           throw new AppError(503, 'overloaded', `${MAX_SESSIONS} MCP sessions are open on this instance; retry later`, undefined, { 'retry-after': '30' });
         }
         const tenant = request.tenant;
-        const server = serverFor(tenant);
+        const server = serverFor(loaded, tenant);
         const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
           sessionIdGenerator: () => randomUUID(),
           onsessioninitialized: (id) => {

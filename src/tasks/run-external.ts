@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { runAcp } from '../acp/run-acp.ts';
 import { capPayload } from '../events/cap-payload.ts';
 import { createDeltaCoalescer } from '../loop/delta-coalescer.ts';
 import { checkArtifacts } from '../workspace/artifacts.ts';
@@ -29,6 +28,8 @@ export async function runExternal(ctx: RunContext, { row, body, def, workspace, 
   // (as before v1.2); one that does confines the agent and its terminals to its hosts, through the
   // task's proxy (its provider's host on the list), or to nothing.
   const egress = def.network === undefined ? null : await startTaskEgress(ctx, row, signal, allowedHosts(def.network, body.options?.network));
+  // The ACP SDK is loaded by the first ACP task: a process without ACP agents never holds it.
+  const { runAcp } = await import('../acp/run-acp.ts');
   const out = await runAcp({
     network: def.network === undefined ? 'host' : (egress?.inside ?? 'none'),
     def: { ...def, acp: def.acp },

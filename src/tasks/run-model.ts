@@ -16,7 +16,7 @@ import { endingOfAbort, failed, type Ending } from './finish-task.ts';
 import type { ModelRun, RunContext } from './run-context.ts';
 import { abortCode } from './task-abort.ts';
 import { childTaskTool } from './child-tool.ts';
-import { McpServerFailed, openMcpServers, type McpSession } from '../mcp/mcp-tools.ts';
+import type { McpSession } from '../mcp/mcp-tools.ts';
 import { startTaskEgress, type TaskEgress } from './task-egress.ts';
 import { allowedHosts } from '../network/policy.ts';
 
@@ -60,6 +60,8 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
     if (def.mcpServers && Object.keys(def.mcpServers).length > 0) {
       const commands = Object.values(def.mcpServers).some((s) => 'command' in s);
       if (commands && deps.sandbox.kind === 'unavailable') return failed('sandbox_unavailable', deps.sandbox.reason ?? 'no sandbox');
+      // The MCP SDK is loaded by the first task that needs it: a process without MCP servers never holds it.
+      const { McpServerFailed, openMcpServers } = await import('../mcp/mcp-tools.ts');
       try {
         mcp = await openMcpServers(def.mcpServers, {
           workspace,
