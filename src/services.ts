@@ -16,6 +16,7 @@ import { pushPayload } from './a2a/mapping.ts';
 import { toTaskOutput } from './tasks/task-output.ts';
 import { createDispatcher } from './webhooks/dispatcher.ts';
 import { createWebhookStore, type WebhookStore } from './webhooks/webhook-store.ts';
+import { WEBHOOK_EVENTS } from './shapes/webhook.ts';
 import type { Db } from './store/database.ts';
 import { createSqlReader } from './store/read-worker.ts';
 import { createStorageGuard, type StorageGuard } from './store/storage-guard.ts';
@@ -143,6 +144,7 @@ export function createServices(deps: ServiceDeps): Services {
     now,
     storage,
     onWrite: (tx, written) => webhooks.enqueue(tx, written),
+    onWriteTypes: WEBHOOK_EVENTS,
     onCommit: () => dispatcher.poke(),
     ...(db.cluster && { cluster: { instanceId: db.cluster.instanceId } }),
   });

@@ -1,52 +1,14 @@
 import type { Listeners } from './event-listeners.ts';
 import type { EventReader } from './event-reader.ts';
-import type { Numbered } from './event-rows.ts';
 import type { StoredEvent } from './event-types.ts';
 
-/** PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more (one announcement is at most ~1 KB: ids of 128 characters). */
-const MAX_NOTIFY_BYTES = 7000;
-
-/** What a commit announces per task: instance, task, parent key, and the seq and parent-seq ranges written. */
+/** What a commit announces per task (written by the database: event-numbering.ts): instance, task, parent key, and the seq and parent-seq ranges written. */
 interface Announcement {
   i: string;
   t: string;
   k: string;
   s: [number, number];
   p: [number, number];
-}
-
-/**
- * Cluster: what to announce on `subagentd_events`, in the transaction that writes them (so with
- * its commit), of the events `written` by this instance: one announcement per task, packed into as
- * few notification payloads as fit (event-log.ts sends the first with the rows' INSERT).
- */
-export function announcements(instanceId: string, written: Numbered[]): string[] {
-  const byTask = new Map<string, Announcement>();
-  for (const r of written) {
-    const a = byTask.get(r.event.taskId);
-    if (a) {
-      a.s[1] = r.event.seq;
-      a.p[1] = r.event.parentSeq!;
-    } else
-      byTask.set(r.event.taskId, { i: instanceId, t: r.event.taskId, k: r.parent, s: [r.event.seq, r.event.seq], p: [r.event.parentSeq!, r.event.parentSeq!] });
-  }
-  const payloads: string[] = [];
-  let batch: string[] = [];
-  let size = 2;
-  const send = () => {
-    if (batch.length > 0) payloads.push(`[${batch.join(',')}]`);
-    batch = [];
-    size = 2;
-  };
-  for (const a of byTask.values()) {
-    const json = JSON.stringify(a);
-    const bytes = Buffer.byteLength(json) + 1;
-    if (size + bytes > MAX_NOTIFY_BYTES) send();
-    batch.push(json);
-    size += bytes;
-  }
-  send();
-  return payloads;
 }
 
 /**

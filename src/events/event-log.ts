@@ -1,10 +1,10 @@
 import type { SqlClient } from '../store/sql-client.ts';
 import { storageFaultOf, type StorageGuard } from '../store/storage-guard.ts';
 import { TaskTakenOver } from '../store/task-store.ts';
-import { announcements, createAnnouncementFollower } from './event-announcer.ts';
+import { createAnnouncementFollower } from './event-announcer.ts';
 import { CHANNELS } from '../store/cluster-store.ts';
 import { createListeners, type EventListener } from './event-listeners.ts';
-import { createNumbering, newUndo, type NumberUndo } from './event-numbering.ts';
+import { createNumbering, newUndo, TAKEN_OVER_SQLSTATE, type NumberUndo } from './event-numbering.ts';
 import { createEventReader } from './event-reader.ts';
 import { envelope, parentKey, tenantOfKey, type EventTask, type Numbered, type ParentKey, type Pending } from './event-rows.ts';
 import { TERMINAL_EVENT, type EventData, type EventType } from './event-types.ts';
@@ -32,6 +32,8 @@ export interface EventLogOptions {
    * answers true, `onCommit` runs once the transaction has committed.
    */
   onWrite?: (tx: SqlClient, events: WrittenEvent[]) => Promise<boolean>;
+  /** The event types `onWrite` acts on (default: all): a transaction with none of them does not call it. */
+  onWriteTypes?: readonly EventType[];
   onCommit?: () => void;
   /**
    * PostgreSQL, where several instances write events: numbers are taken under a per-parent lock
@@ -108,46 +110,64 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
     };
   }
 
+  /** An event as written, with its numbers. */
+  function numberedOf(r: Pending, seq: number, parentSeq: number): Numbered {
+    return {
+      event: { taskId: r.task.id, seq, type: r.type, json: envelope(seq, r.type, r.task.id, r.at, r.dataJson, parentSeq), parentSeq },
+      parent: parentKey(r.task),
+      at: r.at,
+      dataJson: r.dataJson,
+    };
+  }
+
+  /** Runs the write hook (`onWrite`) on the events written, when it acts on any of them. */
+  async function hook(tx: SqlClient, out: Numbered[]): Promise<boolean> {
+    if (!opts.onWrite || !out.some((r) => hooked(r.event.type))) return false;
+    return opts.onWrite(
+      tx,
+      out.map((r) => ({ taskId: r.event.taskId, tenant: tenantOfKey(r.parent), type: r.event.type, at: r.at })),
+    );
+  }
+  const hooked = (type: EventType) => !opts.onWriteTypes || opts.onWriteTypes.includes(type);
+
   /**
-   * Numbers and inserts `rows` in `tx` (and announces them, on a cluster). Answers what it wrote,
-   * and whether `onWrite` wrote something of its own (the webhook outbox), which `onCommit` is
-   * told once the transaction commits.
+   * Numbers and inserts `rows` in `tx` (and announces them, on a cluster). Answers what it wrote
+   * (on a cluster, read after the commit unless the write hook needed it), and whether `onWrite`
+   * wrote something of its own (the webhook outbox), which `onCommit` is told once the
+   * transaction commits.
    */
-  async function writeRows(tx: SqlClient, pending: Pending[], undo: NumberUndo, owned: string | null): Promise<{ written: Numbered[]; hooked: boolean }> {
-    const rows = await numbering.prepare(tx, pending, owned);
-    const out: Numbered[] = [];
-    for (const r of rows) {
-      const { seq, parentSeq, parent } = await numbering.next(tx, r, r.type === TERMINAL_EVENT, undo);
-      out.push({
-        event: { taskId: r.task.id, seq, type: r.type, json: envelope(seq, r.type, r.task.id, r.at, r.dataJson, parentSeq), parentSeq },
-        parent,
-        at: r.at,
-        dataJson: r.dataJson,
-      });
+  async function writeRows(
+    tx: SqlClient,
+    pending: Pending[],
+    undo: NumberUndo,
+    owned: string | null,
+  ): Promise<{ written: Numbered[] | Promise<Numbered[]>; hooked: boolean }> {
+    if (cluster) {
+      // Numbered, written and announced by the database in one statement, whose answer waits for
+      // the commit (one round trip for the whole transaction)...
+      const written = numbering.insert(tx, pending, owned, CHANNELS.events).then((rows) => rows.map((r) => numberedOf(r.row, r.seq, r.parentSeq)));
+      written.catch(() => {});
+      // ...unless the write hook acts on one of them: it sees only events stored (not those of a
+      // task taken over), so it waits for the answer.
+      if (!opts.onWrite || !pending.some((r) => hooked(r.type))) return { written, hooked: false };
+      const out = await written;
+      return { written: out, hooked: await hook(tx, out) };
     }
-    // Cluster: announced in the same transaction; the first notification goes with the last INSERT.
-    const notices = cluster && out.length > 0 ? announcements(cluster.instanceId, out) : [];
+    const out: Numbered[] = [];
+    for (const r of pending) {
+      const { seq, parentSeq } = await numbering.next(tx, r, r.type === TERMINAL_EVENT, undo);
+      out.push(numberedOf(r, seq, parentSeq));
+    }
     // One statement per INSERT_CHUNK events (a group commit holds hundreds of text deltas).
     for (let i = 0; i < out.length; i += INSERT_CHUNK) {
       const chunk = out.slice(i, i + INSERT_CHUNK);
       const insert = `INSERT INTO task_events (task_id, seq, type, at, data, parent_key, parent_seq) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}`;
-      const params = chunk.flatMap((r) => [r.event.taskId, r.event.seq, r.event.type, r.at, r.dataJson, r.parent, r.event.parentSeq]);
-      if (i + INSERT_CHUNK >= out.length && notices.length > 0) {
-        tx.send(`WITH inserted AS (${insert}) SELECT pg_notify(?, ?)`, [...params, CHANNELS.events, notices.shift()]);
-      } else {
-        tx.send(insert, params);
-      }
+      tx.send(
+        insert,
+        chunk.flatMap((r) => [r.event.taskId, r.event.seq, r.event.type, r.at, r.dataJson, r.parent, r.event.parentSeq]),
+      );
     }
-    for (const payload of notices) tx.send('SELECT pg_notify(?, ?)', [CHANNELS.events, payload]);
-    if (out.length > 0) numbering.written();
-    const hooked =
-      opts.onWrite !== undefined &&
-      out.length > 0 &&
-      (await opts.onWrite(
-        tx,
-        out.map((r) => ({ taskId: r.event.taskId, tenant: tenantOfKey(r.parent), type: r.event.type, at: r.at })),
-      ));
-    return { written: out, hooked };
+    return { written: out, hooked: await hook(tx, out) };
   }
 
   function publish(rows: Numbered[]) {
@@ -180,10 +200,12 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
       for (let attempt = 1; ; attempt++) {
         try {
           const { answer, written, hooked } = await once();
-          publish(written);
+          publish(await written);
           if (hooked) opts.onCommit?.();
           return answer;
         } catch (err) {
+          // The database refused a write for a task another instance took over (event-numbering.ts).
+          if (owned !== null && (err as { code?: unknown } | null)?.code === TAKEN_OVER_SQLSTATE) throw new TaskTakenOver(owned);
           if (!isConflict(err) || attempt >= MAX_CONFLICT_RETRIES) throw err;
           numbering.restore(undo);
         }

@@ -231,6 +231,16 @@ function clientOver(
     rows: async (sql, params = []) => (await awaited(statementOf(preparing, sql, params, 'array'))).rows as unknown[][],
     // Its failure is the transaction's (kept in `failure`): nothing else need hear of it.
     send: failure ? (sql, params = []) => failure.track(send(statementOf(preparing, sql, params))) : outsideTransaction,
+    defer: failure
+      ? (sql, params = []) => {
+          const answer = send(statementOf(preparing, sql, params, 'array'));
+          failure.track(answer);
+          const rows = answer.then((r) => r.rows as unknown[][]);
+          // Read after the commit, or never when the transaction failed (with this error or another).
+          rows.catch(noop);
+          return rows;
+        }
+      : outsideTransaction,
     transaction,
     counts,
   };

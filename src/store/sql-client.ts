@@ -26,6 +26,13 @@ export interface SqlClient {
    * commit). Outside a transaction it throws: nothing would wait for it.
    */
   send(sql: string, params?: readonly unknown[]): void;
+  /**
+   * Inside a transaction, a statement whose rows are read once the transaction has committed: it
+   * goes out at once, as `send` does, and its failure is the transaction's; the promise answers
+   * its rows (as `rows` does) and is awaited after the commit, so the statement costs no round
+   * trip of its own. Outside a transaction it throws.
+   */
+  defer(sql: string, params?: readonly unknown[]): Promise<unknown[][]>;
   /** Runs `body` in one transaction; inside one already, `body` joins it. */
   transaction<R>(body: (tx: SqlClient) => Promise<R>): Promise<R>;
   /** What this client sent since it opened (the benches and `/metrics` read it). */
@@ -87,6 +94,8 @@ export function createSqliteClient(sqlite: Database.Database): SqlClient {
     get: async (sql, params) => exec.get(sql, params),
     rows: async (sql, params) => exec.rows(sql, params),
     send: (sql, params) => void exec.run(sql, params),
+    // Run now: a failure throws here, inside the transaction's body.
+    defer: (sql, params) => Promise.resolve(exec.rows(sql, params)),
     transaction: (body) => body(inside),
     counts,
   };
@@ -98,6 +107,7 @@ export function createSqliteClient(sqlite: Database.Database): SqlClient {
     get: (sql, params) => later(() => exec.get(sql, params)),
     rows: (sql, params) => later(() => exec.rows(sql, params)),
     send: outsideTransaction,
+    defer: outsideTransaction,
     counts,
     async transaction(body) {
       while (held) await turn;
