@@ -6,7 +6,7 @@ import { CHANNELS } from '../store/cluster-store.ts';
 import { createListeners, type EventListener } from './event-listeners.ts';
 import { createNumbering, newUndo, TAKEN_OVER_SQLSTATE, type NumberUndo } from './event-numbering.ts';
 import { createEventReader } from './event-reader.ts';
-import { envelope, parentKey, tenantOfKey, type EventTask, type Numbered, type ParentKey, type Pending } from './event-rows.ts';
+import { envelope, parentKey, type EventTask, type Numbered, type ParentKey, type Pending } from './event-rows.ts';
 import { TERMINAL_EVENT, type EventData, type EventType } from './event-types.ts';
 
 export type { EventListener } from './event-listeners.ts';
@@ -120,12 +120,12 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
     };
   }
 
-  /** Runs the write hook (`onWrite`) on the events written, when it acts on any of them. */
-  async function hook(tx: SqlClient, out: Numbered[]): Promise<boolean> {
-    if (!opts.onWrite || !out.some((r) => hooked(r.event.type))) return false;
+  /** Runs the write hook (`onWrite`) on events written in `tx`, when it acts on any of them. */
+  async function hook(tx: SqlClient, rows: Pending[]): Promise<boolean> {
+    if (!opts.onWrite || !rows.some((r) => hooked(r.type))) return false;
     return opts.onWrite(
       tx,
-      out.map((r) => ({ taskId: r.event.taskId, tenant: tenantOfKey(r.parent), type: r.event.type, at: r.at })),
+      rows.map((r) => ({ taskId: r.task.id, tenant: r.task.tenant, type: r.type, at: r.at })),
     );
   }
   const hooked = (type: EventType) => !opts.onWriteTypes || opts.onWriteTypes.includes(type);
@@ -145,13 +145,21 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
     if (cluster) {
       // Numbered, written and announced by the database in one statement, whose answer waits for
       // the commit (one round trip for the whole transaction)...
-      const written = numbering.insert(tx, pending, owned, CHANNELS.events).then((rows) => rows.map((r) => numberedOf(r.row, r.seq, r.parentSeq)));
+      const numbered = numbering.insert(tx, pending, owned, CHANNELS.events);
+      const written = numbered.then((rows) => rows.map((r) => numberedOf(r.row, r.seq, r.parentSeq)));
       written.catch(() => {});
-      // ...unless the write hook acts on one of them: it sees only events stored (not those of a
-      // task taken over), so it waits for the answer.
       if (!opts.onWrite || !pending.some((r) => hooked(r.type))) return { written, hooked: false };
-      const out = await written;
-      return { written: out, hooked: await hook(tx, out) };
+      // The write hook sees only events stored. A transaction of one task's own (`owned`) stores
+      // all of them or fails whole: the hook's reads go out right behind the numbering. Otherwise
+      // the events of a task taken over are dropped, and the hook waits for the answer.
+      if (owned !== null && pending.every((r) => r.task.id === owned)) return { written, hooked: await hook(tx, pending) };
+      return {
+        written,
+        hooked: await hook(
+          tx,
+          (await numbered).map((r) => r.row),
+        ),
+      };
     }
     const out: Numbered[] = [];
     for (const r of pending) {
@@ -167,7 +175,7 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
         chunk.flatMap((r) => [r.event.taskId, r.event.seq, r.event.type, r.at, r.dataJson, r.parent, r.event.parentSeq]),
       );
     }
-    return { written: out, hooked: await hook(tx, out) };
+    return { written: out, hooked: await hook(tx, pending) };
   }
 
   function publish(rows: Numbered[]) {

@@ -13,9 +13,6 @@ export type EventTask = { id: string } & ParentKey;
 /** `<parentTaskId>@<tenant>`: a parentTaskId never holds `@`, so the first one ends it. */
 export const parentKey = (k: ParentKey) => `${k.parentTaskId}@${k.tenant}`;
 
-/** The tenant of a parent key. */
-export const tenantOfKey = (key: string) => key.slice(key.indexOf('@') + 1);
-
 /** An event appended and not yet written: numbered when it is. */
 export interface Pending {
   task: EventTask;
