@@ -93,7 +93,7 @@ export function createNumbering(cluster: { instanceId: string } | null) {
       if (parents.length > 0)
         tx.send('SELECT pg_advisory_xact_lock(?, hashtext(k)) FROM (SELECT k FROM unnest(CAST(? AS TEXT[])) AS k ORDER BY k) AS keys', [PARENT_LOCK, parents]);
       const me = cluster.instanceId;
-      const answer = tx.defer(NUMBERED_INSERT, [
+      const answer = tx.defer<{ ord: string; seq: string; parent_seq: string }>(NUMBERED_INSERT, [
         rows.map((r) => r.task.id),
         rows.map((r) => r.type),
         rows.map((r) => r.at),
@@ -109,9 +109,10 @@ export function createNumbering(cluster: { instanceId: string } | null) {
       ]);
       const written = answer.then((numbered) =>
         numbered
-          .filter(([ord]) => Number(ord) > 0)
-          .sort(([a], [b]) => Number(a) - Number(b))
-          .map(([ord, seq, parentSeq]) => ({ row: rows[Number(ord) - 1], seq: Number(seq), parentSeq: Number(parentSeq) })),
+          .map((n) => ({ ord: Number(n.ord), seq: Number(n.seq), parentSeq: Number(n.parent_seq) }))
+          .filter((n) => n.ord > 0)
+          .sort((a, b) => a.ord - b.ord)
+          .map((n) => ({ row: rows[n.ord - 1], seq: n.seq, parentSeq: n.parentSeq })),
       );
       // Read after the commit, or never when the transaction failed.
       written.catch(() => {});

@@ -24,15 +24,33 @@ export const CHANNELS = {
  * Two rows at most, those that may start first (`may`), then those waiting for their quota: whether
  * another could start, and whether any other waits at all.
  */
-const NEXT = `WITH busy AS (
+/**
+ * The fairest waiting task claimed, in one statement: the two waiting tasks first in line (those
+ * whose tenant is under its running quota first, then the least busy tenant and user, then the
+ * oldest), none of those this instance is still stopping; the first taken if its tenant may
+ * start it. Answers the claimed row with how many waited (at most 2) and whether the second could
+ * start too; no row when none was claimed.
+ */
+const CLAIM = `WITH busy AS (
     SELECT tenant, user_id, count(*) AS n FROM tasks WHERE owner IS NOT NULL AND status = 'running' AND waiting_on_child = 0 GROUP BY tenant, user_id
-  ), busy_tenants AS (SELECT tenant, sum(n) AS n FROM busy GROUP BY tenant)
-  SELECT t.id, coalesce(g.n, 0) < ? AS may FROM tasks t
-    LEFT JOIN busy_tenants g ON g.tenant = t.tenant
-    LEFT JOIN busy b ON b.tenant = t.tenant AND b.user_id = t.user_id
-  WHERE t.owner IS NULL AND t.status IN ('queued', 'running') AND NOT (t.id = ANY(?))
-  ORDER BY 2 DESC, coalesce(g.n, 0), coalesce(b.n, 0), t.id
-  LIMIT 2`;
+  ), busy_tenants AS (SELECT tenant, sum(n) AS n FROM busy GROUP BY tenant),
+  next AS (
+    SELECT t.id, coalesce(g.n, 0) < ? AS may,
+      row_number() OVER (ORDER BY coalesce(g.n, 0) < ? DESC, coalesce(g.n, 0), coalesce(b.n, 0), t.id) AS place
+    FROM tasks t
+      LEFT JOIN busy_tenants g ON g.tenant = t.tenant
+      LEFT JOIN busy b ON b.tenant = t.tenant AND b.user_id = t.user_id
+    WHERE t.owner IS NULL AND t.status IN ('queued', 'running') AND NOT (t.id = ANY(?))
+    ORDER BY place
+    LIMIT 2
+  ),
+  claimed AS (
+    UPDATE tasks SET owner = ?, lease_until = ? FROM next
+    WHERE tasks.id = next.id AND next.place = 1 AND next.may AND tasks.owner IS NULL
+    RETURNING tasks.*
+  )
+  SELECT claimed.*, (SELECT count(*) FROM next) AS claim_waiting, coalesce((SELECT may FROM next WHERE place = 2), false) AS claim_second_may
+  FROM claimed`;
 
 /**
  * Task ownership on PostgreSQL, where several instances share the tasks. The `tasks` table is the
@@ -51,18 +69,18 @@ export function createClusterStore(sql: SqlClient, instanceId: string) {
      * wakes the instances: a task stored, released or ended). `alone`: no other task waited at all,
      * not even for its tenant's quota.
      */
-    claim(maxPerTenant: number, leaseUntil: number, busy: string[]): Promise<{ row: TaskRow; last: boolean; alone: boolean } | undefined> {
-      return sql.transaction(async (tx) => {
+    async claim(maxPerTenant: number, leaseUntil: number, busy: string[]): Promise<{ row: TaskRow; last: boolean; alone: boolean } | undefined> {
+      // The claim's answer is read with its commit: one round trip (the claims of all instances
+      // take turns under the lock).
+      const quota = Math.min(maxPerTenant, 1e9);
+      const answer = await sql.transaction(async (tx) => {
         tx.send('SELECT pg_advisory_xact_lock(?)', [CLAIM_LOCK]);
-        const waiting = await tx.all<{ id: string; may: boolean }>(NEXT, [Math.min(maxPerTenant, 1e9), busy]);
-        if (!waiting[0]?.may) return undefined;
-        const raw = await tx.get('UPDATE tasks SET owner = ?, lease_until = ? WHERE id = ? AND owner IS NULL RETURNING *', [
-          instanceId,
-          leaseUntil,
-          waiting[0].id,
-        ]);
-        return raw && { row: taskOf(raw), last: !waiting[1]?.may, alone: waiting.length === 1 };
+        return { rows: tx.defer(CLAIM, [quota, quota, busy, instanceId, leaseUntil]) };
       });
+      const [raw] = await answer.rows;
+      if (!raw) return undefined;
+      const { claim_waiting: waiting, claim_second_may: secondMay, ...task } = raw;
+      return { row: taskOf(task), last: !secondMay, alone: Number(waiting) === 1 };
     },
 
     /** A task of this instance waits for a child of its own (`on`), or no longer does: the tenant's quota does not count it meanwhile. */

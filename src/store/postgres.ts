@@ -232,10 +232,10 @@ function clientOver(
     // Its failure is the transaction's (kept in `failure`): nothing else need hear of it.
     send: failure ? (sql, params = []) => failure.track(send(statementOf(preparing, sql, params))) : outsideTransaction,
     defer: failure
-      ? (sql, params = []) => {
-          const answer = send(statementOf(preparing, sql, params, 'array'));
+      ? <T>(sql: string, params: readonly unknown[] = []) => {
+          const answer = send(statementOf(preparing, sql, params));
           failure.track(answer);
-          const rows = answer.then((r) => r.rows as unknown[][]);
+          const rows = answer.then((r) => r.rows as T[]);
           // Read after the commit, or never when the transaction failed (with this error or another).
           rows.catch(noop);
           return rows;

@@ -29,10 +29,10 @@ export interface SqlClient {
   /**
    * Inside a transaction, a statement whose rows are read once the transaction has committed: it
    * goes out at once, as `send` does, and its failure is the transaction's; the promise answers
-   * its rows (as `rows` does) and is awaited after the commit, so the statement costs no round
+   * its rows (as `all` does) and is awaited after the commit, so the statement costs no round
    * trip of its own. Outside a transaction it throws.
    */
-  defer(sql: string, params?: readonly unknown[]): Promise<unknown[][]>;
+  defer<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T[]>;
   /** Runs `body` in one transaction; inside one already, `body` joins it. */
   transaction<R>(body: (tx: SqlClient) => Promise<R>): Promise<R>;
   /** What this client sent since it opened (the benches and `/metrics` read it). */
@@ -95,7 +95,7 @@ export function createSqliteClient(sqlite: Database.Database): SqlClient {
     rows: async (sql, params) => exec.rows(sql, params),
     send: (sql, params) => void exec.run(sql, params),
     // Run now: a failure throws here, inside the transaction's body.
-    defer: (sql, params) => Promise.resolve(exec.rows(sql, params)),
+    defer: (sql, params) => Promise.resolve(exec.all(sql, params)),
     transaction: (body) => body(inside),
     counts,
   };
