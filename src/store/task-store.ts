@@ -88,11 +88,19 @@ const insertMessages = (count: number) => `INSERT INTO task_messages (task_id, n
 const PG_USAGE = withRollupsSql(`rep AS (${INSERT_REPORT} RETURNING 1),
   t AS (${TASK_USAGE} AND EXISTS (SELECT 1 FROM rep)),
   rec AS (${RECORD_USAGE} AND EXISTS (SELECT 1 FROM rep) RETURNING *)`);
-const INSERT_RECORD = `INSERT INTO subagent_records (id, task_id, tenant, subagent_type, parent_task_id, user_id, tool_call_id, description, model,
-     status, started_at)
-   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)`;
-/** PostgreSQL: a started task's record and its roll-ups, in one statement. */
-const PG_START = withRollupsSql(`rec AS (${INSERT_RECORD} RETURNING *)`);
+const RECORD_COLUMNS = `subagent_records (id, task_id, tenant, subagent_type, parent_task_id, user_id, tool_call_id, description, model,
+     status, started_at)`;
+const INSERT_RECORD = `INSERT INTO ${RECORD_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)`;
+const MARK_STARTED = `UPDATE tasks SET status = 'running', model = ?, started_at = ? WHERE id = ? AND status = 'queued' AND (CAST(? AS TEXT) IS NULL OR owner = ?)`;
+/**
+ * PostgreSQL: a task's start in one statement (one transaction of its own): the task running (see
+ * `markStarted`), then its record and its roll-ups only if it was. Answers a row per roll-up
+ * written: none when it was not started.
+ */
+const PG_START = `${withRollupsSql(
+  `started AS (${MARK_STARTED} RETURNING id),
+  rec AS (INSERT INTO ${RECORD_COLUMNS} SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', CAST(? AS BIGINT) FROM started RETURNING *)`,
+)} RETURNING 1`;
 const CLOSE_RECORD = `UPDATE subagent_records SET status = ?, completed_at = ?,
      duration_ms = CASE WHEN CAST(? AS BIGINT) > started_at THEN CAST(? AS BIGINT) - started_at ELSE 0 END WHERE task_id = ?`;
 /**
@@ -233,38 +241,40 @@ export function createTaskStore(sql: SqlClient) {
      * `queued → running`, and the task's one usage record, in one transaction. Written again with
      * the same `startedAt` after a lost COMMIT answer, it finds its own start and adds nothing.
      */
-    markStarted(task: TaskRow, model: string | null, startedAt: number, owner: string | null = null): Promise<void> {
-      return atomically(async (tx) => {
-        // PostgreSQL: only while this instance owns it, and only a task still queued. An instance
-        // paused between its claim and this write finds the task taken over (and maybe started,
-        // its record written) by another, even if it owns it again since (`TaskTakenOver`: it is
-        // then left to expire and be resumed, never started twice).
-        const changed = await tx.run(
-          `UPDATE tasks SET status = 'running', model = ?, started_at = ? WHERE id = ? AND status = 'queued' AND (CAST(? AS TEXT) IS NULL OR owner = ?)`,
-          [model, startedAt, task.id, owner, owner],
+    async markStarted(task: TaskRow, model: string | null, startedAt: number, owner: string | null = null): Promise<void> {
+      // PostgreSQL: only while this instance owns it, and only a task still queued. An instance
+      // paused between its claim and this write finds the task taken over (and maybe started, its
+      // record written) by another, even if it owns it again since (`TaskTakenOver`: it is then
+      // left to expire and be resumed, never started twice).
+      const started = [model, startedAt, task.id, owner, owner];
+      /** Not started now: written again after a COMMIT whose answer was lost (the start is there, and is this one), or taken over. */
+      const notStarted = async (tx: SqlClient) => {
+        const now = await tx.get<{ status: string; started_at: number | string | null; owner: string | null }>(
+          'SELECT status, started_at, owner FROM tasks WHERE id = ?',
+          [task.id],
         );
-        if (changed === 0) {
-          // Written again after a COMMIT whose answer was lost: the start is there, and is this one.
-          const now = await tx.get<{ status: string; started_at: number | string | null; owner: string | null }>(
-            'SELECT status, started_at, owner FROM tasks WHERE id = ?',
-            [task.id],
-          );
-          if (now?.status === 'running' && Number(now.started_at) === startedAt && (owner === null || now.owner === owner)) return;
-          throw new TaskTakenOver(task.id);
-        }
-        const record = [
-          `rec_${ulid(startedAt)}`,
-          task.id,
-          task.tenant,
-          task.subagentType,
-          task.parentTaskId,
-          task.userId,
-          task.toolCallId,
-          task.description,
-          model,
-          startedAt,
-        ];
-        if (tx.dialect === 'postgres') return tx.send(PG_START, [...record, ...rollupParams({ tasks: 1 })]);
+        if (now?.status === 'running' && Number(now.started_at) === startedAt && (owner === null || now.owner === owner)) return;
+        throw new TaskTakenOver(task.id);
+      };
+      const record = [
+        `rec_${ulid(startedAt)}`,
+        task.id,
+        task.tenant,
+        task.subagentType,
+        task.parentTaskId,
+        task.userId,
+        task.toolCallId,
+        task.description,
+        model,
+        startedAt,
+      ];
+      if (sql.dialect === 'postgres') {
+        // One statement, its own transaction: one round trip. One that started nothing wrote nothing.
+        if ((await sql.all(PG_START, [...started, ...record, ...rollupParams({ tasks: 1 })])).length === 0) await notStarted(sql);
+        return;
+      }
+      return atomically(async (tx) => {
+        if ((await tx.run(MARK_STARTED, started)) === 0) return notStarted(tx);
         tx.send(INSERT_RECORD, record);
         addToRollups(tx, task.id, { tasks: 1 });
       });
