@@ -108,7 +108,7 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, { tas
         if (!body.success) return failure(body.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; '));
         let id: string;
         try {
-          id = (await tasks.submit(tenant, body.data)).row.id;
+          id = (await tasks.submit(tenant, body.data, { waiting: true })).row.id;
         } catch (err) {
           if (err instanceof AppError) return failure(`${err.code}: ${err.message}`);
           throw err;

@@ -56,8 +56,13 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
       // A malformed traceparent is ignored, as W3C Trace Context asks.
       const traceparent = request.headers.traceparent;
       const parent = typeof traceparent === 'string' && TRACEPARENT.test(traceparent) ? traceparent : undefined;
-      const { row, created } = await tasks.submit(request.tenant, request.body, { idempotencyKey: request.headers['idempotency-key'], traceParent: parent });
-      if (request.query.wait === 'true') {
+      const waiting = request.query.wait === 'true';
+      const { row, created } = await tasks.submit(request.tenant, request.body, {
+        idempotencyKey: request.headers['idempotency-key'],
+        traceParent: parent,
+        waiting,
+      });
+      if (waiting) {
         if (row.status !== 'queued' && row.status !== 'running') return reply.status(200).send(tasks.output(row));
         const body = new PassThrough();
         // Headers now: the caller learns the task id even if it gives up waiting.

@@ -39,6 +39,11 @@ export interface SubmitOptions {
   beforeQueue?: (row: TaskRow) => Promise<unknown>;
   /** A child task (nesting): its depth, the task that starts it, the root's limit. */
   lineage?: Lineage;
+  /**
+   * The caller waits for the task's end (`waitForEnd`), which reads it: a new task is answered as
+   * admitted, not read again once it started (one read less, a round trip on PostgreSQL).
+   */
+  waiting?: boolean;
 }
 
 /**
@@ -132,6 +137,7 @@ export function createTaskService(deps: TaskServiceDeps) {
       }
       scheduler.offer(row);
       await pump();
+      if (opts.waiting) return { row, created: true };
       // A task that started at once is answered as `running`, as stored.
       await dispatch.started(row.id);
       return { row: (await store.getById(row.id))!, created: true };
