@@ -1,5 +1,5 @@
 import type { SqlClient } from '../store/sql-client.ts';
-import type { TaskRow } from '../store/schema.ts';
+import type { BudgetedRow } from '../store/task-store.ts';
 import { iso } from '../shapes/time.ts';
 import type { BudgetPause, TaskBudget } from '../shapes/task.ts';
 
@@ -25,7 +25,7 @@ export const microUsd = (usd: number) => Math.round(usd * 1_000_000);
  * running tasks included (their records count every call as it is billed), read from the roll-ups.
  */
 /** What of a task its budgets are checked on. */
-export type BudgetedTask = Pick<TaskRow, 'tenant' | 'parentTaskId' | 'userId' | 'startedAt' | 'pausedMs' | 'totalTokens' | 'costMicroUsd'>;
+export type BudgetedTask = Omit<BudgetedRow, 'budget'>;
 
 export function createBudgets(sql: SqlClient) {
   const budgets = {

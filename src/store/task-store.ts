@@ -45,6 +45,8 @@ interface StandingLimits {
 /** What of a task its budgets are checked on before each model call. */
 const BUDGETED = ['tenant', 'parentTaskId', 'userId', 'startedAt', 'pausedMs', 'totalTokens', 'costMicroUsd', 'budget'] as const;
 const budgetedOf = rowReader(tasks, BUDGETED);
+/** A task as its budgets see it (read before each model call). */
+export type BudgetedRow = Pick<TaskRow, (typeof BUDGETED)[number]>;
 /** Built once: it runs before every model call. */
 const BEFORE_CALL = `SELECT ${columnsOf(tasks, BUDGETED, 't.')}, pb.scope_id AS pb_set, pb.max_tokens AS pb_tokens, pb.max_cost_micro_usd AS pb_cost,
      ub.scope_id AS ub_set, ub.max_tokens AS ub_tokens, ub.max_cost_micro_usd AS ub_cost,
@@ -56,7 +58,7 @@ const BEFORE_CALL = `SELECT ${columnsOf(tasks, BUDGETED, 't.')}, pb.scope_id AS 
 
 /** What `beforeCall` answers. */
 export interface CallCheck {
-  row: Pick<TaskRow, (typeof BUDGETED)[number]>;
+  row: BudgetedRow;
   standing: { parent: StandingLimits | null; user: StandingLimits | null };
   /** Steering messages wait in the task's inbox. */
   inbox: boolean;
