@@ -100,6 +100,13 @@ describe.skipIf(!process.env.TEST_POSTGRES_URL)("a cluster's events, numbered by
     ).rejects.toBeInstanceOf(TaskTakenOver);
     expect(await descriptionOf(theirs.id)).not.toBe('written by a');
     expect(await stored(theirs.id)).toEqual([]);
+    // An owned write with no event at all is refused the same way; A's own goes through.
+    const withoutEvents = (id: string) =>
+      logA.transaction(id, async (tx) => void (await tx.run('UPDATE tasks SET description = ? WHERE id = ?', ['no event', id])), { owned: true });
+    await expect(withoutEvents(theirs.id)).rejects.toBeInstanceOf(TaskTakenOver);
+    expect(await descriptionOf(theirs.id)).not.toBe('no event');
+    await withoutEvents(mine.id);
+    expect(await descriptionOf(mine.id)).toBe('no event');
 
     // One batch of A with events of both: B's task's are dropped, A's numbered on.
     logA.append(mine, 'step.started', { step: 3 });
