@@ -1,56 +1,21 @@
 import type { SqlClient } from '../store/sql-client.ts';
 import { parentKey, type Pending } from './event-rows.ts';
 
-/** Cluster: the advisory-lock namespace of parent streams. */
-const PARENT_LOCK = 0x5a6d_0004;
 /** SQLSTATE of `subagentd_taken_over()` (migrations-pg/0010): a write for a task another instance owns now. */
 export const TAKEN_OVER_SQLSTATE = 'SA001';
-/** Announcements start a new notification past this many bytes (PostgreSQL refuses one of 8,000; one is at most ~1 KB). */
-const NOTIFY_CHUNK_BYTES = 6000;
-
 /**
- * Cluster: a batch of events numbered, filtered and written by the database in one statement, after
- * the parents' locks (its snapshot sees every commit made under them): each task's next seqs and
- * each parent's next parent seqs, in the batch's order; the events of tasks another instance took
- * over from this one dropped (the stream goes on from its new owner only); the commit announced on
- * the events channel (one notification per NOTIFY_CHUNK_BYTES of announcements, in order, each a
- * JSON array of `{ i, t, k, s: [first, last], p: [first, last] }` per task: event-announcer.ts);
- * and, for a transaction of task `owned`, the whole transaction refused unless this instance may
- * still write it (it owns it, or nobody does). Answers `ord` (1-based in the batch), seq, parent seq.
+ * Cluster: a batch of events numbered, filtered and written by the database in one call,
+ * `subagentd_append_events` (migrations-pg/0011): the parents' locks, then, with a snapshot that
+ * sees every commit made under them, each task's next seqs and each parent's next parent seqs in
+ * the batch's order; the events of tasks another instance took over from this one dropped (the
+ * stream goes on from its new owner only); the commit announced on the events channel (one
+ * notification per 6,000 bytes of announcements, in order, each a JSON array of
+ * `{ i, t, k, s: [first, last], p: [first, last] }` per task: event-announcer.ts); and, for a
+ * transaction of task `owned`, the whole transaction refused unless this instance may still write
+ * it (it owns it, or nobody does). Answers `ord` (1-based in the batch), seq, parent seq.
  */
-const NUMBERED_INSERT = `WITH input AS (
-    SELECT * FROM unnest(CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]))
-      WITH ORDINALITY AS i(task_id, type, at, data, parent_key, ord)
-  ),
-  numbered AS (
-    SELECT i.task_id, i.type, i.at, i.data, i.parent_key, i.ord,
-      COALESCE((SELECT max(e.seq) FROM task_events e WHERE e.task_id = i.task_id), 0)
-        + row_number() OVER (PARTITION BY i.task_id ORDER BY i.ord) AS seq,
-      COALESCE((SELECT max(e.parent_seq) FROM task_events e WHERE e.parent_key = i.parent_key), 0)
-        + row_number() OVER (PARTITION BY i.parent_key ORDER BY i.ord) AS parent_seq
-    FROM input i
-    WHERE NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = i.task_id AND t.owner IS NOT NULL AND t.owner <> ?)
-  ),
-  inserted AS (
-    INSERT INTO task_events (task_id, seq, type, at, data, parent_key, parent_seq)
-    SELECT task_id, seq, type, at, data, parent_key, parent_seq FROM numbered
-  ),
-  announced AS (
-    SELECT json_build_object('i', CAST(? AS TEXT), 't', task_id, 'k', parent_key,
-        's', json_build_array(min(seq), max(seq)), 'p', json_build_array(min(parent_seq), max(parent_seq)))::text AS a,
-      min(ord) AS first
-    FROM numbered GROUP BY task_id, parent_key
-  ),
-  chunks AS (
-    SELECT (sum(octet_length(a) + 1) OVER (ORDER BY first) - octet_length(a) - 1) / ${NOTIFY_CHUNK_BYTES} AS k, a, first FROM announced
-  )
-  SELECT ord, seq, parent_seq FROM numbered
-  UNION ALL
-  SELECT -1, 0, 0 FROM (SELECT pg_notify(CAST(? AS TEXT), payload) FROM (
-    SELECT k, '[' || string_agg(a, ',' ORDER BY first) || ']' AS payload FROM chunks GROUP BY k ORDER BY k) ordered) notified
-  UNION ALL
-  SELECT -2, subagentd_taken_over(CAST(? AS TEXT)), 0
-  WHERE CAST(? AS TEXT) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM tasks WHERE id = CAST(? AS TEXT) AND (owner IS NULL OR owner = ?))`;
+const APPEND_EVENTS = `SELECT ord, seq, parent_seq FROM subagentd_append_events(CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]),
+  CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT))`;
 /** Parents whose last parent seq is cached; past it the cache is emptied once all is written. */
 const MAX_CACHED_PARENTS = 50_000;
 
@@ -81,7 +46,7 @@ export function createNumbering(cluster: { instanceId: string } | null) {
 
   return {
     /**
-     * Cluster: numbers and writes `rows` in `tx` (NUMBERED_INSERT, after the parents' locks),
+     * Cluster: numbers and writes `rows` in `tx` (APPEND_EVENTS: the parents' locks, then the numbering),
      * announcing them with the commit. Sent without waiting: the answer (each row written, with
      * its numbers, in order) is read after the commit. `owned`: the transaction is that task's,
      * and fails unless this instance may still write it (`TAKEN_OVER_SQLSTATE`), events or none.
@@ -89,23 +54,15 @@ export function createNumbering(cluster: { instanceId: string } | null) {
     insert(tx: SqlClient, rows: Pending[], owned: string | null, channel: string): Promise<Array<{ row: Pending; seq: number; parentSeq: number }>> {
       if (!cluster) throw new Error('insert numbers events in the database: a cluster only');
       if (rows.length === 0 && owned === null) return Promise.resolve([]);
-      const parents = [...new Set(rows.map((r) => parentKey(r.task)))].sort();
-      if (parents.length > 0)
-        tx.send('SELECT pg_advisory_xact_lock(?, hashtext(k)) FROM (SELECT k FROM unnest(CAST(? AS TEXT[])) AS k ORDER BY k) AS keys', [PARENT_LOCK, parents]);
-      const me = cluster.instanceId;
-      const answer = tx.defer<{ ord: string; seq: string; parent_seq: string }>(NUMBERED_INSERT, [
+      const answer = tx.defer<{ ord: string; seq: string; parent_seq: string }>(APPEND_EVENTS, [
         rows.map((r) => r.task.id),
         rows.map((r) => r.type),
         rows.map((r) => r.at),
         rows.map((r) => r.dataJson),
         rows.map((r) => parentKey(r.task)),
-        me,
-        me,
+        cluster.instanceId,
         channel,
         owned,
-        owned,
-        owned,
-        me,
       ]);
       const written = answer.then((numbered) =>
         numbered

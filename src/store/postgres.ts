@@ -115,7 +115,7 @@ function transient(err: unknown): boolean {
 
 /** A statement that only reads (no lock, no sequence, no function with effects): safe to repeat after any transient error. */
 function isRead(sql: string): boolean {
-  return /^\s*SELECT\b/i.test(sql) && !/\bFOR\s+(UPDATE|SHARE|NO\s+KEY|KEY)\b|pg_advisory|nextval|txid_current|pg_notify/i.test(sql);
+  return /^\s*SELECT\b/i.test(sql) && !/\bFOR\s+(UPDATE|SHARE|NO\s+KEY|KEY)\b|pg_advisory|nextval|txid_current|pg_notify|subagentd_/i.test(sql);
 }
 
 interface RetryWatch {
