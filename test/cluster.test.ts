@@ -237,4 +237,29 @@ describe.skipIf(!run)('three instances on one PostgreSQL database', () => {
     expect(events.filter((t) => t === 'task.resumed')).toHaveLength(1);
     expect(task.usage.inputTokens).toBe(90);
   }, 40_000);
+
+  it('answers ?wait=true with the end of a task another instance ran', async () => {
+    model.script('WAITED', (ctx) =>
+      ctx.turn === 0
+        ? { toolCalls: [{ name: 'bash', args: { command: 'sleep 2' } }] }
+        : { toolCalls: [{ name: 'complete', args: { summary: 'waited for', paths: [] } }] },
+    );
+    const { a } = instances as Record<'a', ChildService>;
+    // Six at once on an instance with three slots: the others take what it cannot run.
+    const answers = Array.from({ length: 6 }, (_, n) =>
+      json(`${a.url}/tasks?wait=true`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(taskBody({ prompt: `WAITED-${n}`, context: { parentTaskId: 'T-waited', userId: 'u-1' } })),
+      }),
+    );
+    const owners = new Set<string>();
+    await until(async () => {
+      const rows = (await db.query(`SELECT owner FROM tasks WHERE parent_task_id = 'T-waited' AND owner IS NOT NULL`)).rows;
+      for (const r of rows) owners.add(r.owner as string);
+      return owners.size > 1;
+    }, 15_000);
+    const ended = await Promise.all(answers);
+    expect(ended.map((r) => [r.status, r.body.status, r.body.summary])).toEqual(Array(6).fill([200, 'completed', 'waited for']));
+  }, 40_000);
 });

@@ -9,6 +9,7 @@ import type { AgentRegistry } from '../definitions/agent-registry.ts';
 import { AppError } from '../errors/app-error.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { createTaskBodySchema, type ApprovalPause } from '../shapes/task.ts';
+import type { TaskRow } from '../store/schema.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { compactOutput } from '../tasks/task-output.ts';
 import { SERVICE_VERSION } from '../version.ts';
@@ -106,13 +107,14 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, { tas
           context: { parentTaskId, userId, toolCallId: `mcp:${String(extra.requestId)}` },
         });
         if (!body.success) return failure(body.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; '));
-        let id: string;
+        let submitted: { row: TaskRow; ended?: Promise<TaskRow> };
         try {
-          id = (await tasks.submit(tenant, body.data, { waiting: true })).row.id;
+          submitted = await tasks.submit(tenant, body.data, { waiting: true });
         } catch (err) {
           if (err instanceof AppError) return failure(`${err.code}: ${err.message}`);
           throw err;
         }
+        const id = submitted.row.id;
         // Progress while it runs (if the host asked for it): each step, each tool call.
         const token = extra._meta?.progressToken;
         let progress = 0;
@@ -130,7 +132,7 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, { tas
         const cancel = () => void tasks.cancel(tenant, id).catch((err: unknown) => logger.warn({ err, taskId: id }, 'could not cancel an MCP task'));
         extra.signal.addEventListener('abort', cancel, { once: true });
         try {
-          let ended = await tasks.waitForEnd(id);
+          let ended = await (submitted.ended ?? tasks.waitForEnd(id));
           // Approvals, asked of the host's user through MCP elicitation when the host offers it.
           while (ended.status === 'paused' && server.server.getClientCapabilities()?.elicitation && !extra.signal.aborted) {
             const pause = ended.pause as ApprovalPause | null;

@@ -57,7 +57,7 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
       const traceparent = request.headers.traceparent;
       const parent = typeof traceparent === 'string' && TRACEPARENT.test(traceparent) ? traceparent : undefined;
       const waiting = request.query.wait === 'true';
-      const { row, created } = await tasks.submit(request.tenant, request.body, {
+      const { row, created, ended } = await tasks.submit(request.tenant, request.body, {
         idempotencyKey: request.headers['idempotency-key'],
         traceParent: parent,
         waiting,
@@ -70,9 +70,9 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
         body.write(' ');
         const keepAlive = setInterval(() => body.write(' '), keepAliveMs);
         reply.raw.once('close', () => clearInterval(keepAlive));
-        void tasks.waitForEnd(row.id).then((ended) => {
+        void (ended ?? tasks.waitForEnd(row.id)).then((last) => {
           clearInterval(keepAlive);
-          body.end(JSON.stringify(tasks.output(ended)));
+          body.end(JSON.stringify(tasks.output(last)));
         });
         // A stream is sent as it is (the 200 schema describes what it ends with).
         return reply.send(body as never);

@@ -16,13 +16,18 @@ export function createWaiters(store: TaskStore) {
   return {
     settle,
 
-    /** Resolves with the task's row once it has ended (or paused). */
-    wait(id: string): Promise<TaskRow> {
+    /**
+     * Resolves with the task's row once it has ended (or paused). `stored`: the task as it is
+     * stored now, not yet offered to any instance (a new one, waited for from its admission), so
+     * nothing can have ended it: it is not read.
+     */
+    wait(id: string, stored?: TaskRow): Promise<TaskRow> {
       // Listening first, then reading: an end between the two is not missed.
       return new Promise((resolve, reject) => {
         const list = waiting.get(id) ?? [];
         list.push(resolve);
         waiting.set(id, list);
+        if (stored && unfinished(stored)) return;
         store.getById(id).then((row) => {
           if (row && unfinished(row)) return;
           const left = (waiting.get(id) ?? []).filter((w) => w !== resolve);
@@ -31,6 +36,11 @@ export function createWaiters(store: TaskStore) {
           resolve(row!);
         }, reject);
       });
+    },
+
+    /** Nobody waits for `id` any more (its admission failed: it never existed). */
+    forget(id: string): void {
+      waiting.delete(id);
     },
 
     /**
