@@ -152,6 +152,31 @@ describe.skipIf(!process.env.TEST_POSTGRES_URL)('the PostgreSQL driver', () => {
     });
   });
 
+  it("stores a new task held by its admitting instance with that owner and lease, and only while the cluster's queue has room", async () => {
+    await withDatabases(['driver-admit'], async ([db]) => {
+      const store = createTaskStore(db.sql);
+      const cluster = createClusterStore(db.sql, 'driver-admit');
+      const body = { subagent_type: 'general', description: 'admit', prompt: 'p', context: { parentTaskId: 'P-admit', userId: 'u' } } as CreateTaskBody;
+      const row = (id: string, tenant = 'default') => newTaskRow(id, tenant, body, Date.now(), null, null, null);
+      // Held while its instance sets it up (an A2A push config, say): no other instance may claim it meanwhile.
+      const lease = Date.now() + 60_000;
+      expect(await store.insert({ ...row('tsk_admit_held'), owner: 'driver-admit', leaseUntil: lease })).toBe(true);
+      expect(await store.getById('tsk_admit_held')).toMatchObject({ owner: 'driver-admit', leaseUntil: lease });
+      expect(await createClusterStore(db.sql, 'driver-other').claim(10, lease, [])).toBeUndefined();
+      await cluster.release('tsk_admit_held', null);
+      // Room for one more in all and for the tenant: stored; then none left in all, then none for the tenant.
+      expect(await store.insert(row('tsk_admit_1'), { all: 2, tenant: 2 })).toBe(true);
+      expect(await cluster.waiting('default')).toEqual({ all: 2, tenant: 2 });
+      expect(await store.insert(row('tsk_admit_2'), { all: 2, tenant: 9 })).toBe(false);
+      expect(await store.insert(row('tsk_admit_3'), { all: 9, tenant: 2 })).toBe(false);
+      expect(await store.getById('tsk_admit_2')).toBeUndefined();
+      expect(await store.getById('tsk_admit_3')).toBeUndefined();
+      // Another tenant's bound counts its own tasks only.
+      expect(await store.insert(row('tsk_admit_4', 'other'), { all: 9, tenant: 1 })).toBe(true);
+      expect(await cluster.waiting('other')).toEqual({ all: 3, tenant: 1 });
+    });
+  });
+
   it('says when a claim took the last task that could start, so the dispatcher does not ask again for nothing', async () => {
     await withDatabases(['driver-claim'], async ([db]) => {
       const store = createTaskStore(db.sql);

@@ -1,6 +1,7 @@
 import { rowReader } from './rows.ts';
 import { tasks, type TaskRow } from './schema.ts';
 import type { SqlClient } from './sql-client.ts';
+import { WAITING_TASKS } from './task-store.ts';
 
 const taskOf = rowReader(tasks);
 
@@ -158,9 +159,10 @@ export function createClusterStore(sql: SqlClient, instanceId: string) {
 
     /** Tasks waiting across the cluster, in all and of one tenant (the queue's bounds). */
     async waiting(tenant: string): Promise<{ all: number; tenant: number }> {
-      const [all, mine] = (
-        await sql.rows(`SELECT count(*), count(*) FILTER (WHERE tenant = ?) FROM tasks WHERE owner IS NULL AND status IN ('queued', 'running')`, [tenant])
-      )[0] as [number, number];
+      const [all, mine] = (await sql.rows(`SELECT count(*), count(*) FILTER (WHERE tenant = ?) FROM tasks WHERE ${WAITING_TASKS}`, [tenant]))[0] as [
+        number,
+        number,
+      ];
       return { all: Number(all), tenant: Number(mine) };
     },
 

@@ -75,9 +75,20 @@ const RECORD_USAGE = usageSql('subagent_records');
 const INSERT_REPORT = `INSERT INTO usage_reports (task_id, n, step, ${tokenColumns.join(', ')}, model, cost_micro_usd, at, call_key)
    VALUES (?, (SELECT coalesce(max(n), 0) + 1 FROM usage_reports WHERE task_id = ?), ?, ${tokenColumns.map(() => '?').join(', ')}, ?, ?, ?, ?)
    ON CONFLICT (task_id, call_key) DO NOTHING`;
-const INSERT_TASK = `INSERT INTO tasks (id, tenant, parent_task_id, user_id, tool_call_id, subagent_type, description, request, status,
-     idempotency_key, request_hash, created_at, session_id, previous_task_id, budget, trace_parent, depth, parent_task, max_depth)
-   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const TASK_COLUMNS = `tasks (id, tenant, parent_task_id, user_id, tool_call_id, subagent_type, description, request, status,
+     idempotency_key, request_hash, created_at, session_id, previous_task_id, budget, trace_parent, depth, parent_task, max_depth,
+     owner, lease_until)`;
+const INSERT_TASK = `INSERT INTO ${TASK_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+/** Tasks that wait for an instance across the cluster (PostgreSQL): queued, or running with nobody's lease (to be resumed). */
+export const WAITING_TASKS = `owner IS NULL AND status IN ('queued', 'running')`;
+/**
+ * PostgreSQL: a new task stored only if the cluster's queue has room for it, in all and for its
+ * tenant (the same statement counts and writes: one round trip). Typed, since a SELECT's
+ * parameters take no type from the columns they fill.
+ */
+const INSERT_TASK_IF_ROOM = `INSERT INTO ${TASK_COLUMNS}
+   SELECT ${[...Array<string>(11).fill('TEXT'), 'BIGINT', 'TEXT', 'TEXT', 'TEXT', 'TEXT', 'INTEGER', 'TEXT', 'INTEGER', 'TEXT', 'BIGINT'].map((t) => `CAST(? AS ${t})`).join(', ')}
+   WHERE (SELECT count(*) < ? AND count(*) FILTER (WHERE tenant = ?) < ? FROM tasks WHERE ${WAITING_TASKS})`;
 /** `count` messages of a step in one statement, numbered after the task's last one (VALUES columns are column1, column2 on both engines). */
 const insertMessages = (count: number) => `INSERT INTO task_messages (task_id, n, step, message)
    SELECT ?, last.n + v.column1, ?, v.column2
@@ -149,6 +160,39 @@ function countStepIn(tx: SqlClient, taskId: string): void {
 }
 const UNFINISHED = `status IN ('queued', 'running')`;
 
+/** How many more tasks may wait in the cluster's queue (PostgreSQL): in all, and of the new task's tenant. */
+export interface QueueRoom {
+  all: number;
+  tenant: number;
+}
+
+/** A new task's values, in TASK_COLUMNS' order. */
+function taskValues(row: NewTaskRow): unknown[] {
+  return [
+    row.id,
+    row.tenant,
+    row.parentTaskId,
+    row.userId,
+    row.toolCallId ?? null,
+    row.subagentType,
+    row.description,
+    JSON.stringify(row.request),
+    row.status,
+    row.idempotencyKey ?? null,
+    row.requestHash ?? null,
+    row.createdAt,
+    row.sessionId ?? row.id,
+    row.previousTaskId ?? null,
+    row.budget ? JSON.stringify(row.budget) : null,
+    row.traceParent ?? null,
+    row.depth ?? 0,
+    row.parentTask ?? null,
+    row.maxDepth ?? 0,
+    row.owner ?? null,
+    row.leaseUntil ?? null,
+  ];
+}
+
 /**
  * Tasks and their usage records. Token counts are added step by step in SQL, so what is stored is
  * always the sum of the steps that finished, whatever happens to the process afterwards. The
@@ -161,28 +205,15 @@ export function createTaskStore(sql: SqlClient) {
   const atomically = <R>(body: (tx: SqlClient) => Promise<R>) => sql.transaction(body);
 
   const store = {
-    async insert(row: NewTaskRow): Promise<void> {
-      await sql.run(INSERT_TASK, [
-        row.id,
-        row.tenant,
-        row.parentTaskId,
-        row.userId,
-        row.toolCallId ?? null,
-        row.subagentType,
-        row.description,
-        JSON.stringify(row.request),
-        row.status,
-        row.idempotencyKey ?? null,
-        row.requestHash ?? null,
-        row.createdAt,
-        row.sessionId ?? row.id,
-        row.previousTaskId ?? null,
-        row.budget ? JSON.stringify(row.budget) : null,
-        row.traceParent ?? null,
-        row.depth ?? 0,
-        row.parentTask ?? null,
-        row.maxDepth ?? 0,
-      ]);
+    /**
+     * Stores a new task (with its owner and lease when the admitting instance holds it while it
+     * sets it up). `room`: PostgreSQL, how many more tasks may wait in the cluster's queue, in all
+     * and of its tenant; the task is stored only if they may (false: not stored).
+     */
+    async insert(row: NewTaskRow, room?: QueueRoom): Promise<boolean> {
+      const values = taskValues(row);
+      if (!room) return (await sql.run(INSERT_TASK, values)) > 0;
+      return (await sql.run(INSERT_TASK_IF_ROOM, [...values, room.all, row.tenant, room.tenant])) > 0;
     },
 
     async get(tenant: string, id: string): Promise<TaskRow | undefined> {

@@ -10,7 +10,7 @@ import { workspaceToolNames } from '../tools/workspace-tools.ts';
 import type { CreateTaskBody } from '../shapes/task.ts';
 import type { TaskRow } from '../store/schema.ts';
 import type { StorageFault } from '../store/storage-guard.ts';
-import type { TaskStore } from '../store/task-store.ts';
+import type { QueueRoom, TaskStore } from '../store/task-store.ts';
 import type { Scheduler } from './scheduler.ts';
 
 /** How long an Idempotency-Key answers with its first task. */
@@ -239,15 +239,24 @@ export interface QueueBounds {
 export async function checkQueueRoom(scheduler: Scheduler, admitting: Map<string, string>, bounds: QueueBounds, tenant: string): Promise<void> {
   const waiting = await scheduler.waiting(tenant);
   const queued = waiting.all + admitting.size;
-  if (queued >= bounds.maxQueued) {
-    throw new AppError(429, 'queue_full', `too many queued tasks (${queued}); retry later`, undefined, { 'retry-after': '5' });
-  }
-  const queuedIn = waiting.tenant + [...admitting.values()].filter((t) => t === tenant).length;
-  if (queuedIn >= bounds.maxQueuedPerTenant) {
-    throw new AppError(429, 'queue_full', `this tenant has ${queuedIn} queued tasks, its limit (MAX_QUEUED_PER_TENANT); retry later`, undefined, {
-      'retry-after': '5',
-    });
-  }
+  if (queued >= bounds.maxQueued) throw queueFull(`too many queued tasks (${queued})`);
+  const queuedIn = waiting.tenant + admittingIn(admitting, tenant);
+  if (queuedIn >= bounds.maxQueuedPerTenant) throw queueFull(`this tenant has ${queuedIn} queued tasks, its limit (MAX_QUEUED_PER_TENANT)`);
+}
+
+/** 429 `queue_full`: `why`, and when to retry. */
+export function queueFull(why: string): AppError {
+  return new AppError(429, 'queue_full', `${why}; retry later`, undefined, { 'retry-after': '5' });
+}
+
+const admittingIn = (admitting: Map<string, string>, tenant: string) => [...admitting.values()].filter((t) => t === tenant).length;
+
+/**
+ * The cluster's queue bounds as the statement that stores a task checks them (task-store.ts
+ * `insert`): the room left in all and for `tenant` once the tasks being admitted here count.
+ */
+export function queueRoom(admitting: Map<string, string>, bounds: QueueBounds, tenant: string): QueueRoom {
+  return { all: bounds.maxQueued - admitting.size, tenant: bounds.maxQueuedPerTenant - admittingIn(admitting, tenant) };
 }
 
 /** The answer to a new task while the database cannot be written. */

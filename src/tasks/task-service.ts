@@ -10,7 +10,7 @@ import { TaskTakenOver, type TaskFilter } from '../store/task-store.ts';
 import { workspacePath } from '../workspace/workspace.ts';
 import type { Lineage } from './admission.ts';
 import type { ChildTasks } from './run-context.ts';
-import { checkAgainstDefinition, checkQueueRoom, earlierTask, newTaskRow, sessionOf, storageRefusal } from './admission.ts';
+import { checkAgainstDefinition, checkQueueRoom, earlierTask, newTaskRow, queueFull, queueRoom, sessionOf, storageRefusal } from './admission.ts';
 import { createApprovalSystem, type ApprovalReply } from './approval-system.ts';
 import { createWorktreeSystem } from './worktree-system.ts';
 import { createDispatchSystem } from './dispatch-system.ts';
@@ -107,7 +107,9 @@ export function createTaskService(deps: TaskServiceDeps) {
         if (earlier) return { row: earlier, created: false };
       }
       const session = await sessionOf(store, tenant, body);
-      await checkQueueRoom(scheduler, admitting, deps, tenant);
+      // The cluster's queue is counted by the statement that stores the task (one round trip).
+      if (!cluster) await checkQueueRoom(scheduler, admitting, deps, tenant);
+      const room = cluster ? queueRoom(admitting, deps, tenant) : undefined;
       const lineage = opts.lineage ?? { depth: 0, parentTask: null, maxDepth: registry.get(body.subagent_type)?.maxDepth ?? 0 };
       const row = newTaskRow(`tsk_${newId(now)}`, tenant, body, now, idempotency, session, traceParent ?? null, lineage);
       // What must exist before the task starts is stored while this instance holds it (PostgreSQL:
@@ -117,8 +119,9 @@ export function createTaskService(deps: TaskServiceDeps) {
       admitting.set(row.id, tenant);
       // Listening before it is stored: another instance may claim it, run it and end it the moment it is.
       const ended = opts.waiting ? waiters.wait(row.id, row) : undefined;
+      let stored: boolean;
       try {
-        await store.insert(row);
+        stored = await store.insert(row, room);
       } catch (err) {
         waiters.forget(row.id);
         if (deps.storage.report(err)) throw storageRefusal(storageFaultOf(err)!);
@@ -128,6 +131,12 @@ export function createTaskService(deps: TaskServiceDeps) {
         throw err;
       } finally {
         admitting.delete(row.id);
+      }
+      if (!stored) {
+        waiters.forget(row.id);
+        // Which bound it met, counted again (it may have room by now: the answer stands).
+        await checkQueueRoom(scheduler, admitting, deps, tenant);
+        throw queueFull('the queue has no room for the task');
       }
       if (beforeQueue) {
         try {
