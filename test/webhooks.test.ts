@@ -138,6 +138,34 @@ describe('webhooks', () => {
     }
   });
 
+  it('delivers for an endpoint registered by another process (on PostgreSQL: one that never looked for it)', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-hooks-'));
+    const receiver = await startReceiver(() => ({ status: 204 }));
+    const first = await startService({ model, env, dir });
+    const hook = (await first.inject({ method: 'POST', url: '/webhooks', payload: { url: receiver.url, events: ['task.started', 'task.finished'] } })).json();
+    await first.close();
+    const second = await startService({ model, env, dir });
+    try {
+      model.script('HOOK-ELSEWHERE', complete);
+      const body = taskBody({ prompt: 'HOOK-ELSEWHERE', context: { parentTaskId: 'T-hook-elsewhere', userId: 'u-1' } });
+      const task = (await second.inject({ method: 'POST', url: '/tasks?wait=true', payload: body })).json();
+      expect(task.status).toBe('completed');
+      await until(async () => receiver.received.length === 2);
+      const delivered = (await second.inject({ url: `/webhooks/${hook.id}/deliveries` })).json().deliveries;
+      expect(delivered.map((d: { event: string; taskId: string; status: string }) => [d.event, d.taskId, d.status]).sort()).toEqual([
+        ['task.finished', task.id, 'delivered'],
+        ['task.started', task.id, 'delivered'],
+      ]);
+      // Usage is billed once, whatever ran twice to write the deliveries.
+      const usage = (await second.inject({ url: '/usage?parentTaskId=T-hook-elsewhere' })).json();
+      expect(usage.totals).toMatchObject({ inputTokens: 5, outputTokens: 1 });
+    } finally {
+      await second.close();
+      await receiver.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('gives up on a slow receiver after WEBHOOK_GIVE_UP_MS, and a manual retry sends it again', async () => {
     const svc = await startService({ model, env: { ...env, WEBHOOK_GIVE_UP_MS: '1000' } });
     let slow = true;

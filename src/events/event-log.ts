@@ -1,4 +1,4 @@
-import type { SqlClient } from '../store/sql-client.ts';
+import { RUN_AGAIN_SQLSTATE, type SqlClient } from '../store/sql-client.ts';
 import { storageFaultOf, type StorageGuard } from '../store/storage-guard.ts';
 import { TaskTakenOver } from '../store/task-store.ts';
 import { createAnnouncementFollower } from './event-announcer.ts';
@@ -42,8 +42,8 @@ export interface EventLogOptions {
   cluster?: { instanceId: string };
 }
 
-/** A deadlock or a serialization failure (PostgreSQL): the transaction is run again. */
-const isConflict = (err: unknown) => ['40P01', '40001'].includes((err as { code?: string } | null)?.code ?? '');
+/** A deadlock, a serialization failure, or a statement that asked for it (PostgreSQL): the transaction is run again. */
+const isConflict = (err: unknown) => ['40P01', '40001', RUN_AGAIN_SQLSTATE].includes((err as { code?: string } | null)?.code ?? '');
 const MAX_CONFLICT_RETRIES = 5;
 const unlessTakenOver = (err: unknown) => {
   if (!(err instanceof TaskTakenOver)) throw err;

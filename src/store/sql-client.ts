@@ -140,6 +140,12 @@ export function outsideTransaction(): never {
   throw new Error('send is for writes inside a transaction');
 }
 
+/**
+ * SQLSTATE of `subagentd_run_again()` (migrations-pg/0012): a statement found its transaction
+ * cannot commit as written, and asks for it to be run again (the event log does).
+ */
+export const RUN_AGAIN_SQLSTATE = 'SA002';
+
 /** A unique index refused the row (SQLite and PostgreSQL). */
 export function isUniqueViolation(err: unknown): boolean {
   const code = (err as { code?: unknown })?.code;

@@ -5,6 +5,7 @@ import { WEBHOOK_EVENTS, type WebhookEvent } from '../shapes/webhook.ts';
 import { rowReader } from '../store/rows.ts';
 import type { SqlClient } from '../store/sql-client.ts';
 import { webhookDeliveries as d, webhooks as w } from '../store/schema.ts';
+import { RUN_AGAIN_SQLSTATE } from '../store/sql-client.ts';
 import { createTaskStore } from '../store/task-store.ts';
 import type { TaskRow } from '../store/schema.ts';
 
@@ -48,8 +49,17 @@ export function createWebhookStore(
   const INSERT_WEBHOOK = `INSERT INTO webhooks (id, tenant, url, events, secret, created_at, kind, task_id, config_id, token, "authorization", a2a_version)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
   const PUSH = `tenant = ? AND kind = 'a2a' AND task_id = ?`;
+  /**
+   * Shared: a transaction of events whose tenants have no endpoint as far as this instance knows
+   * commits without waiting to read them; this statement goes with it and fails it (SQLSTATE
+   * `RUN_AGAIN_SQLSTATE`: run again, reading the endpoints) if one exists after all.
+   */
+  const NO_ENDPOINT = `SELECT subagentd_run_again('webhook endpoints') WHERE EXISTS (SELECT 1 FROM webhooks
+     WHERE tenant = ANY(CAST(? AS TEXT[])) AND disabled_at IS NULL AND (task_id IS NULL OR task_id = ANY(CAST(? AS TEXT[]))))`;
   /** Tenants with no webhook cost one cached lookup per event batch. */
   const tenantsWithout = new Set<string>();
+  /** Shared: tenants that had an endpoint when this instance last looked (their transactions read them). */
+  const tenantsWith = new Set<string>();
 
   return {
     /** A new endpoint, or null when the tenant already has `max` of them. */
@@ -64,6 +74,7 @@ export function createWebhookStore(
       });
       if (!added) return null;
       tenantsWithout.delete(tenant);
+      tenantsWith.add(tenant);
       return webhookOf((await sql.get('SELECT * FROM webhooks WHERE id = ?', [id]))!);
     },
     /** Turns a disabled endpoint back on (its failed deliveries can then be retried). */
@@ -106,6 +117,7 @@ export function createWebhookStore(
         ]);
       });
       tenantsWithout.delete(tenant);
+      tenantsWith.add(tenant);
       return config;
     },
     /** A task's push-notification configs, oldest first (`configId` narrows to one). */
@@ -124,6 +136,18 @@ export function createWebhookStore(
 
     /** Outbox rows for the events just written, one per endpoint that asked for them (`tx`: the events' transaction). */
     async enqueue(tx: SqlClient, events: WrittenEvent[]): Promise<boolean> {
+      const hooked = events.filter((e) => (WEBHOOK_EVENTS as readonly string[]).includes(e.type));
+      if (shared && hooked.length > 0 && !hooked.some((e) => tenantsWith.has(e.tenant))) {
+        // Most tenants have no endpoint: rather than wait for the endpoints' read before its
+        // commit (a round trip), the transaction checks there is none as it goes, and is run
+        // again, reading them, if there is one after all (another instance added it).
+        const tenants = [...new Set(hooked.map((e) => e.tenant))];
+        const checked = tx.defer(NO_ENDPOINT, [tenants, [...new Set(hooked.map((e) => e.taskId))]]);
+        checked.catch((err: unknown) => {
+          if ((err as { code?: unknown } | null)?.code === RUN_AGAIN_SQLSTATE) for (const t of tenants) tenantsWith.add(t);
+        });
+        return false;
+      }
       let any = false;
       for (const e of events) {
         if (!(WEBHOOK_EVENTS as readonly string[]).includes(e.type) || (!shared && tenantsWithout.has(e.tenant))) continue;
