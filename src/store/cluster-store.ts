@@ -19,18 +19,13 @@ export const CHANNELS = {
 } as const;
 
 /**
- * The next task to start across the cluster, fairly: from the tenant with the fewest tasks running
- * anywhere, then its user with the fewest, then the oldest (ids grow with time). A tenant at its
- * quota of running tasks waits. `queued` tasks and `running` ones nobody owns (to be resumed) wait.
- * Two rows at most, those that may start first (`may`), then those waiting for their quota: whether
- * another could start, and whether any other waits at all.
- */
-/**
- * The fairest waiting task claimed, in one statement: the two waiting tasks first in line (those
- * whose tenant is under its running quota first, then the least busy tenant and user, then the
- * oldest), none of those this instance is still stopping; the first taken if its tenant may
- * start it. Answers the claimed row with how many waited (at most 2) and whether the second could
- * start too; no row when none was claimed.
+ * The next task to start across the cluster, fairly, claimed in one statement: from the tenant
+ * with the fewest tasks running anywhere, then its user with the fewest, then the oldest (ids grow
+ * with time). A tenant at its quota of running tasks waits. `queued` tasks and `running` ones
+ * nobody owns (to be resumed) wait; none of those this instance is still stopping is taken. The
+ * two first in line are looked at, the first taken if its tenant may start it. Answers the claimed
+ * row with how many waited (at most 2) and whether the second could start too (whether another
+ * could start, and whether any other waits at all); no row when none was claimed.
  */
 const CLAIM = `WITH busy AS (
     SELECT tenant, user_id, count(*) AS n FROM tasks WHERE owner IS NOT NULL AND status = 'running' AND waiting_on_child = 0 GROUP BY tenant, user_id
@@ -91,11 +86,7 @@ export function createClusterStore(sql: SqlClient, instanceId: string) {
 
     /** Claims one waiting task by id (to cancel it); false when somebody owns it or it is not waiting. */
     async claimWaiting(id: string, leaseUntil: number): Promise<boolean> {
-      const changed = await sql.run(`UPDATE tasks SET owner = ?, lease_until = ? WHERE id = ? AND owner IS NULL AND status IN ('queued', 'running')`, [
-        instanceId,
-        leaseUntil,
-        id,
-      ]);
+      const changed = await sql.run(`UPDATE tasks SET owner = ?, lease_until = ? WHERE id = ? AND ${WAITING_TASKS}`, [instanceId, leaseUntil, id]);
       return changed > 0;
     },
 

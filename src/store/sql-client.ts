@@ -137,7 +137,7 @@ export function createSqliteClient(sqlite: Database.Database): SqlClient {
 
 /** `send` of a client that is not a transaction's. */
 export function outsideTransaction(): never {
-  throw new Error('send is for writes inside a transaction');
+  throw new Error('send and defer are for statements inside a transaction');
 }
 
 /**
