@@ -13,7 +13,7 @@ const stricter = (a: CallDecision, b: CallDecision) => (STRICTNESS[b.decision] >
 const globOf = (key: string) => (key.startsWith('bash(') && key.endsWith(')') ? key.slice(5, -1) : null);
 
 /**
- * `*` matches any run of characters (`/`, spaces and newlines included); everything else itself.
+ * `*` matches any run of characters (`/` and spaces included); everything else itself.
  * The greedy two-pointer match: time at most the product of the two lengths, no regex, no backtracking blow-up.
  */
 export function globMatches(glob: string, text: string): boolean {
@@ -63,20 +63,50 @@ function matchOf(rules: Permissions | undefined, toolName: string, command: stri
   return best?.found ?? null;
 }
 
+/** The rule named when a bash line cannot be parsed (see shell-commands.ts): it is asked. */
+export const UNPARSED_RULE = 'bash (a line that cannot be parsed)';
+
+const hasGlobs = (rules: Permissions) => Object.keys(rules).some((key) => globOf(key) !== null);
+
 /**
- * What the two sources (the definition's rules, the task's) say of one call: each its own most
- * specific matching rule (default `allow`), and the stricter of the two applies, so a task only
- * narrows its definition. `command` is bash's whole command.
+ * What one source says of a call. With `bash(<glob>)` rules, bash is decided per simple command
+ * (`commands`, from shell-commands.ts): each takes its most specific rule, and the strictest of
+ * them applies, so a line is allowed only when every command in it is; null (a line that cannot
+ * be parsed) is asked, unless the source denies bash outright.
  */
-export function decideCall(sources: Array<Permissions | undefined>, toolName: string, command?: string): CallDecision {
+function decideSource(rules: Permissions | undefined, toolName: string, commands: string[] | null | undefined): CallDecision | null {
+  if (!rules) return null;
+  if (toolName !== 'bash' || commands === undefined || !hasGlobs(rules)) return matchOf(rules, toolName, undefined);
+  const plain = matchOf(rules, 'bash', undefined);
+  if (commands === null) return plain?.decision === 'deny' ? plain : { decision: 'ask', rule: UNPARSED_RULE };
+  if (commands.length === 0) return plain;
+  let worst: CallDecision = { decision: 'allow', rule: null };
+  for (const command of commands) {
+    const found = matchOf(rules, 'bash', command) ?? { decision: 'allow', rule: null };
+    if (STRICTNESS[found.decision] > STRICTNESS[worst.decision] || (worst.rule === null && found.rule !== null && found.decision === worst.decision))
+      worst = found;
+  }
+  return worst.rule === null ? null : worst;
+}
+
+/**
+ * What the sources (the definition's rules, the task's, then every ancestor's: nesting) say of one
+ * call: each its own answer (default `allow`), and the strictest applies, so a task only narrows
+ * its definition and a child its parent. For bash, `commands` are the line's simple commands
+ * (null: it could not be parsed); left out, only plain `bash` rules apply.
+ */
+export function decideCall(sources: Array<Permissions | undefined>, toolName: string, commands?: string[] | null): CallDecision {
   let out: CallDecision = { decision: 'allow', rule: null };
   for (const rules of sources) {
-    const found = matchOf(rules, toolName, command);
+    const found = decideSource(rules, toolName, commands);
     // As strict or stricter: the answer names the rule that gave it.
     if (found && STRICTNESS[found.decision] >= STRICTNESS[out.decision]) out = found;
   }
   return out;
 }
+
+/** Does any source hold a `bash(<glob>)` rule (then bash lines must be parsed to be decided)? */
+export const needsCommands = (sources: Array<Permissions | undefined>) => sources.some((rules) => rules !== undefined && hasGlobs(rules));
 
 /**
  * Is the tool denied whole by one of the sources (then it is not offered to the model at all)? Its

@@ -20,6 +20,15 @@ export function allowedHosts(def: NetworkPolicy | undefined, task: NetworkPolicy
   return { allow: task.allow.filter((p) => covered(def.allow, p)), ask };
 }
 
+/**
+ * A child's hosts within its parent's: only the patterns the parent's list covers, `ask` only
+ * where the parent asks too; null (no network) when either has none.
+ */
+export function narrowHosts(own: AllowedHosts | null, parent: AllowedHosts | null): AllowedHosts | null {
+  if (!own || !parent) return null;
+  return { allow: own.allow.filter((p) => covered(parent.allow, p)), ask: own.ask && parent.ask };
+}
+
 /** Does the list `base` allow everything pattern `p` allows? */
 function covered(base: string[], p: string): boolean {
   if (base.includes(p)) return true;

@@ -46,6 +46,8 @@ export function childTaskTool(row: TaskRow, types: AgentDefinition[], children: 
             description,
             ...(shell ? { command: prompt } : { prompt }),
             context: { ...row.request.context, toolCallId },
+            // Its parent's folder; the rest of the parent's limits it reads up its chain (task-limits.ts).
+            ...(row.request.options?.cwd && { options: { cwd: row.request.options.cwd } }),
           },
           `child:${row.id}:${toolCallId}`,
         );

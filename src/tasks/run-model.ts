@@ -7,7 +7,10 @@ import { errorMessage, runAgent, type AgentRunResult, type AnsweredCall, type De
 import { buildSystemPrompt } from '../loop/system-prompt.ts';
 import type { ApprovalPause, CreateTaskBody, Fork, Pause } from '../shapes/task.ts';
 import { iso } from '../shapes/time.ts';
-import { decideCall, deniedWhole } from '../definitions/permissions.ts';
+import { deniedWhole } from '../definitions/permissions.ts';
+import { loadShellParser } from '../definitions/shell-commands.ts';
+import { callDecider, listed, needsCommands, offered } from '../definitions/tool-set.ts';
+import { taskLimits } from './task-limits.ts';
 import { ulid } from '../util/ids.ts';
 import type { TaskRow, WaitingCalls } from '../store/schema.ts';
 import type { ToolContext } from '../tools/tool-types.ts';
@@ -18,7 +21,6 @@ import { abortCode } from './task-abort.ts';
 import { childTaskTool } from './child-tool.ts';
 import type { McpSession } from '../mcp/mcp-tools.ts';
 import { startTaskEgress, type TaskEgress } from './task-egress.ts';
-import { allowedHosts } from '../network/policy.ts';
 
 import { createTaskObserver, type TaskObserver } from './task-observer.ts';
 
@@ -30,18 +32,21 @@ import { createTaskObserver, type TaskObserver } from './task-observer.ts';
 export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending | { pause: Pause; waiting?: WaitingCalls }> {
   const { deps } = ctx;
   const { row, body, def, model, fallbackModels = [], workspace, signal, takeMessages, trace, confirmLease = async () => {} } = run;
-  // The definition's permission rules, then the task's (which only narrow them): a tool denied
-  // whole is not offered; a call is decided when the model makes it.
-  const rules = [def.permissions, body.options?.permissions];
-  const only = body.options?.tools;
-  const toolNames = def.tools.filter((name) => name === 'complete' || (!deniedWhole(rules, name) && (!only || only.includes(name))));
-  const tools = toolNames
+  // The definition's rules and tools, narrowed by the task's own and every ancestor's: a tool
+  // denied whole is not offered; a call is decided when the model makes it (tool-set.ts).
+  const limits = await taskLimits(deps, row, def, body);
+  const tools = def.tools
+    .filter((name) => offered(limits, name))
     .map((name) => (name === 'complete' ? createCompleteTool(body.options?.outputSchema) : workspaceTools[name]))
     .filter((t) => t !== undefined);
-  // Nesting: the root's definition said how deep; every task of the tree keeps the tool.
-  if (row.maxDepth > 0 && deps.children && !deniedWhole(rules, 'task')) tools.push(childTaskTool(row, deps.registry.list(), deps.children));
+  // Nesting: the root's definition said how deep; every task of the tree keeps the tool, if its
+  // limits do. A shell child runs a command: offered only where bash is.
+  const types = deps.registry.list().filter((t) => t.kind !== 'shell' || offered(limits, 'bash'));
+  if (row.maxDepth > 0 && deps.children && offered(limits, 'task')) tools.push(childTaskTool(row, types, deps.children));
   // The caller's own tools, but not one its rules deny whole.
-  for (const spec of body.options?.clientTools ?? []) if (!deniedWhole(rules, spec.name)) tools.push(clientTool(spec));
+  for (const spec of body.options?.clientTools ?? []) if (!deniedWhole(limits.permissions, spec.name)) tools.push(clientTool(spec));
+  const shellTypes = new Set(types.filter((t) => t.kind === 'shell').map((t) => t.type));
+  const decide = callDecider(limits, needsCommands(limits.permissions) ? await loadShellParser() : null, shellTypes);
   // The definition's MCP servers and the commands' proxy live as long as this run, whatever ends it.
   let mcp: McpSession | null = null;
   let egress: TaskEgress | null = null;
@@ -52,7 +57,7 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
   /** Set when a step's calls asked for approval: the pause and the calls it waits on. */
   const asked: { waiting?: WaitingCalls } = {};
   try {
-    const network = allowedHosts(def.network, body.options?.network);
+    const network = limits.network;
     // Servers and a proxy to start first: the task's start event is not held that long.
     if (network || (def.mcpServers && Object.keys(def.mcpServers).length > 0)) watch.release();
     egress = await startTaskEgress(ctx, row, signal, network);
@@ -77,7 +82,7 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
         if (err instanceof McpServerFailed) return failed(err.code, ctx.scrub(err.message));
         throw err;
       }
-      for (const t of mcp.tools) if (mcpOffered(t.name, def, only) && !deniedWhole(rules, t.name)) tools.push(t);
+      for (const t of mcp.tools) if (mcpOffered(t.name, def) && offered(limits, t.name)) tools.push(t);
     }
     const toolContext: ToolContext = {
       workspace,
@@ -126,7 +131,7 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
         await confirmLease();
       },
       doneSteps: row.steps,
-      decide: ({ toolName, input }) => decideCall(rules, toolName, toolName === 'bash' ? commandOf(input) : undefined),
+      decide,
       onAsk: (step, calls) => {
         const approval = approvalOf(ctx, row, step, calls);
         asked.waiting = approval.waiting;
@@ -174,9 +179,8 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
 }
 
 /** Is the MCP tool `name` offered: named (or its server, `mcp__<server>`) by the definition's `tools` when it lists any, not by its `disallowedTools`, and by `options.tools` when given. */
-function mcpOffered(name: string, def: ModelRun['def'], only: string[] | undefined): boolean {
-  const matches = (entries: string[]) => entries.some((e) => name === e || name.startsWith(`${e}__`));
-  return (!def.mcpAllow || matches(def.mcpAllow)) && !matches(def.mcpDeny ?? []) && (!only || matches(only));
+function mcpOffered(name: string, def: ModelRun['def']): boolean {
+  return (!def.mcpAllow || listed(def.mcpAllow, name)) && !listed(def.mcpDeny ?? [], name);
 }
 
 /**
@@ -206,10 +210,6 @@ async function forkOf(ctx: RunContext, row: TaskRow, body: CreateTaskBody): Prom
   const first = row.sessionId ? await ctx.deps.store.getById(row.sessionId) : undefined;
   return first?.request.fork ?? null;
 }
-
-/** bash's whole command, as the permission rules match it. */
-const commandOf = (input: unknown) =>
-  typeof input === 'object' && input !== null && typeof (input as { command?: unknown }).command === 'string' ? (input as { command: string }).command : '';
 
 /** Request ids: `apr_` for an approval, `tlr_` for a caller-run tool's call, then a ULID. */
 const requestIdOf = (decision: DecidedCall['decision'], now: number) =>

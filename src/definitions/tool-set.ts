@@ -1,0 +1,75 @@
+/**
+ * Which tools a task gets and how each call is decided: its definition's tools, narrowed by its
+ * own `options.tools` and permission rules and by every ancestor's (nesting: a child never gets
+ * more than its parent).
+ */
+import type { NetworkPolicy } from '../shapes/task.ts';
+import type { Permissions } from '../shapes/permissions.ts';
+import { allowedHosts, narrowHosts, type AllowedHosts } from '../network/policy.ts';
+import { decideCall, deniedWhole, needsCommands, type CallDecision } from './permissions.ts';
+import type { ShellParser } from './shell-commands.ts';
+
+/** What one task of a tree says of its own tools: its definition's and its request's. */
+export interface ToolScope {
+  /** The definition's tools (`task` when it may start children). */
+  tools: string[];
+  /** `options.tools`: only these (absent: all of the definition's). */
+  only?: string[];
+  permissions: Array<Permissions | undefined>;
+  network: { def: NetworkPolicy | undefined; task: NetworkPolicy | undefined };
+}
+
+/** The limits a task runs under: its own scope, then each ancestor's, nearest first. */
+export interface ToolLimits {
+  /** Every permission source of the chain; the strictest answer applies. */
+  permissions: Array<Permissions | undefined>;
+  /** Lists of tool names a tool must be on, each of them (the task's `options.tools`, each ancestor's tools). */
+  lists: string[][];
+  /** The hosts its commands may reach: its own policy narrowed by each ancestor's. */
+  network: AllowedHosts | null;
+}
+
+/** The limits of a task whose scopes are `[own, parent, grandparent, ...]`. */
+export function limitsOf(scopes: ToolScope[]): ToolLimits {
+  const permissions = scopes.flatMap((s) => s.permissions);
+  // An ancestor's definition bounds its children as its `options.tools` does (and it had `task`).
+  const lists = scopes.flatMap((s, i) => [...(s.only ? [s.only] : []), ...(i > 0 ? [[...s.tools, 'task']] : [])]);
+  let network: AllowedHosts | null = allowedHosts(scopes[0].network.def, scopes[0].network.task);
+  for (const s of scopes.slice(1)) network = narrowHosts(network, allowedHosts(s.network.def, s.network.task));
+  return { permissions, lists, network };
+}
+
+/** Is a tool of the task's definition (or a caller's, an MCP server's) given to its model? */
+export function offered(limits: ToolLimits, name: string): boolean {
+  if (name === 'complete') return true;
+  return !deniedWhole(limits.permissions, name) && limits.lists.every((list) => listed(list, name));
+}
+
+/** A name on a list: itself, or an MCP tool of a server listed (`mcp__github` lists `mcp__github__x`). */
+export const listed = (list: string[], name: string) => list.some((e) => name === e || name.startsWith(`${e}__`));
+
+/** bash's whole command, as the permission rules match it. */
+export const commandOf = (input: unknown) =>
+  typeof input === 'object' && input !== null && typeof (input as { command?: unknown }).command === 'string' ? (input as { command: string }).command : '';
+
+/**
+ * How the task's calls are decided: by the permission rules of the whole chain. A bash line is
+ * decided per simple command when a rule needs it (`shell`: the parser, loaded when
+ * `needsCommands` says so). A `task` call that starts a shell child is also a bash call of its
+ * command: the rules a parent's own bash obeys hold for the commands it has a child run.
+ */
+export function callDecider(limits: ToolLimits, shell: ShellParser | null, shellTypes: ReadonlySet<string>) {
+  const bash = (line: string): CallDecision => decideCall(limits.permissions, 'bash', shell ? shell.commands(line) : undefined);
+  return ({ toolName, input }: { toolName: string; input: unknown }): CallDecision => {
+    if (toolName === 'bash') return bash(commandOf(input));
+    const own = decideCall(limits.permissions, toolName);
+    const child = input as { subagent_type?: unknown; prompt?: unknown } | null;
+    if (toolName !== 'task' || !child || !shellTypes.has(String(child.subagent_type))) return own;
+    const run = offered(limits, 'bash') ? bash(typeof child.prompt === 'string' ? child.prompt : '') : { decision: 'deny' as const, rule: 'bash' };
+    return STRICTER[run.decision] > STRICTER[own.decision] ? run : own;
+  };
+}
+
+const STRICTER = { allow: 0, ask: 1, deny: 2 } as const;
+
+export { needsCommands };
