@@ -27,6 +27,20 @@ export const microUsd = (usd: number) => Math.round(usd * 1_000_000);
 /** What of a task its budgets are checked on. */
 export type BudgetedTask = Omit<BudgetedRow, 'budget'>;
 
+/** Does a budget limit spending (tokens or cost), not only time? */
+const spends = (b: TaskBudget) => b.maxTokens !== undefined || b.maxCostUsd !== undefined;
+
+/** Chains are bounded by `maxDepth`; the bound guards against a cycle in stored rows. */
+const TREE_SPENT = `WITH RECURSIVE down (id, hops) AS (
+     SELECT CAST(? AS TEXT), 0
+     UNION ALL SELECT t.id, down.hops + 1 FROM tasks t JOIN down ON t.parent_task = down.id WHERE down.hops < 64)
+   SELECT CAST(coalesce(sum(t.total_tokens), 0) AS BIGINT) AS tokens, CAST(coalesce(sum(t.cost_micro_usd), 0) AS BIGINT) AS "costMicroUsd"
+   FROM tasks t JOIN down ON t.id = down.id`;
+const ANCESTOR_BUDGETS = `WITH RECURSIVE up (id, parent_task, hops) AS (
+     SELECT id, parent_task, 0 FROM tasks WHERE id = ?
+     UNION ALL SELECT t.id, t.parent_task, up.hops + 1 FROM tasks t JOIN up ON t.id = up.parent_task WHERE up.hops < 64)
+   SELECT t.id, t.budget FROM up JOIN tasks t ON t.id = up.id WHERE up.hops > 0 AND t.budget IS NOT NULL ORDER BY up.hops`;
+
 export function createBudgets(sql: SqlClient) {
   const budgets = {
     async get(tenant: string, scope: BudgetScope, id: string): Promise<StandingBudget | null> {
@@ -60,6 +74,17 @@ export function createBudgets(sql: SqlClient) {
       return row ?? { tokens: 0, costMicroUsd: 0 };
     },
 
+    /** What a task and all its descendants spent (nesting). */
+    async treeSpent(taskId: string): Promise<Spent> {
+      const row = await sql.get<{ tokens: unknown; costMicroUsd: unknown }>(TREE_SPENT, [taskId]);
+      return { tokens: Number(row?.tokens ?? 0), costMicroUsd: Number(row?.costMicroUsd ?? 0) };
+    },
+    /** The own budgets of a task's ancestors, nearest first (those that have one). */
+    async ancestorBudgets(taskId: string): Promise<Array<{ id: string; budget: TaskBudget }>> {
+      const rows = await sql.all<{ id: string; budget: string }>(ANCESTOR_BUDGETS, [taskId]);
+      return rows.map((r) => ({ id: r.id, budget: JSON.parse(r.budget) as TaskBudget }));
+    },
+
     /**
      * The first budget `task` has reached, checked in this order: its own (tokens, cost, running
      * time), its parent's, its user's; null when it may make its next model call. `standing`: the
@@ -76,11 +101,26 @@ export function createBudgets(sql: SqlClient) {
         limit !== null && limit !== undefined && spent >= limit ? { reason: 'budget', budget, measure, limit, spent, since } : null;
       if (own) {
         const ran = now - (task.startedAt ?? now) - task.pausedMs;
+        // A task that may start children spends what its whole tree spends.
+        const spent =
+          task.depth < task.maxDepth && spends(own) ? await budgets.treeSpent(task.id) : { tokens: task.totalTokens, costMicroUsd: task.costMicroUsd };
         const hit =
-          over('task', 'tokens', own.maxTokens, task.totalTokens) ??
-          over('task', 'costMicroUsd', own.maxCostUsd === undefined ? undefined : microUsd(own.maxCostUsd), task.costMicroUsd) ??
+          over('task', 'tokens', own.maxTokens, spent.tokens) ??
+          over('task', 'costMicroUsd', own.maxCostUsd === undefined ? undefined : microUsd(own.maxCostUsd), spent.costMicroUsd) ??
           over('task', 'durationMs', own.maxDurationMs, ran);
         if (hit) return hit;
+      }
+      // Nesting: every ancestor's own budget counts this task's spend too.
+      if (task.parentTask) {
+        for (const ancestor of await budgets.ancestorBudgets(task.id)) {
+          if (!spends(ancestor.budget)) continue;
+          const spent = await budgets.treeSpent(ancestor.id);
+          const { maxTokens, maxCostUsd } = ancestor.budget;
+          const hit =
+            over('task', 'tokens', maxTokens, spent.tokens) ??
+            over('task', 'costMicroUsd', maxCostUsd === undefined ? undefined : microUsd(maxCostUsd), spent.costMicroUsd);
+          if (hit) return { ...hit, task: ancestor.id };
+        }
       }
       for (const [scope, id] of [
         ['parent', task.parentTaskId],

@@ -48,6 +48,7 @@ export const budgetPauseSchema = z.object({
   limit: z.number().int(),
   spent: z.number().int(),
   since: z.string().describe('ISO 8601 time it paused'),
+  task: z.string().optional().describe('budget "task" of an ancestor (nesting): the task whose own budget it is; its spend counts every descendant\'s'),
 });
 export type BudgetPause = z.infer<typeof budgetPauseSchema>;
 

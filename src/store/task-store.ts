@@ -43,7 +43,20 @@ interface StandingLimits {
 }
 
 /** What of a task its budgets are checked on before each model call. */
-const BUDGETED = ['tenant', 'parentTaskId', 'userId', 'startedAt', 'pausedMs', 'totalTokens', 'costMicroUsd', 'budget'] as const;
+const BUDGETED = [
+  'id',
+  'tenant',
+  'parentTaskId',
+  'userId',
+  'startedAt',
+  'pausedMs',
+  'totalTokens',
+  'costMicroUsd',
+  'budget',
+  'parentTask',
+  'depth',
+  'maxDepth',
+] as const;
 const budgetedOf = rowReader(tasks, BUDGETED);
 /** A task as its budgets see it (read before each model call). */
 export type BudgetedRow = Pick<TaskRow, (typeof BUDGETED)[number]>;
