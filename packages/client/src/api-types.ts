@@ -828,6 +828,7 @@ export interface components {
             limit: number;
             spent: number;
             since: string;
+            task?: string;
         } | {
             requestId: string;
             toolCallId: string;
