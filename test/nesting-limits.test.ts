@@ -23,7 +23,7 @@ afterAll(async () => {
 });
 
 const workspace = (parent: string) => path.join(svc.config.workspacesDir, parent);
-const submit = async (body: object) => (await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody(body) })).json();
+const submit = async (body: Record<string, unknown>) => (await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody(body) })).json();
 const task = async (id: string) => (await svc.inject({ url: `/tasks/${id}` })).json();
 const children = async (parentTaskId: string, parent: string) =>
   (await svc.inject({ url: `/tasks?parentTaskId=${parentTaskId}` })).json().tasks.filter((t: { parentTask: string | null }) => t.parentTask === parent);

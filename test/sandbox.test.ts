@@ -89,6 +89,19 @@ withBwrap('the bash sandbox (bubblewrap)', () => {
     expect(out.output.stdout).toContain('absent');
   });
 
+  it("reads no start-up file: not the workspace's .bashrc or profile (HOME inside), not the service user's", async () => {
+    const ws = path.join(svc.config.workspacesDir, 'T-sbx');
+    mkdirSync(ws, { recursive: true });
+    for (const rc of ['.bashrc', '.bash_profile', '.profile']) writeFileSync(path.join(ws, rc), `echo FROM${rc}\n`);
+    try {
+      const out = await shell('echo hi');
+      // Whatever the service user's ~/.bashrc prints (pyenv lines on a developer's machine) is not here either.
+      expect(out.output).toMatchObject({ exitCode: 0, stdout: 'hi\n', stderr: '' });
+    } finally {
+      for (const rc of ['.bashrc', '.bash_profile', '.profile']) rmSync(path.join(ws, rc), { force: true });
+    }
+  });
+
   it('kills background and setsid children with the command at its timeout', async () => {
     const out = await shell('setsid sleep 4242 & (sleep 4343 &) ; nohup sleep 4444 >/dev/null 2>&1 & sleep 4646', { options: { timeoutMs: 500 } });
     expect(out).toMatchObject({ status: 'aborted', error: { code: 'timeout' } });

@@ -46,6 +46,16 @@ export function bashPath(): string {
 }
 
 /**
+ * `bash -c script args...` that reads no start-up file: not the service user's `~/.bashrc` (which
+ * Debian's bash sources when its input is a socket, as Node's pipes are), not the workspace's
+ * (`HOME` inside the sandbox), not a profile. The same command prints the same output whatever
+ * the home folders hold.
+ */
+export function bashArgv(script: string, ...args: string[]): string[] {
+  return [bashPath(), '--noprofile', '--norc', '-c', script, ...args];
+}
+
+/**
  * Names a command's environment never takes from a request, inside the sandbox or out: they choose
  * which program runs (PATH), load code into every process (LD_*, BASH_ENV, ENV, BASH_FUNC_*, shell
  * options) or move the confined home. The service sets PATH and HOME itself.

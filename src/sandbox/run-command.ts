@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createOutputCapture } from './output-capture.ts';
 import type { CommandLimiter } from './command-cgroup.ts';
-import { bashPath } from './host-programs.ts';
+import { bashArgv } from './host-programs.ts';
 import type { Launch } from './sandbox.ts';
 
 export interface CommandResult {
@@ -40,11 +40,11 @@ export const TIMEOUT_EXIT_CODE = 124;
  */
 export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
   const started = Date.now();
-  const launch = opts.launch([bashPath(), '-c', opts.command]);
+  const launch = opts.launch(bashArgv(opts.command));
   const group = opts.limiter?.create();
   // With a process group cap, the command waits at a gate until its first process is in the group,
   // so nothing it starts can escape the cap.
-  const argv = group ? [bashPath(), '-c', 'read -r _; exec "$@"', 'gate', ...launch.argv] : launch.argv;
+  const argv = group ? bashArgv('read -r _; exec "$@"', 'gate', ...launch.argv) : launch.argv;
   return new Promise((resolve) => {
     const stdout = createOutputCapture(opts.maxOutputBytes);
     const stderr = createOutputCapture(opts.maxOutputBytes);

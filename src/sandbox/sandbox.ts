@@ -6,7 +6,7 @@ import { createCommandLimiter, type CommandLimiter } from './command-cgroup.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.ts';
 import { isInside } from '../workspace/path-guard.ts';
-import { bashPath, HOST_ENV, isRefusedName, SYSTEM_PATH, systemProgram } from './host-programs.ts';
+import { bashArgv, HOST_ENV, isRefusedName, SYSTEM_PATH, systemProgram } from './host-programs.ts';
 
 export type SandboxMode = 'auto' | 'bwrap' | 'none';
 
@@ -175,7 +175,7 @@ export function createSandbox(opts: SandboxOptions): Sandbox {
     // Without a memory cgroup, the address space is the only cap left.
     ...(limiter.memory ? [] : [`ulimit -v ${Math.floor(opts.maxMemoryBytes / 1024)}`]),
   ];
-  const limits = (argv: string[]) => [bashPath(), '-c', `${ulimits.join('; ')}; exec "$@"`, 'sandbox', ...argv];
+  const limits = (argv: string[]) => bashArgv(`${ulimits.join('; ')}; exec "$@"`, 'sandbox', ...argv);
   if (opts.mode === 'none') {
     // Bare on the host: the program itself is a host process, so it gets the service's variables only.
     // No network namespace to confine it either: an egress policy has nothing to enforce (its
