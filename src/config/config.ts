@@ -50,6 +50,12 @@ export const configSchema = z.object({
   WEBHOOK_GIVE_UP_MS: intFrom(3 * 86_400_000, 1000),
   WEBHOOK_DISABLE_AFTER_MS: intFrom(5 * 86_400_000, 1000),
   MAX_WEBHOOKS_PER_TENANT: intFrom(16, 1),
+  // /mcp sessions: at most so many on an instance (503 past it), per tenant and per key (429: one
+  // tenant cannot take them all), each ended after so long without a request.
+  MCP_MAX_SESSIONS: intFrom(1000),
+  MCP_SESSIONS_PER_TENANT: intFrom(100),
+  MCP_SESSIONS_PER_KEY: intFrom(50),
+  MCP_SESSION_IDLE_MS: intFrom(30 * 60_000, 1000),
   PAUSED_TTL_MS: intFrom(24 * 3600_000, 1000),
   /** An approval a task waits for is denied after this (a task's options.approvalTimeoutMs overrides it). */
   APPROVAL_TIMEOUT_MS: intFrom(24 * 3600_000, 1000),
@@ -136,6 +142,13 @@ function toConfig(env: z.output<typeof configSchema>) {
       giveUpAfterMs: env.WEBHOOK_GIVE_UP_MS,
       disableAfterMs: env.WEBHOOK_DISABLE_AFTER_MS,
       maxPerTenant: env.MAX_WEBHOOKS_PER_TENANT,
+    },
+    mcp: {
+      maxSessions: env.MCP_MAX_SESSIONS,
+      // A share is never more than the whole.
+      perTenant: Math.min(env.MCP_SESSIONS_PER_TENANT, env.MCP_MAX_SESSIONS),
+      perKey: Math.min(env.MCP_SESSIONS_PER_KEY, env.MCP_SESSIONS_PER_TENANT, env.MCP_MAX_SESSIONS),
+      idleMs: env.MCP_SESSION_IDLE_MS,
     },
     publicUrl: env.PUBLIC_URL,
     trustProxy: env.TRUST_PROXY,

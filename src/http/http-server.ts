@@ -121,7 +121,7 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
   await server.register(agentsRoutes, { registry });
   await server.register(tasksRoutes, { tasks, keepAliveMs: config.heartbeatMs });
   await server.register(worktreeRoutes, { tasks });
-  await server.register(mcpRoutes, { tasks, events, registry, logger });
+  await server.register(mcpRoutes, { tasks, events, registry, logger, limits: config.mcp });
   await server.register(usageRoutes, { usage });
   await server.register(budgetsRoutes, { budgets: services.budgets, now: Date.now });
   await server.register(webhooksRoutes, {

@@ -2,12 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { AgentRegistry } from '../definitions/agent-registry.ts';
 import { AppError } from '../errors/app-error.ts';
 import type { EventLog } from '../events/event-log.ts';
+import { createSessionTable, type HeldSession, type McpSessionLimits } from '../mcp/mcp-sessions.ts';
 import { createTaskBodySchema, type ApprovalPause } from '../shapes/task.ts';
 import type { TaskRow } from '../store/schema.ts';
 import type { TaskService } from '../tasks/task-service.ts';
@@ -25,21 +26,14 @@ async function loadSdk() {
 }
 type McpSdk = Awaited<ReturnType<typeof loadSdk>>;
 
-/** Sessions idle this long are ended (their transport closed). */
-const SESSION_IDLE_MS = 30 * 60_000;
-/** Sessions held at once per instance: a new one past it is refused (503) until others end. */
-const MAX_SESSIONS = 1000;
-
 const TOOL_DESCRIPTION =
   'Launch a subagent to handle a self-contained task in the shared workspace of parentTaskId. It starts with no memory of ' +
   'this conversation: the prompt is all it sees. It ends with a summary and the paths of the files it delivered (relative ' +
   'to the workspace); read those files when you need their content. Several calls run in parallel.';
 
-interface Session {
+interface Session extends HeldSession {
   transport: StreamableHTTPServerTransport;
   server: McpServer;
-  tenant: string;
-  lastSeen: number;
 }
 
 export interface McpRoutesOptions {
@@ -47,22 +41,22 @@ export interface McpRoutesOptions {
   events: EventLog;
   registry: AgentRegistry;
   logger: Logger;
+  /** MCP_MAX_SESSIONS, MCP_SESSIONS_PER_TENANT, MCP_SESSIONS_PER_KEY, MCP_SESSION_IDLE_MS. */
+  limits: McpSessionLimits;
 }
 
 /**
  * The service as an MCP server (`POST /mcp`, Streamable HTTP, the official SDK, with sessions so a
  * host's `notifications/cancelled` reaches the call it cancels): one tool, `task`, which runs a
  * subagent as `POST /tasks` does and answers its compact TaskOutput. Same API keys and tenants as
- * every route: a session belongs to the tenant whose key opened it.
+ * every route: a session belongs to the tenant whose key opened it. One tenant (or one key) may
+ * hold only its share of the instance's sessions, so it cannot lock the others out.
  */
-export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, { tasks, events, registry, logger }) => {
-  const sessions = new Map<string, Session>();
+export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, { tasks, events, registry, logger, limits }) => {
+  const sessions = createSessionTable<Session>({ limits, now: Date.now, end: (s) => void s.transport.close().catch(() => {}) });
   // Loaded by the first MCP request: a process no MCP host talks to never holds the SDK.
   let sdk: Promise<McpSdk> | null = null;
-  const sweep = setInterval(() => {
-    const idleSince = Date.now() - SESSION_IDLE_MS;
-    for (const s of sessions.values()) if (s.lastSeen < idleSince) void s.transport.close().catch(() => {});
-  }, 60_000);
+  const sweep = setInterval(() => sessions.sweep(), Math.min(60_000, limits.idleMs));
   sweep.unref();
   app.addHook('onClose', async () => {
     clearInterval(sweep);
@@ -187,8 +181,14 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, { tas
     const s = sessions.get(id);
     if (!s || s.tenant !== request.tenant)
       throw new AppError(404, 'not_found', `MCP session ${id} not found (it ended, or was never opened); initialize again`);
-    s.lastSeen = Date.now();
     return s;
+  }
+
+  /** Hands the request to the session's transport; the session is in use until the answer ends. */
+  async function handle(session: Session, request: FastifyRequest, reply: FastifyReply, body?: unknown): Promise<void> {
+    reply.hijack();
+    reply.raw.once('close', sessions.begin(session));
+    await session.transport.handleRequest(request.raw, reply.raw, body);
   }
 
   app.post(
@@ -212,26 +212,28 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, { tas
         if (!isInitializeRequest(request.body)) {
           throw new AppError(400, 'invalid_request', 'an MCP request without an Mcp-Session-Id header must be an initialize request');
         }
-        if (sessions.size >= MAX_SESSIONS) {
-          throw new AppError(503, 'overloaded', `${MAX_SESSIONS} MCP sessions are open on this instance; retry later`, undefined, { 'retry-after': '30' });
-        }
+        const refused = sessions.refusal(request.tenant, request.keyFingerprint);
+        if (refused) throw new AppError(refused.status, refused.code, refused.message, undefined, { 'retry-after': String(refused.retryAfterS) });
         const tenant = request.tenant;
         const server = serverFor(loaded, tenant);
-        const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-          sessionIdGenerator: () => randomUUID(),
-          onsessioninitialized: (id) => {
-            sessions.set(id, { transport, server, tenant, lastSeen: Date.now() });
-          },
-        });
+        // The id is known before the initialize is answered, so the session's place is taken
+        // now: concurrent initializes cannot all pass the caps before any of them is counted.
+        const id = randomUUID();
+        const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => id });
+        const opened: Session = { transport, server, tenant, key: request.keyFingerprint, lastSeen: Date.now(), open: 0 };
+        sessions.add(id, opened);
         transport.onclose = () => {
-          if (transport.sessionId) sessions.delete(transport.sessionId);
+          sessions.remove(id);
           void server.close().catch(() => {});
         };
+        // An initialize the SDK refused opened no session: its place is given back.
+        reply.raw.once('close', () => {
+          if (transport.sessionId === undefined) void transport.close().catch(() => {});
+        });
         await server.connect(transport);
-        session = { transport, server, tenant, lastSeen: Date.now() };
+        session = opened;
       }
-      reply.hijack();
-      await session.transport.handleRequest(request.raw, reply.raw, request.body);
+      await handle(session, request, reply, request.body);
     },
   );
 
@@ -247,8 +249,7 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, { tas
       handler: async (request, reply) => {
         const session = sessionOf(request);
         if (!session) throw new AppError(400, 'invalid_request', 'the Mcp-Session-Id header is required');
-        reply.hijack();
-        await session.transport.handleRequest(request.raw, reply.raw);
+        await handle(session, request, reply);
       },
     });
   }
