@@ -87,6 +87,55 @@ describe('the egress proxy', () => {
     }
   });
 
+  it('counts what a plain HTTP exchange carried both ways: request line, headers and body out, status line, headers and body in', async () => {
+    // An origin whose answer is known to the byte: it answers once the whole request has arrived.
+    const answer = 'HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello';
+    const raw = createTcpServer((s) => {
+      let got = '';
+      s.on('data', (c: Buffer) => {
+        got += c.toString('latin1');
+        const head = got.indexOf('\r\n\r\n');
+        const length = Number(/content-length: (\d+)/i.exec(got)?.[1] ?? 0);
+        if (head !== -1 && got.length >= head + 4 + length) s.end(answer);
+      });
+    });
+    await new Promise<void>((r) => raw.listen(0, '127.0.0.1', r));
+    const rawPort = (raw.address() as AddressInfo).port;
+    const seen: NetworkRequest[] = [];
+    const proxy = await startEgressProxy({
+      allow: [`127.0.0.1:${rawPort}`],
+      allowPrivate: true,
+      maxConnections: 4,
+      maxBytes: 1e9,
+      onRequest: (r) => seen.push(r),
+    });
+    /** Sends `request` as is through the proxy; resolves with what came back once the proxy hangs up. */
+    const exchange = (request: string) =>
+      new Promise<string>((resolve) => {
+        const s = connect(proxy.socket);
+        let got = '';
+        s.on('data', (c: Buffer) => (got += c.toString()));
+        s.on('close', () => resolve(got));
+        s.write(request);
+      });
+    try {
+      const target = `127.0.0.1:${rawPort}`;
+      const getRequest = `GET http://${target}/hi HTTP/1.1\r\nhost: ${target}\r\nuser-agent: curl/8\r\nconnection: close\r\n\r\n`;
+      const body = 'x'.repeat(1000);
+      const postRequest = `POST http://${target}/up HTTP/1.1\r\nhost: ${target}\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`;
+      expect(await exchange(getRequest)).toMatch(/^HTTP\/1\.1 200[^]*hello$/);
+      expect(await exchange(postRequest)).toMatch(/^HTTP\/1\.1 200[^]*hello$/);
+      await expect.poll(() => seen.length).toBe(2);
+      expect(seen).toEqual([
+        expect.objectContaining({ allowed: true, bytesOut: Buffer.byteLength(getRequest), bytesIn: Buffer.byteLength(answer) }),
+        expect.objectContaining({ allowed: true, bytesOut: Buffer.byteLength(postRequest), bytesIn: Buffer.byteLength(answer) }),
+      ]);
+    } finally {
+      await proxy.close();
+      await new Promise<void>((r) => raw.close(() => r()));
+    }
+  });
+
   it('passes on the end-to-end headers of a plain HTTP request, not those of the hop to the proxy', async () => {
     const proxy = await startEgressProxy({ allow: [`127.0.0.1:${port}`], allowPrivate: true, maxConnections: 4, maxBytes: 1e9, onRequest: () => {} });
     try {

@@ -60,7 +60,6 @@ export interface EgressProxy {
   close(): Promise<void>;
 }
 
-/** Starts a task's proxy on a Unix socket of a fresh folder. */
 /** Headers of one hop (RFC 9110, 7.6.1): those a proxy must not pass on, and those `connection` names. */
 const HOP_BY_HOP = ['connection', 'proxy-connection', 'keep-alive', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'upgrade'];
 
@@ -73,6 +72,14 @@ export function endToEnd(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   return Object.fromEntries(Object.entries(headers).filter(([name]) => !HOP_BY_HOP.includes(name) && !named.includes(name)));
 }
 
+/** Bytes of an HTTP message's head on the wire: its first line, each `name: value` line, the blank line. */
+export function headBytes(firstLine: string, rawHeaders: string[]): number {
+  let n = Buffer.byteLength(firstLine, 'latin1') + 2;
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) n += Buffer.byteLength(`${rawHeaders[i]}: ${rawHeaders[i + 1]}\r\n`, 'latin1');
+  return n + 2;
+}
+
+/** Starts a task's proxy on a Unix socket of a fresh folder. */
 export async function startEgressProxy(opts: EgressProxyOptions): Promise<EgressProxy> {
   const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-egress-'));
   const socket = path.join(dir, 'proxy.sock');
@@ -172,11 +179,19 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         headers: { ...endToEnd(req.headers), host: url.host },
       });
       const done = opened(r, [req.socket]);
-      req.on('data', (c: Buffer) => {
-        r.bytesOut += c.length;
-        count(c.length);
-      });
+      const sent = (n: number) => {
+        r.bytesOut += n;
+        count(n);
+      };
+      const received = (n: number) => {
+        r.bytesIn += n;
+        count(n);
+      };
+      // The heads count as tunnels count them: what the command sent, and what the origin answered.
+      sent(headBytes(`${req.method} ${req.url} HTTP/${req.httpVersion}`, req.rawHeaders));
+      req.on('data', (c: Buffer) => sent(c.length));
       upstream.on('response', (up) => {
+        received(headBytes(`HTTP/${up.httpVersion} ${up.statusCode} ${up.statusMessage}`, up.rawHeaders));
         res.writeHead(up.statusCode ?? 502, endToEnd(up.headers));
         up.on('data', (c: Buffer) => {
           r.bytesIn += c.length;
