@@ -32,6 +32,7 @@ export const configSchema = z.object({
   DEFAULT_MODEL: z.string().min(1).default('gpt-4.1-mini'),
   SMALL_MODEL: z.string().min(1).optional(),
   API_KEYS: z.string().optional(),
+  METRICS_TOKEN: z.string().optional(),
   HEARTBEAT_MS: intFrom(15_000, 10),
   WS_PING_MS: intFrom(30_000, 10),
   WS_MAX_BUFFERED_BYTES: intFrom(8 * 1024 * 1024, 1024),
@@ -120,6 +121,8 @@ function toConfig(env: z.output<typeof configSchema>) {
     defaultModel: env.DEFAULT_MODEL,
     smallModel: env.SMALL_MODEL ?? env.DEFAULT_MODEL,
     apiKeys: parseApiKeys(env.API_KEYS),
+    /** `METRICS_TOKEN`: reads `GET /metrics` only; blank is unset. */
+    metricsToken: env.METRICS_TOKEN?.trim() || null,
     heartbeatMs: env.HEARTBEAT_MS,
     wsPingMs: env.WS_PING_MS,
     wsMaxBufferedBytes: env.WS_MAX_BUFFERED_BYTES,

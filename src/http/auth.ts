@@ -34,11 +34,17 @@ export interface AuthOptions {
   storedKeys?: { grantOf(hash: string): Promise<KeyGrant | undefined> };
   /** Wrong or missing keys one client address may present per minute before it is refused for that minute. */
   maxFailuresPerMinute: number;
+  /** METRICS_TOKEN: a bearer token that reads `GET /metrics` and nothing else; set, it guards `/metrics` even with auth off. */
+  metricsToken?: string | null;
 }
+
+/** The one route a METRICS_TOKEN opens. */
+export const METRICS_ROUTE = '/metrics';
 
 /**
  * Bearer-key auth on every route but `/healthz`, the A2A agent card, the API documentation (`/docs`) and the console's files (`/ui`). Keys are compared in constant time (over their
- * SHA-256, so the length leaks nothing either). WebSocket routes, on an upgrade, may take
+ * SHA-256, so the length leaks nothing either). A METRICS_TOKEN opens `/metrics` alone, so a
+ * Prometheus server needs no API key (no tenant, no task) to scrape. WebSocket routes, on an upgrade, may take
  * `?access_token=` instead, spelled exactly so. An address that keeps presenting wrong keys is
  * refused with 429 until its minute is over, whatever key it sends then, so keys cannot be guessed
  * at the rate limit's pace.
@@ -48,12 +54,16 @@ export function registerAuth(app: FastifyInstance, opts: AuthOptions): void {
   app.decorateRequest('role', 'admin');
   app.decorateRequest('keyFingerprint', 'anonymous');
   const { apiKeys } = opts;
-  if (!apiKeys) return;
-  const keys = [...apiKeys].map(([key, grant]) => ({ digest: digest(key), grant }));
+  const metricsToken = opts.metricsToken ? digest(opts.metricsToken) : null;
+  if (!apiKeys && !metricsToken) return;
+  const keys = [...(apiKeys ?? [])].map(([key, grant]) => ({ digest: digest(key), grant }));
   const failures = createFailureCounter(opts.maxFailuresPerMinute, 60_000);
   const stored = opts.storedKeys && createKeyCache(opts.storedKeys);
   app.addHook('onRequest', async (request) => {
     if (isPublic(request.url)) return;
+    const scrape = request.routeOptions.url === METRICS_ROUTE;
+    // With auth off, a METRICS_TOKEN guards /metrics and nothing else.
+    if (!apiKeys && !scrape) return;
     const blocked = failures.blockedFor(request.ip);
     if (blocked > 0) {
       throw new AppError(429, 'too_many_auth_failures', 'too many requests with a wrong API key from this address; retry later', undefined, {
@@ -66,6 +76,14 @@ export function registerAuth(app: FastifyInstance, opts: AuthOptions): void {
       throw new AppError(401, 'unauthorized', 'missing API key: send Authorization: Bearer <key>');
     }
     const d = digest(presented);
+    if (scrape && metricsToken && timingSafeEqual(metricsToken, d)) {
+      request.role = 'read';
+      return;
+    }
+    if (!apiKeys) {
+      failures.add(request.ip);
+      throw new AppError(401, 'unauthorized', 'invalid metrics token');
+    }
     let grant: KeyGrant | undefined;
     for (const k of keys) if (timingSafeEqual(k.digest, d)) grant = k.grant;
     // A key made with POST /keys: found by its hash, which says nothing of the key.

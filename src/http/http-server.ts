@@ -9,7 +9,7 @@ import { a2aRoutes } from './a2a-routes.ts';
 import { agentsRoutes } from './agents-routes.ts';
 import { budgetsRoutes } from './budgets-routes.ts';
 import { webhooksRoutes } from './webhooks-routes.ts';
-import { isPublic, redactUrl, registerAuth } from './auth.ts';
+import { isPublic, METRICS_ROUTE, redactUrl, registerAuth } from './auth.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './error-handler.ts';
 import { healthRoutes } from './health-routes.ts';
 import { registerOpenApi } from './openapi.ts';
@@ -91,14 +91,21 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
   server.addHook('preClose', async () => {
     for (const socket of fresh) socket.destroy();
   });
-  registerAuth(server, { apiKeys: config.apiKeys, maxFailuresPerMinute: config.authFailuresPerMinute, storedKeys: services.access });
+  registerAuth(server, {
+    apiKeys: config.apiKeys,
+    metricsToken: config.metricsToken,
+    maxFailuresPerMinute: config.authFailuresPerMinute,
+    storedKeys: services.access,
+  });
   registerAudit(server, services.access, Date.now);
   // Per tenant (per client address while auth is off); runs after auth has named the tenant.
+  // Liveness and scrapes are exempt: a monitor must not eat a tenant's share, nor go blind when
+  // a tenant (or, with auth off, the address it shares with clients) is at its limit.
   await server.register(rateLimit, {
     max: config.rateLimitPerMinute,
     timeWindow: 60_000,
     keyGenerator: (request) => (config.apiKeys ? `tenant:${request.tenant}` : `ip:${request.ip}`),
-    allowList: (request) => request.url === '/healthz',
+    allowList: (request) => request.routeOptions.url === '/healthz' || request.routeOptions.url === METRICS_ROUTE,
     errorResponseBuilder: (_request, context) =>
       new AppError(429, 'rate_limited', `rate limit of ${context.max} requests per minute exceeded; retry in ${context.after}`),
   });
