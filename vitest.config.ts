@@ -12,6 +12,7 @@ const SLOW = [
   'test/crash-recovery.test.ts',
   'test/resume.test.ts',
   'test/approvals-restart.test.ts',
+  'test/approvals-interrupted.test.ts',
   'test/package.test.ts',
   'test/acp.test.ts',
   'test/acp-opencode.test.ts',

@@ -97,6 +97,11 @@ export interface RunAgentOptions<S = unknown> {
   onAsk?: (step: number, calls: DecidedCall[]) => S;
   /** A resume after approval: the answered calls of step `doneSteps`, run (or refused) before the first model call. */
   answered?: AnsweredCall[];
+  /**
+   * Awaited before the answered calls `toolCallIds` run (the runner: stores them as started, so a
+   * resume never runs them again). It throws, or aborts the signal, when they must not run.
+   */
+  beforeAnswered?: (toolCallIds: string[]) => Promise<void>;
   compaction?: CompactionOptions;
   /** Sent with every model call of the run as `prompt_cache_key` (the OpenAI provider's option). */
   promptCacheKey?: string;

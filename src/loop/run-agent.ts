@@ -94,7 +94,9 @@ export async function runAgent<S>(opts: RunAgentOptions<S>): Promise<AgentRunRes
     const ran = await runAnswered(step, opts.answered, setup, opts);
     complete ??= ran.complete;
     conversation.push(...ran.messages);
-    opts.observer.answeredCallsRan?.(step, ran.messages);
+    // Stopped while they ran (a shutdown, a lost lease): not recorded as acted on, so that the
+    // next run tells the model its started calls were cut rather than leave them without a result.
+    if (!opts.signal.aborted) opts.observer.answeredCallsRan?.(step, ran.messages);
   }
 
   while (step < opts.maxSteps && !complete && !error && !opts.signal.aborted) {

@@ -44,24 +44,27 @@ export async function runAnswered<S>(
     results.push({ type: 'tool-result', toolCallId: r.toolCallId, toolName: r.toolName, output: modelOutput(r.output, r.isError) });
     opts.observer.toolResult(step, r);
   };
-  await untilAborted(
-    Promise.all(
-      answered.map(async (a) => {
-        // A caller-run tool's call: the caller's result is what the model reads.
-        if (a.result) {
-          const isError = a.result.error !== undefined;
-          return record({ toolCallId: a.toolCallId, toolName: a.toolName, output: isError ? a.result.error : a.result.output, isError });
-        }
-        const tool = setup.tools.get(a.toolName);
-        const again = opts.decide?.({ toolName: a.toolName, input: a.input });
-        if (!a.allow) return record({ toolCallId: a.toolCallId, toolName: a.toolName, output: a.message, isError: true });
-        if (again?.decision === 'deny') return record({ toolCallId: a.toolCallId, toolName: a.toolName, output: deniedBy(again.rule), isError: true });
-        if (!tool) return record({ toolCallId: a.toolCallId, toolName: a.toolName, output: `tool "${a.toolName}" is no longer offered`, isError: true });
-        await runCall({ ...a, tool }, opts, record, (done) => (complete = done));
-      }),
-    ),
-    opts.signal,
-  );
+  const toRun: Array<AnsweredCall & { tool: WorkspaceTool }> = [];
+  for (const a of answered) {
+    // A caller-run tool's call (or a call a crash cut): the result given is what the model reads.
+    if (a.result) {
+      const isError = a.result.error !== undefined;
+      record({ toolCallId: a.toolCallId, toolName: a.toolName, output: isError ? a.result.error : a.result.output, isError });
+      continue;
+    }
+    const tool = setup.tools.get(a.toolName);
+    const again = opts.decide?.({ toolName: a.toolName, input: a.input });
+    if (!a.allow) record({ toolCallId: a.toolCallId, toolName: a.toolName, output: a.message, isError: true });
+    else if (again?.decision === 'deny') record({ toolCallId: a.toolCallId, toolName: a.toolName, output: deniedBy(again.rule), isError: true });
+    else if (!tool) record({ toolCallId: a.toolCallId, toolName: a.toolName, output: `tool "${a.toolName}" is no longer offered`, isError: true });
+    else toRun.push({ ...a, tool });
+  }
+  // Stored as started before any of them acts on the world: a run cut from here on (a crash, the
+  // task taken over) never runs them again.
+  if (toRun.length > 0) await untilAborted(Promise.resolve(opts.beforeAnswered?.(toRun.map((a) => a.toolCallId))), opts.signal);
+  if (!opts.signal.aborted) {
+    await untilAborted(Promise.all(toRun.map((a) => runCall(a, opts, record, (done) => (complete = done)))), opts.signal);
+  }
   return { messages: results.length > 0 ? [{ role: 'tool', content: results }] : [], complete };
 }
 

@@ -338,9 +338,15 @@ export interface WaitingCalls {
   live?: boolean;
 }
 
-export type WaitingCall = ApprovalRequest & { rule: string | null; requestId: string } & (
-    { decision: 'allow' | 'deny' | 'ask'; answer: ApprovalAnswer | null } | { decision: 'client'; answer: ToolAnswer | null }
-  );
+export type WaitingCall = ApprovalRequest & {
+  rule: string | null;
+  requestId: string;
+  /**
+   * An allowed call: when the resumed run started it (epoch ms), stored before it acts on the
+   * world. Started but not `ran`, its run was cut (a crash, a takeover): it never runs again.
+   */
+  startedAt?: number;
+} & ({ decision: 'allow' | 'deny' | 'ask'; answer: ApprovalAnswer | null } | { decision: 'client'; answer: ToolAnswer | null });
 
 export interface Activity {
   phase: 'model' | 'tool';

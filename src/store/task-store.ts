@@ -521,6 +521,25 @@ export function createTaskStore(sql: SqlClient) {
       await sql.run(`UPDATE tasks SET waiting_calls = ?, pause_until = NULL WHERE id = ? AND status = 'running'`, [before && JSON.stringify(before), taskId]);
     },
 
+    /**
+     * The resumed run is about to run the approved calls `waiting` marks started: stored only while
+     * the task runs and, on PostgreSQL (`lease`), while this instance owns it and its lease holds
+     * at `lease.now` (false: nothing stored, and the calls must not run). An instance taking the
+     * task over reads the row after this write, or this write finds the task gone: never both run.
+     */
+    async startAnswered(taskId: string, waiting: WaitingCalls, lease: { owner: string; now: number } | null): Promise<boolean> {
+      const json = JSON.stringify(waiting);
+      const changed = lease
+        ? await sql.run(`UPDATE tasks SET waiting_calls = ? WHERE id = ? AND status = 'running' AND owner = ? AND lease_until > ?`, [
+            json,
+            taskId,
+            lease.owner,
+            lease.now,
+          ])
+        : await sql.run(`UPDATE tasks SET waiting_calls = ? WHERE id = ? AND status = 'running'`, [json, taskId]);
+      return changed > 0;
+    },
+
     /** The resumed run acted on the answers (run inside the transaction that stores their results). */
     async waitingCallsRan(taskId: string, waiting: WaitingCalls): Promise<void> {
       await sql.run('UPDATE tasks SET waiting_calls = ? WHERE id = ?', [JSON.stringify({ ...waiting, ran: true }), taskId]);

@@ -21,6 +21,7 @@ import { abortCode } from './task-abort.ts';
 import { childTaskTool } from './child-tool.ts';
 import type { McpSession } from '../mcp/mcp-tools.ts';
 import { startTaskEgress, type TaskEgress } from './task-egress.ts';
+import { TaskTakenOver } from '../store/task-store.ts';
 
 import { createTaskObserver, type TaskObserver } from './task-observer.ts';
 
@@ -138,6 +139,10 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
         return approval.pause;
       },
       answered: answeredCalls(row),
+      beforeAnswered: async (toolCallIds) => {
+        await confirmLease();
+        await startAnswered(ctx, row, toolCallIds);
+      },
       // Right after the check above, an empty inbox is not asked again (one statement less per
       // step); a message that arrives meanwhile waits for the next step, as one after the take does.
       takeMessages: () => {
@@ -237,12 +242,22 @@ function approvalOf(ctx: RunContext, row: TaskRow, step: number, calls: DecidedC
   return { pause: { reason: kind, ...first, since: iso(now), expiresAt: iso(now + timeoutMs), pending }, waiting };
 }
 
+/** What the model reads of an approved call that started in a run cut before its result was stored. */
+export const INTERRUPTED_CALL =
+  'This call was interrupted (the service restarted or the task moved to another instance) after it started; its effects are unknown. ' +
+  'Check the workspace before repeating it.';
+
 /** A resume after approval: the calls the caller (or the timeout) answered, not yet acted on. */
 function answeredCalls(row: TaskRow): AnsweredCall[] | undefined {
   const waiting = row.waitingCalls;
   // A live wait's (a command's host) was answered while its command ran: nothing to act on.
   if (!waiting || waiting.live || waiting.ran || waiting.step !== row.steps) return undefined;
   return waiting.calls.flatMap((c): AnsweredCall[] => {
+    // Started by a run that was cut (a crash, a takeover): it may have done all, some or none of
+    // its work, and is never run a second time.
+    if (c.startedAt !== undefined) {
+      return [{ toolCallId: c.toolCallId, toolName: c.toolName, input: c.input, allow: true, message: '', result: { error: INTERRUPTED_CALL } }];
+    }
     if (c.decision === 'client' && c.answer) {
       const result = c.answer.by === 'timeout' ? { error: 'no result came from the caller within the timeout' } : c.answer;
       return [{ toolCallId: c.toolCallId, toolName: c.toolName, input: c.input, allow: true, message: '', result }];
@@ -251,5 +266,21 @@ function answeredCalls(row: TaskRow): AnsweredCall[] | undefined {
     const a = c.answer;
     const message = a.message ?? (a.by === 'timeout' ? 'denied: no answer came within the approval timeout' : 'denied by the caller');
     return [{ toolCallId: c.toolCallId, toolName: c.toolName, input: a.input ?? c.input, allow: a.decision === 'allow', message }];
+  });
+}
+
+/**
+ * Stores the answered calls `toolCallIds` as started before they run, in one write that also
+ * confirms (on PostgreSQL) that this instance still owns the task and its lease holds; else the
+ * task is another instance's now (`TaskTakenOver`) and they do not run here.
+ */
+async function startAnswered(ctx: RunContext, row: TaskRow, toolCallIds: string[]): Promise<void> {
+  const { deps } = ctx;
+  const waiting = row.waitingCalls!;
+  const now = deps.now();
+  const started: WaitingCalls = { ...waiting, calls: waiting.calls.map((c) => (toolCallIds.includes(c.toolCallId) ? { ...c, startedAt: now } : c)) };
+  const lease = deps.instanceId ? { owner: deps.instanceId, now } : null;
+  await ctx.ownedTransaction(row, async (s) => {
+    if (!(await s.startAnswered(row.id, started, lease))) throw new TaskTakenOver(row.id);
   });
 }
