@@ -6,8 +6,11 @@
  *
  *   SUBAGENTD_URL=http://127.0.0.1:8787 OPENAI_API_KEY=sk-... npx tsx examples/orchestrator.ts "Summarise the errors in logs/"
  *
- * (`npm start` runs the service; with API_KEYS set, give SUBAGENTD_API_KEY too.) The test in
- * test/orchestrator.test.ts runs `orchestrate` below against the scripted model.
+ * (`npm start` runs the service; with API_KEYS set, give SUBAGENTD_API_KEY too.) Offline, against
+ * `npm run model` and a service started on it as the README shows, add
+ * `OPENAI_BASE_URL=http://127.0.0.1:8788/v1 OPENAI_API_KEY=scripted`: its scripted parent delegates
+ * the prompt to one subagent. test/orchestrator.test.ts runs `orchestrate` below against the scripted
+ * model, test/readme-examples.test.ts runs this file as written.
  */
 import { createOpenAI } from '@ai-sdk/openai';
 import { createInterface } from 'node:readline/promises';

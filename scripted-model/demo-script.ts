@@ -1,12 +1,15 @@
-import type { ScriptedModel, Script } from './server.ts';
+import { isSubagent, orchestratorTurn, userPrompt } from './parent-script.ts';
+import type { ScriptedModel, ScriptedTurn, TurnContext } from './server.ts';
 
 /**
- * The scripts of `npm run demo` and `npm run model`: a subagent that greps logs/app.log for
- * errors, writes reports/errors.md with a count by kind, checks it with bash and completes
- * (prompts that mention `error logs` or `logs/app.log`), and, for any other prompt, one that says
- * it has no script and completes, so a walk-through never stops at a 400 of the model.
+ * The scripts of `npm run demo` and `npm run model`: a subagent that greps logs/ for errors,
+ * writes reports/errors.md with a count by kind, checks it with bash and completes (prompts that
+ * mention `error logs`, `errors in logs` or `logs/app.log`), and, for any other prompt, one that
+ * says it has no script and completes, so a walk-through never stops at a 400 of the model. A
+ * conversation that is not a subagent's is an orchestrator's: it delegates through `task`
+ * (parent-script.ts).
  */
-const summariseErrorLogs: Script = (ctx) => {
+const summariseErrorLogs = (ctx: TurnContext): ScriptedTurn => {
   switch (ctx.turn) {
     case 0:
       return {
@@ -63,7 +66,7 @@ const summariseErrorLogs: Script = (ctx) => {
   }
 };
 
-const noScript: Script = (ctx) =>
+const noScript = (ctx: TurnContext): ScriptedTurn =>
   ctx.turn === 0
     ? {
         text: 'This is the scripted model: it has no script for this prompt, so it completes at once.',
@@ -74,9 +77,12 @@ const noScript: Script = (ctx) =>
       }
     : { toolCalls: [{ name: 'complete', args: { summary: 'done', paths: [] } }], usage: { input: 10, output: 2 } };
 
+const aboutErrorLogs = (prompt: string) => /error logs|errors? in logs|logs\/app\.log/i.test(prompt);
+
 export function scriptDemo(model: ScriptedModel): void {
-  // Later registrations win: the catch-all first.
-  model.script('', noScript);
-  model.script('error logs', summariseErrorLogs);
-  model.script('logs/app.log', summariseErrorLogs);
+  // One script for every prompt: the orchestrator's prompt names the same logs as its subagent's.
+  model.script('', (ctx) => {
+    if (!isSubagent(ctx)) return orchestratorTurn(ctx);
+    return aboutErrorLogs(userPrompt(ctx)) ? summariseErrorLogs(ctx) : noScript(ctx);
+  });
 }

@@ -1,6 +1,7 @@
 /**
  * `npm run model`: the project's scripted OpenAI-compatible model server alone (Chat Completions
- * and Responses, streamed), with the demo's scripts, so the README's walk-through runs offline
+ * and Responses, streamed), with the demo's scripts and a parent's (an orchestrator's model that
+ * delegates through `task`), so the README's walk-through and its ai-SDK orchestrator run offline
  * against a service started separately. MODEL_PORT chooses its port (default 8788).
  */
 import { scriptDemo } from '../scripted-model/demo-script';
