@@ -32,7 +32,13 @@ const SLOW = [
  * pauses or restarts them against leases and retry windows: run one at a time, so that on two
  * cores one drill's processes do not starve another's past its lease.
  */
-const OWN_CLUSTERS = ['test/cluster.test.ts', 'test/deposed-owner.test.ts', 'test/postgres-outage.test.ts', 'test/postgres-restart.test.ts'];
+const OWN_CLUSTERS = [
+  'test/cluster.test.ts',
+  'test/deposed-owner.test.ts',
+  'test/approvals-takeover.test.ts',
+  'test/postgres-outage.test.ts',
+  'test/postgres-restart.test.ts',
+];
 
 /** Fast, but they look at what the process has loaded: a module graph of their own. */
 const OWN_MODULES = ['test/service.test.ts'];
