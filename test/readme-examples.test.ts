@@ -400,6 +400,19 @@ describe("the README's examples, offline", () => {
     expect(await fetch(`${S}/workspaces/T-123/files/reports/errors.md`).then((r) => r.text())).toContain('| EACCES | 1 |');
   });
 
+  it('an openapi-fetch client uploads a string as it is, with the bodySerializer', async () => {
+    const code = block('ts', "import createClient from 'openapi-fetch';");
+    const [generate] = code.split('\n');
+    expect(generate).toBe('// npx openapi-typescript http://127.0.0.1:8787/docs/json -o subagentd-api.ts');
+    const place = mkdtempSync(path.join(dir, 'openapi-fetch-'));
+    symlinkSync(path.join(root, 'node_modules'), path.join(place, 'node_modules'));
+    await output(generate.slice(3).replace('http://127.0.0.1:8787', S), {}, place);
+    writeFileSync(path.join(place, 'upload.mts'), code.replaceAll('http://127.0.0.1:8787', S));
+    expect(await output('npx tsx upload.mts', {}, place)).toBe('36\n');
+    const stored = await fetch(`${S}/workspaces/T-123/files/notes/todo.txt`).then((r) => r.text());
+    expect(stored).toBe('"Check the \\ paths",\nthen the logs.\n');
+  });
+
   it("examples/orchestrator.ts, run directly: asks the terminal before the subagent's command, then answers", async () => {
     expect(existsSync(path.join(root, 'examples/orchestrator.ts'))).toBe(true);
     const run = sh(
