@@ -24,6 +24,21 @@ declare module 'fastify' {
 }
 
 /**
+ * The path a request acted on, spelled one way: its route's pattern with the parameters as the
+ * route read them (decoded), so `/budgets/user/u%2D1` and `/budgets/user/u-1` are both recorded as
+ * `/budgets/user/u-1`, and an erasure that looks for the id finds every entry naming it.
+ */
+function canonicalPath(request: FastifyRequest): string {
+  const pattern = request.routeOptions.url;
+  if (!pattern) return request.url.split('?')[0];
+  const params = (request.params ?? {}) as Record<string, unknown>;
+  return pattern.replace(/:(\w+)|\*/g, (whole, name: string | undefined) => {
+    const value = params[name ?? '*'];
+    return typeof value === 'string' ? value : whole;
+  });
+}
+
+/**
  * The audit log's writer: every audited route's successful answer (below 400) is recorded before
  * it leaves, with the caller key's fingerprint; a created resource's id (from the answer) joins
  * the target.
@@ -33,7 +48,7 @@ export function registerAudit(app: FastifyInstance, access: AccessStore, now: ()
     const audit = request.routeOptions.config?.audit;
     if (!audit || reply.statusCode >= 400) return payload;
     const said = typeof audit === 'string' ? { action: audit } : audit(request);
-    let target = said.target ?? request.url.split('?')[0];
+    let target = said.target ?? canonicalPath(request);
     if (reply.statusCode === 201 && typeof payload === 'string') {
       const id = (JSON.parse(payload) as { id?: unknown }).id;
       if (typeof id === 'string') target = `${target}/${id}`;

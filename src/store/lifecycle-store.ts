@@ -33,7 +33,7 @@ export function createLifecycleStore(sql: SqlClient) {
     const user = userId ?? row.userId;
     if (row.purgedAt !== null && user === row.userId) return { events: 0 };
     await tx.run(
-      `UPDATE tasks SET request = ?, user_id = ?, summary = NULL, output = NULL, waiting_calls = NULL, pause = NULL,
+      `UPDATE tasks SET request = ?, user_id = ?, summary = NULL, output = NULL, waiting_calls = NULL, pause = NULL, activity = NULL,
          error_message = CASE WHEN error_message IS NULL THEN NULL ELSE '(purged)' END, purged_at = coalesce(purged_at, ?) WHERE id = ?`,
       [JSON.stringify(purgedRequest(row.request, user)), user, at, taskId],
     );
@@ -93,12 +93,30 @@ export function createLifecycleStore(sql: SqlClient) {
 
     /**
      * The rest of an erasure: the user's usage records, roll-ups and standing budget under
-     * `erased`, and the audit log's entries about that budget naming it so.
+     * `erased`; the audit log's entries naming the user (however the path was spelled) name
+     * `erased` instead; the stored webhook deliveries of the user's tasks (already purged, now
+     * under `erased`) keep no trace of the user's id nor of the tasks' status messages.
      */
     eraseUsage(tenant: string, userId: string, erased: string): Promise<void> {
       return sql.transaction(async (tx) => {
-        for (const spelled of new Set([userId, encodeURIComponent(userId)]))
-          await tx.run('UPDATE audit_log SET target = ? WHERE tenant = ? AND target = ?', [`/budgets/user/${erased}`, tenant, `/budgets/user/${spelled}`]);
+        // Entries written before targets were stored decoded may spell the id percent-encoded:
+        // any target holding the id as it is, or holding a `%` at all, is read and decoded here.
+        const named = await tx.all<{ id: string; target: string }>(
+          `SELECT id, target FROM audit_log WHERE tenant = ? AND (target LIKE ? ESCAPE '!' OR target LIKE '%!%%' ESCAPE '!')`,
+          [tenant, `%${userId.replace(/[!%_]/g, '!$&')}%`],
+        );
+        for (const entry of named) {
+          const target = renamedPath(entry.target, userId, erased);
+          if (target !== entry.target) await tx.run('UPDATE audit_log SET target = ? WHERE id = ?', [target, entry.id]);
+        }
+        const deliveries = await tx.all<{ id: string; payload: string }>(
+          'SELECT id, payload FROM webhook_deliveries WHERE tenant = ? AND task_id IN (SELECT id FROM tasks WHERE tenant = ? AND user_id = ?)',
+          [tenant, tenant, erased],
+        );
+        for (const d of deliveries) {
+          const payload = erasedPayload(d.payload, userId, erased);
+          if (payload !== d.payload) await tx.run('UPDATE webhook_deliveries SET payload = ? WHERE id = ?', [payload, d.id]);
+        }
         await tx.run('UPDATE subagent_records SET user_id = ? WHERE tenant = ? AND user_id = ?', [erased, tenant, userId]);
         await renameUserInRollups(tx, tenant, userId, erased);
         await tx.run(`DELETE FROM budgets WHERE tenant = ? AND scope = 'user' AND scope_id = ?`, [tenant, erased]);
@@ -119,3 +137,41 @@ export function createLifecycleStore(sql: SqlClient) {
 }
 
 export type LifecycleStore = ReturnType<typeof createLifecycleStore>;
+
+/** A path with every segment decoded, and each that is `userId` replaced by `erased`. */
+function renamedPath(path: string, userId: string, erased: string): string {
+  return path
+    .split('/')
+    .map((segment) => {
+      let decoded = segment;
+      try {
+        decoded = decodeURIComponent(segment);
+      } catch {
+        // Not valid percent-encoding: kept as it is.
+      }
+      return decoded === userId ? erased : decoded;
+    })
+    .join('/');
+}
+
+/**
+ * A stored delivery's body (JSON) once its task's user is erased: every value that is the user's
+ * id becomes `erased`, and every text part (an A2A status message: the task's summary or error)
+ * becomes `(purged)`, the task's own content being gone. Its shape stays, so a retry still sends
+ * a well-formed body.
+ */
+function erasedPayload(payload: string, userId: string, erased: string): string {
+  let body: unknown;
+  try {
+    body = JSON.parse(payload);
+  } catch {
+    return payload.split(userId).join(erased);
+  }
+  const walk = (value: unknown, key?: string): unknown => {
+    if (typeof value === 'string') return value === userId ? erased : key === 'text' ? '(purged)' : value;
+    if (Array.isArray(value)) return value.map((v) => walk(v));
+    if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v, k)]));
+    return value;
+  };
+  return JSON.stringify(walk(body));
+}
