@@ -17,7 +17,7 @@ import { toTaskOutput } from './tasks/task-output.ts';
 import { createDispatcher } from './webhooks/dispatcher.ts';
 import { createWebhookStore, type WebhookStore } from './webhooks/webhook-store.ts';
 import { WEBHOOK_EVENTS } from './shapes/webhook.ts';
-import type { Db } from './store/database.ts';
+import { scrubDatabase, type Db } from './store/database.ts';
 import { createSqlReader } from './store/read-worker.ts';
 import { createStorageGuard, type StorageGuard } from './store/storage-guard.ts';
 import { createTaskStore, type TaskStore } from './store/task-store.ts';
@@ -220,6 +220,7 @@ export function createServices(deps: ServiceDeps): Services {
     workspaceRetentionDays: config.workspaceRetentionDays,
     workspacesDir: config.workspacesDir,
     multiTenant: config.apiKeys !== null,
+    scrub: () => scrubDatabase(db),
   });
   db.cluster?.onNotification((channel, payload) => {
     // This instance's own wake-ups: it pumped already.

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { Db } from './db.ts';
 import type { PostgresOptions } from './postgres.ts';
-import { openSqlite } from './sqlite.ts';
+import { openSqlite, truncateWal } from './sqlite.ts';
 
 export { DatabaseInUseError, DatabaseNotWritableError, type Db } from './db.ts';
 export { openSqlite } from './sqlite.ts';
@@ -31,6 +31,28 @@ export async function openDatabase(location: string, instanceId = `${hostname()}
     return openPostgres(location, instanceId, options);
   }
   return openSqlite(location);
+}
+
+/** How many times, and how far apart, a scrub tries to empty the WAL while something is in its way. */
+const SCRUB_TRIES = 50;
+const SCRUB_PAUSE_MS = 20;
+
+/**
+ * After content was removed (a purge, an erasure): on SQLite, its old bytes are taken out of the
+ * WAL file too (the database file's pages were zeroed as they were freed, `secure_delete`); true
+ * once done, false when the WAL stayed busy for up to two seconds (the next scrub, or the next start,
+ * empties it). On PostgreSQL there is nothing to do here: removed rows stay in the table's files
+ * until VACUUM reuses their space (see docs/reference.md).
+ */
+export async function scrubDatabase(db: Db): Promise<boolean> {
+  const { sqlite } = db;
+  if (!sqlite || db.location === ':memory:') return true;
+  for (let i = 0; i < SCRUB_TRIES; i++) {
+    if (!sqlite.open) return false;
+    if (truncateWal(sqlite)) return true;
+    await new Promise((r) => setTimeout(r, SCRUB_PAUSE_MS));
+  }
+  return false;
 }
 
 /** Closes the database and releases this process's lock on it. */

@@ -49,6 +49,10 @@ export function openSqlite(file: string): Db {
     sqlite.pragma('synchronous = NORMAL');
     sqlite.pragma('busy_timeout = 5000');
     sqlite.pragma('foreign_keys = ON');
+    // What a purge or an erasure deletes is overwritten with zeros in the page, not merely marked
+    // free: the file keeps no readable copy of a removed prompt or summary (truncateWal below
+    // takes the copies out of the WAL).
+    sqlite.pragma('secure_delete = ON');
     const conn = sqlite;
     migrate(drizzle(conn, { schema }), { migrationsFolder });
     probeWrite(conn, file);
@@ -67,6 +71,27 @@ export function openSqlite(file: string): Db {
     sqlite?.close();
     lock?.close();
     throw err;
+  }
+}
+
+/**
+ * Copies the whole WAL into the database and empties the WAL file (a TRUNCATE checkpoint), so the
+ * page images it still holds of content since removed (a purged prompt, an erased user's tasks)
+ * are gone from disk too. Waits for nobody: false when a reader, the checkpointing thread or a
+ * transaction of this connection is in the way (try again shortly).
+ */
+export function truncateWal(sqlite: Database.Database): boolean {
+  if (sqlite.inTransaction) return false;
+  const timeout = sqlite.pragma('busy_timeout', { simple: true }) as number;
+  // Synchronous, on the event loop's thread: it must not wait the 5 s a write may.
+  sqlite.pragma('busy_timeout = 20');
+  try {
+    const [result] = sqlite.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number; log: number; checkpointed: number }>;
+    return result?.busy === 0;
+  } catch {
+    return false;
+  } finally {
+    sqlite.pragma(`busy_timeout = ${timeout}`);
   }
 }
 

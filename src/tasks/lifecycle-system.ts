@@ -32,6 +32,11 @@ export interface LifecycleDeps {
   /** WORKSPACES_DIR, and whether it holds a folder per tenant (`@<tenant>`, with API_KEYS). */
   workspacesDir: string;
   multiTenant: boolean;
+  /**
+   * After content was removed: its old bytes out of the database's files where the engine allows
+   * (SQLite's WAL); false when that could not be done now.
+   */
+  scrub?: () => Promise<boolean>;
 }
 
 /** Entries of a workspace looked at for their times; a bigger one counts as in use (kept). */
@@ -67,16 +72,25 @@ export function createLifecycleSystem(deps: LifecycleDeps) {
   let timer: NodeJS.Timeout | null = null;
   let sweeping: Promise<void> | null = null;
 
+  /** Once content was removed, its bytes go from the files too (said in the log when they cannot now). */
+  async function scrub(): Promise<void> {
+    if (deps.scrub && !(await deps.scrub()))
+      deps.logger.warn('removed content could not be scrubbed from the WAL file now (busy); the next purge or restart does it');
+  }
+
   /** Purges what ended before the cutoff, a batch per transaction, yielding between batches. */
   async function sweep(): Promise<void> {
     if (deps.retentionDays === null || deps.storage.fault) return;
     const cutoff = deps.now() - deps.retentionDays * DAY_MS;
+    let total = 0;
     for (;;) {
       const purged = await lifecycle.purgeEndedBefore(cutoff, BATCH, deps.now());
+      total += purged;
       if (purged > 0) deps.metrics.tasksPurged('retention', purged);
-      if (purged < BATCH) return;
+      if (purged < BATCH) break;
       await new Promise((r) => setImmediate(r));
     }
+    if (total > 0) await scrub();
   }
 
   /**
@@ -121,7 +135,10 @@ export function createLifecycleSystem(deps: LifecycleDeps) {
       const row = await deps.get(tenant, id);
       const purged = await lifecycle.purge(row.id, deps.now());
       if (!purged) throw new AppError(409, 'task_not_finished', `task ${id} is ${row.status}: cancel it (POST /tasks/${id}/cancel) before deleting it`);
-      if (row.purgedAt === null) deps.metrics.tasksPurged('delete', 1);
+      if (row.purgedAt === null) {
+        deps.metrics.tasksPurged('delete', 1);
+        await scrub();
+      }
       return deps.get(tenant, id);
     },
 
@@ -143,6 +160,7 @@ export function createLifecycleSystem(deps: LifecycleDeps) {
       }
       await lifecycle.eraseUsage(tenant, userId, erased);
       deps.metrics.tasksPurged('erasure', tasks);
+      await scrub();
       return { tasks, events, erasedAs: erased };
     },
 
