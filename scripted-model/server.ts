@@ -2,9 +2,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 
 /**
- * A scripted OpenAI-compatible model server: real HTTP and real SSE streaming of Chat Completions
- * (text deltas, tool-call deltas, a usage chunk). The service under test talks to it exactly as it
- * would to OpenAI, vLLM or Ollama; nothing inside the service is mocked.
+ * A scripted model server: real HTTP and real SSE streaming of Chat Completions (text deltas,
+ * tool-call deltas, a usage chunk), the Responses API, Anthropic's Messages API (`POST
+ * /v1/messages`) and the Gemini API (`models/<m>:streamGenerateContent?alt=sse`), each answering
+ * the same scripts. The service under test talks to it exactly as it would to OpenAI, vLLM, Ollama,
+ * Anthropic or Google; nothing inside the service is mocked.
  *
  * A script is chosen by a marker in the first user message (the task's prompt). The turn to answer
  * is the number of assistant messages already in the conversation, so the server is stateless and
@@ -63,11 +65,18 @@ interface ChatMessage {
 }
 
 export interface RecordedRequest {
-  /** Which OpenAI API was called: Chat Completions or Responses. */
-  api: 'chat' | 'responses';
-  /** The request body; for the Responses API, `messages` is its `input` seen as chat messages. */
+  /** Which API was called: Chat Completions, Responses, Anthropic Messages or Gemini. */
+  api: 'chat' | 'responses' | 'anthropic' | 'google';
+  /**
+   * The request body; for the other APIs `messages` is their conversation seen as chat messages
+   * (and for Gemini `model` is the one of the URL).
+   */
   body: { model: string; messages: ChatMessage[]; tools?: Array<{ function: { name: string } }>; [k: string]: unknown };
+  /** `Authorization`, or the key Anthropic (`x-api-key`) and Gemini (`x-goog-api-key`) send instead. */
   authorization: string | undefined;
+  headers: IncomingMessage['headers'];
+  /** The request body as it was sent. */
+  raw: unknown;
 }
 
 export interface ScriptedModel {
@@ -212,6 +221,187 @@ async function streamResponses(res: ServerResponse, step: ScriptedTurn, model: s
   res.end();
 }
 
+type AnthropicBlock = { type?: string; text?: string; tool_use_id?: string; content?: unknown; id?: string; name?: string; input?: unknown };
+type AnthropicMessage = { role: string; content: string | AnthropicBlock[] };
+
+/** Anthropic Messages: the turn is the number of assistant messages; tool results are `tool_result` blocks of user messages. */
+function anthropicView(body: { messages: AnthropicMessage[] }): ConversationView {
+  const blocks = (m: AnthropicMessage): AnthropicBlock[] => (typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content);
+  const messages: ChatMessage[] = body.messages.flatMap((m): ChatMessage[] => {
+    if (m.role === 'assistant') return [{ role: 'assistant', content: textOf(blocks(m).filter((b) => b.type === 'text')) }];
+    const results = blocks(m).filter((b) => b.type === 'tool_result');
+    const text = blocks(m).filter((b) => b.type === 'text');
+    return [
+      ...results.map((b) => ({ role: 'tool', tool_call_id: b.tool_use_id, content: textOf(b.content) })),
+      ...(text.length > 0 ? [{ role: 'user', content: textOf(text) }] : []),
+    ];
+  });
+  return chatView({ messages });
+}
+
+type GeminiPart = { text?: string; functionCall?: unknown; functionResponse?: { id?: string; name: string; response?: { content?: unknown } } };
+
+/** Gemini: the turn is the number of `model` contents; tool results are `functionResponse` parts. */
+function googleView(body: { contents: Array<{ role: string; parts: GeminiPart[] }> }): ConversationView {
+  const messages: ChatMessage[] = body.contents.flatMap((c): ChatMessage[] => {
+    if (c.role === 'model') return [{ role: 'assistant', content: textOf(c.parts) }];
+    const results = c.parts.flatMap((p) => (p.functionResponse ? [p.functionResponse] : []));
+    const text = c.parts.filter((p) => p.text !== undefined);
+    return [
+      ...results.map((r) => {
+        const content = r.response?.content;
+        return { role: 'tool', tool_call_id: r.id ?? r.name, content: typeof content === 'string' ? content : JSON.stringify(content) };
+      }),
+      ...(text.length > 0 ? [{ role: 'user', content: textOf(text) }] : []),
+    ];
+  });
+  return chatView({ messages });
+}
+
+/** The text chunks of a turn: the live ones first, then `text`. */
+const textPieces = (step: ScriptedTurn) => [
+  ...Array.from({ length: step.liveChunks?.count ?? 0 }, (_, i) => () => step.liveChunks!.make(i)),
+  ...chunks(step.text ?? '', step.chunkSize).map((c) => () => c),
+];
+
+/** What a broken answer does once its usage is out: drop the connection, or hold it open. */
+async function afterUsage(res: ServerResponse, step: ScriptedTurn, signal: AbortSignal): Promise<boolean> {
+  if (step.fault === 'cut-after-usage') {
+    await sleep(20);
+    res.socket?.destroy();
+    return true;
+  }
+  if (step.fault === 'hold-after-usage') {
+    await sleep(3_600_000, signal);
+    return true;
+  }
+  return false;
+}
+
+/**
+ * Streams one turn as Anthropic Messages events. Usage in the scripts counts cache reads and writes
+ * inside `input` (as OpenAI reports it); Anthropic reports them apart from `input_tokens`, in
+ * `message_start`, and the output in `message_delta`. `cut-after-usage` drops the connection after
+ * `message_start` and the text (no `message_delta`, no `message_stop`).
+ */
+async function streamAnthropic(res: ServerResponse, step: ScriptedTurn, model: string, n: number, signal: AbortSignal) {
+  const event = (data: { type: string } & Record<string, unknown>) => res.write(`event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`);
+  const u = step.usage ?? {};
+  const cached = u.cached ?? 0;
+  const written = u.cacheWrite ?? 0;
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  event({
+    type: 'message_start',
+    message: {
+      id: `msg_${n}`,
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: {
+        input_tokens: Math.max((u.input ?? 100) - cached - written, 0),
+        cache_creation_input_tokens: written,
+        cache_read_input_tokens: cached,
+        output_tokens: 1,
+      },
+    },
+  });
+  if (step.fault === 'keepalive-only') {
+    while (!signal.aborted) {
+      event({ type: 'ping' });
+      await sleep(step.chunkDelayMs || 50, signal);
+    }
+    return;
+  }
+  let index = 0;
+  const text = textPieces(step);
+  if (text.length > 0) {
+    event({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
+    for (const piece of text) {
+      if (signal.aborted) return;
+      event({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: piece() } });
+      await sleep(step.chunkDelayMs ?? 0, signal);
+    }
+    event({ type: 'content_block_stop', index });
+    index++;
+  }
+  if (step.fault === 'cut-after-usage' || step.fault === 'hold-after-usage') {
+    await afterUsage(res, step, signal);
+    return;
+  }
+  for (const [i, call] of (step.toolCalls ?? []).entries()) {
+    event({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: call.id ?? `toolu_${n}_${i}`, name: call.name, input: {} } });
+    for (const piece of chunks(JSON.stringify(call.args), 24))
+      event({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: piece } });
+    event({ type: 'content_block_stop', index });
+    index++;
+  }
+  if (step.fault === 'no-finish') {
+    res.end();
+    return;
+  }
+  event({
+    type: 'message_delta',
+    delta: { stop_reason: step.toolCalls?.length ? 'tool_use' : 'end_turn', stop_sequence: null },
+    usage: { output_tokens: u.output ?? 20, ...(u.reasoning && { output_tokens_details: { thinking_tokens: u.reasoning } }) },
+  });
+  event({ type: 'message_stop' });
+  res.end();
+}
+
+/**
+ * Streams one turn as Gemini `streamGenerateContent` chunks: `usageMetadata` with the prompt's
+ * count on the first chunk (as Gemini sends it), the whole count with the finish reason on the
+ * last. `promptTokenCount` includes cached tokens; `candidatesTokenCount` excludes the thoughts.
+ */
+async function streamGoogle(res: ServerResponse, step: ScriptedTurn, model: string, n: number, signal: AbortSignal) {
+  const send = (data: Record<string, unknown>) => res.write(`data: ${JSON.stringify({ ...data, modelVersion: model, responseId: `resp_${n}` })}\n\n`);
+  const u = step.usage ?? {};
+  const input = u.input ?? 100;
+  const reasoning = u.reasoning ?? 0;
+  const output = u.output ?? 20;
+  const promptUsage = { promptTokenCount: input, ...(u.cached && { cachedContentTokenCount: u.cached }) };
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  const candidate = (parts: GeminiPart[], finishReason?: string) => [{ content: { role: 'model', parts }, index: 0, ...(finishReason && { finishReason }) }];
+  if (step.fault === 'keepalive-only') {
+    while (!signal.aborted) {
+      res.write(': keep-alive\n\n');
+      await sleep(step.chunkDelayMs || 50, signal);
+    }
+    return;
+  }
+  let first = true;
+  for (const piece of textPieces(step)) {
+    if (signal.aborted) return;
+    send({ candidates: candidate([{ text: piece() }]), usageMetadata: { ...promptUsage, totalTokenCount: input } });
+    first = false;
+    await sleep(step.chunkDelayMs ?? 0, signal);
+  }
+  if (step.fault === 'cut-after-usage' || step.fault === 'hold-after-usage') {
+    if (first) send({ candidates: candidate([{ text: '' }]), usageMetadata: { ...promptUsage, totalTokenCount: input } });
+    await afterUsage(res, step, signal);
+    return;
+  }
+  const calls = (step.toolCalls ?? []).map((call) => ({ functionCall: { ...(call.id && { id: call.id }), name: call.name, args: call.args } }));
+  if (step.fault === 'no-finish') {
+    if (calls.length > 0) send({ candidates: candidate(calls) });
+    res.end();
+    return;
+  }
+  send({
+    candidates: candidate(calls, 'STOP'),
+    usageMetadata: {
+      ...promptUsage,
+      candidatesTokenCount: output - reasoning,
+      ...(reasoning && { thoughtsTokenCount: reasoning }),
+      totalTokenCount: input + output,
+    },
+  });
+  res.end();
+}
+
 export async function startScriptedModel(opts: { port?: number; host?: string } = {}): Promise<ScriptedModel> {
   const scripts: Array<{ marker: string; script: Script }> = [];
   const attempts = new Map<string, number>();
@@ -225,7 +415,16 @@ export async function startScriptedModel(opts: { port?: number; host?: string } 
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const abort = new AbortController();
     res.on('close', () => abort.abort());
-    const api = /\/chat\/completions$/.test(req.url ?? '') ? 'chat' : /\/responses$/.test(req.url ?? '') ? 'responses' : null;
+    const url = req.url ?? '';
+    const api = /\/chat\/completions$/.test(url)
+      ? 'chat'
+      : /\/responses$/.test(url)
+        ? 'responses'
+        : /\/messages$/.test(url)
+          ? 'anthropic'
+          : /\/models\/[^/]+:streamGenerateContent(\?|$)/.test(url)
+            ? 'google'
+            : null;
     if (req.method !== 'POST' || !api) {
       res.writeHead(404, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ error: { message: `no route ${req.method} ${req.url}` } }));
@@ -234,9 +433,19 @@ export async function startScriptedModel(opts: { port?: number; host?: string } 
     let raw = '';
     for await (const chunk of req) raw += chunk;
     const parsed = JSON.parse(raw) as { model: string; messages: ChatMessage[]; input: ResponsesItem[] };
-    const view = api === 'chat' ? chatView(parsed) : responsesView(parsed);
-    const body = { ...parsed, messages: view.messages } as RecordedRequest['body'];
-    requests.push({ body, authorization: req.headers.authorization, api });
+    const view =
+      api === 'chat'
+        ? chatView(parsed)
+        : api === 'responses'
+          ? responsesView(parsed)
+          : api === 'anthropic'
+            ? anthropicView(parsed as unknown as Parameters<typeof anthropicView>[0])
+            : googleView(parsed as unknown as Parameters<typeof googleView>[0]);
+    const model = api === 'google' ? decodeURIComponent(/\/models\/([^/:]+):/.exec(url)![1]) : parsed.model;
+    const body = { ...parsed, model, messages: view.messages } as RecordedRequest['body'];
+    const key = req.headers['x-api-key'] ?? req.headers['x-goog-api-key'];
+    const authorization = req.headers.authorization ?? (typeof key === 'string' ? key : undefined);
+    requests.push({ body, authorization, api, headers: req.headers, raw: parsed });
     const prompt = view.prompt;
     const found = [...scripts].reverse().find((s) => prompt.includes(s.marker));
     if (!found) {
@@ -255,11 +464,21 @@ export async function startScriptedModel(opts: { port?: number; host?: string } 
     if (abort.signal.aborted) return;
     if (step.status) {
       res.writeHead(step.status, { 'content-type': 'application/json', ...step.headers });
-      res.end(JSON.stringify({ error: { message: step.errorMessage ?? `scripted error ${step.status}`, type: 'scripted' } }));
+      const message = step.errorMessage ?? `scripted error ${step.status}`;
+      // Each API's own error body, so each provider package reads its message.
+      const error =
+        api === 'anthropic'
+          ? { type: 'error', error: { type: 'scripted', message } }
+          : api === 'google'
+            ? { error: { code: step.status, message, status: 'SCRIPTED' } }
+            : { error: { message, type: 'scripted' } };
+      res.end(JSON.stringify(error));
       return;
     }
 
     if (api === 'responses') return streamResponses(res, step, body.model, ++counter, abort.signal);
+    if (api === 'anthropic' && !step.fault?.match(/^(html|empty)$/)) return streamAnthropic(res, step, body.model, ++counter, abort.signal);
+    if (api === 'google' && !step.fault?.match(/^(html|empty)$/)) return streamGoogle(res, step, body.model, ++counter, abort.signal);
     if (step.fault === 'html') {
       res.writeHead(200, { 'content-type': 'text/html' });
       res.end('<html><body><h1>502 Bad Gateway</h1></body></html>');
