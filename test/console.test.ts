@@ -133,13 +133,52 @@ describe.skipIf(missing !== null)('the console in a browser', () => {
   }, 60_000);
 
   it('reads usage by day, model, type and user, with a chart', async () => {
+    // A shell task has no model: its row in the model table says so, not an empty name.
+    const shell = await api('POST', '/tasks?wait=true', {
+      subagent_type: 'shell',
+      description: 'No model',
+      command: 'true',
+      context: { parentTaskId: 'T-console', userId: 'u-console' },
+    });
+    expect(JSON.parse(shell.body)).toMatchObject({ status: 'completed', model: null });
     await page.goto(`${svc.url}/ui#/usage`);
     await page.waitForSelector('.totals');
     const { totals } = (await api('GET', '/usage')).json();
     expect(await page.textContent('.totals')).toContain(`${totals.tasks} tasks · ${totals.totalTokens.toLocaleString('en-US')} tokens`);
     await page.waitForSelector('.chart canvas');
     expect(await page.textContent('.groups')).toContain('u-console');
+    const models = page.locator('.group', { has: page.locator('h3', { hasText: 'Model' }) });
+    expect(await models.locator('tbody td:first-child').allTextContents()).toContain('shell (no model)');
     await page.screenshot({ path: path.join(shots, '4-usage.png'), fullPage: true });
+    expect(problems).toEqual([]);
+  }, 30_000);
+
+  it("filtered by a parent, the list follows its stream: a new task's row appears with every timer stopped", async () => {
+    // A tab of its own whose timers only run when the test says: no poll can bring the row.
+    const live = await browser.newPage();
+    live.on('pageerror', (err) => problems.push(err.message));
+    await live.clock.install();
+    await live.goto(`${svc.url}/ui`);
+    await live.fill('input[name=key]', KEY);
+    await live.click('button[type=submit]');
+    await live.waitForSelector('table.tasks');
+    const streamed = live.waitForResponse((r) => r.url().includes('/events?parentTaskId=T-live'));
+    await live.fill('input[name=parentTaskId]', 'T-live');
+    await live.press('input[name=parentTaskId]', 'Enter');
+    await streamed;
+    await live.locator('.hint', { hasText: 'No task matches.' }).waitFor();
+    await live.clock.pauseAt((await live.evaluate(() => Date.now())) + 1);
+
+    svc.model.script('CONSOLE-LIVE', [{ toolCalls: [{ name: 'complete', args: { summary: 'live', paths: [] } }] }]);
+    const id = (
+      await api('POST', '/tasks', taskBody({ description: 'Seen live', prompt: 'CONSOLE-LIVE', context: { parentTaskId: 'T-live', userId: 'u-console' } }))
+    ).json().id as string;
+    const row = live.locator(`tr[data-task="${id}"]`);
+    await row.waitFor({ timeout: 10_000 });
+    expect(await row.textContent()).toContain('Seen live');
+    // Its end comes the same way.
+    await row.locator('.status', { hasText: 'completed' }).waitFor({ timeout: 10_000 });
+    await live.close();
     expect(problems).toEqual([]);
   }, 30_000);
 

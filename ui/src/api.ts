@@ -63,6 +63,7 @@ export async function download(url: string, name: string): Promise<void> {
 
 export interface StreamMessage {
   seq?: number;
+  parentSeq?: number;
   type: string;
   taskId?: string;
   at?: string;
@@ -70,15 +71,25 @@ export interface StreamMessage {
 }
 
 /**
- * Follows `/tasks/:id/events` from `after`: each message to `onMessage`, reconnecting with the last
- * id after a drop until `signal` aborts or the task finishes (the service ends the stream).
+ * Follows an event stream (`/tasks/:id/events`, or `/events?parentTaskId=` whose cursor is each
+ * event's `parentSeq`) from `after` (null: what the stream sends without a cursor): each message to `onMessage`, reconnecting with the last id
+ * after a drop until `signal` aborts or the task finishes (the service ends the stream).
+ * `onConnect` hears of each connection, the first and every reconnection.
  */
-export async function follow(path: string, after: number, onMessage: (m: StreamMessage) => void, signal: AbortSignal): Promise<void> {
+export async function follow(
+  path: string,
+  after: number | null,
+  onMessage: (m: StreamMessage) => void,
+  signal: AbortSignal,
+  { cursor = 'seq', onConnect }: { cursor?: 'seq' | 'parentSeq'; onConnect?: () => void } = {},
+): Promise<void> {
   let last = after;
   while (!signal.aborted) {
     try {
-      const res = await fetch(`${path}?after=${last}`, { headers: headers({ accept: 'text/event-stream' }), signal });
+      const from = last === null ? '' : `${path.includes('?') ? '&' : '?'}after=${last}`;
+      const res = await fetch(`${path}${from}`, { headers: headers({ accept: 'text/event-stream' }), signal });
       if (!res.ok || !res.body) throw new ApiError(res.status, 'stream_failed', `the stream answered ${res.status}`);
+      onConnect?.();
       const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
       let buffer = '';
       let finished = false;
@@ -97,7 +108,8 @@ export async function follow(path: string, after: number, onMessage: (m: StreamM
             .join('\n');
           if (!data) continue;
           const message = JSON.parse(data) as StreamMessage;
-          if (typeof message.seq === 'number') last = message.seq;
+          const at = message[cursor];
+          if (typeof at === 'number') last = at;
           if (message.type === 'task.finished') finished = true;
           onMessage(message);
         }

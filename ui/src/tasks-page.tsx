@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError } from './api.ts';
+import { api, ApiError, follow } from './api.ts';
 import { age, money, tokens } from './format.ts';
 
 export interface Task {
@@ -18,10 +18,16 @@ export interface Task {
 
 const STATUSES = ['', 'queued', 'running', 'paused', 'completed', 'aborted', 'error'];
 const PAGE = 50;
-/** How often the list is read again while it is on screen. */
+/** How often the list is read again while it is on screen, when no stream can say it changed. */
 const REFRESH_MS = 2000;
+/** While a parent's stream is followed, a slow read also catches what a dropped stream missed. */
+const FALLBACK_MS = 30_000;
 
-/** The tasks of the key's tenant, newest first, filtered and paged, read again every 2 s. */
+/**
+ * The tasks of the key's tenant, newest first, filtered and paged. Filtered by a parent task, the
+ * list follows that parent's event stream and is read again when one of its tasks changes (a new
+ * row shows at once); the service has no tenant-wide stream, so unfiltered it is read every 2 s.
+ */
 export function TasksPage() {
   const [filters, setFilters] = useState({ status: '', parentTaskId: '', userId: '' });
   const [cursors, setCursors] = useState<string[]>([]);
@@ -50,10 +56,36 @@ export function TasksPage() {
         if (!stop) setError(err instanceof ApiError ? err.message : String(err));
       }
     };
-    void load();
-    const timer = setInterval(load, REFRESH_MS);
+    // One read at a time; a change that arrives during a read asks for one more after it.
+    let reading: Promise<void> | null = null;
+    let again = false;
+    const reload = () => {
+      if (reading) {
+        again = true;
+        return;
+      }
+      reading = load().finally(() => {
+        reading = null;
+        if (again && !stop) {
+          again = false;
+          reload();
+        }
+      });
+    };
+    const abort = new AbortController();
+    const parent = filters.parentTaskId;
+    if (parent) {
+      // No cursor at first (its unfinished tasks' events, then live ones), then from the last event
+      // seen; each (re)connection reads the list once for what happened while it was away.
+      void follow(`/events?parentTaskId=${encodeURIComponent(parent)}`, null, reload, abort.signal, {
+        cursor: 'parentSeq',
+        onConnect: reload,
+      }).catch((err: unknown) => !stop && setError(err instanceof ApiError ? err.message : String(err)));
+    } else reload();
+    const timer = setInterval(reload, parent ? FALLBACK_MS : REFRESH_MS);
     return () => {
       stop = true;
+      abort.abort();
       clearInterval(timer);
     };
   }, [filters, cursors]);

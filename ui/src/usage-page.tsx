@@ -52,7 +52,8 @@ function DayChart({ days, range }: { days: Group[]; range: number }) {
 }
 
 /** A table of groups with each one's share of the cost drawn as a bar (the most expensive: full width). */
-function GroupTable({ title, groups }: { title: string; groups: Group[] }) {
+/** `unnamed` names the group whose key is empty (shell tasks have no model). */
+function GroupTable({ title, groups, unnamed = '(none)' }: { title: string; groups: Group[]; unnamed?: string }) {
   const top = Math.max(1, ...groups.map((g) => g.costMicroUsd ?? 0));
   return (
     <div class="group">
@@ -70,7 +71,7 @@ function GroupTable({ title, groups }: { title: string; groups: Group[] }) {
         <tbody>
           {groups.map((g) => (
             <tr>
-              <td>{g.key}</td>
+              <td class={g.key ? undefined : 'hint'}>{g.key || unnamed}</td>
               <td class="num">{g.tasks}</td>
               <td class="num">{tokens(g.totalTokens)}</td>
               <td class="num">{money(g.costMicroUsd)}</td>
@@ -123,7 +124,7 @@ export function UsagePage() {
       {data && <DayChart days={data.day.groups} range={days} />}
       {data && (
         <div class="groups">
-          <GroupTable title="Model" groups={data.model.groups} />
+          <GroupTable title="Model" groups={data.model.groups} unnamed="shell (no model)" />
           <GroupTable title="Subagent type" groups={data.subagentType.groups} />
           <GroupTable title="User" groups={data.user.groups} />
         </div>
