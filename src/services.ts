@@ -10,7 +10,7 @@ import { createLogger } from './logging/logger.ts';
 import { createModelProvider, type ModelProvider } from './loop/model-provider.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { loadPriceTable } from './money/prices.ts';
-import { startupWarnings } from './startup-warnings.ts';
+import { checkModelIds, startupWarnings } from './startup-warnings.ts';
 import { createBudgets, type Budgets } from './money/budgets.ts';
 import { pushPayload } from './a2a/mapping.ts';
 import { toTaskOutput } from './tasks/task-output.ts';
@@ -105,12 +105,18 @@ export function createServices(deps: ServiceDeps): Services {
   const modelProvider =
     deps.modelProvider ??
     createModelProvider({
-      apiKey: config.openaiApiKey,
-      baseURL: config.openaiBaseUrl,
-      api: config.openaiApi,
+      connections: {
+        openai: { type: 'openai', apiKey: config.openaiApiKey, baseURL: config.openaiBaseUrl, api: config.openaiApi },
+        anthropic: { type: 'anthropic', apiKey: config.anthropicApiKey, baseURL: config.anthropicBaseUrl },
+        google: { type: 'google', apiKey: config.googleApiKey, baseURL: config.googleBaseUrl },
+        ...config.providers,
+      },
+      defaultProvider: config.defaultProvider,
       stallTimeoutMs: config.modelStallTimeoutMs,
       onHttpError: (status) => metrics.providerHttpError(status),
     });
+  // A model id naming an unknown provider stops the start, naming it.
+  checkModelIds(config, registry, modelProvider);
   const prices = loadPriceTable(config.pricesFile);
   const budgets = createBudgets(db.sql);
   const workspacesDirOf = workspaceLayout(config.workspacesDir, config.apiKeys !== null);
@@ -170,7 +176,9 @@ export function createServices(deps: ServiceDeps): Services {
     approvalTimeoutMs: config.approvalTimeoutMs,
     egress: config.egress,
     promptCacheKey: config.promptCacheKey,
-    secrets: config.openaiApiKey ? [config.openaiApiKey] : [],
+    secrets: [config.openaiApiKey, config.anthropicApiKey, config.googleApiKey, ...Object.values(config.providers).map((p) => p.apiKey)].filter(
+      (k) => k !== undefined,
+    ),
     serviceEnv: deps.serviceEnv ?? process.env,
     prices,
     budgets,
@@ -190,6 +198,7 @@ export function createServices(deps: ServiceDeps): Services {
     store,
     events,
     registry,
+    models: modelProvider,
     runner,
     metrics,
     logger,
@@ -240,7 +249,7 @@ export function createServices(deps: ServiceDeps): Services {
 
   let recoveredAll = false;
   if (!config.apiKeys) logger.warn('API_KEYS is not set: authentication is off and every caller shares one tenant');
-  for (const w of startupWarnings(config, registry, prices)) logger.warn(w.fields, w.message);
+  for (const w of startupWarnings(config, registry, prices, Date.now(), modelProvider)) logger.warn(w.fields, w.message);
   return {
     config,
     logger,

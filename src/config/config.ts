@@ -6,6 +6,25 @@ import { z } from 'zod';
 
 const intFrom = (def: number, min = 1) => z.coerce.number().int().min(min).default(def);
 
+/** A provider's name, as a model id's prefix (`<provider>:<model>`). */
+const PROVIDER_NAME = /^[a-z][a-z0-9-]*$/;
+
+/** `PROVIDERS`: named connections beside the built-in `openai`, `anthropic` and `google`. */
+const providersSchema = z.record(
+  z.string().regex(PROVIDER_NAME, 'a provider name is a-z, 0-9 and "-", starting with a letter'),
+  z.strictObject({
+    type: z.enum(['openai', 'openai-compatible', 'anthropic', 'google']),
+    baseURL: z.url({ protocol: /^https?$/ }),
+    // The variable holding its key (the key itself never sits in PROVIDERS).
+    apiKeyEnv: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
+      .optional(),
+    api: z.enum(['chat', 'responses']).optional(),
+    headers: z.record(z.string(), z.string()).optional(),
+  }),
+);
+
 /** The environment, validated once at boot. Every key is documented in `.env.example`. */
 export const configSchema = z.object({
   PORT: intFrom(8787, 0).pipe(z.number().max(65535)),
@@ -29,6 +48,25 @@ export const configSchema = z.object({
   OPENAI_API: z.enum(['chat', 'responses']).default('chat'),
   // Every request of a session carries its sessionId as prompt_cache_key (the provider's prompt cache).
   PROMPT_CACHE_KEY: z.enum(['on', 'off']).default('on'),
+  ANTHROPIC_API_KEY: z.string().min(1).optional(),
+  ANTHROPIC_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://api.anthropic.com/v1' }).optional(),
+  GOOGLE_GENERATIVE_AI_API_KEY: z.string().min(1).optional(),
+  GOOGLE_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://generativelanguage.googleapis.com/v1beta' }).optional(),
+  // The provider of a model id without a `provider:` prefix.
+  DEFAULT_PROVIDER: z.string().regex(PROVIDER_NAME, 'a provider name: a-z, 0-9 and "-", starting with a letter').default('openai'),
+  // Named connections: { "<name>": { type, baseURL, apiKeyEnv?, api?, headers? } }.
+  PROVIDERS: z
+    .string()
+    .transform((raw, ctx) => {
+      try {
+        return JSON.parse(raw) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be JSON: { "<name>": { "type": "openai-compatible", "baseURL": "..." } }' });
+        return z.NEVER;
+      }
+    })
+    .pipe(providersSchema)
+    .optional(),
   DEFAULT_MODEL: z.string().min(1).default('gpt-4.1-mini'),
   SMALL_MODEL: z.string().min(1).optional(),
   API_KEYS: z.string().optional(),
@@ -104,7 +142,7 @@ export type ConfigInput = z.input<typeof configSchema>;
 
 export type Config = ReturnType<typeof toConfig>;
 
-function toConfig(env: z.output<typeof configSchema>) {
+function toConfig(env: z.output<typeof configSchema>, raw: Record<string, string | undefined> = {}) {
   return {
     port: env.PORT,
     host: env.HOST,
@@ -118,6 +156,15 @@ function toConfig(env: z.output<typeof configSchema>) {
     openaiBaseUrl: env.OPENAI_BASE_URL,
     openaiApi: env.OPENAI_API,
     promptCacheKey: env.PROMPT_CACHE_KEY === 'on',
+    anthropicApiKey: env.ANTHROPIC_API_KEY,
+    anthropicBaseUrl: env.ANTHROPIC_BASE_URL,
+    googleApiKey: env.GOOGLE_GENERATIVE_AI_API_KEY,
+    googleBaseUrl: env.GOOGLE_BASE_URL,
+    defaultProvider: env.DEFAULT_PROVIDER,
+    /** `PROVIDERS`, each with the key its `apiKeyEnv` names (read once, here). */
+    providers: Object.fromEntries(
+      Object.entries(env.PROVIDERS ?? {}).map(([name, { apiKeyEnv, ...p }]) => [name, { ...p, apiKeyEnv, apiKey: apiKeyEnv ? raw[apiKeyEnv] : undefined }]),
+    ),
     defaultModel: env.DEFAULT_MODEL,
     smallModel: env.SMALL_MODEL ?? env.DEFAULT_MODEL,
     apiKeys: parseApiKeys(env.API_KEYS),
@@ -208,7 +255,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   }
-  return toConfig(parsed.data);
+  const config = toConfig(parsed.data, cleaned);
+  const known = ['openai', 'anthropic', 'google', ...Object.keys(config.providers)];
+  if (!known.includes(config.defaultProvider)) {
+    throw new ConfigError(`invalid configuration:\n  DEFAULT_PROVIDER: unknown provider "${config.defaultProvider}"; known providers: ${known.join(', ')}`);
+  }
+  return config;
 }
 
 /** Reads `.env` into process.env when present (Node's own loader; variables already set win). */

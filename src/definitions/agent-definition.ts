@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { permissionsSchema } from '../shapes/permissions.ts';
-import { networkPolicySchema } from '../shapes/task.ts';
+import { effortSchema, maxOutputTokensSchema, networkPolicySchema, topPSchema } from '../shapes/task.ts';
 
 /**
  * An MCP server of a definition: a command started per task inside its sandbox (`env`: names of
@@ -34,6 +34,10 @@ export const agentDefinitionSchema = z.object({
   tools: z.array(z.string()),
   instructions: z.string(),
   temperature: z.number().min(0).max(2).optional(),
+  /** The model's reasoning setting, in its provider's own terms (a task's `options.effort` replaces it). */
+  effort: effortSchema.optional(),
+  topP: topPSchema.optional(),
+  maxOutputTokens: maxOutputTokensSchema.optional(),
   /** The model that writes compaction summaries: `inherit` (the task's own model) or a model id. */
   compactionModel: z.string(),
   /** Compact once a step's input tokens reach this. */
@@ -70,6 +74,9 @@ export const agentSummarySchema = agentDefinitionSchema.pick({
   description: true,
   model: true,
   fallbackModels: true,
+  effort: true,
+  topP: true,
+  maxOutputTokens: true,
   maxSteps: true,
   maxDepth: true,
   tools: true,

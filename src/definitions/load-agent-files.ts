@@ -4,7 +4,7 @@ import { VFile } from 'vfile';
 import { matter } from 'vfile-matter';
 import { z } from 'zod';
 import { permissionsSchema } from '../shapes/permissions.ts';
-import { networkPolicySchema } from '../shapes/task.ts';
+import { effortSchema, maxOutputTokensSchema, networkPolicySchema, topPSchema } from '../shapes/task.ts';
 import { workspaceToolNames } from '../tools/workspace-tools.ts';
 import { mcpServerSpecSchema, type AgentDefinition } from './agent-definition.ts';
 import { DEFAULT_COMPACT_AT_TOKENS, FORBIDDEN_TOOLS, resolveCompactionModel, resolveModelName, resolveTools, type ModelNames } from './agent-registry.ts';
@@ -39,6 +39,10 @@ export const agentFileSchema = z
     maxSteps: z.number().int().min(1).max(1000).optional(),
     maxDepth: z.number().int().min(0).max(5).optional(),
     temperature: z.number().min(0).max(2).optional(),
+    /** `minimal` | `low` | `medium` | `high`: the model's reasoning, in its provider's own terms. */
+    effort: effortSchema.optional(),
+    topP: topPSchema.optional(),
+    maxOutputTokens: maxOutputTokensSchema.optional(),
     compactionModel: z.string().min(1).optional(),
     compactAtTokens: z.number().int().min(1000).optional(),
     /** What its commands reach: `none` (default) or `{ allow: [host patterns] }` through the service's proxy. */
@@ -133,6 +137,9 @@ export function loadAgentFiles(dir: string, names: ModelNames): { definitions: A
         ...(fm.disallowedTools?.some(isMcp) && { mcpDeny: fm.disallowedTools.filter(isMcp) }),
         instructions: String(vfile.value).trim(),
         temperature: fm.temperature,
+        ...(fm.effort && { effort: fm.effort }),
+        ...(fm.topP !== undefined && { topP: fm.topP }),
+        ...(fm.maxOutputTokens && { maxOutputTokens: fm.maxOutputTokens }),
         compactionModel: resolveCompactionModel(fm.compactionModel, names),
         compactAtTokens: fm.compactAtTokens ?? DEFAULT_COMPACT_AT_TOKENS,
         ...(fm.permissions && { permissions: fm.permissions }),

@@ -1,5 +1,7 @@
 import type { LanguageModel } from 'ai';
 import type { TokenUsage as Usage } from '../shapes/usage.ts';
+import { openaiChunkReader } from './providers/openai.ts';
+import type { ChunkReader } from './providers/provider-types.ts';
 
 type StreamPart = { type: string; [k: string]: unknown };
 
@@ -25,44 +27,7 @@ const CONTENT_PARTS = new Set(['text-delta', 'tool-input-start', 'tool-input-del
 
 const int = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.round(v) : 0);
 
-/** A usage object as providers send it (Chat Completions or Responses names), every field unchecked. */
-interface ProviderUsage {
-  prompt_tokens?: unknown;
-  completion_tokens?: unknown;
-  input_tokens?: unknown;
-  output_tokens?: unknown;
-  total_tokens?: unknown;
-  prompt_tokens_details?: { cached_tokens?: unknown; cache_write_tokens?: unknown } | null;
-  input_tokens_details?: { cached_tokens?: unknown; cache_write_tokens?: unknown } | null;
-  /** Anthropic's name for the tokens written to its prompt cache, which some compatible servers keep. */
-  cache_creation_input_tokens?: unknown;
-  completion_tokens_details?: { reasoning_tokens?: unknown } | null;
-  output_tokens_details?: { reasoning_tokens?: unknown } | null;
-}
-
-/**
- * Usage as the provider reported it in one raw chunk: a Chat Completions chunk's `usage`, or a
- * Responses API `response.completed` / `response.incomplete` event. Null when the chunk has none.
- */
-export function usageOfRawChunk(raw: unknown): Usage | null {
-  if (!raw || typeof raw !== 'object') return null;
-  const chunk = raw as { type?: unknown; usage?: unknown; response?: { usage?: unknown } };
-  const responses = typeof chunk.type === 'string' && chunk.type.startsWith('response.');
-  const u = (responses ? chunk.response?.usage : chunk.usage) as ProviderUsage | null | undefined;
-  if (!u || typeof u !== 'object') return null;
-  const input = int(responses ? u.input_tokens : u.prompt_tokens);
-  const output = int(responses ? u.output_tokens : u.completion_tokens);
-  const details = responses ? u.input_tokens_details : u.prompt_tokens_details;
-  const written = int(details?.cache_write_tokens) || int(u.cache_creation_input_tokens);
-  return {
-    inputTokens: input,
-    outputTokens: output,
-    totalTokens: int(u.total_tokens) || input + output,
-    cachedInputTokens: int(details?.cached_tokens),
-    reasoningTokens: int((responses ? u.output_tokens_details : u.completion_tokens_details)?.reasoning_tokens),
-    ...(written > 0 && { cacheWriteTokens: written }),
-  };
-}
+export { usageOfRawChunk } from './providers/openai.ts';
 
 /**
  * Usage from the provider's own end part (the SDK's provider-spec shape: `inputTokens` and
@@ -84,14 +49,6 @@ export function usageOfFinishPart(u: unknown): Usage | null {
   };
 }
 
-/** True when a raw chunk says the answer is complete (a finish reason, or the Responses API's end event). */
-function isFinishChunk(raw: unknown): boolean {
-  if (!raw || typeof raw !== 'object') return false;
-  const chunk = raw as { type?: unknown; choices?: Array<{ finish_reason?: unknown }> };
-  if (chunk.type === 'response.completed' || chunk.type === 'response.incomplete') return true;
-  return Array.isArray(chunk.choices) && chunk.choices.some((c) => c?.finish_reason != null);
-}
-
 export interface ModelGuardOptions {
   /**
    * Called once per model call with the usage the provider reported, as soon as the call ends: at
@@ -108,6 +65,8 @@ export interface ModelGuardOptions {
    * usage before it is cut: ABORT_GRACE_MS by default.
    */
   abortGraceMs?: number;
+  /** A reader of one call's raw chunks, as the guarded model's provider sends them (OpenAI's by default). */
+  reader?: () => ChunkReader;
 }
 
 /**
@@ -202,6 +161,9 @@ function guardStream(
   done: () => void,
 ) {
   const reader = source.getReader();
+  const chunks = (opts.reader ?? openaiChunkReader)();
+  /** The provider's own end part came (some providers send none for an answer cut short). */
+  let ended = false;
   /** The caller aborted: the answer is read on for its usage only (see `gracedSignal`). */
   const abandoned = () => caller?.aborted === true;
   let usage: Usage | null = null;
@@ -263,22 +225,31 @@ function guardStream(
         done();
         report();
         if (abandoned()) throw caller!.reason;
+        if (!ended) {
+          // The provider's stream ended with no end part at all (Anthropic's for an answer with no
+          // `message_stop`): as incomplete as an end part without a finish reason.
+          ended = true;
+          return { type: 'error', error: new IncompleteStreamError(content ? 'cut mid-answer' : 'no content at all') };
+        }
         return null;
       }
       const part = r.value;
       if (part.type === 'raw') {
-        const u = usageOfRawChunk(part.rawValue);
-        if (u) {
-          usage = u;
+        const read = chunks.read(part.rawValue);
+        if (read.usage) {
+          usage = read.usage;
           armStall();
         }
-        if (isFinishChunk(part.rawValue)) finished = true;
+        if (read.finished) finished = true;
         if (!passRaw || abandoned()) continue;
         return part;
       }
       if (abandoned()) {
         // Nothing more reaches the caller; the answer's end (and its usage) is still read.
-        if (part.type === 'finish') usage ??= usageOfFinishPart(part.usage);
+        if (part.type === 'finish') {
+          ended = true;
+          usage ??= usageOfFinishPart(part.usage);
+        }
         continue;
       }
       if (CONTENT_PARTS.has(part.type)) {
@@ -286,6 +257,7 @@ function guardStream(
         if (part.type !== 'finish') content = true;
       }
       if (part.type === 'finish') {
+        ended = true;
         stopStall();
         // A provider whose raw chunks carry no usage we can read still reports it here.
         usage ??= usageOfFinishPart(part.usage);

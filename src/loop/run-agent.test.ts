@@ -82,9 +82,9 @@ async function run(
     limits: { bashTimeoutMs: 1000, bashMaxOutputBytes: 1000 },
     sandbox: { kind: 'none', wrap: (_ws, argv) => ({ argv, env: { PATH: '/usr/bin:/bin' } }) },
   };
-  const provider = createModelProvider({ baseURL: model.url, api: 'chat' });
+  const provider = createModelProvider({ connections: { openai: { type: 'openai', baseURL: model.url, api: 'chat' } }, defaultProvider: 'openai' });
   const result = await runAgent({
-    model: guardModel(provider('m'), { onUsage: (u) => billed.push(u), stallTimeoutMs: opts.stallTimeoutMs ?? 10_000, maxRetries: 0 }),
+    model: guardModel(provider.model('m'), { onUsage: (u) => billed.push(u), stallTimeoutMs: opts.stallTimeoutMs ?? 10_000, maxRetries: 0 }),
     system: 'test',
     messages: opts.messages ?? [{ role: 'user', content: marker }],
     tools: [createCompleteTool(undefined), failing, stubborn],

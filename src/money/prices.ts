@@ -12,7 +12,10 @@ export interface Rates {
   outputPerMTok: number;
 }
 
-/** `PRICES_FILE`: `{ "<model id>": { inputPerMTok, cachedInputPerMTok?, outputPerMTok } }`. */
+/**
+ * `PRICES_FILE`: `{ "<model id>": { inputPerMTok, cachedInputPerMTok?, cacheWritePerMTok?, outputPerMTok } }`;
+ * a key `provider:model` prices that provider's model, a bare key the model on any provider.
+ */
 export const pricesFileSchema = z.record(
   z.string().min(1),
   z.object({
@@ -38,7 +41,9 @@ export function loadPriceTable(file: string | undefined): PriceTable {
   const cache = new Map<string, Rates | null>();
   return {
     ratesOf(model, at, inputTokens) {
-      const mine = own[model];
+      // `provider:model`: the file's key for it, else its bare key (any provider's), else the package's price.
+      const named = PREFIXED.exec(model);
+      const mine = own[model] ?? (named ? own[named[2]] : undefined);
       if (mine) {
         return {
           inputPerMTok: mine.inputPerMTok,
@@ -50,7 +55,7 @@ export function loadPriceTable(file: string | undefined): PriceTable {
       // Prices change by day at most: one lookup per model, day and tier size.
       const key = `${model}\u0000${Math.floor(at / 86_400_000)}\u0000${inputTokens}`;
       if (cache.size > 10_000) cache.clear();
-      if (!cache.has(key)) cache.set(key, packageRates(model, at, inputTokens));
+      if (!cache.has(key)) cache.set(key, named ? packageRates(named[2], at, inputTokens, PACKAGE_PROVIDERS[named[1]]) : packageRates(model, at, inputTokens));
       return cache.get(key)!;
     },
   };
@@ -73,8 +78,13 @@ function readPricesFile(file: string): z.infer<typeof pricesFileSchema> {
 
 type PackagePrice = number | { base: number; tiers?: Array<{ start: number; price: number }> } | undefined;
 
-function packageRates(model: string, at: number, inputTokens: number): Rates | null {
-  const found = calcPrice({ input_tokens: Math.max(inputTokens, 1), output_tokens: 1 }, model, { timestamp: new Date(at) });
+/** A model id's provider prefix (`anthropic:claude-sonnet-4-5`). */
+const PREFIXED = /^([a-z][a-z0-9-]*):(.+)$/s;
+/** The built-in providers, as the package names them (a named connection's models are looked up by name alone). */
+const PACKAGE_PROVIDERS: Record<string, string> = { openai: 'openai', anthropic: 'anthropic', google: 'google' };
+
+function packageRates(model: string, at: number, inputTokens: number, providerId?: string): Rates | null {
+  const found = calcPrice({ input_tokens: Math.max(inputTokens, 1), output_tokens: 1 }, model, { timestamp: new Date(at), ...(providerId && { providerId }) });
   if (!found) return null;
   const rate = (p: PackagePrice): number | null => {
     if (typeof p === 'number') return p;

@@ -138,12 +138,20 @@ export const networkPolicySchema = z.union([
 ]);
 export type NetworkPolicy = z.infer<typeof networkPolicySchema>;
 
+/** A model's reasoning setting, sent in its provider's own terms (OpenAI `reasoning_effort`, Anthropic `effort` or extended thinking, Gemini `thinkingConfig`). */
+export const effortSchema = z.enum(['minimal', 'low', 'medium', 'high']);
+export const topPSchema = z.number().min(0).max(1);
+export const maxOutputTokensSchema = z.number().int().min(1).max(1_000_000);
+
 export const taskOptionsSchema = z.object({
   model: z
     .union([z.string().min(1).max(200), z.array(z.string().min(1).max(200)).min(1).max(5)])
     .optional()
     .describe("replaces the definition's model; a list: the first, then the others in turn after a provider error outlived its retries"),
   maxSteps: z.number().int().min(1).max(1000).optional(),
+  effort: effortSchema.optional().describe("the model's reasoning setting; replaces the definition's (left out for a model that takes none)"),
+  topP: topPSchema.optional().describe("nucleus sampling; replaces the definition's"),
+  maxOutputTokens: maxOutputTokensSchema.optional().describe("the most tokens one model call may write; replaces the definition's"),
   timeoutMs: z.number().int().min(100).optional(),
   outputSchema: z.record(z.string(), z.unknown()).optional(),
   budget: taskBudgetSchema.optional(),

@@ -6,6 +6,7 @@ import { isInside } from '../workspace/path-guard.ts';
 import { AppError, notFound } from '../errors/app-error.ts';
 import { checkClientTools } from '../loop/client-tools.ts';
 import { compileOutputSchema } from '../loop/complete-tool.ts';
+import { UnknownProviderError, type ModelProvider } from '../loop/model-provider.ts';
 import { workspaceToolNames } from '../tools/workspace-tools.ts';
 import type { CreateTaskBody } from '../shapes/task.ts';
 import type { TaskRow } from '../store/schema.ts';
@@ -28,7 +29,7 @@ const SERVICE_TOOL_NAMES: ReadonlySet<string> = new Set([...workspaceToolNames, 
  * only lowers the definition's limit, `outputSchema` compiles (within its bounds). Every
  * problem is reported at once, in the contract's 400 shape.
  */
-export function checkAgainstDefinition(registry: AgentRegistry, body: CreateTaskBody, workspaceDir?: string): void {
+export function checkAgainstDefinition(registry: AgentRegistry, body: CreateTaskBody, workspaceDir?: string, models?: Pick<ModelProvider, 'resolve'>): void {
   const def = registry.get(body.subagent_type);
   if (!def) {
     throw new AppError(400, 'unknown_subagent_type', `unknown subagent_type "${body.subagent_type}"; available types: ${registry.types().join(', ')}`, {
@@ -36,6 +37,15 @@ export function checkAgainstDefinition(registry: AgentRegistry, body: CreateTask
     });
   }
   const invalid: Array<{ field: string; message: string }> = [];
+  const given = body.options?.model;
+  for (const [i, id] of (Array.isArray(given) ? given : given === undefined ? [] : [given]).entries()) {
+    try {
+      models?.resolve(id);
+    } catch (err) {
+      if (!(err instanceof UnknownProviderError)) throw err;
+      invalid.push({ field: Array.isArray(given) ? `body.options.model.${i}` : 'body.options.model', message: err.message });
+    }
+  }
   if (body.options?.maxSteps !== undefined && body.options.maxSteps > def.maxSteps) {
     invalid.push({ field: 'body.options.maxSteps', message: `may only lower the limit of "${def.type}" (${def.maxSteps})` });
   }

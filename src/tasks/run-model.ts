@@ -96,11 +96,15 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
     // makes the one way out (BASH_SANDBOX=none has no namespace: commands have the host's network).
     if (egress) toolContext.egress = egress.inside;
     // Every call is billed the moment it ends, before the loop runs its tools.
+    // The definition's model settings, the task's own replacing them, in each provider's own terms.
+    const o = body.options;
+    const settings = { effort: o?.effort ?? def.effort, topP: o?.topP ?? def.topP, maxOutputTokens: o?.maxOutputTokens ?? def.maxOutputTokens };
     const guarded = (id: string) =>
-      guardModel(deps.modelProvider(id), {
+      guardModel(deps.modelProvider.model(id, settings), {
         onUsage: (usage) => watch.modelUsage(usage, id),
         stallTimeoutMs: deps.limits.modelStallTimeoutMs,
         maxRetries: deps.limits.modelMaxRetries,
+        reader: () => deps.modelProvider.reader(id),
       });
     // A fork speaks with its parent's system prompt, exactly (the provider's prompt cache applies).
     const forked = row.subagentType === 'fork' ? await forkOf(ctx, row, body) : null;

@@ -1,5 +1,6 @@
 import type { WorkspacesDirOf } from '../workspace/workspace.ts';
 import type { Logger } from 'pino';
+import type { ModelProvider } from '../loop/model-provider.ts';
 import type { AgentRegistry } from '../definitions/agent-registry.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { Metrics } from '../metrics/metrics.ts';
@@ -17,6 +18,8 @@ export interface TaskServiceDeps {
   store: TaskStore;
   events: EventLog;
   registry: AgentRegistry;
+  /** Which provider a model id names: `options.model` naming an unknown one is refused at admission. */
+  models?: Pick<ModelProvider, 'resolve'>;
   runner: TaskRunner;
   metrics: Metrics;
   logger: Logger;

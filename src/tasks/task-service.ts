@@ -99,7 +99,7 @@ export function createTaskService(deps: TaskServiceDeps) {
       const { idempotencyKey, traceParent, beforeQueue } = opts;
       if (res.state.closing) throw shuttingDown();
       if (deps.storage.fault) throw storageRefusal(deps.storage.fault);
-      checkAgainstDefinition(registry, body, workspacePath(deps.workspacesDirOf(tenant), body.context.parentTaskId));
+      checkAgainstDefinition(registry, body, workspacePath(deps.workspacesDirOf(tenant), body.context.parentTaskId), deps.models);
       const now = deps.now();
       const idempotency = idempotencyKey ? { key: idempotencyKey, requestHash: hashBody(body) } : null;
       if (idempotency) {
