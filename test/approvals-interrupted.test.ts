@@ -1,4 +1,5 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -135,5 +136,71 @@ describe('an approved call cut by a crash', () => {
     expect((await json(`${second.url}/tasks/${id}`)).body).toMatchObject({ status: 'completed', summary: 'checked after the restart' });
     expect(readFileSync(termTxt, 'utf8')).toBe('x\n');
     expect(seen).toMatch(INTERRUPTED);
+  });
+});
+
+// Network questions need the sandbox's network namespace (see network.test.ts).
+const bwrap = spawnSync('bwrap', ['--ro-bind', '/', '/', '--unshare-all', '--', 'true']).status === 0;
+
+describe.skipIf(!bwrap)('an approved call cut while its command waits for a network answer (bwrap)', () => {
+  it('is not run again by the next process: the model reads that it was interrupted', async () => {
+    const netDir = mkdtempSync(path.join(tmpdir(), 'subagentd-approved-net-'));
+    try {
+      mkdirSync(path.join(netDir, 'agents'));
+      writeFileSync(
+        path.join(netDir, 'agents', 'asks-net.md'),
+        [
+          '---',
+          'name: asks-net',
+          'description: asks before commands and hosts',
+          'permissions:',
+          '  bash: ask',
+          'network:',
+          '  allow: []',
+          '  ask: true',
+          '---',
+          '',
+        ].join('\n'),
+      );
+      const netEnv = { ...childEnv(netDir, model.url, TEST_API_KEY), BASH_SANDBOX: 'bwrap', EGRESS_ALLOW_PRIVATE: 'true' };
+      let seen: string | null = null;
+      model.script('APPROVED-NET', (ctx) => {
+        if (ctx.turn === 0) return { toolCalls: [{ name: 'bash', args: { command: 'echo x >> net.txt; curl -sS -m 30 http://127.0.0.2:9/' } }] };
+        seen = ctx.toolResults[0]?.content ?? '';
+        return { toolCalls: [{ name: 'complete', args: { summary: 'checked the workspace', paths: [] } }] };
+      });
+      const first = await startChildService(netEnv);
+      services.push(first);
+      const created = await json(`${first.url}/tasks`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(taskBody({ subagent_type: 'asks-net', prompt: 'APPROVED-NET', context: { parentTaskId: 'T-approved-net', userId: 'u' } })),
+      });
+      const id = created.body.id as string;
+      await until(async () => (await json(`${first.url}/tasks/${id}`)).body.status === 'paused');
+      const { requestId } = (await json(`${first.url}/tasks/${id}`)).body.pause;
+      await json(`${first.url}/tasks/${id}/approvals/${requestId}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ decision: 'allow' }),
+      });
+      // The approved command runs and asks to reach a host: the process dies while it waits.
+      await until(async () => (await json(`${first.url}/tasks/${id}`)).body.progress?.pending?.[0]?.toolName === 'network');
+      first.child.kill('SIGKILL');
+      await first.exited;
+
+      const second = await startChildService(netEnv);
+      services.push(second);
+      await until(async () => (await json(`${second.url}/tasks/${id}`)).body.status !== 'running', 30_000);
+      expect((await json(`${second.url}/tasks/${id}`)).body).toMatchObject({ status: 'completed', summary: 'checked the workspace' });
+      expect(readFileSync(path.join(netDir, 'workspaces', 'T-approved-net', 'net.txt'), 'utf8')).toBe('x\n');
+      expect(seen).toMatch(INTERRUPTED);
+    } finally {
+      for (const svc of services.splice(0)) {
+        svc.child.kill('SIGKILL');
+        await svc.exited;
+      }
+      rmSync(netDir, { recursive: true, force: true });
+    }
   });
 });

@@ -336,6 +336,11 @@ export interface WaitingCalls {
    * `running`, holding its slot and lease, and its runner reads the answers from here.
    */
   live?: boolean;
+  /**
+   * A live wait that came while a step's approved calls ran (a command asked about a host): their
+   * record, put back when the wait ends; a run cut meanwhile finds their started calls here.
+   */
+  behind?: WaitingCalls;
 }
 
 export type WaitingCall = ApprovalRequest & {

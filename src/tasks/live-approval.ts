@@ -31,9 +31,18 @@ export function createLiveApprovals(ctx: RunContext, row: TaskRow, signal: Abort
     const now = deps.now();
     const requestId = `apr_${ulid(now)}`;
     const request = { requestId, toolCallId: call.toolCallId, toolName: call.toolName.slice(0, 200), input: capPayload(call.input) };
-    const waiting: WaitingCalls = { step, live: true, ran: false, calls: [{ ...request, decision: 'ask', rule: null, answer: null }] };
     const timeoutMs = row.request.options?.approvalTimeoutMs ?? deps.approvalTimeoutMs;
     const before = (await deps.store.getById(row.id))?.waitingCalls ?? null;
+    // Asked while a step's approved calls run: their record stays inside this one, so that a run
+    // cut during the wait still knows they started (and does not run them again).
+    const behind = before && !before.live && !before.ran ? before : undefined;
+    const waiting: WaitingCalls = {
+      step,
+      live: true,
+      ran: false,
+      calls: [{ ...request, decision: 'ask', rule: null, answer: null }],
+      ...(behind && { behind }),
+    };
     await ctx.ownedTransaction(row, async (s, append) => {
       await s.awaitLive(row.id, waiting, now + timeoutMs);
       append(row, 'approval.requested', request);
@@ -55,7 +64,7 @@ export function createLiveApprovals(ctx: RunContext, row: TaskRow, signal: Abort
       // the row held before comes back. Answered while a step's approved calls run (a command of
       // one asked about a host): their record is put back, for a resume to know them. Else the
       // answered request stays, so the same answer again is 200 and another 409.
-      const putBack = answered ? before && !before.live && !before.ran : true;
+      const putBack = answered ? behind !== undefined : true;
       if (!signal.aborted && putBack) await ctx.ownedTransaction(row, (s) => s.endLive(row.id, before)).catch(() => {});
     }
   }

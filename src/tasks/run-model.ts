@@ -253,9 +253,11 @@ export const INTERRUPTED_CALL =
 
 /** A resume after approval: the calls the caller (or the timeout) answered, not yet acted on. */
 function answeredCalls(row: TaskRow): AnsweredCall[] | undefined {
-  const waiting = row.waitingCalls;
-  // A live wait's (a command's host) was answered while its command ran: nothing to act on.
-  if (!waiting || waiting.live || waiting.ran || waiting.step !== row.steps) return undefined;
+  const stored = row.waitingCalls;
+  // A live wait's (a command's host) was answered while its command ran: nothing to act on, but
+  // the approved calls it came during (a run cut while it waited).
+  const waiting = stored?.live ? stored.behind : stored;
+  if (!stored || stored.ran || !waiting || waiting.ran || waiting.step !== row.steps) return undefined;
   return waiting.calls.flatMap((c): AnsweredCall[] => {
     // Started by a run that was cut (a crash, a takeover): it may have done all, some or none of
     // its work, and is never run a second time.
