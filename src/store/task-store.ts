@@ -380,6 +380,12 @@ export function createTaskStore(sql: SqlClient) {
       return rows.map(taskOf);
     },
 
+    /** Worktree tasks whose apply was claimed and not recorded as done (worktree-system.ts marks them `applying`). */
+    async worktreesApplying(limit: number): Promise<TaskRow[]> {
+      const rows = await sql.all(`SELECT * FROM tasks WHERE worktree IS NOT NULL AND worktree LIKE '%"applying":{%' LIMIT ?`, [limit]);
+      return rows.map(taskOf);
+    },
+
     /** The model the task runs on now (after a fallback), on the task and its record (run inside the event's transaction). */
     setModel(taskId: string, model: string): Promise<void> {
       return atomically(async (tx) => {

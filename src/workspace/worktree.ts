@@ -1,4 +1,6 @@
+import { commitJournal, replayJournal, stageJournal } from './apply-journal.ts';
 import { fileCallsFor, type FileCalls } from './file-calls.ts';
+import { randomBytes } from 'node:crypto';
 import type { BigIntStats } from 'node:fs';
 import { lstat, mkdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -7,7 +9,7 @@ import { Worker } from 'node:worker_threads';
 import { formatPatch, structuredPatch } from 'diff';
 import type { WorktreeState } from '../shapes/task.ts';
 import { PathError, resolveWorkspacePath } from './path-guard.ts';
-import { openInside, readHead, removeInside, replaceFromStream, streamExactly } from './safe-open.ts';
+import { openInside, readHead } from './safe-open.ts';
 import type { Workspace } from './workspace.ts';
 
 /*
@@ -186,42 +188,31 @@ async function sharedMark(sharedRoot: string, relative: string): Promise<Mark | 
 }
 
 /**
- * Writes the changes into the shared workspace: each added or modified file replaced atomically
- * (read from the copy through a checked descriptor, renamed into place; its mode bits kept), each
- * deleted one removed. Returns every path written or removed.
+ * Writes the changes into the shared workspace the way an apply does, without its claim in the
+ * database (worktree-system.ts): a journal staged and committed beside the copy, then replayed
+ * (apply-journal.ts). Returns every path written or removed.
  */
 export async function applyChanges(sharedRoot: string, dir: string, changes: Pick<WorktreeState, 'added' | 'modified' | 'deleted'>): Promise<string[]> {
-  const copyRoot = await realRoot(dir);
-  const applied: string[] = [];
-  for (const p of [...changes.added, ...changes.modified]) {
-    try {
-      const from = await resolveWorkspacePath(copyRoot, p, { mustExist: true });
-      const opened = await openInside(copyRoot, from.real, p, 'read');
-      const to = await resolveWorkspacePath(sharedRoot, p, { mustExist: false });
-      await replaceFromStream(sharedRoot, to.real, p, streamExactly(opened), () => {}, opened.stat.mode & 0o777);
-    } catch (err) {
-      // Which path could not be written says the caller's conflict.
-      if (err instanceof PathError) throw Object.assign(err, { path: p });
-      throw err;
-    }
-    applied.push(p);
-  }
-  for (const p of changes.deleted) {
-    try {
-      const target = await resolveWorkspacePath(sharedRoot, p, { mustExist: true });
-      await removeInside(sharedRoot, target.real, p);
-    } catch (err) {
-      if (!(err instanceof PathError && err.reason === 'not_found')) throw err;
-    }
-    applied.push(p);
-  }
-  return applied.sort();
+  const staging = path.join(stagingDirOf(dir), randomBytes(6).toString('hex'));
+  const journal = await stageJournal({ sharedRoot, copyRoot: await realRoot(dir), changes, into: staging });
+  if (!(await commitJournal(staging, journalDirOf(dir)))) throw new WorktreeError('another apply of this copy is under way');
+  return (await replayJournal({ sharedRoot, journalDir: journalDirOf(dir), journal })).applied;
 }
 
-/** Removes a task's copy and its manifest (the manifest first: a half-removed copy is no copy). */
+/** Where the journal of an apply of the copy in `dir` is committed (apply-journal.ts). */
+export const journalDirOf = (dir: string) => `${dir}.apply`;
+/** Where journals are built before their commit (one folder per attempt, all removed with the copy). */
+export const stagingDirOf = (dir: string) => `${dir}.staging`;
+
+/**
+ * Removes a task's copy and its manifest (the manifest first: a half-removed copy is no copy), and
+ * what its applies left: the journal (only once the apply is recorded) and unfinished stagings.
+ */
 export async function removeWorktree(dir: string): Promise<void> {
   await rm(manifestPath(dir), { force: true });
   await rm(dir, { recursive: true, force: true });
+  await rm(stagingDirOf(dir), { recursive: true, force: true });
+  await rm(journalDirOf(dir), { recursive: true, force: true });
 }
 
 /**
