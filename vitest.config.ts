@@ -8,6 +8,7 @@ import { defineConfig } from 'vitest/config';
  * scripted model) leaves them out and takes well under a minute.
  */
 const SLOW = [
+  'test/apply-crash.test.ts',
   'test/console.test.ts',
   'test/crash-recovery.test.ts',
   'test/resume.test.ts',
