@@ -1058,6 +1058,10 @@ export interface components {
             description: string;
             model: string | null;
             fallbackModels?: string[];
+            /** @enum {string} */
+            effort?: "minimal" | "low" | "medium" | "high";
+            topP?: number;
+            maxOutputTokens?: number;
             maxSteps: number;
             maxDepth?: number;
             tools: string[];
@@ -1365,6 +1369,10 @@ export interface components {
         TaskOptions: {
             model?: string | string[];
             maxSteps?: number;
+            /** @enum {string} */
+            effort?: "minimal" | "low" | "medium" | "high";
+            topP?: number;
+            maxOutputTokens?: number;
             timeoutMs?: number;
             outputSchema?: {
                 [key: string]: unknown;
