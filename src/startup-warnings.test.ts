@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { builtinAgents, createAgentRegistry } from './definitions/agent-registry.ts';
 import { loadPriceTable } from './money/prices.ts';
 import { loadConfig } from './config/config.ts';
+import { createModelProvider } from './loop/model-provider.ts';
 import { startupWarnings } from './startup-warnings.ts';
 
 function warningsFor(env: Record<string, string>) {
@@ -22,5 +23,29 @@ describe('startupWarnings', () => {
   it('warns about each model with no price, since cost budgets never stop its tasks', () => {
     const messages = warningsFor({ OPENAI_API_KEY: 'sk-x', DEFAULT_MODEL: 'qwen2.5:7b', SMALL_MODEL: 'gpt-4.1-nano' });
     expect(messages).toEqual([expect.stringMatching(/^model qwen2\.5:7b has no price: .*cost budgets \(maxCostUsd\) never stop its tasks/)]);
+  });
+
+  it('names a provider a definition uses with no key, and a setting its model does not take', () => {
+    const config = loadConfig({
+      OPENAI_API_KEY: 'sk-x',
+      GOOGLE_GENERATIVE_AI_API_KEY: 'g',
+      DEFAULT_MODEL: 'anthropic:claude-3-5-haiku-latest',
+      SMALL_MODEL: 'google:gemini-2.5-flash',
+    });
+    const defs = builtinAgents({ defaultModel: config.defaultModel, smallModel: config.smallModel }).map((d) =>
+      d.type === 'general' ? { ...d, effort: 'high' as const } : d,
+    );
+    const models = createModelProvider({
+      connections: { openai: { type: 'openai' }, anthropic: { type: 'anthropic' }, google: { type: 'google', apiKey: 'g' } },
+      defaultProvider: 'openai',
+    });
+    const messages = startupWarnings(config, createAgentRegistry(defs), loadPriceTable(undefined), Date.now(), models).map((w) => w.message);
+    expect(messages).toEqual(
+      expect.arrayContaining([
+        'subagent definition "general": model anthropic:claude-3-5-haiku-latest does not take effort; left out of its requests',
+        expect.stringMatching(/^provider anthropic has no key \(ANTHROPIC_API_KEY is not set\)/),
+      ]),
+    );
+    expect(messages.some((m) => m.startsWith('provider google'))).toBe(false);
   });
 });

@@ -150,6 +150,26 @@ describe('a task on Gemini', () => {
   });
 });
 
+describe('effort', () => {
+  it('reaches each provider in its own terms, and is left out where a model takes none', async () => {
+    const cases: Array<[string, string, (body: Record<string, unknown>) => void]> = [
+      ['openai:gpt-5-mini', 'minimal', (b) => expect(b).toMatchObject({ reasoning_effort: 'minimal' })],
+      ['gpt-4.1-mini', 'high', (b) => expect(b).not.toHaveProperty('reasoning_effort')],
+      ['anthropic:claude-opus-4-5', 'medium', (b) => expect(b).toMatchObject({ output_config: { effort: 'medium' } })],
+      ['anthropic:claude-3-5-haiku-latest', 'high', (b) => expect(b).not.toHaveProperty('thinking')],
+      ['google:gemini-3-pro-preview', 'minimal', (b) => expect(b).toMatchObject({ generationConfig: { thinkingConfig: { thinkingLevel: 'low' } } })],
+      ['google:gemini-2.0-flash', 'high', (b) => expect(b.generationConfig).not.toHaveProperty('thinkingConfig')],
+    ];
+    for (const [i, [id, effort, check]] of cases.entries()) {
+      const marker = `EFFORT-${i}`;
+      model.script(marker, [{ toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] }]);
+      const done = await run(taskBody({ prompt: marker, options: { model: id, effort }, context: { parentTaskId: `T-effort-${i}`, userId: 'u' } }));
+      expect(done, id).toMatchObject({ status: 'completed', model: id });
+      check(requestsOf(marker)[0].raw as Record<string, unknown>);
+    }
+  });
+});
+
 describe('model ids name their provider', () => {
   it('groups usage by provider:model, a bare id staying as it was', async () => {
     const res = await svc.inject({ method: 'GET', url: '/usage?groupBy=model' });
