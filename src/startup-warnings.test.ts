@@ -47,5 +47,10 @@ describe('startupWarnings', () => {
       ]),
     );
     expect(messages.some((m) => m.startsWith('provider google'))).toBe(false);
+    // Every model is Claude's or Gemini's: no OpenAI key is needed.
+    const noOpenai = loadConfig({ ANTHROPIC_API_KEY: 'a', DEFAULT_MODEL: 'anthropic:claude-sonnet-4-5' });
+    const registry = createAgentRegistry(builtinAgents({ defaultModel: noOpenai.defaultModel, smallModel: noOpenai.smallModel }));
+    const quiet = startupWarnings(noOpenai, registry, loadPriceTable(undefined), Date.now(), models).map((w) => w.message);
+    expect(quiet.filter((m) => m.includes('OPENAI_API_KEY'))).toEqual([]);
   });
 });

@@ -19,7 +19,9 @@ export function startupWarnings(config: Config, registry: AgentRegistry, prices:
   const warnings: StartupWarning[] = [];
   if (models) warnings.push(...providerWarnings(config, registry, models));
   const openai = !config.openaiBaseUrl || new URL(config.openaiBaseUrl).hostname === 'api.openai.com';
-  if (openai && !config.openaiApiKey) {
+  // A set-up whose models are all another provider's needs no OpenAI key.
+  const usesOpenai = !models || [config.defaultModel, ...registry.list().flatMap(modelIdsOf)].some((id) => models.resolve(id).provider === 'openai');
+  if (openai && usesOpenai && !config.openaiApiKey) {
     warnings.push({
       message:
         "OPENAI_API_KEY is not set and the provider is OpenAI's API: every model call will be refused until it is (set OPENAI_BASE_URL for a server that needs no key)",
