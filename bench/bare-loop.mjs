@@ -9,6 +9,7 @@
  * - `--stream`: also `chunkLatencies`, model chunk (`|t=<ms since epoch>|` in its text) → the loop's
  *   reader, per chunk;
  * - `--sample`: also `peakRssMiB` and `loopP99Ms` (worst one-second window of event-loop delay);
+ * - `--provider anthropic|google`: the same loop on that provider (OpenAI by default);
  * - `--serve`: after the warm-up, runs `run N [C]` lines from stdin (N tasks, C at a time, 1 by
  *   default), answering `{ wallMs, latencies }` per line, so that the benchmark can alternate it
  *   with the service.
@@ -18,6 +19,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
 import { hasToolCall, stepCountIs, streamText, tool } from 'ai';
 import { z } from 'zod';
@@ -31,7 +34,15 @@ const concurrency = Number(arg('concurrency', '1'));
 const marker = arg('marker', 'COMPARE');
 const streaming = process.argv.includes('--stream');
 const sampling = process.argv.includes('--sample');
-const openai = createOpenAI({ baseURL: process.env.OPENAI_BASE_URL, apiKey: 'bench' });
+// `--provider anthropic|google`: the same loop over that provider's own package and protocol.
+const provider = arg('provider', 'openai');
+const baseURL = process.env.OPENAI_BASE_URL;
+const languageModel =
+  provider === 'anthropic'
+    ? createAnthropic({ baseURL, apiKey: 'bench' })('claude-sonnet-4-5')
+    : provider === 'google'
+      ? createGoogleGenerativeAI({ baseURL, apiKey: 'bench' })('gemini-2.5-flash')
+      : createOpenAI({ baseURL, apiKey: 'bench' }).chat('gpt-4.1-mini');
 const root = mkdtempSync(path.join(tmpdir(), 'bare-loop-'));
 // Its workspaces go with it (every exit of this script is process.exit or the end of its input).
 process.on('exit', () => rmSync(root, { recursive: true, force: true }));
@@ -42,7 +53,7 @@ async function runTask(i, m = marker) {
   await mkdir(dir, { recursive: true });
   const started = performance.now();
   const result = streamText({
-    model: openai.chat('gpt-4.1-mini'),
+    model: languageModel,
     system: 'You are a subagent working in a workspace folder.',
     messages: [{ role: 'user', content: `${m} ${i}` }],
     tools: {

@@ -25,8 +25,8 @@ export async function bareLoop(modelUrl: string, tasks: number, concurrency: num
  * The bare loop as a warm process that runs tasks one at a time on demand (`--serve`), so that the
  * compare benchmark can alternate it with the service.
  */
-export async function startBareServer(modelUrl: string, warmup: number) {
-  const child = spawn(process.execPath, ['bench/bare-loop.mjs', '--serve', '--warmup', String(warmup)], {
+export async function startBareServer(modelUrl: string, warmup: number, extra: string[] = []) {
+  const child = spawn(process.execPath, ['bench/bare-loop.mjs', '--serve', '--warmup', String(warmup), ...extra], {
     env: { ...process.env, OPENAI_BASE_URL: modelUrl },
     stdio: ['pipe', 'pipe', 'inherit'],
   });

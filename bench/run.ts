@@ -1,5 +1,5 @@
 /**
- * `npm run bench [goals|compare|stream|load|crash|usage|tracing|instances|worktree|egress]`: the benchmarks of BENCHMARKS.md
+ * `npm run bench [goals|compare|stream|load|crash|usage|tracing|instances|worktree|egress|providers]`: the benchmarks of BENCHMARKS.md
  * (`goals`: only those of issue 16, each next to the bare loop's figure from the same run). Everything
  * runs on this machine over loopback: the service and the bare loop as their own processes, the
  * scripted model server and the clients in this one.
@@ -10,6 +10,7 @@ import { ROUNDS, benchCompare } from './compare.ts';
 import { benchCrash } from './crash.ts';
 import { benchInstances } from './instances.ts';
 import { benchLoad } from './load.ts';
+import { benchProviders } from './providers.ts';
 import { benchStream } from './stream.ts';
 import { f } from './support.ts';
 import { benchTracing } from './tracing.ts';
@@ -183,6 +184,14 @@ async function benchmarks(which: string) {
       `| ${r.tasks} | ${r.served} | ${r.served - r.lost} | ${r.lost} | ${r.duplicated} | ${r.inFlight} | ${r.inFlightBilled} | ${r.recordMismatch} | ${r.unfinished} |`,
     );
     console.log();
+  }
+  if (which === 'all' || which === 'providers') {
+    const r = await benchProviders();
+    console.log('Per-step overhead on each provider: 4-step tasks one at a time, p50, against a bare ai-SDK loop on the same provider (same run)');
+    console.log('| provider | service p50 ms | bare loop p50 ms | overhead per step ms |');
+    console.log('|---|---:|---:|---:|');
+    for (const [provider, x] of Object.entries(r)) console.log(`| ${provider} | ${f(x.service)} | ${f(x.bare)} | ${f(x.overheadPerStepMs)} |`);
+    console.log('');
   }
   if (which === 'all' || which === 'tracing') {
     const rows = await benchTracing();

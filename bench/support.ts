@@ -24,6 +24,11 @@ export function benchEnv(dir: string, modelUrl: string): Record<string, string> 
     AGENTS_DIR: path.join(dir, 'agents'),
     OPENAI_BASE_URL: modelUrl,
     OPENAI_API_KEY: 'bench',
+    // The scripted model server speaks Anthropic's and Gemini's protocols too.
+    ANTHROPIC_BASE_URL: modelUrl,
+    ANTHROPIC_API_KEY: 'bench',
+    GOOGLE_BASE_URL: modelUrl,
+    GOOGLE_GENERATIVE_AI_API_KEY: 'bench',
     LOG_LEVEL: 'warn',
     RATE_LIMIT_PER_MINUTE: '10000000',
     // The load benchmark submits 1,000 tasks in one burst: measure, do not shed.
