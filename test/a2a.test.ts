@@ -60,7 +60,7 @@ describe('A2A', () => {
     const res = await fetch(`${svc.url}/.well-known/agent-card.json`);
     expect(res.status).toBe(200);
     const card: any = await res.json();
-    expect(card.skills.map((s: { id: string }) => s.id)).toEqual(['general', 'explore', 'shell']);
+    expect(card.skills.map((s: { id: string }) => s.id)).toEqual(['general', 'explore', 'plan', 'shell']);
     expect(card.supportedInterfaces).toEqual([
       { url: `${svc.url}/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
       { url: `${svc.url}/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },

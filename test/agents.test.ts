@@ -64,7 +64,7 @@ describe('AGENTS_DIR definitions', () => {
   it('loads valid files, filters tools in layers and resolves models', async () => {
     const { agents } = (await svc.inject({ url: '/agents' })).json();
     const byType = Object.fromEntries(agents.map((a: { type: string }) => [a.type, a]));
-    expect(Object.keys(byType).sort()).toEqual(['explore', 'general', 'reviewer', 'shell', 'writer']);
+    expect(Object.keys(byType).sort()).toEqual(['explore', 'general', 'plan', 'reviewer', 'shell', 'writer']);
     expect(byType.reviewer).toEqual({
       type: 'reviewer',
       kind: 'model',

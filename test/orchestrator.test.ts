@@ -182,7 +182,7 @@ describe('an orchestrator with the task tool', () => {
   it("offers the service's definitions as the subagent_type enum, each with its description", async () => {
     const tool = await createTaskTool({ client: client(), context: { parentTaskId: 'T-orch', userId: 'u-orch' } });
     const json = z.toJSONSchema(tool.inputSchema as z.ZodType) as any;
-    expect(json.properties.subagent_type.enum).toEqual(['general', 'explore', 'shell']);
+    expect(json.properties.subagent_type.enum).toEqual(['general', 'explore', 'plan', 'shell']);
     expect(json.properties.subagent_type.description).toContain('- explore:');
     expect(json.properties.description.maxLength).toBe(80);
     expect(json.required).toEqual(['subagent_type', 'description', 'prompt']);

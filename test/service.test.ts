@@ -18,7 +18,7 @@ describe('service routes', () => {
   it('GET /agents lists the built-ins with resolved model, limit and tools', async () => {
     const { agents } = (await svc.inject({ url: '/agents' })).json();
     const byType = Object.fromEntries(agents.map((a: any) => [a.type, a]));
-    expect(Object.keys(byType)).toEqual(['general', 'explore', 'shell']);
+    expect(Object.keys(byType)).toEqual(['general', 'explore', 'plan', 'shell']);
     expect(byType.general).toMatchObject({ model: 'gpt-4.1-mini', maxSteps: 50 });
     expect(byType.general.tools.sort()).toEqual(['bash', 'complete', 'edit_file', 'glob', 'grep', 'list_files', 'read_file', 'write_file']);
     expect(byType.explore.tools.sort()).toEqual(['complete', 'glob', 'grep', 'list_files', 'read_file']);

@@ -33,6 +33,8 @@ export const agentDefinitionSchema = z.object({
   /** Tool names the subagent gets, `complete` included for model-backed ones. */
   tools: z.array(z.string()),
   instructions: z.string(),
+  /** Leave the workspace's `AGENTS.md` out of its system prompt (seed 001 `omitClaudeMd`; the built-in explore does). */
+  omitProjectInstructions: z.boolean().optional(),
   temperature: z.number().min(0).max(2).optional(),
   /** The model's reasoning setting, in its provider's own terms (a task's `options.effort` replaces it). */
   effort: effortSchema.optional(),
@@ -84,6 +86,7 @@ export const agentSummarySchema = agentDefinitionSchema.pick({
   compactAtTokens: true,
   permissions: true,
   network: true,
+  omitProjectInstructions: true,
 });
 
 /** What `GET /agents` says of a definition: its summary, and its MCP servers by name only (no command, URL or variable). */

@@ -27,7 +27,7 @@ describe('createAgentRegistry', () => {
   it('lets a later definition override an earlier one by type', () => {
     const [general] = builtinAgents(names);
     const registry = createAgentRegistry([...builtinAgents(names), { ...general, description: 'mine' }]);
-    expect(registry.types()).toEqual(['general', 'explore', 'shell']);
+    expect(registry.types()).toEqual(['general', 'explore', 'plan', 'shell']);
     expect(registry.get('general')!.description).toBe('mine');
     expect(registry.get('nope')).toBeUndefined();
   });

@@ -40,7 +40,7 @@ export function resolveTools(allow: string[] | undefined, deny: string[] | undef
   return [...new Set([...base.filter((t) => !denied.has(t) && t !== 'complete'), 'complete'])];
 }
 
-/** The built-in definitions: `general`, `explore` and `shell`. */
+/** The built-in definitions: `general`, `explore`, `plan` and `shell`. */
 export function builtinAgents(names: ModelNames): AgentDefinition[] {
   return [
     {
@@ -64,6 +64,24 @@ export function builtinAgents(names: ModelNames): AgentDefinition[] {
       instructions:
         'You are a read-only explorer. Search and read the workspace, then report what you found in the summary of ' +
         '`complete`. You cannot write files or run commands; pass `paths: []` unless you point at existing files.',
+      compactionModel: resolveCompactionModel(undefined, names),
+      compactAtTokens: DEFAULT_COMPACT_AT_TOKENS,
+      omitProjectInstructions: true,
+    },
+    {
+      type: 'plan',
+      description: 'Planning agent: reads the workspace and writes a plan under plans/; it changes nothing else and runs no command.',
+      kind: 'model',
+      model: resolveModelName('inherit', names),
+      maxSteps: 30,
+      tools: resolveTools([...readOnlyToolNames, 'write_file', 'edit_file'], undefined),
+      // Its writes are held to plans/ by path rules, which a task's own rules can only narrow.
+      permissions: { write_file: 'deny', 'write_file(plans/**)': 'allow', edit_file: 'deny', 'edit_file(plans/**)': 'allow' },
+      instructions:
+        'You are a planner. Read the workspace to understand the task, then write the plan as a Markdown file under ' +
+        '`plans/` (for example `plans/<topic>.md`): the goal, the steps in order with the files each touches, the risks ' +
+        'and how to check the result. You cannot change any other file or run commands. Call `complete` with a short ' +
+        "summary and the plan's path.",
       compactionModel: resolveCompactionModel(undefined, names),
       compactAtTokens: DEFAULT_COMPACT_AT_TOKENS,
     },

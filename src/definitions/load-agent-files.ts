@@ -8,6 +8,7 @@ import { effortSchema, maxOutputTokensSchema, networkPolicySchema, topPSchema } 
 import { workspaceToolNames } from '../tools/workspace-tools.ts';
 import { mcpServerSpecSchema, type AgentDefinition } from './agent-definition.ts';
 import { DEFAULT_COMPACT_AT_TOKENS, FORBIDDEN_TOOLS, resolveCompactionModel, resolveModelName, resolveTools, type ModelNames } from './agent-registry.ts';
+import { pathGlobProblem } from './permissions.ts';
 
 /** Names a definition may mention: every workspace tool, `complete`, and the forbidden ones (removed). */
 const KNOWN_TOOLS = new Set<string>([...workspaceToolNames, 'complete', ...FORBIDDEN_TOOLS]);
@@ -34,8 +35,17 @@ export const agentFileSchema = z
     model: z.union([z.string().min(1), z.array(z.string().min(1)).min(1).max(5)]).optional(),
     tools: toolList.optional(),
     disallowedTools: toolList.optional(),
-    /** allow | ask | deny per tool, or bash(<glob>) over the whole command. */
-    permissions: permissionsSchema.optional(),
+    /** allow | ask | deny per tool, bash(<glob>) per simple command, or a file tool's path glob. */
+    permissions: permissionsSchema
+      .superRefine((rules, ctx) => {
+        for (const key of Object.keys(rules)) {
+          const problem = pathGlobProblem(key);
+          if (problem) ctx.addIssue({ code: 'custom', path: [key], message: problem });
+        }
+      })
+      .optional(),
+    /** Leave the workspace's AGENTS.md out of the system prompt. */
+    omitProjectInstructions: z.boolean().optional(),
     maxSteps: z.number().int().min(1).max(1000).optional(),
     maxDepth: z.number().int().min(0).max(5).optional(),
     temperature: z.number().min(0).max(2).optional(),
@@ -143,6 +153,7 @@ export function loadAgentFiles(dir: string, names: ModelNames): { definitions: A
         compactionModel: resolveCompactionModel(fm.compactionModel, names),
         compactAtTokens: fm.compactAtTokens ?? DEFAULT_COMPACT_AT_TOKENS,
         ...(fm.permissions && { permissions: fm.permissions }),
+        ...(fm.omitProjectInstructions && { omitProjectInstructions: true }),
       });
     } catch (err) {
       errors.push({ file, field: '(front matter)', message: (err as Error).message.split('\n')[0] });

@@ -6,7 +6,8 @@
 import type { NetworkPolicy } from '../shapes/task.ts';
 import type { Permissions } from '../shapes/permissions.ts';
 import { allowedHosts, narrowHosts, type AllowedHosts } from '../network/policy.ts';
-import { decideCall, deniedWhole, needsCommands, type CallDecision } from './permissions.ts';
+import path from 'node:path';
+import { decideCall, deniedWhole, needsSubjects, PATH_RULE_TOOLS, type CallDecision } from './permissions.ts';
 import type { ShellParser } from './shell-commands.ts';
 
 /** What one task of a tree says of its own tools: its definition's and its request's. */
@@ -52,16 +53,38 @@ export const listed = (list: string[], name: string) => list.some((e) => name ==
 export const commandOf = (input: unknown) =>
   typeof input === 'object' && input !== null && typeof (input as { command?: unknown }).command === 'string' ? (input as { command: string }).command : '';
 
+/** Where a task's file tools resolve paths: the workspace's real root and working folder. */
+export interface PathBase {
+  root: string;
+  cwd: string;
+}
+
+/**
+ * The workspace-relative path a file tool's input names, resolved as text (`docs/../secret` is
+ * `secret`; links are the tool's to check, `pathChecker`); null for an input that is not a path.
+ */
+function namedPath(base: PathBase, input: unknown): string | null {
+  const p = typeof input === 'object' && input !== null ? (input as { path?: unknown }).path : undefined;
+  if (typeof p !== 'string' || p.includes('\0')) return null;
+  return path.relative(base.root, path.resolve(base.cwd, p)) || '.';
+}
+
 /**
  * How the task's calls are decided: by the permission rules of the whole chain. A bash line is
  * decided per simple command when a rule needs it (`shell`: the parser, loaded when
- * `needsCommands` says so). A `task` call that starts a shell child is also a bash call of its
- * command: the rules a parent's own bash obeys hold for the commands it has a child run.
+ * `needsSubjects` says so); a file tool with path rules by the path it names. A `task` call that
+ * starts a shell child is also a bash call of its command: the rules a parent's own bash obeys
+ * hold for the commands it has a child run.
  */
-export function callDecider(limits: ToolLimits, shell: ShellParser | null, shellTypes: ReadonlySet<string>) {
+export function callDecider(limits: ToolLimits, opts: { shell: ShellParser | null; shellTypes: ReadonlySet<string>; base: PathBase }) {
+  const { shell, shellTypes, base } = opts;
   const bash = (line: string): CallDecision => decideCall(limits.permissions, 'bash', shell ? shell.commands(line) : undefined);
   return ({ toolName, input }: { toolName: string; input: unknown }): CallDecision => {
     if (toolName === 'bash') return bash(commandOf(input));
+    if (PATH_RULE_TOOLS.has(toolName)) {
+      const named = namedPath(base, input);
+      return decideCall(limits.permissions, toolName, named === null ? null : [named]);
+    }
     const own = decideCall(limits.permissions, toolName);
     const child = input as { subagent_type?: unknown; prompt?: unknown } | null;
     if (toolName !== 'task' || !child || !shellTypes.has(String(child.subagent_type))) return own;
@@ -72,4 +95,26 @@ export function callDecider(limits: ToolLimits, shell: ShellParser | null, shell
 
 const STRICTER = { allow: 0, ask: 1, deny: 2 } as const;
 
-export { needsCommands };
+/**
+ * The check a file tool makes once its path is resolved (`real`: links followed): the rules must
+ * say of the file it will really open what they said of the path it named, or less. A link from
+ * `plans/x` to `src/main.ts` is refused when the rules allow `plans/**` only. Null when no source
+ * has a path rule.
+ */
+export function pathChecker(limits: ToolLimits, base: PathBase): ((toolName: string, input: string, real: string) => void) | null {
+  if (![...PATH_RULE_TOOLS].some((tool) => needsSubjects(limits.permissions, tool))) return null;
+  return (toolName, input, real) => {
+    const named = namedPath(base, { path: input });
+    const target = path.relative(base.root, real) || '.';
+    if (named === target) return;
+    const asNamed = decideCall(limits.permissions, toolName, named === null ? null : [named]);
+    const asReal = decideCall(limits.permissions, toolName, [target]);
+    if (STRICTER[asReal.decision] > STRICTER[asNamed.decision] || asReal.decision === 'deny') {
+      throw new Error(
+        `"${input}" leads through a link to "${target}", where ${toolName} is ${asReal.decision === 'deny' ? 'denied' : 'not allowed without asking'} by the permission rule "${asReal.rule}"`,
+      );
+    }
+  };
+}
+
+export { needsSubjects };

@@ -12,6 +12,8 @@ export interface PromptEnvironment {
   tools: string[];
   /** The working folder relative to the workspace root, when it is not the root (`options.cwd`). */
   cwd?: string;
+  /** The workspace's `AGENTS.md` (project instructions), unless the definition omits them. */
+  project?: { path: string; text: string; cut: boolean } | null;
 }
 
 /** Formatters by time zone: building one costs a fraction of a millisecond, every task needs one. */
@@ -22,12 +24,18 @@ function formatterFor(timeZone: string): Intl.DateTimeFormat {
   return f;
 }
 
-/** The system prompt: task instructions, then the definition's own, then the environment. */
+/** The system prompt: task instructions, the definition's own, the project's (`AGENTS.md`), then the environment. */
 export function buildSystemPrompt(def: AgentDefinition, env: PromptEnvironment): string {
   const tz = env.timezone ?? 'UTC';
   const local = formatterFor(tz).format(env.now);
   const parts = [TASK_INSTRUCTIONS];
   if (def.instructions.trim()) parts.push(def.instructions.trim());
+  if (env.project) {
+    const cut = env.project.cut ? `\n[${env.project.path} is longer: only its first 32 KiB are shown; read the file for the rest]` : '';
+    parts.push(
+      `<project-instructions file="${env.project.path}">\nThe project's own conventions for agents working in this workspace. Follow them where they do not contradict the task.\n\n${env.project.text}${cut}\n</project-instructions>`,
+    );
+  }
   parts.push(
     [
       '<environment>',

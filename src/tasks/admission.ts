@@ -2,6 +2,7 @@ import path from 'node:path';
 import { allowedHosts } from '../network/policy.ts';
 import { modelMessageSchema as aiModelMessageSchema } from 'ai';
 import type { AgentRegistry } from '../definitions/agent-registry.ts';
+import { pathGlobProblem } from '../definitions/permissions.ts';
 import { isInside } from '../workspace/path-guard.ts';
 import { AppError, notFound } from '../errors/app-error.ts';
 import { checkClientTools } from '../loop/client-tools.ts';
@@ -88,6 +89,10 @@ export function checkAgainstDefinition(registry: AgentRegistry, body: CreateTask
           ? null
           : 'outside the workspace';
     if (problem) invalid.push({ field: 'body.options.cwd', message: `"${cwd.slice(0, 200)}" is ${problem}: name a folder relative to the workspace root` });
+  }
+  for (const key of Object.keys(body.options?.permissions ?? {})) {
+    const problem = pathGlobProblem(key);
+    if (problem) invalid.push({ field: `body.options.permissions.${key}`, message: problem });
   }
   const network = body.options?.network;
   if (network && network !== 'none' && allowedHosts(def.network, undefined) === null) {

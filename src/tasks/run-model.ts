@@ -5,11 +5,12 @@ import { createCompleteTool } from '../loop/complete-tool.ts';
 import { guardModel } from '../loop/model-guard.ts';
 import { errorMessage, runAgent, type AgentRunResult, type AnsweredCall, type DecidedCall } from '../loop/run-agent.ts';
 import { buildSystemPrompt } from '../loop/system-prompt.ts';
+import { readProjectInstructions } from '../workspace/project-instructions.ts';
 import type { ApprovalPause, CreateTaskBody, Fork, Pause } from '../shapes/task.ts';
 import { iso } from '../shapes/time.ts';
 import { deniedWhole } from '../definitions/permissions.ts';
 import { loadShellParser } from '../definitions/shell-commands.ts';
-import { callDecider, listed, needsCommands, offered } from '../definitions/tool-set.ts';
+import { callDecider, listed, needsSubjects, offered, pathChecker } from '../definitions/tool-set.ts';
 import { taskLimits } from './task-limits.ts';
 import { ulid } from '../util/ids.ts';
 import type { TaskRow, WaitingCalls } from '../store/schema.ts';
@@ -47,7 +48,9 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
   // The caller's own tools, but not one its rules deny whole.
   for (const spec of body.options?.clientTools ?? []) if (!deniedWhole(limits.permissions, spec.name)) tools.push(clientTool(spec));
   const shellTypes = new Set(types.filter((t) => t.kind === 'shell').map((t) => t.type));
-  const decide = callDecider(limits, needsCommands(limits.permissions) ? await loadShellParser() : null, shellTypes);
+  const base = { root: workspace.root, cwd: workspace.cwd };
+  const decide = callDecider(limits, { shell: needsSubjects(limits.permissions, 'bash') ? await loadShellParser() : null, shellTypes, base });
+  const checkPath = pathChecker(limits, base);
   // The definition's MCP servers and the commands' proxy live as long as this run, whatever ends it.
   let mcp: McpSession | null = null;
   let egress: TaskEgress | null = null;
@@ -91,6 +94,7 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
       limits: deps.limits,
       sandbox: deps.sandbox,
       onActivity: () => deps.liveness.activity(row.id),
+      ...(checkPath && { checkPath }),
     };
     // Hosts its commands may reach: a proxy of its own, which only the sandbox's network namespace
     // makes the one way out (BASH_SANDBOX=none has no namespace: commands have the host's network).
@@ -121,6 +125,7 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
           timezone: body.context.timezone,
           tools: tools.map((t) => t.name),
           ...(workspace.cwd !== workspace.root && { cwd: path.relative(workspace.root, workspace.cwd) }),
+          project: def.omitProjectInstructions ? null : await readProjectInstructions(workspace),
         }),
       messages: await conversationOf(ctx, row, body, watch),
       beforeCall: async (): Promise<Pause | null> => {

@@ -15,6 +15,7 @@ export const editFileTool = defineTool({
   async execute({ path, oldString, newString, replaceAll }, ctx) {
     if (oldString === newString) throw new Error('oldString and newString are the same');
     const target = await ctx.workspace.resolve(path, { mustExist: true });
+    ctx.checkPath?.('edit_file', path, target.real);
     // One descriptor for reading and replacing: what was read is what gets replaced.
     const opened = await openInside(ctx.workspace.root, target.real, path, 'update', ctx.workspace.calls);
     try {

@@ -19,6 +19,7 @@ export const readFileTool = defineTool({
   }),
   async execute({ path, offset = 1, limit = DEFAULT_LIMIT }, ctx) {
     const target = await ctx.workspace.resolve(path, { mustExist: true });
+    ctx.checkPath?.('read_file', path, target.real);
     const opened = await openInside(ctx.workspace.root, target.real, path, 'read', ctx.workspace.calls).catch((err: Error) => {
       throw /is a directory/.test(err.message) ? new Error(`"${path}" is a directory; use list_files`) : err;
     });

@@ -17,6 +17,11 @@ export interface ToolContext {
   onActivity?: () => void;
   /** The task's egress proxy, when its network policy allows hosts (`network: { allow }`). */
   egress?: { dir: string; port: number };
+  /**
+   * With path rules (`write_file(plans/**)`): throws when the file a tool resolved (`real`, links
+   * followed) is one the rules refuse where they allowed the path it named (`input`).
+   */
+  checkPath?: (toolName: string, input: string, real: string) => void;
 }
 
 /**

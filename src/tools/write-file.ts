@@ -14,6 +14,7 @@ export const writeFileTool = defineTool({
     const bytes = Buffer.byteLength(content);
     if (bytes > MAX_LOADED_BYTES) throw new Error(`content of ${bytes} bytes is over the limit of ${MAX_LOADED_BYTES} bytes per write`);
     const target = await ctx.workspace.resolve(path, { mustExist: false });
+    ctx.checkPath?.('write_file', path, target.real);
     // Folders are created and the file opened through descriptors, so a folder swapped for a link
     // meanwhile makes the write fail instead of creating anything outside.
     const opened = await openInside(ctx.workspace.root, target.real, path, 'write', ctx.workspace.calls);

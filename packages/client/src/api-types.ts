@@ -1074,6 +1074,7 @@ export interface components {
                 allow: string[];
                 ask?: boolean;
             };
+            omitProjectInstructions?: boolean;
             mcpServers?: string[];
         };
         StreamMessage: {
