@@ -109,6 +109,13 @@ describe('a task on Anthropic', () => {
     expect(sent.body).not.toHaveProperty('thinking');
   });
 
+  it('takes an answer that ends without message_stop for a provider error, not for a finished task', async () => {
+    model.script('ANTH-NOEND', [{ toolCalls: [{ name: 'list_files', args: {} }], usage: { input: 3_000, output: 10 }, fault: 'no-finish' }]);
+    const done = await run(taskBody({ subagent_type: 'claude', prompt: 'ANTH-NOEND', context: { parentTaskId: 'T-anth-noend', userId: 'u-anth' } }));
+    expect(done).toMatchObject({ status: 'error', error: { code: 'provider_error', message: expect.stringContaining('without a finish reason') }, steps: 0 });
+    expect(done.usage).toMatchObject({ inputTokens: 3_000 });
+  });
+
   it('bills an answer cut after message_start for its prompt', async () => {
     model.script('ANTH-CUT', [{ text: 'Half an answ', usage: { input: 5_000, output: 300, cached: 1_000 }, fault: 'cut-after-usage' }]);
     const done = await run(taskBody({ subagent_type: 'claude', prompt: 'ANTH-CUT', context: { parentTaskId: 'T-anth-cut', userId: 'u-anth' } }));
