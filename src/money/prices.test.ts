@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { usageOfRawChunk } from '../loop/model-guard.ts';
-import { costMicroUsd } from './prices.ts';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { costMicroUsd, loadPriceTable } from './prices.ts';
 
 const rates = { inputPerMTok: 3, cachedInputPerMTok: 0.3, cacheWritePerMTok: 3.75, outputPerMTok: 15 };
 
@@ -22,5 +25,29 @@ describe('a call priced by its kinds of tokens', () => {
     const anthropicStyle = { choices: [], usage: { prompt_tokens: 100, completion_tokens: 5, cache_creation_input_tokens: 40 } };
     expect(usageOfRawChunk(anthropicStyle)).toMatchObject({ cacheWriteTokens: 40 });
     expect(usageOfRawChunk({ choices: [], usage: { prompt_tokens: 1, completion_tokens: 1 } })).not.toHaveProperty('cacheWriteTokens');
+  });
+});
+
+describe('prices by provider:model', () => {
+  it("take the file's key for it, else its bare key, else the package's price for that provider", () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'prices-'));
+    try {
+      const file = path.join(dir, 'prices.json');
+      writeFileSync(file, JSON.stringify({ 'local:qwen3': { inputPerMTok: 1, outputPerMTok: 2 }, qwen3: { inputPerMTok: 5, outputPerMTok: 6 } }));
+      const table = loadPriceTable(file);
+      const at = Date.parse('2026-06-01');
+      expect(table.ratesOf('local:qwen3', at, 1)).toMatchObject({ inputPerMTok: 1, outputPerMTok: 2 });
+      expect(table.ratesOf('ollama:qwen3', at, 1)).toMatchObject({ inputPerMTok: 5, outputPerMTok: 6 });
+      expect(table.ratesOf('anthropic:claude-sonnet-4-5', at, 1)).toEqual({
+        inputPerMTok: 3,
+        cachedInputPerMTok: 0.3,
+        cacheWritePerMTok: 3.75,
+        outputPerMTok: 15,
+      });
+      expect(table.ratesOf('google:gemini-2.5-flash', at, 1)).toMatchObject({ inputPerMTok: 0.3, cachedInputPerMTok: 0.03, outputPerMTok: 2.5 });
+      expect(table.ratesOf('local:no-such-model', at, 1)).toBeNull();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
