@@ -42,6 +42,13 @@ export function registerErrorHandling(app: FastifyInstance): void {
         .status(fault === 'storage_full' ? 507 : 503)
         .send(errorBody(fault, fault === 'storage_full' ? "the service's disk is full; retry later" : 'the service cannot write its database; retry later'));
     }
+    // A file write that found no room (a route without a mapping of its own): the caller did
+    // nothing wrong and may retry, which a 500 would not tell it.
+    if (err.code === 'ENOSPC' || err.code === 'EDQUOT') {
+      request.log.error({ err }, 'disk full');
+      reply.header('retry-after', '30');
+      return reply.status(507).send(errorBody('storage_full', "the service's disk is full; retry later"));
+    }
     const status = err.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       const code = frameworkCodes[err.code] ?? (status === 413 ? 'payload_too_large' : 'invalid_request');

@@ -1,4 +1,5 @@
 import { mkdir, realpath } from 'node:fs/promises';
+import type { IncomingMessage } from 'node:http';
 import path from 'node:path';
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
@@ -11,6 +12,7 @@ import { describeFile, listWorkspace } from '../workspace/workspace-files.ts';
 import { workspaceFileSchema, workspaceListingSchema } from '../shapes/artifact.ts';
 import type { WorkspacesDirOf } from '../workspace/workspace.ts';
 import { AppError, notFound } from '../errors/app-error.ts';
+import { errorBodySchema } from './error-schema.ts';
 import { binaryBody, errors, json } from './openapi.ts';
 
 const contentTypes: Record<string, string> = {
@@ -29,9 +31,20 @@ const contentTypes: Record<string, string> = {
 
 const fileParams = z.object({ parentTaskId: contextIdSchema, '*': z.string().min(1, 'a file path is required') });
 
+/**
+ * A write the disk could not take (full, or the user's quota spent): the caller did nothing wrong
+ * and may send it again once there is room, so it is told apart from a refused path.
+ */
+const workspaceDiskFull = () =>
+  new AppError(507, 'storage_full', 'the workspace disk is full; nothing was changed, retry later', undefined, { 'retry-after': '30' });
+
+/** ENOSPC and EDQUOT: no room left on the disk, or in the user's share of it. */
+const isDiskFull = (err: unknown) => ['ENOSPC', 'EDQUOT'].includes((err as NodeJS.ErrnoException)?.code ?? '');
+
 /** A refusal of the path guard or of the descriptor checks, as the contract's error. */
 function pathFailure(err: unknown, filePath: string): AppError {
   if (err instanceof AppError) return err;
+  if (isDiskFull(err) || isDiskFull((err as Error)?.cause)) return workspaceDiskFull();
   if (!(err instanceof PathError)) return new AppError(400, 'invalid_path', publicMessage(err as Error));
   switch (err.reason) {
     case 'not_found':
@@ -100,6 +113,7 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
           200: json('An existing file was replaced', workspaceFileSchema),
           201: json('The file was created', workspaceFileSchema),
           ...errors(400, 404, 409, 413, 414),
+          507: json('The workspace disk is full (or its quota spent): nothing was changed; retry after Retry-After seconds', errorBodySchema),
         },
       },
     },
@@ -108,12 +122,17 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
       const declared = Number(request.headers['content-length'] ?? NaN);
       if (declared > maxUploadBytes) throw tooLarge(maxUploadBytes);
       const dir = path.join(workspacesDirOf(request.tenant), parentTaskId);
-      await mkdir(dir, { recursive: true, mode: 0o750 });
+      await mkdir(dir, { recursive: true, mode: 0o750 }).catch((err: unknown) => {
+        throw isDiskFull(err) ? workspaceDiskFull() : err;
+      });
       const root = await realpath(dir);
       let received = 0;
       try {
         const target = await resolveWorkspacePath(root, filePath, { mustExist: false });
-        const written = await replaceFromStream(root, target.real, filePath, request.raw, (bytes) => {
+        // Not destroyed when the write stops early: that would reset the connection under the
+        // answer (see below).
+        const body = request.raw.iterator({ destroyOnReturn: false });
+        const written = await replaceFromStream(root, target.real, filePath, body, (bytes) => {
           received += bytes;
           if (received > maxUploadBytes) throw tooLarge(maxUploadBytes);
         });
@@ -123,7 +142,13 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
           .header('location', file.url)
           .send(file);
       } catch (err) {
-        throw pathFailure(err, filePath);
+        const failure = pathFailure(err, filePath);
+        // The caller may still be sending a body the service stopped writing (a full disk, a path
+        // refused): the rest is read and dropped before the answer, which a caller blocked on its
+        // send would otherwise never read, and which closing under its send would reset (EPIPE).
+        // One too large, or never ending, is not read on: the connection closes after the answer.
+        if (failure.statusCode === 413 || !(await drained(request.raw, maxUploadBytes))) reply.header('connection', 'close');
+        throw failure;
       }
     },
   );
@@ -209,6 +234,27 @@ export async function sendFile(reply: FastifyReply, root: string, filePath: stri
       .header('content-security-policy', "sandbox; default-src 'none'")
       .send(streamExactly(opened))
   );
+}
+
+/**
+ * Reads and drops what is left of a request's body: true once it ended, false past `max` bytes
+ * (then it is left unread) or on an error.
+ */
+function drained(body: IncomingMessage, max: number): Promise<boolean> {
+  if (body.complete) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    let bytes = 0;
+    body.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+      if (bytes <= max) return;
+      body.pause();
+      resolve(false);
+    });
+    body.once('end', () => resolve(true));
+    body.once('error', () => resolve(false));
+    body.once('close', () => resolve(body.complete));
+    body.resume();
+  });
 }
 
 function tooLarge(max: number): AppError {

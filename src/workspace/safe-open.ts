@@ -68,8 +68,11 @@ function refusal(err: unknown, shown: string): Error {
   if (code === 'EISDIR') return new PathError('is_a_directory', `"${shown}" is a directory`);
   if (code === 'ENXIO') return new PathError('not_a_regular_file', `"${shown}" is not a regular file`);
   if (code === 'ENAMETOOLONG') return new PathError('name_too_long', `a name in path "${shown}" is too long`);
-  // Any other system error: its code, never its message (which names the host path).
-  if (typeof code === 'string' && (err as NodeJS.ErrnoException).syscall) return new PathError('invalid_path', `path "${shown}" cannot be used (${code})`);
+  // Any other system error: its code, never its message (which names the host path). The error
+  // stays as the cause, so a full disk (ENOSPC) can still be told from a bad path by the caller.
+  if (typeof code === 'string' && (err as NodeJS.ErrnoException).syscall) {
+    return Object.assign(new PathError('invalid_path', `path "${shown}" cannot be used (${code})`), { cause: err });
+  }
   return err as Error;
 }
 
