@@ -26,6 +26,7 @@ const SLOW = [
   'test/liveness.test.ts',
   'test/client.test.ts',
   'test/readme-examples.test.ts',
+  'test/workspace-disk-full.test.ts',
 ];
 
 /**
@@ -39,6 +40,7 @@ const OWN_CLUSTERS = [
   'test/approvals-takeover.test.ts',
   'test/postgres-outage.test.ts',
   'test/postgres-restart.test.ts',
+  'test/postgres-start-wait.test.ts',
 ];
 
 /** Fast, but they look at what the process has loaded: a module graph of their own. */
