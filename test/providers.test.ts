@@ -1,6 +1,8 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { streamText, type ModelMessage } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
 import { startService, storedEvents, taskBody, type TestService } from './support/harness';
@@ -107,6 +109,43 @@ describe('a task on Anthropic', () => {
     const [sent] = requestsOf('ANTH-TOPP');
     expect(sent.body).toMatchObject({ model: 'claude-haiku-4-5', top_p: 0.7, max_tokens: 900 });
     expect(sent.body).not.toHaveProperty('thinking');
+  });
+
+  it("gives a fork child the parent's prefix byte for byte, with the breakpoints after it", async () => {
+    model.script('ANTH-FORK-PARENT', (ctx) =>
+      JSON.stringify(ctx.messages.at(-1)).includes('ANTH-FORK-CHILD')
+        ? { text: 'child done', usage: { input: 2_000, cached: 1_800, output: 5 } }
+        : { text: 'parent goes on', usage: { input: 1_900, cacheWrite: 1_800, output: 5 } },
+    );
+    const system = 'You are the orchestrator of ANTH-FORK. Plan, then delegate.';
+    const messages: ModelMessage[] = [
+      { role: 'user', content: 'ANTH-FORK-PARENT: sum up CHANGES.md' },
+      { role: 'assistant', content: [{ type: 'text', text: 'Reading it.' }] },
+      { role: 'user', content: 'Go on.' },
+    ];
+    // The parent: an orchestrator on Claude, its system prompt marked for the cache.
+    const parent = createAnthropic({ baseURL: model.url, apiKey: ANTHROPIC_KEY })('claude-sonnet-4-5');
+    await streamText({
+      model: parent,
+      system: { role: 'system', content: system, providerOptions: { anthropic: { cacheControl: { type: 'ephemeral' } } } },
+      messages,
+    }).consumeStream();
+    const parentBody = model.requests.at(-1)!.raw as { system: unknown; messages: unknown[] };
+
+    const child = await run({
+      description: 'child',
+      prompt: 'ANTH-FORK-CHILD: write the notes',
+      context: { parentTaskId: 'T-anth-fork', userId: 'u' },
+      fork: { system, messages },
+      options: { model: 'anthropic:claude-sonnet-4-5' },
+    });
+    expect(child).toMatchObject({ status: 'completed', summary: 'child done', usage: { inputTokens: 2_000, cachedInputTokens: 1_800 } });
+    const childBody = model.requests.at(-1)!.raw as { system: unknown; messages: Array<{ content: Array<{ cache_control?: unknown }> }> };
+    expect(JSON.stringify(childBody.system)).toBe(JSON.stringify(parentBody.system));
+    // Anthropic merges consecutive user turns: the parent's last one holds the child's prompt too.
+    const prefix = parentBody.messages.length - 1;
+    expect(JSON.stringify(childBody.messages.slice(0, prefix))).toBe(JSON.stringify(parentBody.messages.slice(0, prefix)));
+    expect(childBody.messages.at(-1)!.content.at(-1)).toMatchObject({ text: 'ANTH-FORK-CHILD: write the notes', cache_control: { type: 'ephemeral' } });
   });
 
   it('takes an answer that ends without message_stop for a provider error, not for a finished task', async () => {
