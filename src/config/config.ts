@@ -38,6 +38,8 @@ export const configSchema = z.object({
   // PostgreSQL: this instance's name among those sharing the database (default host:PORT). One
   // process per id; a restarted instance takes its own running tasks back at once.
   INSTANCE_ID: z.string().min(1).max(200).optional(),
+  // PostgreSQL: how long a starting instance waits for a database that does not answer yet (0: not at all).
+  DATABASE_START_TIMEOUT_MS: intFrom(60_000, 0),
   // PostgreSQL: how long an instance's claim on a running task holds unless renewed (every third of it).
   TASK_LEASE_MS: intFrom(30_000, 300),
   WORKSPACES_DIR: z.string().min(1).default('./data/workspaces'),
@@ -148,6 +150,7 @@ function toConfig(env: z.output<typeof configSchema>, raw: Record<string, string
     host: env.HOST,
     databasePath: env.DATABASE_PATH,
     databaseUrl: env.DATABASE_URL ?? null,
+    databaseStartTimeoutMs: env.DATABASE_START_TIMEOUT_MS,
     instanceId: env.INSTANCE_ID ?? `${hostname()}:${env.PORT}`,
     taskLeaseMs: env.TASK_LEASE_MS,
     workspacesDir: path.resolve(env.WORKSPACES_DIR),
