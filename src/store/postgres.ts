@@ -274,15 +274,22 @@ async function takeInstanceLock(
 ): Promise<pg.Client | null> {
   const holder = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
   holder.on('error', () => undefined);
-  await holder.connect();
-  const held =
-    (await holder.query<{ held: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS held', [INSTANCE_LOCK, instanceId])).rows[0]?.held === true;
-  if (!held) {
-    await holder.end();
-    return null;
+  try {
+    await holder.connect();
+    const held =
+      (await holder.query<{ held: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS held', [INSTANCE_LOCK, instanceId])).rows[0]?.held === true;
+    if (!held) {
+      await holder.end();
+      return null;
+    }
+    holder.on('notification', (n) => onNotification(n.channel, n.payload ?? ''));
+    for (const channel of Object.values(CHANNELS)) await holder.query(`LISTEN ${channel}`);
+  } catch (err) {
+    // A server that went away halfway (restarting): the connection, and the lock it may hold, go
+    // with it, so the next try (a start that waits for the database) does not find itself in use.
+    await holder.end().catch(() => undefined);
+    throw err;
   }
-  holder.on('notification', (n) => onNotification(n.channel, n.payload ?? ''));
-  for (const channel of Object.values(CHANNELS)) await holder.query(`LISTEN ${channel}`);
   holder.once('end', onLost);
   return holder;
 }
