@@ -270,17 +270,22 @@ describe('an unknown provider', () => {
 
   it('in a definition or a variable stops the start, naming it', async () => {
     const bad = mkdtempSync(path.join(tmpdir(), 'subagentd-providers-bad-'));
-    // Each start in a folder of its own: a start refused after its database opened keeps it open.
-    const at = (name: string) => ({ DATABASE_PATH: path.join(bad, `${name}.db`) });
+    // Each start in a folder (and so on a database) of its own: a start refused after its
+    // database opened keeps it.
+    const dirOf = (name: string) => {
+      mkdirSync(path.join(bad, name, 'agents'), { recursive: true });
+      return path.join(bad, name);
+    };
     try {
-      mkdirSync(path.join(bad, 'agents'));
-      writeFileSync(path.join(bad, 'agents', 'typo.md'), '---\nname: typo\ndescription: A typo\nmodel: antropic:claude-sonnet-4-5\n---\nWork.\n');
-      await expect(startService({ model, dir: bad, env: { ...env, ...at('a') } })).rejects.toThrow(
+      const typo = dirOf('a');
+      writeFileSync(path.join(typo, 'agents', 'typo.md'), '---\nname: typo\ndescription: A typo\nmodel: antropic:claude-sonnet-4-5\n---\nWork.\n');
+      await expect(startService({ model, dir: typo, env })).rejects.toThrow(
         /subagent definition "typo": model "antropic:claude-sonnet-4-5" names an unknown provider "antropic"/,
       );
-      const variable = { ...env, ...at('b'), AGENTS_DIR: path.join(bad, 'none'), SMALL_MODEL: 'gogle:gemini-2.5-flash' };
-      await expect(startService({ model, dir: bad, env: variable })).rejects.toThrow(/SMALL_MODEL: .*unknown provider "gogle"/);
-      await expect(startService({ model, dir: bad, env: { ...env, ...at('c'), DEFAULT_PROVIDER: 'antropic' } })).rejects.toThrow(
+      await expect(startService({ model, dir: dirOf('b'), env: { ...env, SMALL_MODEL: 'gogle:gemini-2.5-flash' } })).rejects.toThrow(
+        /SMALL_MODEL: .*unknown provider "gogle"/,
+      );
+      await expect(startService({ model, dir: dirOf('c'), env: { ...env, DEFAULT_PROVIDER: 'antropic' } })).rejects.toThrow(
         /DEFAULT_PROVIDER: unknown provider "antropic"/,
       );
     } finally {
