@@ -91,6 +91,8 @@ export function createModelProvider(settings: ProviderSettings): ModelProvider {
     const ref = resolve(id);
     let model = models.get(id);
     if (!model) {
+      // Ids come from requests too (`options.model`): the cache stays bounded.
+      if (models.size >= 1000) models.clear();
       model = KITS[ref.type].model(settings.connections[ref.provider], ref.modelId, fetchOf, ref.provider);
       models.set(id, model);
     }
