@@ -31,6 +31,10 @@ beforeAll(async () => {
     '---\nname: gemini\ndescription: On Gemini\nmodel: google:gemini-2.5-flash\neffort: medium\ntopP: 0.8\nmaxOutputTokens: 3000\n---\nWork on Gemini.\n',
   );
   writeFileSync(
+    path.join(dir, 'agents', 'claude-compacting.md'),
+    '---\nname: claude-compacting\ndescription: On Claude, compacted by Gemini\nmodel: anthropic:claude-sonnet-4-5\ncompactAtTokens: 1000\ncompactionModel: google:gemini-2.5-flash\n---\nWork.\n',
+  );
+  writeFileSync(
     path.join(dir, 'agents', 'mixed.md'),
     '---\nname: mixed\ndescription: Claude, then Gemini, then OpenAI\nmodel: [anthropic:claude-sonnet-4-5, google:gemini-2.5-flash, gpt-4.1-mini]\n---\nWork on.\n',
   );
@@ -193,6 +197,27 @@ describe('a task on Gemini', () => {
     expect(done).toMatchObject({ status: 'error', error: { code: 'provider_error' } });
     expect(done.usage).toMatchObject({ inputTokens: 7_000, outputTokens: 0 });
     expect(done.usage.costMicroUsd).toBe(2_100);
+  });
+});
+
+describe('compaction', () => {
+  it('compacts a task on Claude with a compaction model on Gemini', async () => {
+    model.script('XCOMPACT', (ctx) => {
+      if (ctx.model === 'gemini-2.5-flash') return { text: 'SUMMARY: wrote three files.', usage: { input: 400, output: 20 } };
+      if (JSON.stringify(ctx.messages).includes('SUMMARY:'))
+        return { toolCalls: [{ name: 'complete', args: { summary: 'compacted', paths: [] } }], usage: { input: 300, output: 5 } };
+      // The marker in the calls' inputs: the compaction call's excerpt carries it to this script.
+      return { toolCalls: [{ name: 'write_file', args: { path: `XCOMPACT-${ctx.turn}.txt`, content: 'x' } }], usage: { input: 1_200, output: 5 } };
+    });
+    const done = await run(taskBody({ subagent_type: 'claude-compacting', prompt: 'XCOMPACT', context: { parentTaskId: 'T-xcompact', userId: 'u' } }));
+    expect(done, JSON.stringify(done.error)).toMatchObject({
+      status: 'completed',
+      summary: 'compacted',
+      usage: { compactions: 1, inputTokens: 3 * 1_200 + 400 + 300 },
+    });
+    expect(requestsOf('XCOMPACT').map((r) => r.api)).toEqual(['anthropic', 'anthropic', 'anthropic', 'google', 'anthropic']);
+    const compacted = (await storedEvents(svc, done.id)).find((e) => e.type === 'context.compacted');
+    expect(compacted?.data).toMatchObject({ model: 'google:gemini-2.5-flash' });
   });
 });
 
