@@ -1,12 +1,11 @@
 # syntax=docker/dockerfile:1
-# Node 24 LTS by default; BASE_IMAGE lets a build use a local base with Node 24 (see README).
+# Node 24 LTS by default; BASE_IMAGE lets a build use a local base with Node 24 and npm in
+# /usr/local, Debian bookworm underneath (scripts/local-base-image.sh makes one without a registry).
 ARG BASE_IMAGE=node:24-bookworm-slim
 # Build stage: compile native modules (better-sqlite3) with the toolchain, compile TypeScript to
-# dist/, then drop dev dependencies.
+# dist/ and bundle the console into ui-dist/ (npm run build does both), then drop dev dependencies.
 FROM ${BASE_IMAGE} AS build
 WORKDIR /app
-# Native modules compile against the headers that come with Node (no download of headers).
-ENV npm_config_nodedir=/usr/local
 # Behind a TLS-inspecting proxy, pass its CA for npm: --build-arg NODE_EXTRA_CA_CERTS=/path (mounted).
 ARG NODE_EXTRA_CA_CERTS
 RUN apt-get update \
@@ -15,10 +14,17 @@ RUN apt-get update \
 COPY package.json package-lock.json ./
 # The lockfile names the client's workspace; npm ci needs its package.json (not its sources).
 COPY packages/client/package.json ./packages/client/
+# A native module with no prebuilt binary for this platform (better-sqlite3 where its download
+# is out of reach) compiles against the headers that come with Node, downloading none: node-gyp
+# reads its options from npm_package_config_node_gyp_* (npm 11 warns of an npm_config_nodedir).
+# No notice of newer npm releases in the build's output.
+ENV npm_package_config_node_gyp_nodedir=/usr/local npm_config_update_notifier=false
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
-COPY scripts/build.mjs ./scripts/build.mjs
+# Every file npm run build runs: a script it calls that is not copied fails the image's build.
+COPY scripts/build.mjs scripts/build-ui.mjs ./scripts/
 COPY src ./src
+COPY ui ./ui
 COPY migrations ./migrations
 COPY migrations-pg ./migrations-pg
 RUN npm run build && npm prune --omit=dev
@@ -40,6 +46,8 @@ WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/package.json ./
 COPY --from=build /app/dist ./dist
+# The console (/ui), found beside dist/: without it /ui answers 503 console_not_built.
+COPY --from=build /app/ui-dist ./ui-dist
 COPY --from=build /app/migrations ./migrations
 COPY --from=build /app/migrations-pg ./migrations-pg
 USER subagentd

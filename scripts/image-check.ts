@@ -1,7 +1,8 @@
 /**
  * `npx tsx scripts/image-check.ts <image> [podman|docker]`: runs the built image against the
- * project's scripted model server and proves it works: the healthcheck, a model task whose bash
- * command runs in the sandbox inside the container, and a shell task. The container shares the
+ * project's scripted model server and proves it works: the healthcheck, the console (`/ui`, its
+ * script and its style), a model task whose bash command runs in the sandbox inside the
+ * container, and a shell task. CI runs it (.ci/image) on every push. The container shares the
  * host's network (the scripted model listens on loopback) and gets the two options bubblewrap
  * needs inside a container: seccomp=unconfined and systempaths=unconfined (on AppArmor hosts add
  * apparmor=unconfined). With DATABASE_URL set, the container runs on that PostgreSQL database
@@ -24,6 +25,30 @@ async function freePort(): Promise<number> {
       s.close(() => resolve(port));
     });
   });
+}
+
+/** The console's page and the script and style it names, as a browser would load them. */
+async function checkConsole(base: string): Promise<boolean> {
+  const page = await fetch(`${base}/ui`);
+  const html = await page.text();
+  const files = [html.match(/\/ui\/assets\/app-[\w-]+\.js/)?.[0], html.match(/\/ui\/assets\/app-[\w-]+\.css/)?.[0]];
+  let ok = page.status === 200 && (page.headers.get('content-type') ?? '').startsWith('text/html');
+  console.log('console:', page.status, page.headers.get('content-type'), `${html.length} B`);
+  for (const [file, type] of [
+    [files[0], 'text/javascript'],
+    [files[1], 'text/css'],
+  ] as const) {
+    if (!file) {
+      console.log(`  no ${type} named in the page`);
+      ok = false;
+      continue;
+    }
+    const res = await fetch(`${base}${file}`);
+    const size = (await res.arrayBuffer()).byteLength;
+    console.log(' ', file, res.status, res.headers.get('content-type'), `${size} B`);
+    ok &&= res.status === 200 && (res.headers.get('content-type') ?? '').startsWith(type) && size > 0;
+  }
+  return ok;
 }
 
 async function main() {
@@ -83,6 +108,7 @@ async function main() {
       await new Promise((r) => setTimeout(r, 250));
     }
     console.log('healthz:', await (await fetch(`${base}/healthz`)).text(), process.env.DATABASE_URL ? '(PostgreSQL)' : '(SQLite)');
+    const consoleOk = await checkConsole(base);
     const post = async (body: unknown) =>
       (
         await fetch(`${base}/tasks?wait=true`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
@@ -108,7 +134,7 @@ async function main() {
       context: { parentTaskId: 'T-image', userId: 'u-1' },
     });
     console.log('shell task:', shellTask.status, JSON.stringify(shellTask.output));
-    const ok = modelTask.status === 'completed' && shellTask.status === 'completed' && /Read-only file system/.test(shellTask.output.stdout);
+    const ok = consoleOk && modelTask.status === 'completed' && shellTask.status === 'completed' && /Read-only file system/.test(shellTask.output.stdout);
     console.log(ok ? 'IMAGE CHECK PASSED' : 'IMAGE CHECK FAILED');
     process.exitCode = ok ? 0 : 1;
   } finally {
