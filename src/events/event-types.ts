@@ -82,9 +82,19 @@ export const heartbeatSchema = z.object({
   at: z.string(),
   data: progressSchema
     .partial()
-    .extend({ lastSeq: z.number().int().min(0).describe('the last seq sent on this socket (0 before any)') })
+    .extend({
+      lastSeq: z.number().int().min(0).describe('the last seq sent on this socket (0 before any)'),
+      intervalMs: z
+        .number()
+        .int()
+        .min(1)
+        .optional()
+        .describe(
+          "the service's HEARTBEAT_MS: the longest this stream stays quiet, so a reader can take a few of them without a message for a dead connection",
+        ),
+    })
     .describe(
-      'lastSeq; on a task stream, while the task has not ended, also its progress fields (phase, step, tool, reason and pending while paused, phaseSince, lastActivityAt, usage)',
+      'lastSeq and intervalMs; on a task stream, while the task has not ended, also its progress fields (phase, step, tool, reason and pending while paused, phaseSince, lastActivityAt, usage)',
     ),
 });
 

@@ -79,8 +79,11 @@ export function createFeed(opts: FeedOptions) {
     void Promise.resolve(opts.progress?.())
       .catch(() => null)
       .then((progress) => {
-        // The contract's heartbeat data carries the progress fields themselves, next to lastSeq.
-        const beat: Heartbeat = { type: 'heartbeat', taskId: opts.taskId, at: iso(now()), data: { lastSeq, ...(progress ?? undefined) } };
+        // The contract's heartbeat data carries the progress fields themselves, next to lastSeq, and
+        // the interval, from which a reader sizes its idle timer (a fixed guess is wrong whenever
+        // HEARTBEAT_MS is not the default).
+        const data = { lastSeq, intervalMs: opts.heartbeatMs, ...(progress ?? undefined) };
+        const beat: Heartbeat = { type: 'heartbeat', taskId: opts.taskId, at: iso(now()), data };
         if (writable()) sink.heartbeat(beat);
         armHeartbeat();
       });

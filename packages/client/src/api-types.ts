@@ -1279,6 +1279,7 @@ export interface components {
                 lastActivityAt?: string;
                 usage?: components["schemas"]["Usage"];
                 lastSeq: number;
+                intervalMs?: number;
             };
         };
         TaskStartedData: {
@@ -4228,6 +4229,15 @@ export interface operations {
             };
             /** @description Shutting down, overloaded, or the database cannot be written; retry after Retry-After seconds */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The workspace disk is full (or its quota spent): nothing was changed; retry after Retry-After seconds */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };

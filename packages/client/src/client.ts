@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { errorOf, SubagentApiError } from './errors.ts';
 import { backoffMs, retryAfterMs, sleep, type RetryOptions } from './retry.ts';
 import { readEventStream } from './event-stream.ts';
-import { readSocket, socketConstructor, type SocketConstructor, type SocketEnd } from './socket.ts';
+import { IDLE_CLOSE_CODE, readSocket, socketConstructor, type SocketConstructor, type SocketEnd } from './socket.ts';
 import type {
   AgentSummary,
   ApprovalDecision,
@@ -56,10 +56,11 @@ export interface SubagentClientOptions {
   transport?: 'websocket' | 'sse';
   retry?: RetryOptions;
   /**
-   * A stream that brings no message for this long is taken for a dropped connection (a proxy or a
-   * load balancer that stopped forwarding without closing) and reconnected from the last seq.
-   * The service heartbeats every HEARTBEAT_MS (15 s by default) while a task is quiet; keep this
-   * at a few heartbeats. Default 45 s.
+   * A stream that brings no message for this long, or a connection that brings no answer for this
+   * long, is taken for a dropped connection (a proxy or a load balancer that stopped forwarding
+   * without closing) and reconnected from the last seq. Default: three of the service's heartbeat
+   * intervals (each heartbeat says its HEARTBEAT_MS), at least 1 s; 45 s until a heartbeat has
+   * been seen.
    */
   streamIdleTimeoutMs?: number;
 }
@@ -145,6 +146,11 @@ interface Call {
 }
 
 const seg = encodeURIComponent;
+
+/** A stream's idle limit before the service told its heartbeat interval: three default heartbeats. */
+const DEFAULT_IDLE_MS = 45_000;
+/** Never less, however short the heartbeats: a busy machine's pauses are not dead connections. */
+const MIN_IDLE_MS = 1_000;
 const filePath = (p: string) => p.split('/').filter(Boolean).map(seg).join('/');
 
 /**
@@ -158,6 +164,8 @@ export function createSubagentClient(options: SubagentClientOptions) {
   const doFetch = options.fetch ?? globalThis.fetch;
   const retry = { retries: 5, baseDelayMs: 500, maxDelayMs: 60_000, ...options.retry };
   const auth: Record<string, string> = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
+  /** The service's HEARTBEAT_MS, as its last heartbeat said: one service, one interval for every stream. */
+  let heartbeatMs: number | undefined;
 
   function urlOf(path: string, query?: Call['query']): string {
     const params = new URLSearchParams();
@@ -310,9 +318,16 @@ export function createSubagentClient(options: SubagentClientOptions) {
       ? socketConstructor(options.WebSocket)
       : null;
 
+  /**
+   * How long a stream may bring nothing before it counts as dead: what the caller set, else three
+   * heartbeats (the service sends one whenever a stream was quiet that long), else a fixed guess.
+   */
+  const idleMsOf = (o: StreamOptions) => () =>
+    o.idleTimeoutMs ?? options.streamIdleTimeoutMs ?? (heartbeatMs ? Math.max(3 * heartbeatMs, MIN_IDLE_MS) : DEFAULT_IDLE_MS);
+
   /** One connection's messages (JSON texts) and how it ended; `null` for a 204 (nothing follows). */
   async function connect(route: Route, after: number | undefined, o: StreamOptions): Promise<AsyncGenerator<string, SocketEnd> | null> {
-    const idleMs = o.idleTimeoutMs ?? options.streamIdleTimeoutMs ?? 45_000;
+    const idleMs = idleMsOf(o);
     const query = { ...route.query, ...(after !== undefined && { after: String(after) }) };
     const ws = transport();
     if (ws) {
@@ -326,12 +341,22 @@ export function createSubagentClient(options: SubagentClientOptions) {
     const stop = () => controller.abort();
     o.signal?.addEventListener('abort', stop, { once: true });
     let res: Response;
+    // A connection that never answers (a proxy that stopped forwarding) is as dead as a quiet one.
+    const waitMs = idleMs();
+    let unanswered = false;
+    const answer = setTimeout(() => {
+      unanswered = true;
+      controller.abort();
+    }, waitMs);
     try {
       res = await doFetch(urlOf(route.sse, query), { headers: { ...auth, accept: 'text/event-stream' }, signal: controller.signal });
     } catch (err) {
       o.signal?.removeEventListener('abort', stop);
       if (o.signal?.aborted) throw err;
+      if (unanswered) return ended({ code: IDLE_CLOSE_CODE, reason: `no answer within ${waitMs} ms`, opened: false });
       return ended({ code: 1006, reason: (err as Error).message, opened: false });
+    } finally {
+      clearTimeout(answer);
     }
     if (res.status === 204) return null;
     if (!res.ok) {
@@ -371,6 +396,7 @@ export function createSubagentClient(options: SubagentClientOptions) {
         while (!step.done) {
           const message = JSON.parse(step.value) as StreamMessage;
           failures = 0;
+          if (message.type === 'heartbeat' && (message.data.intervalMs ?? 0) > 0) heartbeatMs = message.data.intervalMs;
           if (message.type !== 'heartbeat') after = route.cursor(message) ?? after;
           if (message.type !== 'heartbeat' || o.heartbeats !== false) yield message;
           if (message.type === 'task.finished' && route.query.parentTaskId === undefined) return;
@@ -382,7 +408,8 @@ export function createSubagentClient(options: SubagentClientOptions) {
       if (o.signal?.aborted) return;
       // It closed before it was done: a refused upgrade (unknown task, bad key) is told apart
       // from a dropped connection by asking over HTTP, which throws the contract's error.
-      if (!step.value.opened) await route.check();
+      // A connection that timed out is no refusal, and asking would wait on the same dead path.
+      if (!step.value.opened && step.value.code !== IDLE_CLOSE_CODE) await route.check();
       if (++failures > maxReconnects) {
         throw new SubagentApiError(0, 'stream_lost', `the stream closed ${failures} times in a row (last: ${step.value.code} ${step.value.reason})`);
       }

@@ -7,30 +7,33 @@
 import type { SocketEnd } from './socket.ts';
 import { IDLE_CLOSE_CODE } from './socket.ts';
 
-export async function* readEventStream(res: Response, controller: AbortController, idleMs?: number): AsyncGenerator<string, SocketEnd> {
+export async function* readEventStream(res: Response, controller: AbortController, idleMs?: () => number | undefined): AsyncGenerator<string, SocketEnd> {
   const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
   let end: SocketEnd = { code: 1006, reason: 'connection dropped', opened: true };
   let idle: ReturnType<typeof setTimeout> | undefined;
+  // Armed only while waiting on the network, so a consumer slow to take a message is no silence,
+  // and read again each time, so an interval the stream taught meanwhile applies at once.
   const watch = () => {
-    if (!idleMs) return;
-    clearTimeout(idle);
+    const ms = idleMs?.();
+    if (!ms) return;
     idle = setTimeout(() => {
-      end = { code: IDLE_CLOSE_CODE, reason: `no message for ${idleMs} ms`, opened: true };
+      end = { code: IDLE_CLOSE_CODE, reason: `no message for ${ms} ms`, opened: true };
       controller.abort();
-    }, idleMs);
+    }, ms);
   };
-  watch();
   let buffer = '';
   try {
     for (;;) {
       let chunk: Awaited<ReturnType<typeof reader.read>>;
+      watch();
       try {
         chunk = await reader.read();
       } catch {
         return end;
+      } finally {
+        clearTimeout(idle);
       }
       if (chunk.done) return end;
-      watch();
       buffer += chunk.value.replace(/\r\n?/g, '\n');
       for (let cut = buffer.indexOf('\n\n'); cut !== -1; cut = buffer.indexOf('\n\n')) {
         const block = buffer.slice(0, cut);

@@ -41,7 +41,7 @@ export const IDLE_CLOSE_CODE = 4408;
  * proxy or the network dropped without closing) is dropped and reported as closed with
  * IDLE_CLOSE_CODE.
  */
-export async function* readSocket(socket: SocketLike, signal?: AbortSignal, idleMs?: number): AsyncGenerator<string, SocketEnd> {
+export async function* readSocket(socket: SocketLike, signal?: AbortSignal, idleMs?: () => number | undefined): AsyncGenerator<string, SocketEnd> {
   const queue: string[] = [];
   let end: SocketEnd | null = null;
   let opened = false;
@@ -54,18 +54,18 @@ export async function* readSocket(socket: SocketLike, signal?: AbortSignal, idle
     opened = true;
   };
   let idle: ReturnType<typeof setTimeout> | undefined;
+  // Armed only while the reader waits for the network (connecting included), and read again each
+  // time, so an interval the stream taught meanwhile applies at once.
   const watch = () => {
-    if (!idleMs) return;
-    clearTimeout(idle);
+    const ms = idleMs?.();
+    if (!ms) return;
     idle = setTimeout(() => {
-      end ??= { code: IDLE_CLOSE_CODE, reason: `no message for ${idleMs} ms`, opened };
+      end ??= { code: IDLE_CLOSE_CODE, reason: opened ? `no message for ${ms} ms` : `not connected within ${ms} ms`, opened };
       socket.terminate?.();
       poke();
-    }, idleMs);
+    }, ms);
   };
-  watch();
   socket.onmessage = (ev) => {
-    watch();
     const data = ev.data;
     queue.push(typeof data === 'string' ? data : new TextDecoder().decode(data as Uint8Array));
     poke();
@@ -75,7 +75,8 @@ export async function* readSocket(socket: SocketLike, signal?: AbortSignal, idle
     poke();
   };
   socket.onclose = (ev) => {
-    end = { code: ev.code, reason: ev.reason, opened };
+    // The close that the idle timer's own terminate() brings says less than the timer did.
+    if (end?.code !== IDLE_CLOSE_CODE) end = { code: ev.code, reason: ev.reason, opened };
     poke();
   };
   const onAbort = () => {
@@ -87,7 +88,9 @@ export async function* readSocket(socket: SocketLike, signal?: AbortSignal, idle
     for (;;) {
       while (queue.length > 0) yield queue.shift()!;
       if (end) return end;
+      watch();
       await new Promise<void>((resolve) => (wake = resolve));
+      clearTimeout(idle);
     }
   } finally {
     clearTimeout(idle);
