@@ -134,7 +134,7 @@ describe("children within their parent's limits", () => {
       { toolCalls: [{ name: 'task', args: { subagent_type: 'shell', description: 'Say hi', prompt: 'echo hi > hi.txt' } }] },
       { toolCalls: [{ name: 'complete', args: { summary: 'done', paths: [] } }] },
     ]);
-    const rules = { 'bash(rm *)': 'deny', 'bash(echo *)': 'allow', bash: 'ask' };
+    const rules = { 'bash(rm *)': 'deny', 'bash(echo *)': 'allow', 'bash(> hi.txt)': 'allow', bash: 'ask' };
     const lead = await submit({
       subagent_type: 'lead',
       prompt: 'NL-SH-RULES',

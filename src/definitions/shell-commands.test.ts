@@ -10,33 +10,38 @@ beforeAll(async () => {
 /** The README's rules, and the issue's deny rule. */
 const readme = { bash: 'ask', 'bash(git status*)': 'allow' } as const;
 const denyRm = { 'bash(rm *)': 'deny' } as const;
-const decide = (rules: Record<string, 'allow' | 'ask' | 'deny'>, line: string) => decideCall([rules], 'bash', shell.commands(line)).decision;
+const decide = async (rules: Record<string, 'allow' | 'ask' | 'deny'>, line: string) => decideCall([rules], 'bash', await shell.commands(line)).decision;
 
-describe('the simple commands of a bash line', () => {
-  it('splits a line at ; && || | and newlines, and finds the commands inside substitutions, subshells and functions', () => {
-    expect(shell.commands('git status; touch X')).toEqual(['git status', 'touch X']);
-    expect(shell.commands('git status && a || b\nc | d')).toEqual(['git status', 'a', 'b', 'c', 'd']);
-    expect(shell.commands('echo $(rm x) `ls -l`')).toEqual(['echo $(rm x) `ls -l`', 'rm x', 'ls -l']);
-    expect(shell.commands('( cd a && rm b )')).toEqual(['cd a', 'rm b']);
-    expect(shell.commands('f() { rm a; }; f')).toEqual(['rm a', 'f']);
-    expect(shell.commands('cat <<EOF\n$(rm x)\nEOF')).toEqual(['cat', 'rm x']);
-    expect(shell.commands('diff <(rm a) b')).toEqual(['diff <(rm a) b', 'rm a']);
+describe('the simple commands of a bash line', async () => {
+  it('splits a line at ; && || | and newlines, and finds the commands inside substitutions, subshells and functions', async () => {
+    expect(await shell.commands('git status; touch X')).toEqual(['git status', 'touch X']);
+    expect(await shell.commands('git status && a || b\nc | d')).toEqual(['git status', 'a', 'b', 'c', 'd']);
+    expect(await shell.commands('echo $(rm x) `ls -l`')).toEqual(['echo $(rm x) `ls -l`', 'rm x', 'ls -l']);
+    expect(await shell.commands('( cd a && rm b )')).toEqual(['cd a', 'rm b']);
+    expect(await shell.commands('f() { rm a; }; f')).toEqual(['rm a', 'f']);
+    expect(await shell.commands('cat <<EOF\n$(rm x)\nEOF')).toEqual(['cat', 'rm x']);
+    expect(await shell.commands('diff <(rm a) b')).toEqual(['diff <(rm a) b', 'rm a']);
   });
 
-  it('names a command with quotes and escapes removed and its folder stripped, through wrappers, shells and eval', () => {
-    for (const line of ["r''m -rf x", '/bin/rm -rf x', 'command rm -rf x', "bash -c 'rm -rf x'", 'X=1 rm -rf x', 'rm\t-rf x', '\\rm -rf x', '"rm" -rf x'])
-      expect(shell.commands(line), line).toEqual(['rm -rf x']);
-    expect(shell.commands('timeout -s KILL 5 nice -n 3 env A=b sudo -u me rm q')).toEqual(['rm q']);
-    expect(shell.commands("sh -ec 'echo hi; rm q'")).toEqual(['echo hi', 'rm q']);
-    expect(shell.commands('eval "rm -rf x"')).toEqual(['rm -rf x']);
-    expect(shell.commands('ls | xargs -0 rm')).toEqual(['ls', 'rm {}']);
-    expect(shell.commands("find . -name '*.o' -delete")).toEqual(['find . -name *.o -delete', 'rm .']);
-    expect(shell.commands('find src -exec rm {} \\;')).toEqual(['find src -exec rm {} ;', 'rm {}']);
+  it('names a command with quotes and escapes removed and its folder stripped, through wrappers, shells and eval', async () => {
+    for (const line of ["r''m -rf x", '/bin/rm -rf x', 'command rm -rf x', "bash -c 'rm -rf x'", 'rm\t-rf x', '\\rm -rf x', '"rm" -rf x', 'r\\\nm -rf x'])
+      expect(await shell.commands(line), line).toEqual(['rm -rf x']);
+    expect(await shell.commands('timeout -s KILL 5 nice -n 3 env LANG=C sudo -u me rm q')).toEqual(['rm q']);
+    // A variable set for a command can change what it does: it is a command of its own for the rules.
+    expect(await shell.commands('X=1 rm -rf x')).toEqual(['rm -rf x', 'X=1']);
+    expect(await shell.commands('GIT_CONFIG_COUNT=1 git status; LANG=C ls')).toEqual(['git status', 'GIT_CONFIG_COUNT=1', 'ls']);
+    // So is a file an output redirection writes.
+    expect(await shell.commands('git status > .git/config; ls 2>/dev/null')).toEqual(['git status', '> .git/config', 'ls']);
+    expect(await shell.commands("sh -ec 'echo hi; rm q'")).toEqual(['echo hi', 'rm q']);
+    expect(await shell.commands('eval "rm -rf x"')).toEqual(['rm -rf x']);
+    expect(await shell.commands('ls | xargs -0 rm')).toEqual(['ls', 'rm {}']);
+    expect(await shell.commands("find . -name '*.o' -delete")).toEqual(['find . -name *.o -delete', 'rm .']);
+    expect(await shell.commands('find src -exec rm {} \\;')).toEqual(['find src -exec rm {} ;', 'rm {}']);
     // Quoted text is an argument, not a command.
-    expect(shell.commands('echo "a; rm b"')).toEqual(['echo a; rm b']);
+    expect(await shell.commands('echo "a; rm b"')).toEqual(['echo a; rm b']);
   });
 
-  it('cannot parse what is known only when it runs: a syntax error, a name that is an expansion, a shell reading its input', () => {
+  it('cannot parse what is known only when it runs: a syntax error, a name that is an expansion, a shell reading its input', async () => {
     for (const line of [
       "git status'",
       '$(echo rm) x',
@@ -48,13 +53,13 @@ describe('the simple commands of a bash line', () => {
       'bash -c "$X"',
       'if then',
     ])
-      expect(shell.commands(line), line).toBeNull();
-    expect(shell.commands(`echo ${'a'.repeat(MAX_PARSED_LINE)}`)).toBeNull();
+      expect(await shell.commands(line), line).toBeNull();
+    expect(await shell.commands(`echo ${'a'.repeat(MAX_PARSED_LINE)}`)).toBeNull();
   });
 });
 
-describe('bash(<glob>) rules per simple command', () => {
-  it("lets nothing through after an allowed command's prefix", () => {
+describe('bash(<glob>) rules per simple command', async () => {
+  it("lets nothing through after an allowed command's prefix", async () => {
     for (const line of [
       'git status; touch X',
       'git status && touch X',
@@ -64,16 +69,16 @@ describe('bash(<glob>) rules per simple command', () => {
       'git status $(touch X)',
       'git status `touch X`',
     ])
-      expect(decide(readme, line), line).toBe('ask');
+      expect(await decide(readme, line), line).toBe('ask');
   });
 
-  it('still runs an allowed command unasked, alone or with other allowed ones', () => {
-    expect(decide(readme, 'git status')).toBe('allow');
-    expect(decide(readme, 'git status --short && git status -b')).toBe('allow');
-    expect(decide(readme, '/usr/bin/git status')).toBe('allow');
+  it('still runs an allowed command unasked, alone or with other allowed ones', async () => {
+    expect(await decide(readme, 'git status')).toBe('allow');
+    expect(await decide(readme, 'git status --short && git status -b')).toBe('allow');
+    expect(await decide(readme, '/usr/bin/git status')).toBe('allow');
   });
 
-  it('denies rm in every spelling the attack run used, and lets other commands run', () => {
+  it('denies rm in every spelling the attack run used, and lets other commands run', async () => {
     const spellings = [
       "r''m -rf victim",
       '/bin/rm victim',
@@ -89,8 +94,54 @@ describe('bash(<glob>) rules per simple command', () => {
       'nohup rm victim',
     ];
     // Every spelling is refused: denied, or (a name known only when it runs) asked.
-    for (const line of spellings) expect(decide(denyRm, line), line).not.toBe('allow');
-    expect(decide(denyRm, '$(echo rm) victim')).toBe('ask');
-    expect(decide({ bash: 'allow', 'bash(rm *)': 'deny' }, 'ls -la && cat README.md | grep rm')).toBe('allow');
+    for (const line of spellings) expect(await decide(denyRm, line), line).not.toBe('allow');
+    expect(await decide(denyRm, '$(echo rm) victim')).toBe('ask');
+    expect(await decide({ bash: 'allow', 'bash(rm *)': 'deny' }, 'ls -la && cat README.md | grep rm')).toBe('allow');
+  });
+
+  it('holds against the second attack run: heredoc delimiters, code in quotes meeting arithmetic, variables, redirections', async () => {
+    const allowlist = [
+      'git status <<E"O"F\nEOF\ntouch P\nE"O"F',
+      "git status <<E'O'F\nEOF\ntouch P\nE'O'F",
+      "declare -i n='a[$(touch P)]'; git status",
+      "x='a[$(touch P)]'; git status $((x))",
+      "[[ 'a[$(touch P)]' -eq 0 ]]; git status",
+      "x='$(touch P)'; git status ${x@P}",
+      "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.status-x GIT_CONFIG_VALUE_0='!touch P' git status-x",
+      'export GIT_CONFIG_COUNT=1; git status',
+      'git status > .git/config',
+    ];
+    for (const line of allowlist) expect(await decide(readme, line), line).not.toBe('allow');
+    const denylist = [
+      '/usr/bin/[r]m x',
+      '/bin/r? x',
+      'coproc rm x; wait',
+      "trap 'rm x' EXIT",
+      'hash -p /bin/rm foo; foo x',
+      ". /dev/stdin <<< 'rm x'",
+      "bash /dev/stdin <<< 'rm x'",
+      "source <(echo 'rm x')",
+      "bash --rcfile /dev/null -c 'rm x'",
+      "rbash -c 'rm x'",
+      "find . -name x -exec sh -c 'rm x' \\;",
+      'find . -exec env rm {} \\;',
+      'echo x | xargs -i rm {}',
+      "flock /tmp/l -c 'rm x'",
+      'flock /tmp/l rm x',
+      'taskset 1 rm x',
+      "script -qc 'rm x' /dev/null",
+      "printf -v 'a[$(rm x)]' 1",
+      'shopt -s expand_aliases\nalias r=rm\nr x',
+    ];
+    for (const line of denylist) expect(await decide(denyRm, line), line).not.toBe('allow');
+    // Quoted heredocs and plain ones still parse; a quoted $( ) without arithmetic is only text.
+    expect(await shell.commands("cat <<'EOF' > notes.md\n$(not run)\nEOF")).toEqual(['cat', '> notes.md']);
+    expect(await shell.commands("echo '$(not run)'")).toEqual(['echo $(not run)']);
+  });
+
+  it('gives up on a line that takes too long to parse, on its own thread, and parses the next', async () => {
+    expect(await shell.commands('((a'.repeat(21_000))).toBeNull();
+    expect(await shell.commands('echo ' + '${x:-'.repeat(8000) + 'y' + '}'.repeat(8000))).toBeNull();
+    expect(await shell.commands('git status && npm test 2>&1 | tail -n 20')).toEqual(['git status', 'npm test', 'tail -n 20']);
   });
 });

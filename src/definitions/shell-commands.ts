@@ -11,10 +11,13 @@
  * the command a wrapper runs (`command`, `env`, `nice`, `timeout`, `xargs`, `sudo`, ...), and
  * `find -exec ... ;` (`find -delete` counts as `rm`). What cannot be known before it runs makes
  * the line unparseable (null): a syntax error, a command name that is an expansion (`$(echo rm) x`),
- * `eval` or `bash -c` of an expansion, a shell that reads its commands from its input.
+ * `eval` or `bash -c` of an expansion, a shell that reads its commands from its input, a line that
+ * takes longer than PARSE_BUDGET_MS to parse.
+ *
+ * The parse runs on a worker thread (shell-parse-thread.mjs): tree-sitter takes seconds on some
+ * hostile lines and checks its own cancellation too rarely, so the thread is ended at the budget.
  */
-import { createRequire } from 'node:module';
-import { Language, Parser, type Node } from 'web-tree-sitter';
+import { Worker } from 'node:worker_threads';
 
 /** Lines longer than this are not parsed (and so are asked): a rule's promise needs a parse. */
 export const MAX_PARSED_LINE = 64 * 1024;
@@ -23,7 +26,7 @@ const MAX_NESTING = 8;
 /** More simple commands than this in one line: not parsed. */
 const MAX_COMMANDS = 1000;
 
-const SHELLS = new Set(['bash', 'sh', 'dash', 'zsh', 'ksh', 'mksh', 'ash']);
+const SHELLS = new Set(['bash', 'sh', 'dash', 'zsh', 'ksh', 'mksh', 'ash', 'rbash', 'yash', 'posh', 'fish', 'tcsh', 'csh']);
 
 /**
  * Commands that run another command given in their arguments: their options (those that take a
@@ -66,92 +69,284 @@ const WRAPPERS: Record<string, { valued: string[]; positional?: number }> = {
   },
   doas: { valued: ['-u', '-C'] },
   xargs: {
-    valued: [
-      '-a',
-      '--arg-file',
-      '-d',
-      '--delimiter',
-      '-E',
-      '-e',
-      '-I',
-      '-i',
-      '-L',
-      '-l',
-      '-n',
-      '--max-args',
-      '-P',
-      '--max-procs',
-      '-s',
-      '--max-chars',
-      '--process-slot-var',
-    ],
+    valued: ['-a', '--arg-file', '-d', '--delimiter', '-E', '-I', '-L', '-n', '--max-args', '-P', '--max-procs', '-s', '--max-chars', '--process-slot-var'],
   },
   env: { valued: ['-u', '--unset', '-C', '--chdir'] },
+  coproc: { valued: [] },
+  busybox: { valued: [] },
+  flock: { valued: ['-w', '--timeout', '-E', '--conflict-exit-code'], positional: 1 },
+  taskset: { valued: [], positional: 1 },
+  chrt: { valued: [], positional: 1 },
+  prlimit: { valued: ['-p', '--pid'] },
+  setpriv: { valued: [] },
+  unshare: { valued: [] },
+  watch: { valued: ['-n', '--interval', '-d', '--differences'] },
+  caffeinate: { valued: [] },
 };
+
+/** Options of these take a line of code as their value (`flock -c '...'`, `script -c '...'`). */
+const CODE_OPTIONS: Record<string, string[]> = { flock: ['-c', '--command'], script: ['-c', '--command'], su: ['-c', '--command'], watch: [] };
+
+/** Builtins whose use makes what runs unknowable from the text: aliases, hashed paths, loaded builtins. */
+const OPAQUE = new Set(['alias', 'hash', 'enable', 'builtin_load']);
+
+/** Variables set before a command that cannot change what it does (others are matched as commands: `GIT_CONFIG_*=...`). */
+const HARMLESS_VARIABLES = /^(LANG|LANGUAGE|LC_[A-Z]+|TZ|TERM|NO_COLOR|FORCE_COLOR|CI|COLUMNS|LINES)$/;
+
+/** Time a line (with what it nests) may take to parse; past it the line is not parsed (and so asked). */
+export const PARSE_BUDGET_MS = 250;
 
 export interface ShellParser {
   /** The line's simple commands in order, or null when the line cannot be parsed (see above). */
-  commands(line: string): string[] | null;
+  commands(line: string): Promise<string[] | null>;
 }
 
-let language: Promise<Language> | null = null;
+/** A node of the tree the parse thread answers: the part of web-tree-sitter's Node this file reads. */
+class Node {
+  readonly namedChildren: Node[];
+  constructor(
+    private readonly line: string,
+    private readonly raw: RawNode,
+  ) {
+    this.namedChildren = raw[5].map((c) => new Node(line, c));
+  }
+  get type() {
+    return this.raw[0];
+  }
+  get text() {
+    return this.line.slice(this.raw[1], this.raw[2]);
+  }
+  /** Unnamed children (tokens: `$`, quotes, operators) it has besides its named ones. */
+  get unnamed() {
+    return this.raw[4];
+  }
+  childForFieldName(field: string): Node | null {
+    return this.namedChildren.find((c) => c.raw[3] === field) ?? null;
+  }
+  childrenForFieldName(field: string): Node[] {
+    return this.namedChildren.filter((c) => c.raw[3] === field);
+  }
+}
+type RawNode = [type: string, start: number, end: number, field: string | null, unnamed: number, children: RawNode[]];
 
 /**
- * The parser, once its WebAssembly is compiled (once per process: the grammar is immutable, and
- * compiling it costs tens of milliseconds). Each call gets its own Parser object.
+ * The parse thread: one per process, started on first use, ended (and started again on the next
+ * line) when a parse outlives its time. Lines are parsed one at a time, in order.
+ */
+function createParseThread() {
+  let worker: Worker | null = null;
+  let ready: Promise<void> | null = null;
+  let queue: Promise<unknown> = Promise.resolve();
+  let next = 0;
+  const start = () => {
+    const w = new Worker(new URL('./shell-parse-thread.mjs', import.meta.url));
+    w.unref();
+    worker = w;
+    ready = new Promise<void>((resolve, reject) => {
+      w.once('message', () => resolve());
+      w.once('error', reject);
+    });
+    w.on('error', () => {
+      if (worker === w) worker = null;
+    });
+    return w;
+  };
+  /** The line's tree, or null for a syntax error or a parse past `deadline` (counted once the thread is up). */
+  const parse = (line: string, deadline: Deadline): Promise<RawNode | null> => {
+    const job = queue.then(async (): Promise<RawNode | null> => {
+      const w = worker ?? start();
+      await ready;
+      const ms = deadline.left();
+      const id = ++next;
+      return new Promise((resolve) => {
+        const timer = setTimeout(
+          () => {
+            w.off('message', onMessage);
+            // A parse cannot be interrupted: the thread goes, and the next line gets a new one.
+            if (worker === w) worker = null;
+            void w.terminate();
+            resolve(null);
+          },
+          Math.max(1, ms),
+        );
+        const onMessage = (m: { id?: number; tree?: RawNode | null }) => {
+          if (m.id !== id) return;
+          clearTimeout(timer);
+          w.off('message', onMessage);
+          resolve(m.tree ?? null);
+        };
+        w.on('message', onMessage);
+        w.postMessage({ id, line });
+      });
+    });
+    queue = job.catch(() => null);
+    return job;
+  };
+  return { parse };
+}
+
+let thread: ReturnType<typeof createParseThread> | null = null;
+
+/**
+ * The parser. Its thread is shared by the process (the grammar is immutable; a thread and its
+ * WebAssembly cost tens of milliseconds to start), and started when first needed.
  */
 export async function loadShellParser(): Promise<ShellParser> {
-  language ??= (async () => {
-    const require = createRequire(import.meta.url);
-    await Parser.init({ locateFile: () => require.resolve('web-tree-sitter/tree-sitter.wasm') });
-    return Language.load(require.resolve('tree-sitter-bash/tree-sitter-bash.wasm'));
-  })().catch((err: unknown) => {
-    language = null;
-    throw err;
-  });
-  const grammar = await language;
-  const parser = new Parser();
-  parser.setLanguage(grammar);
+  thread ??= createParseThread();
+  const parseThread = thread;
   return {
-    commands(line) {
-      const out: string[] = [];
-      return parseInto(parser, line, out, 0) ? out : null;
+    async commands(line) {
+      const run: Run = { parse: parseThread.parse, out: [], deadline: deadline(PARSE_BUDGET_MS) };
+      try {
+        return (await parseInto(run, joinContinuations(line), 0)) ? run.out : null;
+      } catch {
+        return null;
+      }
     },
   };
 }
 
-/** Appends `line`'s simple commands to `out`; false when it cannot be parsed. */
-function parseInto(parser: Parser, line: string, out: string[], nesting: number): boolean {
+/** One line's parse: the parse thread, the commands found so far, when it must give up. */
+interface Run {
+  parse: (line: string, deadline: Deadline) => Promise<RawNode | null>;
+  out: string[];
+  deadline: Deadline;
+}
+
+/**
+ * A line's time to parse, the lines it nests included: it runs only while the thread parses or
+ * this side walks, not while a new thread starts (after a hostile line ended the last one).
+ */
+interface Deadline {
+  left(): number;
+  over(): boolean;
+}
+function deadline(ms: number): Deadline {
+  let spent = 0;
+  let since: number | null = null;
+  const now = () => spent + (since === null ? 0 : performance.now() - since);
+  return {
+    left: () => {
+      since ??= performance.now();
+      return ms - now();
+    },
+    over: () => now() > ms,
+  };
+}
+
+/** Bash removes a backslash-newline before it splits words (`r\⏎m` is `rm`); tree-sitter does not. */
+const joinContinuations = (line: string) => line.replace(/(?<!\\)((?:\\\\)*)\\\n/g, '$1');
+
+/** Appends `line`'s simple commands; false when it cannot be parsed (or takes longer than its budget). */
+async function parseInto(run: Run, line: string, nesting: number): Promise<boolean> {
   if (line.length > MAX_PARSED_LINE || nesting > MAX_NESTING) return false;
-  const tree = parser.parse(line);
-  if (!tree) return false;
-  try {
-    if (tree.rootNode.hasError) return false;
-    return walk(parser, tree.rootNode, out, nesting) && out.length <= MAX_COMMANDS;
-  } finally {
-    tree.delete();
-  }
+  const raw = await run.parse(line, run.deadline);
+  if (!raw) return false;
+  return (await walk(run, new Node(line, raw), nesting)) && run.out.length <= MAX_COMMANDS;
 }
 
-/** Every command under `node` (itself included), depth first in source order. */
-function walk(parser: Parser, node: Node, out: string[], nesting: number): boolean {
-  if (node.type === 'command' && !simpleCommand(parser, node, out, nesting)) return false;
-  for (const child of node.namedChildren) {
-    if (child && !walk(parser, child, out, nesting)) return false;
-    if (out.length > MAX_COMMANDS) return false;
+/**
+ * Every command under `node` (itself included), in source order; false at anything that makes the
+ * line unknowable. Iterative: a deeply nested line cannot overflow the stack.
+ */
+async function walk(run: Run, root: Node, nesting: number): Promise<boolean> {
+  const stack: Node[] = [root];
+  let arithmetic = false;
+  let quotedCode = false;
+  while (stack.length > 0) {
+    if (run.deadline.over() || run.out.length > MAX_COMMANDS) return false;
+    const node = stack.pop()!;
+    switch (node.type) {
+      case 'command':
+        if (!(await simpleCommand(run, node, nesting))) return false;
+        if (isArithmeticCommand(node)) arithmetic = true;
+        break;
+      case 'file_redirect': {
+        // Output into a file writes it, whatever the command: `> <path>` is a command of its own
+        // for the rules (`bash(git status*)` does not let `git status > .git/config` through).
+        const target = node.childForFieldName('destination');
+        const path = target ? (staticText(target) ?? target.text) : '';
+        if (
+          /^\d*(>|>>|&>|&>>|>\||<>)$/.test(node.text.slice(0, node.text.length - (target?.text.length ?? 0)).trim()) &&
+          !/^\/dev\/(null|stdout|stderr)$/.test(path)
+        )
+          run.out.push(`> ${path}`);
+        break;
+      }
+      case 'heredoc_redirect':
+        if (!plainHeredoc(node)) return false;
+        break;
+      case 'arithmetic_expansion':
+      case 'test_command':
+      case 'subscript':
+        arithmetic = true;
+        break;
+      case 'compound_statement':
+        if (node.text.startsWith('((')) arithmetic = true;
+        break;
+      case 'declaration_command':
+        // `export NAME` hands a variable set earlier to every later command.
+        if (node.namedChildren.some((c) => c.type === 'variable_name' || (c?.type === 'word' && !c.text.startsWith('-')))) run.out.push(node.text);
+        if (node.namedChildren.some((c) => c.type === 'word' && /^-[a-zA-Z]*[iaA]/.test(c.text))) arithmetic = true;
+        break;
+      case 'expansion':
+        // `${x@P}` expands a prompt string, command substitutions included.
+        if (/@P\}$/.test(node.text)) return false;
+        if (node.text.includes('[')) arithmetic = true;
+        break;
+      case 'raw_string':
+      case 'string':
+      case 'ansi_c_string':
+        if (/\$\(|`/.test(node.text)) quotedCode = true;
+        break;
+      case 'variable_assignment': {
+        // A variable can change what a later command does (GIT_CONFIG_*, LD_PRELOAD, PAGER, once
+        // exported or set for it): each is a command of its own for the rules, unless it cannot.
+        const name = node.childForFieldName('name');
+        if (name?.type === 'subscript') arithmetic = true;
+        if (!HARMLESS_VARIABLES.test(name?.text ?? '')) run.out.push(node.text);
+        break;
+      }
+    }
+    const children = node.namedChildren;
+    for (let i = children.length - 1; i >= 0; i--) if (children[i]) stack.push(children[i]!);
   }
-  return true;
+  // Bash evaluates a string as arithmetic where a number is expected, and an array index in it
+  // runs its command substitutions: code held in quotes meets arithmetic only on purpose.
+  return !(arithmetic && quotedCode);
 }
 
-/** One `command` node: its name and arguments, as `expand` resolves them. */
-function simpleCommand(parser: Parser, node: Node, out: string[], nesting: number): boolean {
+/** Commands that evaluate their arguments as arithmetic or assign through names (`read 'a[$(x)]'`). */
+function isArithmeticCommand(node: Node): boolean {
+  const name = node.childForFieldName('name')?.text;
+  return name === 'let' || name === 'read' || name === 'printf' || name === 'mapfile' || name === 'readarray' || name === 'test' || name === '[';
+}
+
+/**
+ * A here-document whose delimiter tree-sitter reads as bash does: a plain word, or one quoted
+ * whole (`'EOF'`, `"EOF"`, `\EOF`). With quotes inside it (`E"O"F`) bash ends the body elsewhere.
+ */
+function plainHeredoc(node: Node): boolean {
+  const start = node.namedChildren.find((c) => c?.type === 'heredoc_start')?.text ?? '';
+  const end = node.namedChildren.find((c) => c?.type === 'heredoc_end')?.text;
+  const m = /^(?:([A-Za-z0-9_.-]+)|'([A-Za-z0-9_.-]+)'|"([A-Za-z0-9_.-]+)"|\\([A-Za-z0-9_.-]+))$/.exec(start);
+  if (!m) return false;
+  return end === undefined || end === (m[1] ?? m[2] ?? m[3] ?? m[4]);
+}
+
+/** One `command` node: its name and arguments, as `expand` resolves them, and what its variables change. */
+async function simpleCommand(run: Run, node: Node, nesting: number): Promise<boolean> {
   const nameNode = node.childForFieldName('name');
   if (!nameNode) return true; // assignments only (`X=1`): their substitutions are walked
   const args = node.childrenForFieldName('argument').filter((a): a is Node => a !== null);
-  const words = [staticText(nameNode.namedChildren[0] ?? nameNode), ...args.map(staticText)];
+  const first = nameNode.namedChildren[0] ?? nameNode;
+  // An unquoted *, ? or [ in the name is a pathname pattern: what it runs is known only then.
+  const unquoted = nameNode.text.replace(/'[^']*'|"(?:[^"\\]|\\.)*"|\\./g, '');
+  const name = /[*?[]/.test(unquoted) ? null : staticText(first);
+  const words = [name, ...args.map(staticText)];
   const raw = [nameNode.text, ...args.map((a) => a.text)];
   const redirects = node.childrenForFieldName('redirect').flatMap((r) => (r ? [r.text.replace(/\s+/g, ' ')] : []));
-  return expand(parser, { words, raw, extra: redirects }, out, nesting);
+  return expand(run, { words, raw, extra: redirects }, nesting);
 }
 
 interface Words {
@@ -167,28 +362,49 @@ interface Words {
  * One simple command: the command a wrapper, `eval` or `bash -c` runs stands in its place (so
  * `command rm x` is `rm x`); any other is itself (and for `find`, what it runs too).
  */
-function expand(parser: Parser, cmd: Words, out: string[], nesting: number): boolean {
+async function expand(run: Run, cmd: Words, nesting: number): Promise<boolean> {
   const first = cmd.words[0];
   if (first === null || first === '') return false;
   const name = commandName(first);
   const args = cmd.words.slice(1);
+  if (OPAQUE.has(name)) return false;
+  if (name === 'shopt' && args.includes('expand_aliases')) return false;
   if (name === 'eval') {
     if (args.some((a) => a === null)) return false;
-    return parseInto(parser, args.join(' '), out, nesting + 1);
+    return parseInto(run, args.join(' '), nesting + 1);
+  }
+  if (name === 'trap') {
+    // `trap 'code' SIGNAL`: the code runs later, in this shell.
+    const code = args[0];
+    if (code === null) return false;
+    if (code !== undefined && !code.startsWith('-') && args.length > 1 && !(await parseInto(run, code, nesting + 1))) return false;
+  }
+  if (name === 'source' || name === '.') {
+    // A file the line writes itself meanwhile, or its own input: what it runs is not on the line.
+    if (args[0] === null || args[0] === undefined || /^\/(dev|proc)\//.test(args[0])) return false;
   }
   if (SHELLS.has(name)) {
     const line = shellLine(args);
     if (line === false) return false;
-    if (line !== null) return parseInto(parser, line, out, nesting + 1);
+    if (line !== null) return parseInto(run, line, nesting + 1);
   }
+  const code = CODE_OPTIONS[name]?.map((o) => args.indexOf(o)).find((i) => i >= 0);
+  if (code !== undefined) {
+    const line = args[code + 1];
+    return typeof line === 'string' && (await parseInto(run, line, nesting + 1));
+  }
+  if (name === 'script') return false; // without -c it runs an interactive shell
   const wrapped = WRAPPERS[name] ? wrappedAt(name, args) : null;
   if (wrapped === false) return false;
   if (wrapped !== null) {
+    if (name === 'env') {
+      for (const a of args.slice(0, wrapped)) if (a && /^[A-Za-z_][A-Za-z0-9_]*=/.test(a) && !HARMLESS_VARIABLES.test(a.split('=')[0])) run.out.push(a);
+    }
     const extra = name === 'xargs' ? ['{}', ...cmd.extra] : cmd.extra;
-    return expand(parser, { words: cmd.words.slice(wrapped + 1), raw: cmd.raw.slice(wrapped + 1), extra }, out, nesting);
+    return expand(run, { words: cmd.words.slice(wrapped + 1), raw: cmd.raw.slice(wrapped + 1), extra }, nesting);
   }
-  out.push([name, ...args.map((a, i) => a ?? cmd.raw[i + 1]), ...cmd.extra].join(' '));
-  return name === 'find' ? findRuns(args, out) : true;
+  run.out.push([name, ...args.map((a, i) => a ?? cmd.raw[i + 1]), ...cmd.extra].join(' '));
+  return name === 'find' ? findRuns(run, cmd, nesting) : true;
 }
 
 /**
@@ -234,29 +450,30 @@ function shellLine(args: Array<string | null>): string | null | false {
     }
     if (!/^[-+]/.test(a)) break;
     if (/^-[A-Za-z]*c[A-Za-z]*$/.test(a)) dashC = true;
-    // `-o option`, `+O shopt`: the next word is the option's name.
-    i += /^[-+][A-Za-z]*[oO]$/.test(a) ? 2 : 1;
+    if (/^-[A-Za-z]*s[A-Za-z]*$/.test(a)) return false; // reads its commands from its input
+    // `-o option`, `+O shopt`, `--rcfile file`: the next word is the option's value.
+    i += /^[-+][A-Za-z]*[oO]$/.test(a) || a === '--rcfile' || a === '--init-file' ? 2 : 1;
   }
   if (dashC) return typeof args[i] === 'string' ? args[i]! : false;
+  // A script that is its own input or a descriptor: what it runs is not on the line.
+  if (i < args.length && (args[i] === null || /^\/(dev|proc)\//.test(args[i]!))) return false;
   return i < args.length ? null : false;
 }
 
-/** `find ... -exec cmd {} ;` runs `cmd {}`; `-delete` removes what it finds (`rm <start points>`). */
-function findRuns(args: Array<string | null>, out: string[]): boolean {
+/** `find ... -exec cmd {} ;` runs `cmd {}` (resolved as any command); `-delete` removes what it finds (`rm <start points>`). */
+async function findRuns(run: Run, cmd: Words, nesting: number): Promise<boolean> {
+  const args = cmd.words.slice(1);
   const starts: string[] = [];
   let i = 0;
   for (; i < args.length && args[i] !== null && !/^[-(!]/.test(args[i]!); i++) starts.push(args[i]!);
   for (; i < args.length; i++) {
     const a = args[i];
-    if (a === '-delete') out.push(['rm', ...(starts.length ? starts : ['.'])].join(' '));
+    if (a === '-delete') run.out.push(['rm', ...(starts.length ? starts : ['.'])].join(' '));
     if (a === '-exec' || a === '-execdir' || a === '-ok' || a === '-okdir') {
-      const cmd: string[] = [];
-      for (i++; i < args.length && args[i] !== ';' && args[i] !== '+'; i++) {
-        if (args[i] === null && cmd.length === 0) return false;
-        cmd.push(args[i] ?? '$?');
-      }
-      if (cmd.length === 0) return false;
-      out.push([commandName(cmd[0]), ...cmd.slice(1)].join(' '));
+      const from = i + 1;
+      for (i++; i < args.length && args[i] !== ';' && args[i] !== '+'; i++);
+      if (i === from) return false;
+      if (!(await expand(run, { words: cmd.words.slice(from + 1, i + 1), raw: cmd.raw.slice(from + 1, i + 1), extra: [] }, nesting))) return false;
     }
   }
   return true;
@@ -274,7 +491,7 @@ function staticText(node: Node): string | null {
     case 'raw_string':
       return node.text.slice(1, -1);
     case 'string': {
-      if (node.namedChildren.some((c) => c?.type !== 'string_content')) return null;
+      if (node.namedChildren.some((c) => c.type !== 'string_content')) return null;
       return node.text
         .slice(1, -1)
         .replace(/\\\n/g, '')
@@ -288,7 +505,7 @@ function staticText(node: Node): string | null {
         text += value;
       }
       // A concatenation's unnamed parts (a bare `$` before a quote) make it dynamic.
-      return node.children.length === node.namedChildren.length ? text : null;
+      return node.unnamed === 0 ? text : null;
     }
     default:
       return null;

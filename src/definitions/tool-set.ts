@@ -78,8 +78,8 @@ function namedPath(base: PathBase, input: unknown): string | null {
  */
 export function callDecider(limits: ToolLimits, opts: { shell: ShellParser | null; shellTypes: ReadonlySet<string>; base: PathBase }) {
   const { shell, shellTypes, base } = opts;
-  const bash = (line: string): CallDecision => decideCall(limits.permissions, 'bash', shell ? shell.commands(line) : undefined);
-  return ({ toolName, input }: { toolName: string; input: unknown }): CallDecision => {
+  const bash = async (line: string): Promise<CallDecision> => decideCall(limits.permissions, 'bash', shell ? await shell.commands(line) : undefined);
+  return async ({ toolName, input }: { toolName: string; input: unknown }): Promise<CallDecision> => {
     if (toolName === 'bash') return bash(commandOf(input));
     if (PATH_RULE_TOOLS.has(toolName)) {
       const named = namedPath(base, input);
@@ -88,7 +88,7 @@ export function callDecider(limits: ToolLimits, opts: { shell: ShellParser | nul
     const own = decideCall(limits.permissions, toolName);
     const child = input as { subagent_type?: unknown; prompt?: unknown } | null;
     if (toolName !== 'task' || !child || !shellTypes.has(String(child.subagent_type))) return own;
-    const run = offered(limits, 'bash') ? bash(typeof child.prompt === 'string' ? child.prompt : '') : { decision: 'deny' as const, rule: 'bash' };
+    const run = offered(limits, 'bash') ? await bash(typeof child.prompt === 'string' ? child.prompt : '') : { decision: 'deny' as const, rule: 'bash' };
     return STRICTER[run.decision] > STRICTER[own.decision] ? run : own;
   };
 }

@@ -88,7 +88,7 @@ export interface RunAgentOptions<S = unknown> {
   /** Awaited once a call's answer is whole and before its tools run (the runner: its writes are stored). */
   beforeTools?: () => Promise<void>;
   /** The permission rules' answer for one call (`allow` for every call without it). */
-  decide?: (call: { toolName: string; input: unknown }) => { decision: 'allow' | 'ask' | 'deny'; rule: string | null };
+  decide?: (call: { toolName: string; input: unknown }) => CallRuling | Promise<CallRuling>;
   /**
    * Calls of a step wait on the caller (`decide` said `ask`, or a caller-run tool was called): the
    * others of the step ran (or were refused); this answers the pause the run stops with, after the
@@ -129,4 +129,10 @@ export interface RunSetup {
   /** The tools as the provider is sent them (name, description, JSON Schema). */
   callTools: Awaited<ReturnType<typeof prepareToolsAndToolChoice>>;
   system: string;
+}
+
+/** What the permission rules say of one call, and the rule that said it. */
+export interface CallRuling {
+  decision: 'allow' | 'ask' | 'deny';
+  rule: string | null;
 }

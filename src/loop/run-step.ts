@@ -154,8 +154,11 @@ export async function runStep<S>(step: number, conversation: ModelMessage[], set
       if (signal.aborted) calls.length = 0;
       // The permission rules: a denied call is a tool error naming its rule; an asked one waits.
       // A caller-run tool's call waits for the caller's result (unless denied).
-      const allowed = calls.filter((c) => {
-        const ruled = opts.decide?.({ toolName: c.toolName, input: c.input }) ?? { decision: 'allow' as const, rule: null };
+      const rulings = await Promise.all(
+        calls.map(async (c) => (await opts.decide?.({ toolName: c.toolName, input: c.input })) ?? { decision: 'allow' as const, rule: null }),
+      );
+      const allowed = calls.filter((c, i) => {
+        const ruled = rulings[i];
         const decision: DecidedCall['decision'] = c.tool.caller && ruled.decision !== 'deny' ? 'client' : ruled.decision;
         const decided = { toolCallId: c.toolCallId, toolName: c.toolName, input: c.input, decision, rule: ruled.rule };
         out.decided.push(decided);

@@ -53,7 +53,7 @@ export async function runAnswered<S>(
       continue;
     }
     const tool = setup.tools.get(a.toolName);
-    const again = opts.decide?.({ toolName: a.toolName, input: a.input });
+    const again = await opts.decide?.({ toolName: a.toolName, input: a.input });
     if (!a.allow) record({ toolCallId: a.toolCallId, toolName: a.toolName, output: a.message, isError: true });
     else if (again?.decision === 'deny') record({ toolCallId: a.toolCallId, toolName: a.toolName, output: deniedBy(again.rule), isError: true });
     else if (!tool) record({ toolCallId: a.toolCallId, toolName: a.toolName, output: `tool "${a.toolName}" is no longer offered`, isError: true });
