@@ -15,6 +15,12 @@ beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'subagentd-limits-'));
   mkdirSync(path.join(dir, 'agents'));
   writeFileSync(path.join(dir, 'agents', 'lead.md'), '---\nname: lead\ndescription: Splits work among subagents\nmaxDepth: 2\n---\nDelegate.\n');
+  const repo = path.resolve(import.meta.dirname, '..');
+  const acpArgs = JSON.stringify(['--import', path.join(repo, 'node_modules/tsx/dist/loader.mjs'), path.join(repo, 'scripted-model/acp-agent.ts')]);
+  writeFileSync(
+    path.join(dir, 'agents', 'coder.md'),
+    `---\nname: coder\ndescription: An external ACP agent\nkind: acp\ncommand: ${process.execPath}\nargs: ${acpArgs}\n---\n`,
+  );
   svc = await startService({ dir });
 });
 afterAll(async () => {
@@ -124,6 +130,26 @@ describe("children within their parent's limits", () => {
     expect(existsSync(path.join(workspace('T-nl-deny'), 'victim.txt'))).toBe(true);
     expect(await children('T-nl-deny', lead.id)).toEqual([]);
     expect(resultsSeen('NL-SHELL')[0]).toMatch(/^Invalid input for tool task/);
+  });
+
+  it('offers an ACP agent as a child only to a task whose chain has no rule or tool list: its own tools obey none', async () => {
+    svc.model.script('NL-ACP-FREE', [{ text: 'ok' }]);
+    svc.model.script('NL-ACP-RULED', [{ text: 'ok' }]);
+    await taskEnd(svc, (await submit({ subagent_type: 'lead', prompt: 'NL-ACP-FREE', context: { parentTaskId: 'T-nl-acp', userId: 'u' } })).id);
+    const rules = { permissions: { write_file: 'deny' } };
+    await taskEnd(
+      svc,
+      (await submit({ subagent_type: 'lead', prompt: 'NL-ACP-RULED', context: { parentTaskId: 'T-nl-acp', userId: 'u' }, options: rules })).id,
+    );
+    const types = (marker: string) => {
+      const tool = requestsOf(marker)[0].body.tools!.find((t) => t.function.name === 'task') as unknown as {
+        function: { parameters: { properties: { subagent_type: { enum: string[] } } } };
+      };
+      return tool.function.parameters.properties.subagent_type.enum;
+    };
+    expect(types('NL-ACP-FREE')).toContain('coder');
+    expect(types('NL-ACP-RULED')).not.toContain('coder');
+    expect(types('NL-ACP-RULED')).toContain('general');
   });
 
   it("decides a shell child's command by its parent's bash rules: denied, asked, or run unasked", async () => {

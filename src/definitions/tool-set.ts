@@ -4,6 +4,7 @@
  * more than its parent).
  */
 import type { NetworkPolicy } from '../shapes/task.ts';
+import type { AgentDefinition } from './agent-definition.ts';
 import type { Permissions } from '../shapes/permissions.ts';
 import { allowedHosts, narrowHosts, type AllowedHosts } from '../network/policy.ts';
 import path from 'node:path';
@@ -28,6 +29,8 @@ export interface ToolLimits {
   lists: string[][];
   /** The hosts its commands may reach: its own policy narrowed by each ancestor's. */
   network: AllowedHosts | null;
+  /** Some task of the chain narrowed its tools (`options.tools`). */
+  narrowed: boolean;
 }
 
 /** The limits of a task whose scopes are `[own, parent, grandparent, ...]`. */
@@ -37,7 +40,7 @@ export function limitsOf(scopes: ToolScope[]): ToolLimits {
   const lists = scopes.flatMap((s, i) => [...(s.only ? [s.only] : []), ...(i > 0 ? [[...s.tools, 'task']] : [])]);
   let network: AllowedHosts | null = allowedHosts(scopes[0].network.def, scopes[0].network.task);
   for (const s of scopes.slice(1)) network = narrowHosts(network, allowedHosts(s.network.def, s.network.task));
-  return { permissions, lists, network };
+  return { permissions, lists, network, narrowed: scopes.some((s) => s.only !== undefined) };
 }
 
 /** Is a tool of the task's definition (or a caller's, an MCP server's) given to its model? */
@@ -48,6 +51,19 @@ export function offered(limits: ToolLimits, name: string): boolean {
 
 /** A name on a list: itself, or an MCP tool of a server listed (`mcp__github` lists `mcp__github__x`). */
 export const listed = (list: string[], name: string) => list.some((e) => name === e || name.startsWith(`${e}__`));
+
+/**
+ * Which definitions a task's `task` tool may start. A shell child runs a command: only where bash
+ * is offered. An ACP agent acts through its own tools, which no rule of the service sees: only
+ * for a task whose whole chain has no permission rule and no tool list, with bash, write_file and
+ * edit_file offered (its network is still its ancestors', narrowed: run-external.ts).
+ */
+export function childTypeOffered(limits: ToolLimits, def: Pick<AgentDefinition, 'kind'>): boolean {
+  if (def.kind === 'shell') return offered(limits, 'bash');
+  if (def.kind !== 'acp') return true;
+  const unruled = limits.permissions.every((rules) => rules === undefined || Object.keys(rules).length === 0);
+  return unruled && !limits.narrowed && ['bash', 'write_file', 'edit_file'].every((name) => offered(limits, name));
+}
 
 /** bash's whole command, as the permission rules match it. */
 export const commandOf = (input: unknown) =>

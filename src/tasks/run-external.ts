@@ -8,6 +8,7 @@ import { abortCode } from './task-abort.ts';
 import { createLiveApprovals } from './live-approval.ts';
 import { startTaskEgress } from './task-egress.ts';
 import { allowedHosts } from '../network/policy.ts';
+import { taskLimits } from './task-limits.ts';
 
 /**
  * A task of an external ACP agent: one prompt turn is its one step. Its updates become events as
@@ -27,11 +28,14 @@ export async function runExternal(ctx: RunContext, { row, body, def, workspace, 
   // A definition that says nothing of `network` keeps the host's network for its agent's own model
   // (as before v1.2); one that does confines the agent and its terminals to its hosts, through the
   // task's proxy (its provider's host on the list), or to nothing.
-  const egress = def.network === undefined ? null : await startTaskEgress(ctx, row, signal, allowedHosts(def.network, body.options?.network));
+  // A child (nesting) reaches no more than its ancestors' network: theirs, narrowed down its chain.
+  const confined = def.network !== undefined || row.parentTask !== null;
+  const hosts = row.parentTask !== null ? (await taskLimits(deps, row, def, body)).network : allowedHosts(def.network, body.options?.network);
+  const egress = confined ? await startTaskEgress(ctx, row, signal, hosts) : null;
   // The ACP SDK is loaded by the first ACP task: a process without ACP agents never holds it.
   const { runAcp } = await import('../acp/run-acp.ts');
   const out = await runAcp({
-    network: def.network === undefined ? 'host' : (egress?.inside ?? 'none'),
+    network: confined ? (egress?.inside ?? 'none') : 'host',
     def: { ...def, acp: def.acp },
     prompt: body.prompt!,
     workspace,

@@ -10,7 +10,7 @@ import type { ApprovalPause, CreateTaskBody, Fork, Pause } from '../shapes/task.
 import { iso } from '../shapes/time.ts';
 import { deniedWhole } from '../definitions/permissions.ts';
 import { loadShellParser } from '../definitions/shell-commands.ts';
-import { callDecider, listed, needsSubjects, offered, pathChecker } from '../definitions/tool-set.ts';
+import { callDecider, childTypeOffered, listed, needsSubjects, offered, pathChecker } from '../definitions/tool-set.ts';
 import { taskLimits } from './task-limits.ts';
 import { ulid } from '../util/ids.ts';
 import type { TaskRow, WaitingCalls } from '../store/schema.ts';
@@ -42,8 +42,8 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
     .map((name) => (name === 'complete' ? createCompleteTool(body.options?.outputSchema) : workspaceTools[name]))
     .filter((t) => t !== undefined);
   // Nesting: the root's definition said how deep; every task of the tree keeps the tool, if its
-  // limits do. A shell child runs a command: offered only where bash is.
-  const types = deps.registry.list().filter((t) => t.kind !== 'shell' || offered(limits, 'bash'));
+  // limits do; the kinds of child it may start are those its limits can hold (tool-set.ts).
+  const types = deps.registry.list().filter((t) => childTypeOffered(limits, t));
   if (row.maxDepth > 0 && deps.children && offered(limits, 'task')) tools.push(childTaskTool(row, types, deps.children));
   // The caller's own tools, but not one its rules deny whole.
   for (const spec of body.options?.clientTools ?? []) if (!deniedWhole(limits.permissions, spec.name)) tools.push(clientTool(spec));
