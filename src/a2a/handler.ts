@@ -31,7 +31,7 @@ import type { EventLog } from '../events/event-log.ts';
 import { followTask } from '../events/follow.ts';
 import { createTaskBodySchema, type TaskOutput } from '../shapes/task.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import { resolveTarget, WebhookTargetError } from '../webhooks/safe-target.ts';
+import { resolveTarget, WebhookTargetError } from '../network/safe-target.ts';
 import type { PushConfig, WebhookStore } from '../webhooks/webhook-store.ts';
 import type { TaskRow } from '../store/schema.ts';
 import { artifactsOf, FINAL_STATES, stateOf, statusUpdate, textPart, toA2aTask } from './mapping.ts';

@@ -4,7 +4,7 @@ import { AppError, notFound } from '../errors/app-error.ts';
 import { iso } from '../shapes/time.ts';
 import { createdWebhookSchema, createWebhookBodySchema, deliveryListSchema, deliverySchema, webhookListSchema, webhookSchema } from '../shapes/webhook.ts';
 import { nextPage } from '../store/paging.ts';
-import { resolveTarget, WebhookTargetError } from '../webhooks/safe-target.ts';
+import { resolveTarget, WebhookTargetError } from '../network/safe-target.ts';
 import { WEBHOOK_EVENTS, type WebhookEvent } from '../shapes/webhook.ts';
 import type { DeliveryRow, WebhookRow, WebhookStore } from '../webhooks/webhook-store.ts';
 import { errors, json } from './openapi.ts';

@@ -17,7 +17,7 @@ import type { Sandbox } from '../sandbox/sandbox.ts';
 import type { WorkspaceTool } from '../tools/tool-types.ts';
 import { SERVICE_VERSION } from '../version.ts';
 import { hostAllowed } from '../network/egress-proxy.ts';
-import { resolveTarget, WebhookTargetError } from '../webhooks/safe-target.ts';
+import { resolveTarget, WebhookTargetError } from '../network/safe-target.ts';
 import type { Workspace } from '../workspace/workspace.ts';
 
 /** How long a server may take to start and answer `initialize` and `tools/list`. */

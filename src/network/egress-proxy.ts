@@ -11,7 +11,7 @@ import { createServer, request as httpRequest, type IncomingHttpHeaders, type In
 import { connect, isIP, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { resolveTarget, WebhookTargetError } from '../webhooks/safe-target.ts';
+import { resolveTarget, WebhookTargetError } from './safe-target.ts';
 
 /** A host pattern of an allow-list: `example.com`, `*.example.com` (its subdomains), an IP literal; `:<port>` optional. */
 export function hostAllowed(patterns: string[], host: string, port: number): string | null {

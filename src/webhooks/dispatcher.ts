@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { Agent, request } from 'undici';
-import { resolveTarget } from './safe-target.ts';
+import { resolveTarget } from '../network/safe-target.ts';
 import type { DueDelivery, WebhookStore } from './webhook-store.ts';
 
 export interface DispatcherOptions {
