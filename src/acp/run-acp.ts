@@ -1,5 +1,4 @@
 import { SERVICE_VERSION } from '../version.ts';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -8,6 +7,7 @@ import * as acp from '@agentclientprotocol/sdk/unstable';
 import type { AgentDefinition } from '../definitions/agent-definition.ts';
 import type { TokenUsage } from '../shapes/task.ts';
 import { createOutputCapture } from '../sandbox/output-capture.ts';
+import { spawnGroup } from '../sandbox/spawn-group.ts';
 import { openInside, readHead, replaceContent } from '../workspace/safe-open.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import type { Workspace } from '../workspace/workspace.ts';
@@ -98,21 +98,9 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
     writable: [home],
     cwd: workspace.cwd,
   });
-  const child = spawn(launch.argv[0], launch.argv.slice(1), { cwd: workspace.cwd, env: launch.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+  const { child, exited, kill: killGroup } = spawnGroup({ argv: launch.argv, cwd: workspace.cwd, env: launch.env });
   const stderr = createOutputCapture(STDERR_BYTES);
   child.stderr.on('data', (b: Buffer) => stderr.write(b));
-  child.stdin.on('error', () => {});
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>((resolve) => {
-    child.on('error', (error) => resolve({ code: null, signal: null, error }));
-    child.on('exit', (code, signal) => resolve({ code, signal }));
-  });
-  const killGroup = (sig: NodeJS.Signals) => {
-    try {
-      if (child.pid !== undefined) process.kill(-child.pid, sig);
-    } catch {
-      // gone
-    }
-  };
 
   const written = new Set<string>();
   const tools = new Map<string, string>();

@@ -1,5 +1,5 @@
 /** MCP servers of a definition (`mcpServers`): started for a task, their tools offered to its model as `mcp__<server>__<tool>`. */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -13,6 +13,7 @@ import { z } from 'zod';
 import type { McpServerSpec } from '../definitions/agent-definition.ts';
 import { compileOutputSchema } from '../loop/complete-tool.ts';
 import { createOutputCapture } from '../sandbox/output-capture.ts';
+import { spawnGroup } from '../sandbox/spawn-group.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import type { WorkspaceTool } from '../tools/tool-types.ts';
 import { SERVICE_VERSION } from '../version.ts';
@@ -172,26 +173,9 @@ function startCommand(spec: Extract<McpServerSpec, { command: string }>, opts: M
     writable: [home],
     cwd: opts.workspace.cwd,
   });
-  const child: ChildProcessWithoutNullStreams = spawn(launch.argv[0], launch.argv.slice(1), {
-    cwd: opts.workspace.cwd,
-    env: launch.env,
-    detached: true,
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const { child, exited, kill: killGroup } = spawnGroup({ argv: launch.argv, cwd: opts.workspace.cwd, env: launch.env });
   const stderr = createOutputCapture(STDERR_BYTES);
   child.stderr.on('data', (b: Buffer) => stderr.write(b));
-  child.stdin.on('error', () => {});
-  const exited = new Promise<void>((resolve) => {
-    child.once('exit', () => resolve());
-    child.once('error', () => resolve());
-  });
-  const killGroup = (signal: NodeJS.Signals) => {
-    try {
-      if (child.pid !== undefined) process.kill(-child.pid, signal);
-    } catch {
-      // gone
-    }
-  };
   const transport = stdioTransport(child);
   return {
     transport,
