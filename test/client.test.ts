@@ -221,12 +221,18 @@ describe.each(transports)('@subagentd/client streams over $transport', (over) =>
     expect(events.map((e) => e.parentSeq)).toEqual(events.map((_, i) => events[0].parentSeq! + i));
     // From a cursor: what followed it, once.
     const again: number[] = [];
-    const rest = new AbortController();
-    for await (const m of c.parents.stream(parentTaskId, { after: events[2].parentSeq, signal: rest.signal, heartbeats: false })) {
-      if (m.type !== 'heartbeat') again.push(m.parentSeq!);
-      if (again.length === events.length - 3) rest.abort();
+    for await (const m of c.parents.stream(parentTaskId, { after: events[2].parentSeq, heartbeats: false })) {
+      // No heartbeat here, and the type says so (m.type cannot be 'heartbeat').
+      again.push(m.parentSeq!);
+      if (again.length === events.length - 3) break;
     }
     expect(again).toEqual(events.slice(3).map((e) => e.parentSeq));
+    // A stream stopped by its caller's signal ends the loop with an AbortError, not silently.
+    const stop = new AbortController();
+    const stopped = (async () => {
+      for await (const m of c.parents.stream(parentTaskId, { after: events.at(-1)!.parentSeq, signal: stop.signal })) if (m.type === 'heartbeat') stop.abort();
+    })();
+    await expect(stopped).rejects.toMatchObject({ name: 'AbortError' });
   });
 
   it('purges a task, erases a user, makes and revokes a key, and reads the audit log', async () => {

@@ -93,8 +93,12 @@ describe('POST /tasks validation', () => {
     expectInvalid(await svc.inject({ url: '/usage?from=yesterday' }), 'querystring.from');
   });
 
-  it('a malformed task id → 400, an unknown route → 404, both in the contract shape', async () => {
-    expectInvalid(await svc.inject({ url: '/tasks/not-a-task-id' }), 'params.id');
+  it('a task id that names no task, malformed or not → 404; an unknown route → 404; both in the contract shape', async () => {
+    for (const id of ['not-a-task-id', 'tsk_01JAAAAAAAAAAAAAAAAAAAAAAA']) {
+      const unknown = await svc.inject({ url: `/tasks/${id}` });
+      expect(unknown.statusCode).toBe(404);
+      expect(unknown.json()).toEqual({ error: { code: 'not_found', message: `task ${id} not found` } });
+    }
     const res = await svc.inject({ url: '/no/such/route' });
     expect(res.statusCode).toBe(404);
     expect(res.json()).toEqual({ error: { code: 'not_found', message: 'route GET /no/such/route not found' } });

@@ -326,7 +326,8 @@ export const taskAcceptedSchema = z.object({
   streamUrl: z.string(),
 });
 
-export const taskIdParamsSchema = z.object({ id: taskIdSchema });
+/** A task route's id: any other string names no task, so it is a 404 like an unknown id (not a 400). */
+export const taskIdParamsSchema = z.object({ id: z.string().min(1).max(256).describe('a task id (tsk_<ulid>)') });
 
 export const createTaskQuerySchema = z.object({
   wait: z.enum(['true', 'false']).optional(),

@@ -94,6 +94,17 @@ export interface StreamOptions extends RequestOptions {
   idleTimeoutMs?: number;
 }
 
+/**
+ * A stream's function as callers see it: with `heartbeats: false` it yields no heartbeat, and its
+ * type says so.
+ */
+export interface StreamFunction {
+  (id: string, o: StreamOptions & { heartbeats: false }): AsyncGenerator<TaskEvent>;
+  (id: string, o?: StreamOptions): AsyncGenerator<StreamMessage>;
+}
+const typedStream = (f: (id: string, o: StreamOptions) => AsyncGenerator<StreamMessage>): StreamFunction =>
+  ((id: string, o: StreamOptions = {}) => f(id, o)) as StreamFunction;
+
 export interface WaitOptions extends RequestOptions {
   /** Return when the task pauses at a budget, instead of waiting for a resume (default false). */
   returnOnPause?: boolean;
@@ -283,7 +294,7 @@ export function createSubagentClient(options: SubagentClientOptions) {
     /** A steering message, given to the model before its next step (`POST /tasks/:id/messages`). */
     steer: (id: string, prompt: string, o?: RequestOptions) =>
       json<{ accepted: true }>({ method: 'POST', path: `/tasks/${seg(id)}/messages`, json: { prompt }, idempotent: false, signal: o?.signal }),
-    stream: (id: string, o: StreamOptions = {}) => streamTask(id, o),
+    stream: typedStream(streamTask),
     /**
      * The TaskOutput once the task has ended, however long that takes: it follows the task's
      * stream (reconnecting by itself) instead of holding one request open.
@@ -405,7 +416,8 @@ export function createSubagentClient(options: SubagentClientOptions) {
       } finally {
         await reader.return(undefined as never);
       }
-      if (o.signal?.aborted) return;
+      // Stopped by its caller: the `for await` ends with the signal's reason (an AbortError).
+      o.signal?.throwIfAborted();
       // It closed before it was done: a refused upgrade (unknown task, bad key) is told apart
       // from a dropped connection by asking over HTTP, which throws the contract's error.
       // A connection that timed out is no refusal, and asking would wait on the same dead path.
@@ -448,7 +460,7 @@ export function createSubagentClient(options: SubagentClientOptions) {
     tasks,
     parents: {
       /** Every task of a parent task as one stream of events (see `streamParent`). */
-      stream: streamParent,
+      stream: typedStream(streamParent),
     },
     agents: {
       list: async (o?: RequestOptions) => (await get<{ agents: AgentSummary[] }>('/agents', undefined, o)).agents,
