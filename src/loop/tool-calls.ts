@@ -77,13 +77,20 @@ export function modelOutput(output: unknown, isError: boolean): ToolResultPart['
 
 /** Waits for `work`, or only until `signal` aborts (a tool that ignores the signal cannot hold the run). */
 export function untilAborted(work: Promise<unknown>, signal: AbortSignal): Promise<unknown> {
-  if (signal.aborted) return Promise.resolve();
+  // Not waited for, but its failure is still observed: an owned write that finds the task taken
+  // over after the run was stopped must not become the process's unhandled rejection.
+  if (signal.aborted) {
+    work.catch(noop);
+    return Promise.resolve();
+  }
   return new Promise((resolve, reject) => {
     const onAbort = () => resolve(undefined);
     signal.addEventListener('abort', onAbort, { once: true });
     work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
   });
 }
+
+const noop = () => undefined;
 
 export function errorMessage(err: unknown): string {
   if (err instanceof Error) return publicMessage(err);

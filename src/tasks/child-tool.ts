@@ -69,7 +69,10 @@ export function childTaskTool(row: TaskRow, types: AgentDefinition[], children: 
 
 /** `work`'s value, or null once `signal` aborts first. */
 function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T | null> {
-  if (signal.aborted) return Promise.resolve(null);
+  if (signal.aborted) {
+    work.catch(() => undefined);
+    return Promise.resolve(null);
+  }
   return new Promise((resolve, reject) => {
     const onAbort = () => resolve(null);
     signal.addEventListener('abort', onAbort, { once: true });
