@@ -13,6 +13,7 @@ import { createTaskBodySchema, type ApprovalPause } from '../shapes/task.ts';
 import type { TaskRow } from '../store/schema.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { compactOutput } from '../tasks/task-output.ts';
+import { createTicker } from '../util/ticker.ts';
 import { SERVICE_VERSION } from '../version.ts';
 
 /** The SDK's parts this server uses. */
@@ -56,10 +57,10 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, { tas
   const sessions = createSessionTable<Session>({ limits, now: Date.now, end: (s) => void s.transport.close().catch(() => {}) });
   // Loaded by the first MCP request: a process no MCP host talks to never holds the SDK.
   let sdk: Promise<McpSdk> | null = null;
-  const sweep = setInterval(() => sessions.sweep(), Math.min(60_000, limits.idleMs));
-  sweep.unref();
+  const sweeper = createTicker({ everyMs: Math.min(60_000, limits.idleMs), tick: () => sessions.sweep() });
+  sweeper.start();
   app.addHook('onClose', async () => {
-    clearInterval(sweep);
+    sweeper.stop();
     await Promise.allSettled([...sessions.values()].map((s) => s.transport.close()));
   });
 

@@ -5,6 +5,7 @@ import type { ApprovalAnswer, ApprovalPause, ToolAnswer, ToolResultBody } from '
 import type { TaskRow, WaitingCall, WaitingCalls } from '../store/schema.ts';
 import { createTaskStore } from '../store/task-store.ts';
 import { workspaceTools } from '../tools/workspace-tools.ts';
+import { createTicker } from '../util/ticker.ts';
 import type { TaskResources } from './task-resources.ts';
 
 /** What a caller sends to answer an approval request. */
@@ -29,7 +30,11 @@ const MAX_ANSWER_ATTEMPTS = 5;
 export function createApprovalSystem(res: TaskResources, opts: { onResumable: (row: TaskRow) => void }) {
   const { deps } = res;
   const { store } = deps;
-  let timer: NodeJS.Timeout | null = null;
+  // Looks for approvals past their time every second (a timeout fires within a second of it).
+  const ticker = createTicker({
+    everyMs: 1000,
+    tick: () => void expire().catch((err) => deps.logger.error({ err }, 'could not deny the expired approvals; retrying')),
+  });
 
   /** Stores `answers` (request id → answer) if nobody answered meanwhile; the row as it is after, and whether the task goes on. */
   async function record(row: TaskRow, answers: Map<string, Answer>): Promise<{ row: TaskRow; stored: boolean; resumed: boolean }> {
@@ -168,15 +173,8 @@ export function createApprovalSystem(res: TaskResources, opts: { onResumable: (r
 
     expire,
 
-    /** Looks for approvals past their time every second (a timeout fires within a second of it). */
-    start(): void {
-      timer = setInterval(() => void expire().catch((err) => deps.logger.error({ err }, 'could not deny the expired approvals; retrying')), 1000);
-      timer.unref();
-    },
-
-    stop(): void {
-      if (timer) clearInterval(timer);
-    },
+    start: ticker.start,
+    stop: ticker.stop,
   };
 }
 

@@ -1,4 +1,5 @@
 import { CHANNELS, type ClusterStore } from '../store/cluster-store.ts';
+import { createTicker } from '../util/ticker.ts';
 import type { RecoverySystem } from './recovery-system.ts';
 import { TaskAbort } from './task-abort.ts';
 import type { TaskResources } from './task-resources.ts';
@@ -30,7 +31,7 @@ export function createLeaseSystem(res: TaskResources, cluster: LeaseStore, opts:
   const deadlines = new Map<string, number>();
   const margin = Math.min(1000, Math.floor(leaseMs / 10));
   const deadlineFrom = (t0: number) => t0 + leaseMs - margin;
-  let timer: NodeJS.Timeout | null = null;
+  const ticker = createTicker({ everyMs: Math.max(100, Math.floor(leaseMs / 3)), tick: () => void leases.renew() });
   let renewing = false;
 
   /** Stops the tasks whose lease ran out without being renewed (the database out of reach, or this process paused). */
@@ -140,14 +141,8 @@ export function createLeaseSystem(res: TaskResources, cluster: LeaseStore, opts:
     },
 
     /** Renews every third of the lease from now on. */
-    start(): void {
-      timer = setInterval(() => void leases.renew(), Math.max(100, Math.floor(leaseMs / 3)));
-      timer.unref();
-    },
-
-    stop(): void {
-      if (timer) clearInterval(timer);
-    },
+    start: ticker.start,
+    stop: ticker.stop,
 
     /** Releases tasks left `running` at shutdown, so another instance resumes them now rather than when their leases expire. */
     async handOver(ids: string[]): Promise<void> {

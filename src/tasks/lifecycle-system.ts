@@ -7,6 +7,7 @@ import type { Metrics } from '../metrics/metrics.ts';
 import type { LifecycleStore } from '../store/lifecycle-store.ts';
 import type { TaskRow } from '../store/schema.ts';
 import type { StorageGuard } from '../store/storage-guard.ts';
+import { createTicker } from '../util/ticker.ts';
 
 /** Tasks one transaction purges: short enough that no write waits long behind it. */
 const BATCH = 50;
@@ -69,8 +70,15 @@ async function newestIn(dir: string): Promise<number | null> {
  */
 export function createLifecycleSystem(deps: LifecycleDeps) {
   const { lifecycle } = deps;
-  let timer: NodeJS.Timeout | null = null;
   let sweeping: Promise<void> | null = null;
+  const run = () => {
+    sweeping ??= sweep()
+      .then(() => sweepWorkspaces())
+      .then(() => undefined)
+      .catch((err: unknown) => deps.logger.error({ err }, 'the retention sweep failed; it runs again within the hour'))
+      .finally(() => (sweeping = null));
+  };
+  const ticker = createTicker({ everyMs: SWEEP_MS, tick: run });
 
   /** Once content was removed, its bytes go from the files too (said in the log when they cannot now). */
   async function scrub(): Promise<void> {
@@ -165,16 +173,8 @@ export function createLifecycleSystem(deps: LifecycleDeps) {
     },
 
     start(): void {
-      if ((deps.retentionDays === null && deps.workspaceRetentionDays === null) || timer) return;
-      const run = () => {
-        sweeping ??= sweep()
-          .then(() => sweepWorkspaces())
-          .then(() => undefined)
-          .catch((err: unknown) => deps.logger.error({ err }, 'the retention sweep failed; it runs again within the hour'))
-          .finally(() => (sweeping = null));
-      };
-      timer = setInterval(run, SWEEP_MS);
-      timer.unref();
+      if ((deps.retentionDays === null && deps.workspaceRetentionDays === null) || ticker.running) return;
+      ticker.start();
       run();
     },
 
@@ -183,8 +183,7 @@ export function createLifecycleSystem(deps: LifecycleDeps) {
     sweepWorkspaces,
 
     async close(): Promise<void> {
-      if (timer) clearInterval(timer);
-      timer = null;
+      ticker.stop();
       await sweeping;
     },
   };

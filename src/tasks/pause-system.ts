@@ -2,6 +2,7 @@ import { AppError, shuttingDown } from '../errors/app-error.ts';
 import type { TaskBudget } from '../shapes/task.ts';
 import type { TaskRow } from '../store/schema.ts';
 import { TaskTakenOver } from '../store/task-store.ts';
+import { createTicker } from '../util/ticker.ts';
 import { aborted } from './finish-task.ts';
 import type { TaskResources } from './task-resources.ts';
 
@@ -12,7 +13,11 @@ import type { TaskResources } from './task-resources.ts';
 export function createPauseSystem(res: TaskResources) {
   const { deps } = res;
   const { store } = deps;
-  let timer: NodeJS.Timeout | null = null;
+  // Looks for expired pauses four times per PAUSED_TTL_MS (every 250 ms to every minute).
+  const ticker = createTicker({
+    everyMs: Math.min(60_000, Math.max(250, deps.pausedTtlMs / 4)),
+    tick: () => void pauses.expire().catch((err) => deps.logger.error({ err }, 'could not end the expired paused tasks; retrying')),
+  });
 
   const pauses = {
     /** Ends the tasks paused longer than PAUSED_TTL_MS as `aborted` / `budget_exceeded`. */
@@ -33,18 +38,8 @@ export function createPauseSystem(res: TaskResources) {
       }
     },
 
-    /** Looks for expired pauses four times per PAUSED_TTL_MS (every 250 ms to every minute). */
-    start(): void {
-      timer = setInterval(
-        () => void pauses.expire().catch((err) => deps.logger.error({ err }, 'could not end the expired paused tasks; retrying')),
-        Math.min(60_000, Math.max(250, deps.pausedTtlMs / 4)),
-      );
-      timer.unref();
-    },
-
-    stop(): void {
-      if (timer) clearInterval(timer);
-    },
+    start: ticker.start,
+    stop: ticker.stop,
 
     /**
      * Takes a paused task out of its pause, after `budget` (if given) replaced its own: the row to

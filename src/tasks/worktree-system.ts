@@ -8,6 +8,7 @@ import { commitJournal, readJournal, replayJournal, stageJournal } from '../work
 import { PathError } from '../workspace/path-guard.ts';
 import { openWorkspace } from '../workspace/workspace.ts';
 import { conflictsOf, journalDirOf, patchOf, removeWorktree, stagingDirOf, worktreeDir, worktreeRoot } from '../workspace/worktree.ts';
+import { createTicker } from '../util/ticker.ts';
 import type { TaskResources } from './task-resources.ts';
 
 /** How often the copies of worktree tasks past WORKTREE_TTL_MS are looked for. */
@@ -47,7 +48,10 @@ export function createWorktreeSystem(res: TaskResources, opts: { ttlMs: number }
   const me = `${instancePrefix}${randomBytes(4).toString('hex')}`;
   /** Applies in progress here, by parent workspace: one at a time per workspace. */
   const applying = new Map<string, Promise<unknown>>();
-  let timer: NodeJS.Timeout | null = null;
+  const ticker = createTicker({
+    everyMs: Math.min(SWEEP_MS, Math.max(1000, opts.ttlMs)),
+    tick: () => void sweep().catch((err: unknown) => deps.logger.error({ err }, 'could not remove expired worktree copies; retrying')),
+  });
 
   const dirOf = (row: TaskRow) => worktreeDir(deps.workspacesDirOf(row.tenant), row.id);
 
@@ -293,14 +297,10 @@ export function createWorktreeSystem(res: TaskResources, opts: { ttlMs: number }
         (finished) => finished > 0 && deps.logger.info({ finished }, 'finished worktree applies a previous process left'),
         (err: unknown) => deps.logger.error({ err }, 'could not finish the worktree applies a previous process left; the sweep retries'),
       );
-      const run = () => void sweep().catch((err: unknown) => deps.logger.error({ err }, 'could not remove expired worktree copies; retrying'));
-      timer = setInterval(run, Math.min(SWEEP_MS, Math.max(1000, opts.ttlMs)));
-      timer.unref();
+      ticker.start();
     },
 
-    stop(): void {
-      if (timer) clearInterval(timer);
-    },
+    stop: ticker.stop,
   };
 }
 

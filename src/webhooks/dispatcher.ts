@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { Agent, request } from 'undici';
 import { resolveTarget } from '../network/safe-target.ts';
+import { createTicker } from '../util/ticker.ts';
 import type { DueDelivery, WebhookStore } from './webhook-store.ts';
 
 export interface DispatcherOptions {
@@ -75,7 +76,7 @@ export function pickFair<D extends { webhookId: string; tenant: string }>(
  */
 export function createDispatcher(opts: DispatcherOptions) {
   const { store, logger } = opts;
-  let timer: NodeJS.Timeout | null = null;
+  const ticker = createTicker({ everyMs: Math.max(50, Math.min(1000, opts.retryBaseMs / 2)), tick: () => void pump() });
   let pumping = false;
   let closed = false;
   let again = false;
@@ -197,8 +198,7 @@ export function createDispatcher(opts: DispatcherOptions) {
   return {
     start() {
       store.dropOrphans().catch((err) => logger.error({ err }, 'could not drop the deliveries of deleted webhooks'));
-      timer = setInterval(() => void pump(), Math.max(50, Math.min(1000, opts.retryBaseMs / 2)));
-      timer.unref();
+      ticker.start();
       void pump();
     },
     /** New deliveries were written: send them now rather than at the next tick. */
@@ -207,7 +207,7 @@ export function createDispatcher(opts: DispatcherOptions) {
     },
     async close() {
       closed = true;
-      if (timer) clearInterval(timer);
+      ticker.stop();
       while (pumping || sends.size > 0) await Promise.race([...sends, new Promise((r) => setTimeout(r, 20))]);
     },
   };
