@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { notFound } from '../errors/app-error.ts';
-import { microUsd, type Budgets, type BudgetScope } from '../money/budgets.ts';
+import { microUsd, type Budgets } from '../money/budgets.ts';
+import type { BudgetScope } from '../store/budget-store.ts';
 import { standingBudgetBodySchema, standingBudgetParamsSchema as paramsSchema, standingBudgetSchema } from '../shapes/budget.ts';
 import { errors, json } from './openapi.ts';
 
