@@ -214,23 +214,22 @@ interface Run {
 }
 
 /**
- * A line's time to parse, the lines it nests included: it runs only while the thread parses or
- * this side walks, not while a new thread starts (after a hostile line ended the last one).
+ * A line's time to parse, the lines it nests included: it starts when the thread first takes the
+ * line, so the wait for a new thread (after a hostile line ended the last one) is not counted.
  */
 interface Deadline {
   left(): number;
   over(): boolean;
 }
 function deadline(ms: number): Deadline {
-  let spent = 0;
   let since: number | null = null;
-  const now = () => spent + (since === null ? 0 : performance.now() - since);
+  const spent = () => (since === null ? 0 : performance.now() - since);
   return {
     left: () => {
       since ??= performance.now();
-      return ms - now();
+      return ms - spent();
     },
-    over: () => now() > ms,
+    over: () => spent() > ms,
   };
 }
 
@@ -309,7 +308,7 @@ async function walk(run: Run, root: Node, nesting: number): Promise<boolean> {
       }
     }
     const children = node.namedChildren;
-    for (let i = children.length - 1; i >= 0; i--) if (children[i]) stack.push(children[i]!);
+    for (let i = children.length - 1; i >= 0; i--) if (children[i]) stack.push(children[i]);
   }
   // Bash evaluates a string as arithmetic where a number is expected, and an array index in it
   // runs its command substitutions: code held in quotes meets arithmetic only on purpose.
