@@ -15,7 +15,7 @@ import { createBudgets, type Budgets } from './money/budgets.ts';
 import { pushPayload } from './a2a/mapping.ts';
 import { toTaskOutput } from './tasks/task-output.ts';
 import { createDispatcher } from './webhooks/dispatcher.ts';
-import { createWebhookStore, type WebhookStore } from './webhooks/webhook-store.ts';
+import { createWebhooks, type Webhooks } from './webhooks/webhooks.ts';
 import { WEBHOOK_EVENTS } from './shapes/webhook.ts';
 import { scrubDatabase, type Db } from './store/database.ts';
 import { createSqlReader } from './store/read-worker.ts';
@@ -58,7 +58,7 @@ export interface Services {
   tasks: TaskService;
   workspacesDirOf: WorkspacesDirOf;
   budgets: Budgets;
-  webhooks: WebhookStore;
+  webhooks: Webhooks;
   /** Keys made with POST /keys, and the audit log. */
   access: AccessStore;
   /** Purges, erasures and the retention sweep. */
@@ -141,7 +141,7 @@ export function createServices(deps: ServiceDeps): Services {
   const reader = createSqlReader(db);
   const usage = createUsageStore(db.dialect, reader);
   // A2A push configs share the outbox; their payload is the A2A status of the task.
-  const webhooks = createWebhookStore(db.sql, (row, _event, version) => pushPayload(toTaskOutput(row), version), Boolean(db.cluster));
+  const webhooks = createWebhooks(db.sql, (row, _event, version) => pushPayload(toTaskOutput(row), version), Boolean(db.cluster));
   // PostgreSQL: the instances sharing the database share its tasks (cluster-store.ts).
   const cluster = db.cluster ? createClusterStore(db.sql, db.cluster.instanceId) : null;
   const dispatcher = createDispatcher({ store: webhooks, logger, now, ...config.webhooks });

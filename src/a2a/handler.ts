@@ -32,7 +32,8 @@ import { followTask } from '../events/follow.ts';
 import { createTaskBodySchema, type TaskOutput } from '../shapes/task.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { resolveTarget, WebhookTargetError } from '../network/safe-target.ts';
-import type { PushConfig, WebhookStore } from '../webhooks/webhook-store.ts';
+import type { PushConfig } from '../store/webhook-store.ts';
+import type { Webhooks } from '../webhooks/webhooks.ts';
 import type { TaskRow } from '../store/schema.ts';
 import { artifactsOf, FINAL_STATES, stateOf, statusUpdate, textPart, toA2aTask } from './mapping.ts';
 
@@ -49,7 +50,7 @@ export interface CallState {
 export interface A2aHandlerDeps {
   tasks: TaskService;
   events: EventLog;
-  webhooks: WebhookStore;
+  webhooks: Webhooks;
   allowPrivateTargets: boolean;
   card: () => AgentCard;
   now: () => number;
@@ -234,7 +235,7 @@ export function createA2aHandler(deps: A2aHandlerDeps): A2ARequestHandler {
     return { configId: config.id || randomUUID(), taskId: config.taskId, url: config.url, token: config.token || null, authorization: auth, version: '1.0' };
   }
 
-  const pushView = (c: Awaited<ReturnType<WebhookStore['pushConfigs']>>[number]): TaskPushNotificationConfig => ({
+  const pushView = (c: Awaited<ReturnType<Webhooks['pushConfigs']>>[number]): TaskPushNotificationConfig => ({
     tenant: '',
     id: c.configId,
     taskId: c.taskId,

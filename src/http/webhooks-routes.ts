@@ -6,11 +6,12 @@ import { createdWebhookSchema, createWebhookBodySchema, deliveryListSchema, deli
 import { nextPage } from '../store/paging.ts';
 import { resolveTarget, WebhookTargetError } from '../network/safe-target.ts';
 import { WEBHOOK_EVENTS, type WebhookEvent } from '../shapes/webhook.ts';
-import type { DeliveryRow, WebhookRow, WebhookStore } from '../webhooks/webhook-store.ts';
+import type { DeliveryRow, WebhookRow } from '../store/webhook-store.ts';
+import type { Webhooks } from '../webhooks/webhooks.ts';
 import { errors, json } from './openapi.ts';
 
 export interface WebhooksRoutesOptions {
-  webhooks: WebhookStore;
+  webhooks: Webhooks;
   allowPrivate: boolean;
   /** Endpoints one tenant may register. */
   maxPerTenant: number;

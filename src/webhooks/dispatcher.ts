@@ -3,10 +3,11 @@ import { Webhook } from 'standardwebhooks';
 import { Agent, request } from 'undici';
 import { resolveTarget } from '../network/safe-target.ts';
 import { createTicker } from '../util/ticker.ts';
-import type { DueDelivery, WebhookStore } from './webhook-store.ts';
+import type { DueDelivery } from '../store/webhook-store.ts';
+import type { Webhooks } from './webhooks.ts';
 
 export interface DispatcherOptions {
-  store: WebhookStore;
+  store: Webhooks;
   logger: Logger;
   now: () => number;
   allowPrivate: boolean;

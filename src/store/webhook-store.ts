@@ -1,17 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { ulid } from '../util/ids.ts';
-import type { WrittenEvent } from '../events/event-log.ts';
 import { WEBHOOK_EVENTS, type WebhookEvent } from '../shapes/webhook.ts';
-import { rowReader } from '../store/rows.ts';
-import type { SqlClient } from '../store/sql-client.ts';
-import { webhookDeliveries as d, webhooks as w } from '../store/schema.ts';
-import { RUN_AGAIN_SQLSTATE } from '../store/sql-client.ts';
-import { createTaskStore } from '../store/task-store.ts';
-import type { TaskRow } from '../store/schema.ts';
+import { ulid } from '../util/ids.ts';
+import { rowReader } from './rows.ts';
+import { webhookDeliveries as d, webhooks as w } from './schema.ts';
+import { RUN_AGAIN_SQLSTATE, type SqlClient } from './sql-client.ts';
 
 export type WebhookRow = typeof w.$inferSelect;
 export type DeliveryRow = typeof d.$inferSelect;
-export type TaskRowOf = TaskRow;
 
 /** An A2A push-notification config as stored (one task's, in the webhook outbox's endpoints). */
 export interface PushConfig {
@@ -23,44 +18,60 @@ export interface PushConfig {
   version: string;
 }
 
-/** Formats what an A2A endpoint receives for an event of its task. */
-export type A2aPayload = (task: TaskRowOf, event: WrittenEvent, version: string) => string;
+/** A pending delivery with what sending it takes. */
+export type DueDelivery = DeliveryRow & {
+  url: string;
+  secret: string;
+  kind: 'webhook' | 'a2a';
+  token: string | null;
+  authorization: string | null;
+  traceparent: string | null;
+};
 
-/**
- * Webhook endpoints and their outbox. `enqueue` runs inside the event log's transaction: a
- * delivery row exists exactly when its event does, whatever happens to the process after.
- */
-export function createWebhookStore(
-  sql: SqlClient,
-  a2aPayload?: A2aPayload,
-  /** Several instances share the database (PostgreSQL): deliveries are claimed, nothing is cached. */
-  shared = false,
-) {
-  const ENDPOINTS_OF =
-    'SELECT id, events, kind, a2a_version AS version FROM webhooks WHERE tenant = ? AND (task_id IS NULL OR task_id = ?) AND disabled_at IS NULL';
-  const INSERT_DELIVERY = `INSERT INTO webhook_deliveries (id, webhook_id, tenant, event, task_id, payload, status, attempts, next_attempt_at, created_at)
+/** A live endpoint an event may go to: the events it asked for (JSON), its kind, its A2A version. */
+export interface EndpointOf {
+  id: string;
+  events: string;
+  kind: string;
+  version: string | null;
+}
+
+/** An outbox row, written in its event's transaction. */
+export interface NewDelivery {
+  id: string;
+  webhookId: string;
+  tenant: string;
+  event: string;
+  taskId: string;
+  payload: string;
+  at: number;
+}
+
+const ENDPOINTS_OF =
+  'SELECT id, events, kind, a2a_version AS version FROM webhooks WHERE tenant = ? AND (task_id IS NULL OR task_id = ?) AND disabled_at IS NULL';
+const INSERT_DELIVERY = `INSERT INTO webhook_deliveries (id, webhook_id, tenant, event, task_id, payload, status, attempts, next_attempt_at, created_at)
      VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)`;
-  // The oldest due delivery of each endpoint: an endpoint's deliveries go one at a time, in order.
-  const DUE_HEADS = `SELECT d.*, w.url, w.secret, w.kind, w.token, w."authorization", t.trace_parent AS traceparent
+// The oldest due delivery of each endpoint: an endpoint's deliveries go one at a time, in order.
+const DUE_HEADS = `SELECT d.*, w.url, w.secret, w.kind, w.token, w."authorization", t.trace_parent AS traceparent
      FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY next_attempt_at, id) AS n
            FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ?) f
      JOIN webhook_deliveries d ON d.id = f.id JOIN webhooks w ON w.id = d.webhook_id LEFT JOIN tasks t ON t.id = d.task_id
      WHERE f.n = 1 ORDER BY d.next_attempt_at, d.id LIMIT ?`;
-  const INSERT_WEBHOOK = `INSERT INTO webhooks (id, tenant, url, events, secret, created_at, kind, task_id, config_id, token, "authorization", a2a_version)
+const INSERT_WEBHOOK = `INSERT INTO webhooks (id, tenant, url, events, secret, created_at, kind, task_id, config_id, token, "authorization", a2a_version)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
-  const PUSH = `tenant = ? AND kind = 'a2a' AND task_id = ?`;
-  /**
-   * Shared: a transaction of events whose tenants have no endpoint as far as this instance knows
-   * commits without waiting to read them; this statement goes with it and fails it (SQLSTATE
-   * `RUN_AGAIN_SQLSTATE`: run again, reading the endpoints) if one exists after all.
-   */
-  const NO_ENDPOINT = `SELECT subagentd_run_again('webhook endpoints') WHERE EXISTS (SELECT 1 FROM webhooks
+const PUSH = `tenant = ? AND kind = 'a2a' AND task_id = ?`;
+/**
+ * Goes with a transaction of events that commits without reading the endpoints, and fails it
+ * (SQLSTATE `RUN_AGAIN_SQLSTATE`: run again, reading the endpoints) if one exists after all.
+ */
+const NO_ENDPOINT = `SELECT subagentd_run_again('webhook endpoints') WHERE EXISTS (SELECT 1 FROM webhooks
      WHERE tenant = ANY(CAST(? AS TEXT[])) AND disabled_at IS NULL AND (task_id IS NULL OR task_id = ANY(CAST(? AS TEXT[]))))`;
-  /** Tenants with no webhook cost one cached lookup per event batch. */
-  const tenantsWithout = new Set<string>();
-  /** Shared: tenants that had an endpoint when this instance last looked (their transactions read them). */
-  const tenantsWith = new Set<string>();
 
+const webhookOf = rowReader(w);
+const deliveryOf = rowReader(d);
+
+/** Webhook endpoints (a tenant's, and A2A push configs of a task) and their outbox of deliveries. */
+export function createWebhookStore(sql: SqlClient) {
   return {
     /** A new endpoint, or null when the tenant already has `max` of them. */
     async create(tenant: string, url: string, events: WebhookEvent[], now: number, max: number): Promise<WebhookRow | null> {
@@ -73,8 +84,6 @@ export function createWebhookStore(
         return true;
       });
       if (!added) return null;
-      tenantsWithout.delete(tenant);
-      tenantsWith.add(tenant);
       return webhookOf((await sql.get('SELECT * FROM webhooks WHERE id = ?', [id]))!);
     },
     /** Turns a disabled endpoint back on (its failed deliveries can then be retried). */
@@ -116,8 +125,6 @@ export function createWebhookStore(
           config.version,
         ]);
       });
-      tenantsWithout.delete(tenant);
-      tenantsWith.add(tenant);
       return config;
     },
     /** A task's push-notification configs, oldest first (`configId` narrows to one). */
@@ -134,56 +141,27 @@ export function createWebhookStore(
       return (await sql.run(`DELETE FROM webhooks WHERE ${PUSH} AND config_id = ?`, [tenant, taskId, configId])) > 0;
     },
 
-    /** Outbox rows for the events just written, one per endpoint that asked for them (`tx`: the events' transaction). */
-    async enqueue(tx: SqlClient, events: WrittenEvent[]): Promise<boolean> {
-      const hooked = events.filter((e) => (WEBHOOK_EVENTS as readonly string[]).includes(e.type));
-      if (shared && hooked.length > 0 && !hooked.some((e) => tenantsWith.has(e.tenant))) {
-        // Most tenants have no endpoint: rather than wait for the endpoints' read before its
-        // commit (a round trip), the transaction checks there is none as it goes, and is run
-        // again, reading them, if there is one after all (another instance added it).
-        const tenants = [...new Set(hooked.map((e) => e.tenant))];
-        const checked = tx.defer(NO_ENDPOINT, [tenants, [...new Set(hooked.map((e) => e.taskId))]]);
-        checked.catch((err: unknown) => {
-          if ((err as { code?: unknown } | null)?.code === RUN_AGAIN_SQLSTATE) for (const t of tenants) tenantsWith.add(t);
-        });
-        return false;
-      }
-      let any = false;
-      for (const e of events) {
-        if (!(WEBHOOK_EVENTS as readonly string[]).includes(e.type) || (!shared && tenantsWithout.has(e.tenant))) continue;
-        const endpoints = await tx.all<{ id: string; events: string; kind: string; version: string | null }>(ENDPOINTS_OF, [e.tenant, e.taskId]);
-        if (endpoints.length === 0) {
-          // Only a tenant with no endpoint at all is skipped from now on (a push config is per task).
-          // Shared (PostgreSQL): another instance may add one at any time, so nothing is kept.
-          if (!shared && !(await tx.get('SELECT 1 AS one FROM webhooks WHERE tenant = ? LIMIT 1', [e.tenant]))) tenantsWithout.add(e.tenant);
-          continue;
-        }
-        const task = await createTaskStore(tx).getById(e.taskId);
-        if (!task) continue;
-        for (const endpoint of endpoints) {
-          if (!(JSON.parse(endpoint.events) as string[]).includes(e.type)) continue;
-          if (endpoint.kind === 'a2a' && !a2aPayload) continue;
-          const id = `msg_${ulid(e.at)}`;
-          const payload =
-            endpoint.kind === 'a2a'
-              ? a2aPayload!(task, e, endpoint.version ?? '1.0')
-              : JSON.stringify({
-                  type: e.type,
-                  timestamp: new Date(e.at).toISOString(),
-                  data: {
-                    taskId: task.id,
-                    status: task.status,
-                    parentTaskId: task.parentTaskId,
-                    userId: task.userId,
-                    toolCallId: task.toolCallId,
-                    sessionId: task.sessionId ?? task.id,
-                  },
-                });
-          await tx.run(INSERT_DELIVERY, [id, endpoint.id, e.tenant, e.type, task.id, payload, e.at, e.at]);
-          any = true;
-        }
-      }
-      return any;
+    /** The live endpoints an event of `taskId` may go to: the tenant's, and the task's push configs. */
+    async endpointsOf(tenant: string, taskId: string): Promise<EndpointOf[]> {
+      return sql.all<EndpointOf>(ENDPOINTS_OF, [tenant, taskId]);
+    },
+    /** Does the tenant have any endpoint at all, disabled or a push config included? */
+    async hasAny(tenant: string): Promise<boolean> {
+      return Boolean(await sql.get('SELECT 1 AS one FROM webhooks WHERE tenant = ? LIMIT 1', [tenant]));
+    },
+    /**
+     * Inside a transaction of events (PostgreSQL): fails it at its commit if one of `tenants` has a
+     * live endpoint (for any task, or one of `taskIds`) after all, so that it runs again reading
+     * them. Settles true when it did.
+     */
+    failIfEndpoint(tenants: string[], taskIds: string[]): Promise<boolean> {
+      return sql.defer(NO_ENDPOINT, [tenants, taskIds]).then(
+        () => false,
+        (err: unknown) => (err as { code?: unknown } | null)?.code === RUN_AGAIN_SQLSTATE,
+      );
+    },
+    async insertDelivery(n: NewDelivery): Promise<void> {
+      await sql.run(INSERT_DELIVERY, [n.id, n.webhookId, n.tenant, n.event, n.taskId, n.payload, n.at, n.at]);
     },
 
     /**
@@ -202,13 +180,11 @@ export function createWebhookStore(
       }));
     },
     /**
-     * The ids among `ids` this instance may send now. Shared, each is claimed until `claimUntil`
-     * (its next attempt moved past the send, in one statement: another instance that read the same
-     * head finds it no longer due); past it, if this one stopped before recording the attempt,
-     * another one sends it.
+     * Claims the deliveries among `ids` still due until `claimUntil` (their next attempt moved past
+     * the send, in one statement: another instance that read the same head finds it no longer
+     * due); the ids claimed.
      */
     async claim(ids: string[], now: number, claimUntil: number): Promise<Set<string>> {
-      if (!shared || ids.length === 0) return new Set(ids);
       const rows = await sql.rows(
         `UPDATE webhook_deliveries SET next_attempt_at = ? WHERE id = ANY(?) AND status = 'pending' AND next_attempt_at <= ? RETURNING id`,
         [claimUntil, ids, now],
@@ -278,17 +254,4 @@ export function createWebhookStore(
   };
 }
 
-const webhookOf = rowReader(w);
-const deliveryOf = rowReader(d);
-
 export type WebhookStore = ReturnType<typeof createWebhookStore>;
-
-/** A pending delivery with what sending it takes. */
-export type DueDelivery = DeliveryRow & {
-  url: string;
-  secret: string;
-  kind: 'webhook' | 'a2a';
-  token: string | null;
-  authorization: string | null;
-  traceparent: string | null;
-};
