@@ -1,10 +1,11 @@
-import { RUN_AGAIN_SQLSTATE, type SqlClient } from '../store/sql-client.ts';
+import type { SqlClient } from '../store/sql-client.ts';
+import { isConflict, isTakenOver } from '../store/sql-errors.ts';
 import { storageFaultOf, type StorageGuard } from '../store/storage-guard.ts';
 import { TaskTakenOver } from '../store/task-store.ts';
 import { createAnnouncementFollower } from './event-announcer.ts';
 import { CHANNELS } from '../store/cluster-store.ts';
 import { createListeners, type EventListener } from './event-listeners.ts';
-import { createNumbering, newUndo, TAKEN_OVER_SQLSTATE, type NumberUndo } from './event-numbering.ts';
+import { createNumbering, newUndo, type NumberUndo } from './event-numbering.ts';
 import { createEventReader } from './event-reader.ts';
 import { envelope, parentKey, type EventTask, type Numbered, type ParentKey, type Pending } from './event-rows.ts';
 import { TERMINAL_EVENT, type EventData, type EventType } from './event-types.ts';
@@ -42,8 +43,6 @@ export interface EventLogOptions {
   cluster?: { instanceId: string };
 }
 
-/** A deadlock, a serialization failure, or a statement that asked for it (PostgreSQL): the transaction is run again. */
-const isConflict = (err: unknown) => ['40P01', '40001', RUN_AGAIN_SQLSTATE].includes((err as { code?: string } | null)?.code ?? '');
 const MAX_CONFLICT_RETRIES = 5;
 const unlessTakenOver = (err: unknown) => {
   if (!(err instanceof TaskTakenOver)) throw err;
@@ -213,7 +212,7 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
           return answer;
         } catch (err) {
           // The database refused a write for a task another instance took over (event-numbering.ts).
-          if (owned !== null && (err as { code?: unknown } | null)?.code === TAKEN_OVER_SQLSTATE) throw new TaskTakenOver(owned);
+          if (owned !== null && isTakenOver(err)) throw new TaskTakenOver(owned);
           if (!isConflict(err) || attempt >= MAX_CONFLICT_RETRIES) throw err;
           numbering.restore(undo);
         }

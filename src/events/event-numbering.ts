@@ -1,8 +1,6 @@
 import type { SqlClient } from '../store/sql-client.ts';
 import { parentKey, type Pending } from './event-rows.ts';
 
-/** SQLSTATE of `subagentd_taken_over()` (migrations-pg/0010): a write for a task another instance owns now. */
-export const TAKEN_OVER_SQLSTATE = 'SA001';
 /**
  * Cluster: a batch of events numbered, filtered and written by the database in one call,
  * `subagentd_append_events` (migrations-pg/0011): the parents' locks, then, with a snapshot that
@@ -49,7 +47,7 @@ export function createNumbering(cluster: { instanceId: string } | null) {
      * Cluster: numbers and writes `rows` in `tx` (APPEND_EVENTS: the parents' locks, then the numbering),
      * announcing them with the commit. Sent without waiting: the answer (each row written, with
      * its numbers, in order) is read after the commit. `owned`: the transaction is that task's,
-     * and fails unless this instance may still write it (`TAKEN_OVER_SQLSTATE`), events or none.
+     * and fails unless this instance may still write it (`TAKEN_OVER_SQLSTATE`, store/sql-errors.ts), events or none.
      */
     insert(tx: SqlClient, rows: Pending[], owned: string | null, channel: string): Promise<Array<{ row: Pending; seq: number; parentSeq: number }>> {
       if (!cluster) throw new Error('insert numbers events in the database: a cluster only');

@@ -140,18 +140,6 @@ export function outsideTransaction(): never {
   throw new Error('send and defer are for statements inside a transaction');
 }
 
-/**
- * SQLSTATE of `subagentd_run_again()` (migrations-pg/0012): a statement found its transaction
- * cannot commit as written, and asks for it to be run again (the event log does).
- */
-export const RUN_AGAIN_SQLSTATE = 'SA002';
-
-/** A unique index refused the row (SQLite and PostgreSQL). */
-export function isUniqueViolation(err: unknown): boolean {
-  const code = (err as { code?: unknown })?.code;
-  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === '23505';
-}
-
 function settle<T>(fn: () => T): Promise<T> {
   try {
     return Promise.resolve(fn());

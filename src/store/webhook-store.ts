@@ -3,7 +3,8 @@ import { WEBHOOK_EVENTS, type WebhookEvent } from '../shapes/webhook.ts';
 import { ulid } from '../util/ids.ts';
 import { rowReader } from './rows.ts';
 import { webhookDeliveries as d, webhooks as w } from './schema.ts';
-import { RUN_AGAIN_SQLSTATE, type SqlClient } from './sql-client.ts';
+import type { SqlClient } from './sql-client.ts';
+import { isRunAgain } from './sql-errors.ts';
 
 export type WebhookRow = typeof w.$inferSelect;
 export type DeliveryRow = typeof d.$inferSelect;
@@ -157,7 +158,7 @@ export function createWebhookStore(sql: SqlClient) {
     failIfEndpoint(tenants: string[], taskIds: string[]): Promise<boolean> {
       return sql.defer(NO_ENDPOINT, [tenants, taskIds]).then(
         () => false,
-        (err: unknown) => (err as { code?: unknown } | null)?.code === RUN_AGAIN_SQLSTATE,
+        (err: unknown) => isRunAgain(err),
       );
     },
     async insertDelivery(n: NewDelivery): Promise<void> {

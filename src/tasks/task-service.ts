@@ -4,7 +4,7 @@ import type { CreateTaskBody, Progress, TaskBudget, TaskOutput, ToolResultBody }
 import { CHANNELS } from '../store/cluster-store.ts';
 import { nextPage } from '../store/paging.ts';
 import type { TaskRow } from '../store/schema.ts';
-import { isUniqueViolation } from '../store/sql-client.ts';
+import { isUniqueViolation } from '../store/sql-errors.ts';
 import { storageFaultOf, type StorageFault } from '../store/storage-guard.ts';
 import { TaskTakenOver, type TaskFilter } from '../store/task-store.ts';
 import { workspacePath } from '../workspace/workspace.ts';
