@@ -1,3 +1,4 @@
+import { createEventStore } from '../store/event-store.ts';
 import type { SqlClient } from '../store/sql-client.ts';
 import { isConflict, isTakenOver } from '../store/sql-errors.ts';
 import { storageFaultOf, type StorageGuard } from '../store/storage-guard.ts';
@@ -12,9 +13,6 @@ import { TERMINAL_EVENT, type EventData, type EventType } from './event-types.ts
 
 export type { EventListener } from './event-listeners.ts';
 export type { EventTask, ParentKey } from './event-rows.ts';
-
-/** Events per INSERT statement (7 parameters each: within SQLite's and PostgreSQL's limits). */
-const INSERT_CHUNK = 500;
 
 /** An event as the write hook sees it, inside the transaction that stores it. */
 export interface WrittenEvent {
@@ -165,15 +163,17 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
       const { seq, parentSeq } = await numbering.next(tx, r, r.type === TERMINAL_EVENT, undo);
       out.push(numberedOf(r, seq, parentSeq));
     }
-    // One statement per INSERT_CHUNK events (a group commit holds hundreds of text deltas).
-    for (let i = 0; i < out.length; i += INSERT_CHUNK) {
-      const chunk = out.slice(i, i + INSERT_CHUNK);
-      const insert = `INSERT INTO task_events (task_id, seq, type, at, data, parent_key, parent_seq) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}`;
-      tx.send(
-        insert,
-        chunk.flatMap((r) => [r.event.taskId, r.event.seq, r.event.type, r.at, r.dataJson, r.parent, r.event.parentSeq]),
-      );
-    }
+    createEventStore(tx).send(
+      out.map((r) => ({
+        taskId: r.event.taskId,
+        seq: r.event.seq,
+        type: r.event.type,
+        at: r.at,
+        dataJson: r.dataJson,
+        parentKey: r.parent,
+        parentSeq: r.event.parentSeq,
+      })),
+    );
     return { written: out, hooked: await hook(tx, pending) };
   }
 

@@ -1,4 +1,5 @@
 import { iso } from '../shapes/time.ts';
+import type { EventTuple } from '../store/event-store.ts';
 import type { EventType, StoredEvent } from './event-types.ts';
 
 /** Scope of a parent stream: the tenant and the parent task id. */
@@ -29,12 +30,9 @@ export interface Numbered {
   dataJson: string;
 }
 
-/** The columns every read selects, in the order `storedOf` takes them. */
-export const EVENT_COLUMNS = 'task_id, seq, type, at, data, parent_seq';
-
-/** A `task_events` row (EVENT_COLUMNS) as the event readers get it. */
-export function storedOf(r: unknown[]): StoredEvent {
-  const [taskId, seq, type, at, data, parentSeq] = r as [string, number, string, number, string, number | null];
+/** A `task_events` row as the event readers get it. */
+export function storedOf(r: EventTuple): StoredEvent {
+  const [taskId, seq, type, at, data, parentSeq] = r;
   return {
     taskId,
     seq: Number(seq),
