@@ -11,7 +11,14 @@
  *   - usage recorded after a task's end only for calls in flight at an instance paused past its
  *     lease (documented: the provider served them);
  *   - every `task.finished` delivered to the webhook receiver (at least once);
- *   - no instance exited but those the run killed.
+ *   - no instance exited but those the run killed;
+ *   - no approved call ran twice (a tenth of the tasks ask before their command, and the run answers
+ *     them from any instance): each approved command appends one line, at most one in the end;
+ *   - every worktree apply all-or-nothing (a tenth of the tasks write 20 files in a worktree, and
+ *     the run applies them from any instance while it kills them): in the end each task's files
+ *     are in the shared workspace all or none, all once `appliedAt` is set;
+ *   - nested children (a tenth of the tasks are leads that start a child) end and are billed like
+ *     the rest.
  * Prints the figures as one JSON object; exits 1 when the ledger does not hold.
  *
  * CHAOS_SECONDS (default 60): how long faults are injected while tasks are submitted.
@@ -19,7 +26,7 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -36,6 +43,11 @@ const LEASE_MS = 3000;
  */
 const LATE_KILL_MS = 5000;
 const NAMES = ['a', 'b', 'c'] as const;
+/** What a worktree task writes: enough that a kill lands inside its apply now and then. */
+const WORKTREE_FILES = 20;
+type Kind = 'plain' | 'ask' | 'worktree' | 'lead';
+/** Six plain tasks in ten, two that ask, one in a worktree, one lead with a child. */
+const kindOf = (i: number): Kind => (['plain', 'plain', 'ask', 'plain', 'worktree', 'plain', 'plain', 'ask', 'plain', 'lead'] as const)[i % 10];
 type Name = (typeof NAMES)[number];
 
 /** mulberry32: a small seeded generator, so a run's fault sequence can be replayed. */
@@ -84,7 +96,40 @@ async function main() {
     return { toolCalls: [{ name: 'complete', args: { summary: 'done', paths: [] } }], usage: { input: 200, output: 20 } };
   });
 
+  // The other kinds of task, by prompt (later scripts win over CHAOS-).
+  const numberOf = (ctx: { messages: Array<{ role: string; content?: unknown }> }) =>
+    /CHAOS-\w+-(\d+)/.exec(JSON.stringify(ctx.messages.find((m) => m.role === 'user')?.content))?.[1] ?? 'x';
+  model.script('CHAOS-ASK-', (ctx) =>
+    ctx.turn === 0
+      ? {
+          toolCalls: [{ name: 'bash', args: { command: `mkdir -p ran && echo ran >> ran/ask-${numberOf(ctx)}.txt && sleep 1` } }],
+          usage: { input: 100, output: 10 },
+        }
+      : { toolCalls: [{ name: 'complete', args: { summary: 'asked', paths: [] } }], usage: { input: 200, output: 20 } },
+  );
+  model.script('CHAOS-WT-', (ctx) =>
+    ctx.turn === 0
+      ? {
+          toolCalls: Array.from({ length: WORKTREE_FILES }, (_, k) => ({
+            name: 'write_file',
+            args: { path: `wt/f${k}.txt`, content: `${k}`.padEnd(64 * 1024, '.') },
+          })),
+          usage: { input: 100, output: 10 },
+        }
+      : { toolCalls: [{ name: 'complete', args: { summary: 'wrote', paths: [] } }], usage: { input: 200, output: 20 } },
+  );
+  model.script('CHAOS-LEAD-', (ctx) =>
+    ctx.turn === 0
+      ? {
+          toolCalls: [{ name: 'task', args: { subagent_type: 'general', description: 'chaos child', prompt: `CHAOS-KID-${numberOf(ctx)}` } }],
+          usage: { input: 100, output: 10 },
+        }
+      : { toolCalls: [{ name: 'complete', args: { summary: 'led', paths: [] } }], usage: { input: 200, output: 20 } },
+  );
+
   const { DATABASE_PATH: _unused, ...shared } = childEnv(dir, model.url, 'unused');
+  mkdirSync(shared.AGENTS_DIR, { recursive: true });
+  writeFileSync(path.join(shared.AGENTS_DIR, 'lead.md'), '---\nname: lead\ndescription: Starts a child\nmaxDepth: 1\n---\nDelegate.\n');
   const envOf = (name: Name) => ({
     ...shared,
     OPENAI_API_KEY: `chaos-key-${name}`,
@@ -133,8 +178,12 @@ async function main() {
   const submitted = new Map<string, string>(); // task id → prompt
   let refused = 0;
 
+  const kinds = new Map<string, Kind>(); // task id → its kind
+  const workspaceOf = (i: number) => `T-chaos-${kindOf(i) === 'worktree' ? `wt-${i}` : i % 8}`;
   async function submit(i: number) {
-    const prompt = `CHAOS-${i}`;
+    const kind = kindOf(i);
+    const prompt = { plain: `CHAOS-${i}`, ask: `CHAOS-ASK-${i}`, worktree: `CHAOS-WT-${i}`, lead: `CHAOS-LEAD-${i}` }[kind];
+    const options = { plain: undefined, ask: { permissions: { bash: 'ask' } }, worktree: { isolation: 'worktree' }, lead: undefined }[kind];
     const key = `chaos-${SEED}-${i}`;
     for (let attempt = 0; attempt < 6; attempt++) {
       const live = NAMES.filter((n) => !down.has(n) && instances.has(n));
@@ -144,15 +193,17 @@ async function main() {
             instances.get(pick(live))!,
             '/tasks',
             {
-              subagent_type: 'general',
+              subagent_type: kind === 'lead' ? 'lead' : 'general',
               description: 'chaos',
               prompt,
-              context: { parentTaskId: `T-chaos-${i % 8}`, userId: `u${i % 3}` },
+              context: { parentTaskId: workspaceOf(i), userId: `u${i % 3}` },
+              ...(options && { options }),
             },
             { 'idempotency-key': key },
           );
           if (res.status === 202 || res.status === 200) {
             submitted.set(res.body.id, prompt);
+            kinds.set(res.body.id, kind);
             return;
           }
         } catch {
@@ -202,6 +253,38 @@ async function main() {
     }
   }
 
+  /**
+   * What a caller does meanwhile, from any live instance: allows every approval it finds, and
+   * applies each finished worktree task (an apply cut by a kill is sent again, to another instance).
+   */
+  const applied = new Map<string, number>(); // task id → HTTP status of its last apply
+  let operating = true;
+  async function operate() {
+    while (operating) {
+      await sleep(300);
+      const live = NAMES.filter((n) => !down.has(n) && instances.has(n));
+      if (live.length === 0) continue;
+      for (const [id, kind] of kinds) {
+        if (!operating) break;
+        if (kind !== 'ask' && kind !== 'worktree') continue;
+        if (kind === 'worktree' && (applied.get(id) === 200 || applied.get(id) === 409)) continue;
+        const svc = instances.get(pick(live))!;
+        try {
+          const task = (await (await fetch(`${svc.url}/tasks/${id}`, { signal: AbortSignal.timeout(5000) })).json()) as any;
+          if (kind === 'ask' && task.status === 'paused' && task.pause?.reason === 'approval') {
+            for (const p of task.pause.pending.filter((q: { answer: unknown }) => !q.answer)) {
+              await post(svc, `/tasks/${id}/approvals/${p.requestId}`, { decision: 'allow' });
+            }
+          }
+          if (kind === 'worktree' && task.status === 'completed') applied.set(id, (await post(svc, `/tasks/${id}/apply`, {})).status);
+        } catch {
+          // killed or paused under the request: the next round asks another instance
+        }
+      }
+    }
+  }
+  const operator = operate();
+
   const until = Date.now() + SECONDS * 1000;
   const faulting = injectFaults(until);
   let i = 0;
@@ -216,13 +299,24 @@ async function main() {
   // Every task ends (resumed elsewhere after a kill, or ended), read from the database itself.
   const db = new pg.Client({ connectionString: cluster.urlOf('chaos') });
   await db.connect();
-  const ids = [...submitted.keys()];
+  // The leads' children are tasks of the run too (their prompts are CHAOS-KID-<i>).
+  const childrenOf = async () =>
+    (await db.query(`SELECT id, parent_task FROM tasks WHERE parent_task = ANY($1)`, [[...submitted.keys()]])).rows as Array<{
+      id: string;
+      parent_task: string;
+    }>;
+  let ids: string[];
   const deadline = Date.now() + 180_000;
   for (;;) {
-    const open = Number((await db.query(`SELECT count(*) AS n FROM tasks WHERE id = ANY($1) AND status IN ('queued', 'running')`, [ids])).rows[0].n);
-    if (open === 0 || Date.now() > deadline) break;
+    ids = [...submitted.keys(), ...(await childrenOf()).map((c) => c.id)];
+    const open = Number((await db.query(`SELECT count(*) AS n FROM tasks WHERE id = ANY($1) AND status IN ('queued', 'running', 'paused')`, [ids])).rows[0].n);
+    const unapplied = [...kinds].filter(([id, kind]) => kind === 'worktree' && applied.get(id) !== 200 && applied.get(id) !== 409).length;
+    if ((open === 0 && unapplied === 0) || Date.now() > deadline) break;
     await sleep(500);
   }
+  operating = false;
+  await operator;
+  for (const c of await childrenOf()) submitted.set(c.id, `CHAOS-KID-${/CHAOS-LEAD-(\d+)/.exec(submitted.get(c.parent_task) ?? '')?.[1]}`);
   // Webhooks of the last ends go out (a delivery claimed by a killed instance waits for its claim to expire).
   const sent = Date.now() + 60_000;
   while (Date.now() < sent) {
@@ -254,7 +348,7 @@ async function main() {
   // One snapshot for every read: a paused instance may still bill a late call while they run, and
   // its report row and the task's total (one transaction) must be seen together or not at all.
   await db.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-  const tasks = (await db.query(`SELECT id, status, error_code, resumes, input_tokens, completed_at FROM tasks WHERE id = ANY($1)`, [ids])).rows;
+  const tasks = (await db.query(`SELECT id, status, error_code, resumes, input_tokens, completed_at, worktree FROM tasks WHERE id = ANY($1)`, [ids])).rows;
   const events = (await db.query(`SELECT task_id, seq, type FROM task_events WHERE task_id = ANY($1) ORDER BY task_id, seq`, [ids])).rows;
   const reports = (await db.query(`SELECT task_id, input_tokens, at FROM usage_reports WHERE task_id = ANY($1)`, [ids])).rows;
   const deliveries = (await db.query(`SELECT id, task_id, status FROM webhook_deliveries WHERE event = 'task.finished' AND task_id = ANY($1)`, [ids])).rows;
@@ -277,19 +371,26 @@ async function main() {
     if (t.status !== 'queued' && t.status !== 'running' && (finished.length !== 1 || evs.at(-1)?.type !== 'task.finished')) {
       violations.push(`${t.id}: ${finished.length} task.finished events, last event ${evs.at(-1)?.type}`);
     }
-    // Billing against what the provider served for this task's prompt.
+    // Billing against what the provider served for this task's prompt. Tasks that share a prompt
+    // (a lead resumed past its `task` call asks its model again, and the new call starts a second
+    // child: CHAOS-KID-<i> twice) are held to what was served for all of them.
     const prompt = submitted.get(t.id)!;
     const served = model.served.filter((s) => s.prompt === prompt);
     const servedTokens = served.reduce((sum, s) => sum + s.inputTokens, 0);
-    const billed = reports.filter((r) => r.task_id === t.id).reduce((sum, r) => sum + Number(r.input_tokens), 0);
-    if (billed !== Number(t.input_tokens)) violations.push(`${t.id}: its usage rows (${billed}) and its total (${t.input_tokens}) differ`);
-    if (billed > servedTokens) violations.push(`${t.id}: billed ${billed} tokens, served ${servedTokens} (billed twice)`);
-    const killedSoonAfter = served.filter((s) =>
-      faults.some((f) => f.kind === 'kill' && s.authorization === `Bearer chaos-key-${f.name}` && s.at <= f.until + 50 && f.at - s.at <= LATE_KILL_MS),
-    );
-    const excusable = killedSoonAfter.reduce((sum, s) => sum + s.inputTokens, 0);
-    if (servedTokens - billed > excusable) violations.push(`${t.id}: ${servedTokens - billed} served tokens unbilled, ${excusable} excusable by a kill`);
-    unbilledTokens += Math.max(0, servedTokens - billed);
+    const own = reports.filter((r) => r.task_id === t.id).reduce((sum, r) => sum + Number(r.input_tokens), 0);
+    if (own !== Number(t.input_tokens)) violations.push(`${t.id}: its usage rows (${own}) and its total (${t.input_tokens}) differ`);
+    const sharing = tasks.filter((u) => submitted.get(u.id) === prompt);
+    // Checked once, with the first of them.
+    if (sharing[0].id === t.id) {
+      const billed = reports.filter((r) => sharing.some((u) => u.id === r.task_id)).reduce((sum, r) => sum + Number(r.input_tokens), 0);
+      if (billed > servedTokens) violations.push(`${t.id}: billed ${billed} tokens, served ${servedTokens} (billed twice)`);
+      const killedSoonAfter = served.filter((s) =>
+        faults.some((f) => f.kind === 'kill' && s.authorization === `Bearer chaos-key-${f.name}` && s.at <= f.until + 50 && f.at - s.at <= LATE_KILL_MS),
+      );
+      const excusable = killedSoonAfter.reduce((sum, s) => sum + s.inputTokens, 0);
+      if (servedTokens - billed > excusable) violations.push(`${t.id}: ${servedTokens - billed} served tokens unbilled, ${excusable} excusable by a kill`);
+      unbilledTokens += Math.max(0, servedTokens - billed);
+    }
     // Usage after the end: only a call in flight at an instance paused past its lease.
     const late = reports.filter((r) => r.task_id === t.id && t.completed_at !== null && Number(r.at) > Number(t.completed_at));
     lateRows += late.length;
@@ -307,6 +408,35 @@ async function main() {
   }
   if (unexpectedExits.length > 0) violations.push(...unexpectedExits.map((e) => `an instance exited on its own: ${e}`));
 
+  // No approved call ran twice: each approved command appends one line.
+  const ledger = { approvedCalls: 0, approvedRanTwice: 0, applies: 0, appliesWhole: 0 };
+  const workspaces = shared.WORKSPACES_DIR;
+  for (const [id, kind] of kinds) {
+    const i = /(\d+)$/.exec(submitted.get(id)!)![1];
+    if (kind === 'ask') {
+      const file = path.join(workspaces, workspaceOf(Number(i)), 'ran', `ask-${i}.txt`);
+      const runs = existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).length : 0;
+      ledger.approvedCalls += runs > 0 ? 1 : 0;
+      if (runs > 1) {
+        ledger.approvedRanTwice++;
+        violations.push(`${id}: its approved command ran ${runs} times`);
+      }
+    }
+    if (kind === 'worktree') {
+      // All or nothing: the task's 20 files with its content, or none of them.
+      const folder = path.join(workspaces, workspaceOf(Number(i)), 'wt');
+      const present = Array.from({ length: WORKTREE_FILES }, (_, k) => path.join(folder, `f${k}.txt`)).filter(
+        (f, k) => existsSync(f) && readFileSync(f, 'utf8') === `${k}`.padEnd(64 * 1024, '.'),
+      ).length;
+      const row = tasks.find((t) => t.id === id);
+      const appliedAt = row?.worktree ? (JSON.parse(typeof row.worktree === 'string' ? row.worktree : JSON.stringify(row.worktree)).appliedAt ?? null) : null;
+      ledger.applies += appliedAt ? 1 : 0;
+      if (present === WORKTREE_FILES || present === 0) ledger.appliesWhole++;
+      if (present !== 0 && present !== WORKTREE_FILES) violations.push(`${id}: ${present} of ${WORKTREE_FILES} files applied`);
+      else if (appliedAt && present === 0) violations.push(`${id}: appliedAt set, no file applied`);
+    }
+  }
+
   const figures = {
     seed: SEED,
     seconds: SECONDS,
@@ -322,6 +452,12 @@ async function main() {
     unbilledTokensWithinKillWindow: unbilledTokens,
     usageRowsAfterEnd: lateRows,
     webhooks: { deliveries: deliveries.length, receivedIds: received.size, duplicates: [...received.values()].reduce((n, c) => n + c - 1, 0) },
+    kinds: Object.fromEntries((['plain', 'ask', 'worktree', 'lead'] as const).map((k) => [k, [...kinds.values()].filter((v) => v === k).length])),
+    children: tasks.length - kinds.size,
+    // Children started again by a lead resumed past its `task` call (a new call id, a new child).
+    childrenStartedTwice:
+      new Set(tasks.map((t) => submitted.get(t.id))).size < tasks.length ? tasks.length - new Set(tasks.map((t) => submitted.get(t.id))).size : 0,
+    ledger,
     violations: violations.length,
   };
   console.log(JSON.stringify(figures, null, 2));
