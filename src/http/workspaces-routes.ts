@@ -241,8 +241,12 @@ export async function sendFile(reply: FastifyReply, root: string, filePath: stri
  * (then it is left unread) or on an error.
  */
 function drained(body: IncomingMessage, max: number): Promise<boolean> {
-  if (body.complete) return Promise.resolve(true);
+  if (body.complete || body.readableEnded) return Promise.resolve(true);
+  if (body.destroyed) return Promise.resolve(false);
   return new Promise((resolve) => {
+    // A body that stops coming is not waited for: the connection closes after the answer.
+    const stalled = setTimeout(() => resolve(false), 5000).unref();
+    body.once('end', () => clearTimeout(stalled));
     let bytes = 0;
     body.on('data', (chunk: Buffer) => {
       bytes += chunk.length;
