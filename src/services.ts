@@ -1,6 +1,6 @@
 import { createAccessStore, type AccessStore } from './store/access-store.ts';
 import { createLifecycleStore } from './store/lifecycle-store.ts';
-import { createLifecycleSystem, type LifecycleSystem } from './tasks/lifecycle-system.ts';
+import { createLifecycleSystem, type LifecycleSystem } from './tasks/systems/lifecycle-system.ts';
 import type { Logger } from 'pino';
 import type { Config } from './config/config.ts';
 import { builtinAgents, createAgentRegistry, type AgentRegistry } from './definitions/agent-registry.ts';
@@ -13,7 +13,7 @@ import { loadPriceTable } from './money/prices.ts';
 import { checkModelIds, startupWarnings } from './startup-warnings.ts';
 import { createBudgets, type Budgets } from './money/budgets.ts';
 import { pushPayload } from './a2a/mapping.ts';
-import { toTaskOutput } from './tasks/task-output.ts';
+import { toTaskOutput } from './tasks/writes/task-output.ts';
 import { createDispatcher } from './webhooks/dispatcher.ts';
 import { createWebhooks, type Webhooks } from './webhooks/webhooks.ts';
 import { WEBHOOK_EVENTS } from './shapes/webhook.ts';
@@ -23,8 +23,8 @@ import { createStorageGuard, type StorageGuard } from './store/storage-guard.ts'
 import { createTaskStore, type TaskStore } from './store/task-store.ts';
 import { CHANNELS, createClusterStore } from './store/cluster-store.ts';
 import { createUsageStore, type UsageStore } from './store/usage-store.ts';
-import { createTaskRunner } from './tasks/task-runner.ts';
-import { createLiveness } from './tasks/liveness.ts';
+import { createTaskRunner } from './tasks/run/task-runner.ts';
+import { createLiveness } from './tasks/run/liveness.ts';
 import { createTracing } from './telemetry/tracing.ts';
 import { createTaskService, type TaskService } from './tasks/task-service.ts';
 import { sandboxFor, type Sandbox } from './sandbox/sandbox.ts';

@@ -127,7 +127,7 @@ describe('retention (RETENTION_DAYS)', () => {
     const fresh = await finishedTask('LIFE-FRESH', 'u-ret');
     // Ended 40 days ago, as far as the database knows.
     await svc.db.sql.run('UPDATE tasks SET completed_at = ? WHERE id = ?', [Date.now() - 40 * 86_400_000, old]);
-    const sweeper = (await import('../src/tasks/lifecycle-system')).createLifecycleSystem({
+    const sweeper = (await import('../src/tasks/systems/lifecycle-system')).createLifecycleSystem({
       lifecycle: (await import('../src/store/lifecycle-store')).createLifecycleStore(svc.db.sql),
       get: (tenant, id) => svc.app.tasks.get(tenant, id),
       metrics: svc.app.metrics,

@@ -9,7 +9,7 @@ import { createTaskBodySchema } from '../src/shapes/task';
 import { openPostgres } from '../src/store/postgres';
 import { createStorageGuard } from '../src/store/storage-guard';
 import { createTaskStore, TaskTakenOver } from '../src/store/task-store';
-import { newTaskRow } from '../src/tasks/admission';
+import { newTaskRow } from '../src/tasks/systems/admission';
 import { ulid } from '../src/util/ids';
 import { taskBody } from './support/harness';
 import { testDatabaseUrl } from './support/postgres';

@@ -7,7 +7,7 @@ import { DEFAULT_TENANT } from '../src/http/auth';
 import { createTaskBodySchema } from '../src/shapes/task';
 import { openPostgres } from '../src/store/postgres';
 import { createTaskStore } from '../src/store/task-store';
-import { newTaskRow } from '../src/tasks/admission';
+import { newTaskRow } from '../src/tasks/systems/admission';
 import { ulid } from '../src/util/ids';
 import { childEnv, fetchJson as json, startChildService, type ChildService } from './support/child-service';
 import { taskBody, TEST_API_KEY } from './support/harness';

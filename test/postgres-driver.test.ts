@@ -8,7 +8,7 @@ import type { CreateTaskBody } from '../src/shapes/task';
 import { createClusterStore } from '../src/store/cluster-store';
 import { storageFaultOf } from '../src/store/storage-guard';
 import { createTaskStore } from '../src/store/task-store';
-import { newTaskRow } from '../src/tasks/admission';
+import { newTaskRow } from '../src/tasks/systems/admission';
 import { testDatabaseUrl } from './support/postgres';
 
 type Opened = Awaited<ReturnType<typeof openPostgres>>;

@@ -7,9 +7,9 @@ import { AppError } from '../errors/app-error.ts';
 import { contextIdSchema, taskIdParamsSchema, taskOutputSchema } from '../shapes/task.ts';
 import { iso } from '../shapes/time.ts';
 import type { AccessStore } from '../store/access-store.ts';
-import type { LifecycleSystem } from '../tasks/lifecycle-system.ts';
+import type { LifecycleSystem } from '../tasks/systems/lifecycle-system.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import { erasedIdOf } from '../tasks/lifecycle-system.ts';
+import { erasedIdOf } from '../tasks/systems/lifecycle-system.ts';
 import { fingerprintOf, keyHash } from './auth.ts';
 import { errors, json } from './openapi.ts';
 

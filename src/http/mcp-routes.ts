@@ -12,7 +12,7 @@ import { createSessionTable, type HeldSession, type McpSessionLimits } from '../
 import { createTaskBodySchema, type ApprovalPause } from '../shapes/task.ts';
 import type { TaskRow } from '../store/schema.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import { compactOutput } from '../tasks/task-output.ts';
+import { compactOutput } from '../tasks/writes/task-output.ts';
 import { createTicker } from '../util/ticker.ts';
 import { SERVICE_VERSION } from '../version.ts';
 

@@ -8,23 +8,23 @@ import { isUniqueViolation } from '../store/sql-errors.ts';
 import { storageFaultOf, type StorageFault } from '../store/storage-guard.ts';
 import { TaskTakenOver, type TaskFilter } from '../store/task-store.ts';
 import { workspacePath } from '../workspace/workspace.ts';
-import type { Lineage } from './admission.ts';
-import type { ChildTasks } from './run-context.ts';
-import { checkAgainstDefinition, checkQueueRoom, earlierTask, newTaskRow, queueFull, queueRoom, sessionOf, storageRefusal } from './admission.ts';
-import { createApprovalSystem, type ApprovalReply } from './approval-system.ts';
-import { createWorktreeSystem } from './worktree-system.ts';
-import { createDispatchSystem } from './dispatch-system.ts';
-import { aborted, failed } from './finish-task.ts';
+import type { Lineage } from './systems/admission.ts';
+import type { ChildTasks } from './run/run-context.ts';
+import { checkAgainstDefinition, checkQueueRoom, earlierTask, newTaskRow, queueFull, queueRoom, sessionOf, storageRefusal } from './systems/admission.ts';
+import { createApprovalSystem, type ApprovalReply } from './systems/approval-system.ts';
+import { createWorktreeSystem } from './systems/worktree-system.ts';
+import { createDispatchSystem } from './systems/dispatch-system.ts';
+import { aborted, failed } from './writes/finish-task.ts';
 import { hashBody } from './hash-body.ts';
-import { createLeaseSystem } from './lease-system.ts';
-import { createPauseSystem } from './pause-system.ts';
-import { createRecoverySystem } from './recovery-system.ts';
-import { clusterScheduler, localScheduler } from './scheduler.ts';
-import { TaskAbort } from './task-abort.ts';
-import { toTaskOutput } from './task-output.ts';
-import { createTaskResources, type TaskServiceDeps } from './task-resources.ts';
+import { createLeaseSystem } from './systems/lease-system.ts';
+import { createPauseSystem } from './systems/pause-system.ts';
+import { createRecoverySystem } from './systems/recovery-system.ts';
+import { clusterScheduler, localScheduler } from './systems/scheduler.ts';
+import { TaskAbort } from './run/task-abort.ts';
+import { toTaskOutput } from './writes/task-output.ts';
+import { createTaskResources, type TaskServiceDeps } from './systems/task-resources.ts';
 
-export type { TaskServiceDeps } from './task-resources.ts';
+export type { TaskServiceDeps } from './systems/task-resources.ts';
 
 /** Steering messages one task may have waiting at once, and their characters (they wait in the database). */
 const MAX_WAITING_MESSAGES = 100;

@@ -8,9 +8,9 @@ import type { ClusterStore } from '../../src/store/cluster-store.ts';
 import { openSqlite } from '../../src/store/database.ts';
 import { createStorageGuard } from '../../src/store/storage-guard.ts';
 import { createTaskStore } from '../../src/store/task-store.ts';
-import { newTaskRow } from '../../src/tasks/admission.ts';
-import { createLiveness } from '../../src/tasks/liveness.ts';
-import { createTaskResources, type TaskServiceDeps } from '../../src/tasks/task-resources.ts';
+import { newTaskRow } from '../../src/tasks/systems/admission.ts';
+import { createLiveness } from '../../src/tasks/run/liveness.ts';
+import { createTaskResources, type TaskServiceDeps } from '../../src/tasks/systems/task-resources.ts';
 
 /**
  * The task systems over a real store (SQLite in memory) and a clock the test moves, for unit tests

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { capPayload } from '../events/cap-payload.ts';
-import { createDeltaCoalescer } from '../loop/delta-coalescer.ts';
-import { checkArtifacts } from '../workspace/artifacts.ts';
-import { endingOfAbort, failed, type Ending } from './finish-task.ts';
+import { capPayload } from '../../events/cap-payload.ts';
+import { createDeltaCoalescer } from '../../loop/delta-coalescer.ts';
+import { checkArtifacts } from '../../workspace/artifacts.ts';
+import { endingOfAbort, failed, type Ending } from '../writes/finish-task.ts';
 import type { RunContext, TaskRun } from './run-context.ts';
 import { abortCode } from './task-abort.ts';
 import { createLiveApprovals } from './live-approval.ts';
 import { startTaskEgress } from './task-egress.ts';
-import { allowedHosts } from '../network/policy.ts';
+import { allowedHosts } from '../../network/policy.ts';
 import { taskLimits } from './task-limits.ts';
 
 /**
@@ -33,7 +33,7 @@ export async function runExternal(ctx: RunContext, { row, body, def, workspace, 
   const hosts = row.parentTask !== null ? (await taskLimits(deps, row, def, body)).network : allowedHosts(def.network, body.options?.network);
   const egress = confined ? await startTaskEgress(ctx, row, signal, hosts) : null;
   // The ACP SDK is loaded by the first ACP task: a process without ACP agents never holds it.
-  const { runAcp } = await import('../acp/run-acp.ts');
+  const { runAcp } = await import('../../acp/run-acp.ts');
   const out = await runAcp({
     network: confined ? (egress?.inside ?? 'none') : 'host',
     def: { ...def, acp: def.acp },

@@ -1,11 +1,11 @@
-import { AppError, notFound } from '../errors/app-error.ts';
-import { createCompleteTool } from '../loop/complete-tool.ts';
+import { AppError, notFound } from '../../errors/app-error.ts';
+import { createCompleteTool } from '../../loop/complete-tool.ts';
 import { isDeepStrictEqual } from 'node:util';
-import type { ApprovalAnswer, ApprovalPause, ToolAnswer, ToolResultBody } from '../shapes/task.ts';
-import type { TaskRow, WaitingCall, WaitingCalls } from '../store/schema.ts';
-import { createTaskStore } from '../store/task-store.ts';
-import { workspaceTools } from '../tools/workspace-tools.ts';
-import { createTicker } from '../util/ticker.ts';
+import type { ApprovalAnswer, ApprovalPause, ToolAnswer, ToolResultBody } from '../../shapes/task.ts';
+import type { TaskRow, WaitingCall, WaitingCalls } from '../../store/schema.ts';
+import { createTaskStore } from '../../store/task-store.ts';
+import { workspaceTools } from '../../tools/workspace-tools.ts';
+import { createTicker } from '../../util/ticker.ts';
 import type { TaskResources } from './task-resources.ts';
 
 /** What a caller sends to answer an approval request. */

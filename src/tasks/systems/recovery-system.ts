@@ -1,5 +1,5 @@
-import type { TaskRow } from '../store/schema.ts';
-import { failed } from './finish-task.ts';
+import type { TaskRow } from '../../store/schema.ts';
+import { failed } from '../writes/finish-task.ts';
 import type { PauseSystem } from './pause-system.ts';
 import type { Scheduler } from './scheduler.ts';
 import type { TaskResources } from './task-resources.ts';

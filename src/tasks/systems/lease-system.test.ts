@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { fakeCluster, taskSystems } from '../../test/support/task-systems.ts';
+import { fakeCluster, taskSystems } from '../../../test/support/task-systems.ts';
 import { createLeaseSystem } from './lease-system.ts';
 import { createRecoverySystem } from './recovery-system.ts';
-import { abortCode } from './task-abort.ts';
-import type { TaskRow } from '../store/schema.ts';
+import { abortCode } from '../run/task-abort.ts';
+import type { TaskRow } from '../../store/schema.ts';
 
 describe('the lease system', () => {
   let close: () => Promise<void> = async () => {};

@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { AppError } from '../errors/app-error.ts';
-import type { WorktreeState } from '../shapes/task.ts';
-import type { TaskRow } from '../store/schema.ts';
-import { commitJournal, readJournal, replayJournal, stageJournal } from '../workspace/apply-journal.ts';
-import { PathError } from '../workspace/path-guard.ts';
-import { openWorkspace } from '../workspace/workspace.ts';
-import { conflictsOf, journalDirOf, patchOf, removeWorktree, stagingDirOf, worktreeDir, worktreeRoot } from '../workspace/worktree.ts';
-import { createTicker } from '../util/ticker.ts';
+import { AppError } from '../../errors/app-error.ts';
+import type { WorktreeState } from '../../shapes/task.ts';
+import type { TaskRow } from '../../store/schema.ts';
+import { commitJournal, readJournal, replayJournal, stageJournal } from '../../workspace/apply-journal.ts';
+import { PathError } from '../../workspace/path-guard.ts';
+import { openWorkspace } from '../../workspace/workspace.ts';
+import { conflictsOf, journalDirOf, patchOf, removeWorktree, stagingDirOf, worktreeDir, worktreeRoot } from '../../workspace/worktree.ts';
+import { createTicker } from '../../util/ticker.ts';
 import type { TaskResources } from './task-resources.ts';
 
 /** How often the copies of worktree tasks past WORKTREE_TTL_MS are looked for. */

@@ -1,11 +1,11 @@
 /** Nesting: the `task` tool a definition with `maxDepth` gives its model, starting child tasks through the service. */
 import { z } from 'zod';
-import type { AgentDefinition } from '../definitions/agent-definition.ts';
-import type { TaskRow } from '../store/schema.ts';
-import { defineTool, type WorkspaceTool } from '../tools/tool-types.ts';
+import type { AgentDefinition } from '../../definitions/agent-definition.ts';
+import type { TaskRow } from '../../store/schema.ts';
+import { defineTool, type WorkspaceTool } from '../../tools/tool-types.ts';
 import type { ChildTasks } from './run-context.ts';
 import { abortCode } from './task-abort.ts';
-import { compactOutput } from './task-output.ts';
+import { compactOutput } from '../writes/task-output.ts';
 
 /** What the tool answers past the limit (Codex's wording). */
 export const DEPTH_LIMIT_MESSAGE = 'Agent depth limit reached. Solve the task yourself.';

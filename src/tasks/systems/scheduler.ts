@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import { CHANNELS, type ClusterStore } from '../store/cluster-store.ts';
-import type { TaskRow } from '../store/schema.ts';
+import { CHANNELS, type ClusterStore } from '../../store/cluster-store.ts';
+import type { TaskRow } from '../../store/schema.ts';
 import { createFairQueue } from './fair-queue.ts';
 import type { ResumeReason } from './task-resources.ts';
 

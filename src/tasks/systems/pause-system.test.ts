@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { taskSystems } from '../../test/support/task-systems.ts';
+import { taskSystems } from '../../../test/support/task-systems.ts';
 import { createPauseSystem } from './pause-system.ts';
 
 describe('the pause system', () => {

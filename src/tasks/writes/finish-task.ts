@@ -1,6 +1,6 @@
-import type { EventLog } from '../events/event-log.ts';
-import type { TaskRow } from '../store/schema.ts';
-import { createTaskStore, type FinishFields, type TaskStore } from '../store/task-store.ts';
+import type { EventLog } from '../../events/event-log.ts';
+import type { TaskRow } from '../../store/schema.ts';
+import { createTaskStore, type FinishFields, type TaskStore } from '../../store/task-store.ts';
 import { toTaskOutput } from './task-output.ts';
 
 /** What a task ended with, before its end time is stamped. */

@@ -1,17 +1,17 @@
-import type { WorkspacesDirOf } from '../workspace/workspace.ts';
+import type { WorkspacesDirOf } from '../../workspace/workspace.ts';
 import type { Logger } from 'pino';
-import type { ModelProvider } from '../loop/model-provider.ts';
-import type { AgentRegistry } from '../definitions/agent-registry.ts';
-import type { EventLog } from '../events/event-log.ts';
-import type { Metrics } from '../metrics/metrics.ts';
-import type { Budgets } from '../money/budgets.ts';
-import type { ClusterStore } from '../store/cluster-store.ts';
-import type { TaskRow } from '../store/schema.ts';
-import type { StorageGuard } from '../store/storage-guard.ts';
-import type { TaskStore } from '../store/task-store.ts';
-import { finishTask, type Ending } from './finish-task.ts';
-import type { Liveness } from './liveness.ts';
-import type { TaskRunner } from './task-runner.ts';
+import type { ModelProvider } from '../../loop/model-provider.ts';
+import type { AgentRegistry } from '../../definitions/agent-registry.ts';
+import type { EventLog } from '../../events/event-log.ts';
+import type { Metrics } from '../../metrics/metrics.ts';
+import type { Budgets } from '../../money/budgets.ts';
+import type { ClusterStore } from '../../store/cluster-store.ts';
+import type { TaskRow } from '../../store/schema.ts';
+import type { StorageGuard } from '../../store/storage-guard.ts';
+import type { TaskStore } from '../../store/task-store.ts';
+import { finishTask, type Ending } from '../writes/finish-task.ts';
+import type { Liveness } from '../run/liveness.ts';
+import type { TaskRunner } from '../run/task-runner.ts';
 import { createWaiters, type Waiters } from './waiters.ts';
 
 export interface TaskServiceDeps {

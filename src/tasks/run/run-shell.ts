@@ -1,5 +1,5 @@
-import { runCommand } from '../sandbox/run-command.ts';
-import { endingOfAbort, failed, type Ending } from './finish-task.ts';
+import { runCommand } from '../../sandbox/run-command.ts';
+import { endingOfAbort, failed, type Ending } from '../writes/finish-task.ts';
 import type { RunContext, TaskRun } from './run-context.ts';
 import { abortCode } from './task-abort.ts';
 

@@ -1,18 +1,18 @@
 import type { Logger } from 'pino';
-import type { AgentDefinition } from '../definitions/agent-definition.ts';
-import type { AgentRegistry } from '../definitions/agent-registry.ts';
-import type { Append, EventLog } from '../events/event-log.ts';
-import type { ModelProvider } from '../loop/model-provider.ts';
-import type { Metrics } from '../metrics/metrics.ts';
-import type { Budgets } from '../money/budgets.ts';
-import { costMicroUsd, type PriceTable } from '../money/prices.ts';
-import type { Sandbox } from '../sandbox/sandbox.ts';
-import type { CreateTaskBody, TokenUsage } from '../shapes/task.ts';
-import type { TaskRow } from '../store/schema.ts';
-import type { StorageGuard } from '../store/storage-guard.ts';
-import { createTaskStore, type TaskStore } from '../store/task-store.ts';
-import type { TaskTrace, Tracing } from '../telemetry/tracing.ts';
-import type { Workspace, WorkspacesDirOf } from '../workspace/workspace.ts';
+import type { AgentDefinition } from '../../definitions/agent-definition.ts';
+import type { AgentRegistry } from '../../definitions/agent-registry.ts';
+import type { Append, EventLog } from '../../events/event-log.ts';
+import type { ModelProvider } from '../../loop/model-provider.ts';
+import type { Metrics } from '../../metrics/metrics.ts';
+import type { Budgets } from '../../money/budgets.ts';
+import { costMicroUsd, type PriceTable } from '../../money/prices.ts';
+import type { Sandbox } from '../../sandbox/sandbox.ts';
+import type { CreateTaskBody, TokenUsage } from '../../shapes/task.ts';
+import type { TaskRow } from '../../store/schema.ts';
+import type { StorageGuard } from '../../store/storage-guard.ts';
+import { createTaskStore, type TaskStore } from '../../store/task-store.ts';
+import type { TaskTrace, Tracing } from '../../telemetry/tracing.ts';
+import type { Workspace, WorkspacesDirOf } from '../../workspace/workspace.ts';
 import type { Liveness } from './liveness.ts';
 
 export interface RunnerDeps {

@@ -1,7 +1,7 @@
-import { CHANNELS, type ClusterStore } from '../store/cluster-store.ts';
-import { createTicker } from '../util/ticker.ts';
+import { CHANNELS, type ClusterStore } from '../../store/cluster-store.ts';
+import { createTicker } from '../../util/ticker.ts';
 import type { RecoverySystem } from './recovery-system.ts';
-import { TaskAbort } from './task-abort.ts';
+import { TaskAbort } from '../run/task-abort.ts';
 import type { TaskResources } from './task-resources.ts';
 
 /** What the leases need of the cluster's store. */

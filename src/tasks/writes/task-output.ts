@@ -1,6 +1,6 @@
-import { iso } from '../shapes/time.ts';
-import type { TaskRow } from '../store/schema.ts';
-import { pricedUsageOf, type Progress, type TaskOutput } from '../shapes/task.ts';
+import { iso } from '../../shapes/time.ts';
+import type { TaskRow } from '../../store/schema.ts';
+import { pricedUsageOf, type Progress, type TaskOutput } from '../../shapes/task.ts';
 
 /** The contract's TaskOutput for a stored task. */
 export function toTaskOutput(row: TaskRow, progress: Progress | null = null): TaskOutput {

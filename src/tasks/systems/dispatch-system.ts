@@ -1,11 +1,11 @@
-import type { TaskRow } from '../store/schema.ts';
-import { storageFaultOf } from '../store/storage-guard.ts';
-import { TaskTakenOver } from '../store/task-store.ts';
-import { turnTaker } from '../util/turns.ts';
-import { failed } from './finish-task.ts';
+import type { TaskRow } from '../../store/schema.ts';
+import { storageFaultOf } from '../../store/storage-guard.ts';
+import { TaskTakenOver } from '../../store/task-store.ts';
+import { turnTaker } from '../../util/turns.ts';
+import { failed } from '../writes/finish-task.ts';
 import type { LeaseSystem } from './lease-system.ts';
 import type { Scheduler } from './scheduler.ts';
-import { TaskAbort } from './task-abort.ts';
+import { TaskAbort } from '../run/task-abort.ts';
 import type { ResumeReason, TaskResources } from './task-resources.ts';
 
 /**

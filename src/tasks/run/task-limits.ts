@@ -1,8 +1,8 @@
 /** The limits a task runs under, read up its chain of parents (nesting). */
-import type { AgentDefinition } from '../definitions/agent-definition.ts';
-import { limitsOf, type ToolLimits, type ToolScope } from '../definitions/tool-set.ts';
-import type { CreateTaskBody } from '../shapes/task.ts';
-import type { TaskRow } from '../store/schema.ts';
+import type { AgentDefinition } from '../../definitions/agent-definition.ts';
+import { limitsOf, type ToolLimits, type ToolScope } from '../../definitions/tool-set.ts';
+import type { CreateTaskBody } from '../../shapes/task.ts';
+import type { TaskRow } from '../../store/schema.ts';
 import type { RunnerDeps } from './run-context.ts';
 
 /** Deeper than any `maxDepth` allows: a guard against a cycle in stored rows, never reached. */

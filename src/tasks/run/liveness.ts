@@ -1,7 +1,7 @@
-import { iso } from '../shapes/time.ts';
-import type { Progress } from '../shapes/task.ts';
-import type { Activity, TaskRow } from '../store/schema.ts';
-import { pricedUsageOf } from '../shapes/usage.ts';
+import { iso } from '../../shapes/time.ts';
+import type { Progress } from '../../shapes/task.ts';
+import type { Activity, TaskRow } from '../../store/schema.ts';
+import { pricedUsageOf } from '../../shapes/usage.ts';
 
 type State = Activity;
 

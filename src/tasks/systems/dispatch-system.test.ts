@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { taskSystems } from '../../test/support/task-systems.ts';
-import type { TaskRow } from '../store/schema.ts';
+import { taskSystems } from '../../../test/support/task-systems.ts';
+import type { TaskRow } from '../../store/schema.ts';
 import { createDispatchSystem } from './dispatch-system.ts';
 import type { Scheduler } from './scheduler.ts';
 

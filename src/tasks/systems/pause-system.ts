@@ -1,9 +1,9 @@
-import { AppError, shuttingDown } from '../errors/app-error.ts';
-import type { TaskBudget } from '../shapes/task.ts';
-import type { TaskRow } from '../store/schema.ts';
-import { TaskTakenOver } from '../store/task-store.ts';
-import { createTicker } from '../util/ticker.ts';
-import { aborted } from './finish-task.ts';
+import { AppError, shuttingDown } from '../../errors/app-error.ts';
+import type { TaskBudget } from '../../shapes/task.ts';
+import type { TaskRow } from '../../store/schema.ts';
+import { TaskTakenOver } from '../../store/task-store.ts';
+import { createTicker } from '../../util/ticker.ts';
+import { aborted } from '../writes/finish-task.ts';
 import type { TaskResources } from './task-resources.ts';
 
 /**

@@ -2,12 +2,12 @@ import { createHash, randomUUID } from 'node:crypto';
 import { lstat, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { AppError } from '../errors/app-error.ts';
-import type { Metrics } from '../metrics/metrics.ts';
-import type { LifecycleStore } from '../store/lifecycle-store.ts';
-import type { TaskRow } from '../store/schema.ts';
-import type { StorageGuard } from '../store/storage-guard.ts';
-import { createTicker } from '../util/ticker.ts';
+import { AppError } from '../../errors/app-error.ts';
+import type { Metrics } from '../../metrics/metrics.ts';
+import type { LifecycleStore } from '../../store/lifecycle-store.ts';
+import type { TaskRow } from '../../store/schema.ts';
+import type { StorageGuard } from '../../store/storage-guard.ts';
+import { createTicker } from '../../util/ticker.ts';
 
 /** Tasks one transaction purges: short enough that no write waits long behind it. */
 const BATCH = 50;

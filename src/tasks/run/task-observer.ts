@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { capPayload } from '../events/cap-payload.ts';
-import { createDeltaCoalescer } from '../loop/delta-coalescer.ts';
-import type { AgentObserver } from '../loop/run-agent.ts';
-import { forStorage } from '../loop/transcript.ts';
-import { usageOf, type TokenUsage } from '../shapes/task.ts';
-import type { TaskRow } from '../store/schema.ts';
-import { createTaskStore, TaskTakenOver, type TaskStore } from '../store/task-store.ts';
-import type { Append } from '../events/event-log.ts';
-import type { TaskTrace } from '../telemetry/tracing.ts';
+import { capPayload } from '../../events/cap-payload.ts';
+import { createDeltaCoalescer } from '../../loop/delta-coalescer.ts';
+import type { AgentObserver } from '../../loop/run-agent.ts';
+import { forStorage } from '../../loop/transcript.ts';
+import { usageOf, type TokenUsage } from '../../shapes/task.ts';
+import type { TaskRow } from '../../store/schema.ts';
+import { createTaskStore, TaskTakenOver, type TaskStore } from '../../store/task-store.ts';
+import type { Append } from '../../events/event-log.ts';
+import type { TaskTrace } from '../../telemetry/tracing.ts';
 import type { RunContext } from './run-context.ts';
 
 export interface TaskObserverOptions {

@@ -1,7 +1,7 @@
-import { ulid } from '../util/ids.ts';
-import { startEgressProxy } from '../network/egress-proxy.ts';
-import type { AllowedHosts } from '../network/policy.ts';
-import type { TaskRow } from '../store/schema.ts';
+import { ulid } from '../../util/ids.ts';
+import { startEgressProxy } from '../../network/egress-proxy.ts';
+import type { AllowedHosts } from '../../network/policy.ts';
+import type { TaskRow } from '../../store/schema.ts';
 import { createLiveApprovals } from './live-approval.ts';
 import type { RunContext } from './run-context.ts';
 

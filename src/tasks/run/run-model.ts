@@ -1,28 +1,28 @@
 import path from 'node:path';
 import type { ModelMessage } from 'ai';
-import { clientTool } from '../loop/client-tools.ts';
-import { createCompleteTool } from '../loop/complete-tool.ts';
-import { guardModel } from '../loop/model-guard.ts';
-import { errorMessage, runAgent, type AgentRunResult, type AnsweredCall, type DecidedCall } from '../loop/run-agent.ts';
-import { buildSystemPrompt } from '../loop/system-prompt.ts';
-import { readProjectInstructions } from '../workspace/project-instructions.ts';
-import type { ApprovalPause, CreateTaskBody, Fork, Pause } from '../shapes/task.ts';
-import { iso } from '../shapes/time.ts';
-import { deniedWhole } from '../definitions/permissions.ts';
-import { loadShellParser } from '../definitions/shell-commands.ts';
-import { callDecider, childTypeOffered, listed, needsSubjects, offered, pathChecker } from '../definitions/tool-set.ts';
+import { clientTool } from '../../loop/client-tools.ts';
+import { createCompleteTool } from '../../loop/complete-tool.ts';
+import { guardModel } from '../../loop/model-guard.ts';
+import { errorMessage, runAgent, type AgentRunResult, type AnsweredCall, type DecidedCall } from '../../loop/run-agent.ts';
+import { buildSystemPrompt } from '../../loop/system-prompt.ts';
+import { readProjectInstructions } from '../../workspace/project-instructions.ts';
+import type { ApprovalPause, CreateTaskBody, Fork, Pause } from '../../shapes/task.ts';
+import { iso } from '../../shapes/time.ts';
+import { deniedWhole } from '../../definitions/permissions.ts';
+import { loadShellParser } from '../../definitions/shell-commands.ts';
+import { callDecider, childTypeOffered, listed, needsSubjects, offered, pathChecker } from '../../definitions/tool-set.ts';
 import { taskLimits } from './task-limits.ts';
-import { ulid } from '../util/ids.ts';
-import type { TaskRow, WaitingCalls } from '../store/schema.ts';
-import type { ToolContext } from '../tools/tool-types.ts';
-import { workspaceTools } from '../tools/workspace-tools.ts';
-import { endingOfAbort, failed, type Ending } from './finish-task.ts';
+import { ulid } from '../../util/ids.ts';
+import type { TaskRow, WaitingCalls } from '../../store/schema.ts';
+import type { ToolContext } from '../../tools/tool-types.ts';
+import { workspaceTools } from '../../tools/workspace-tools.ts';
+import { endingOfAbort, failed, type Ending } from '../writes/finish-task.ts';
 import type { ModelRun, RunContext } from './run-context.ts';
 import { abortCode } from './task-abort.ts';
 import { childTaskTool } from './child-tool.ts';
-import type { McpSession } from '../mcp/mcp-tools.ts';
+import type { McpSession } from '../../mcp/mcp-tools.ts';
 import { startTaskEgress, type TaskEgress } from './task-egress.ts';
-import { TaskTakenOver } from '../store/task-store.ts';
+import { TaskTakenOver } from '../../store/task-store.ts';
 
 import { createTaskObserver, type TaskObserver } from './task-observer.ts';
 
@@ -70,7 +70,7 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
       const commands = Object.values(def.mcpServers).some((s) => 'command' in s);
       if (commands && deps.sandbox.kind === 'unavailable') return failed('sandbox_unavailable', deps.sandbox.reason ?? 'no sandbox');
       // The MCP SDK is loaded by the first task that needs it: a process without MCP servers never holds it.
-      const { McpServerFailed, openMcpServers } = await import('../mcp/mcp-tools.ts');
+      const { McpServerFailed, openMcpServers } = await import('../../mcp/mcp-tools.ts');
       try {
         mcp = await openMcpServers(def.mcpServers, {
           workspace,

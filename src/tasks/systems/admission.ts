@@ -1,18 +1,18 @@
 import path from 'node:path';
-import { allowedHosts } from '../network/policy.ts';
+import { allowedHosts } from '../../network/policy.ts';
 import { modelMessageSchema as aiModelMessageSchema } from 'ai';
-import type { AgentRegistry } from '../definitions/agent-registry.ts';
-import { pathGlobProblem } from '../definitions/permissions.ts';
-import { isInside } from '../workspace/path-guard.ts';
-import { AppError, notFound } from '../errors/app-error.ts';
-import { checkClientTools } from '../loop/client-tools.ts';
-import { compileOutputSchema } from '../loop/complete-tool.ts';
-import { UnknownProviderError, type ModelProvider } from '../loop/model-provider.ts';
-import { workspaceToolNames } from '../tools/workspace-tools.ts';
-import type { CreateTaskBody } from '../shapes/task.ts';
-import type { TaskRow } from '../store/schema.ts';
-import type { StorageFault } from '../store/storage-guard.ts';
-import type { QueueRoom, TaskStore } from '../store/task-store.ts';
+import type { AgentRegistry } from '../../definitions/agent-registry.ts';
+import { pathGlobProblem } from '../../definitions/permissions.ts';
+import { isInside } from '../../workspace/path-guard.ts';
+import { AppError, notFound } from '../../errors/app-error.ts';
+import { checkClientTools } from '../../loop/client-tools.ts';
+import { compileOutputSchema } from '../../loop/complete-tool.ts';
+import { UnknownProviderError, type ModelProvider } from '../../loop/model-provider.ts';
+import { workspaceToolNames } from '../../tools/workspace-tools.ts';
+import type { CreateTaskBody } from '../../shapes/task.ts';
+import type { TaskRow } from '../../store/schema.ts';
+import type { StorageFault } from '../../store/storage-guard.ts';
+import type { QueueRoom, TaskStore } from '../../store/task-store.ts';
 import type { Scheduler } from './scheduler.ts';
 
 /** How long an Idempotency-Key answers with its first task. */

@@ -1,5 +1,5 @@
-import type { TaskRow } from '../store/schema.ts';
-import type { TaskStore } from '../store/task-store.ts';
+import type { TaskRow } from '../../store/schema.ts';
+import type { TaskStore } from '../../store/task-store.ts';
 
 const unfinished = (row: TaskRow) => row.status === 'queued' || row.status === 'running';
 

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ulid } from '../util/ids.ts';
-import { capPayload } from '../events/cap-payload.ts';
-import type { TaskRow, WaitingCalls } from '../store/schema.ts';
+import { ulid } from '../../util/ids.ts';
+import { capPayload } from '../../events/cap-payload.ts';
+import type { TaskRow, WaitingCalls } from '../../store/schema.ts';
 import type { RunContext } from './run-context.ts';
 
 /** How often a runner looks for the answer to a live request (another instance may store it). */
