@@ -3,7 +3,12 @@
  * own `options.tools` and permission rules and by every ancestor's (nesting: a child never gets
  * more than its parent).
  */
-import type { NetworkPolicy } from '../shapes/task.ts';
+import { AppError } from '../errors/app-error.ts';
+import type { ClientTool, NetworkPolicy } from '../shapes/task.ts';
+import { clientTool } from '../tools/client-tool.ts';
+import { createCompleteTool } from '../tools/complete.ts';
+import type { WorkspaceTool } from '../tools/tool-types.ts';
+import { workspaceTools } from '../tools/workspace-tools.ts';
 import type { AgentDefinition } from './agent-definition.ts';
 import type { Permissions } from '../shapes/permissions.ts';
 import { allowedHosts, narrowHosts, type AllowedHosts } from '../network/policy.ts';
@@ -47,6 +52,54 @@ export function limitsOf(scopes: ToolScope[]): ToolLimits {
 export function offered(limits: ToolLimits, name: string): boolean {
   if (name === 'complete') return true;
   return !deniedWhole(limits.permissions, name) && limits.lists.every((list) => listed(list, name));
+}
+
+/**
+ * The tools a task's model is given: its definition's (each offered by `limits`; `complete` with
+ * the task's output schema), the `task` tool when it may start children (`child`, built by the
+ * run path with the kinds `childTypes` allows), and the caller's own tools but not one its rules
+ * deny whole. A call of any of them is decided when the model makes it (`callDecider`). MCP
+ * servers' tools join when their servers are up (`mcpToolsOffered`).
+ */
+export function toolsOf(
+  limits: ToolLimits,
+  def: Pick<AgentDefinition, 'tools'>,
+  opts: { outputSchema?: Record<string, unknown>; clientTools?: ClientTool[]; child?: () => WorkspaceTool },
+): WorkspaceTool[] {
+  const tools = def.tools
+    .filter((name) => offered(limits, name))
+    .map((name) => (name === 'complete' ? createCompleteTool(opts.outputSchema) : workspaceTools[name]))
+    .filter((t) => t !== undefined);
+  if (opts.child && offered(limits, 'task')) tools.push(opts.child());
+  for (const spec of opts.clientTools ?? []) if (!deniedWhole(limits.permissions, spec.name)) tools.push(clientTool(spec));
+  return tools;
+}
+
+/**
+ * The MCP tools a task is given: named (or their server, `mcp__<server>`) by the definition's
+ * `tools` when it lists any, not by its `disallowedTools`, and offered by the task's limits.
+ */
+export function mcpToolsOffered<T extends { name: string }>(limits: ToolLimits, def: Pick<AgentDefinition, 'mcpAllow' | 'mcpDeny'>, tools: T[]): T[] {
+  return tools.filter((t) => (!def.mcpAllow || listed(def.mcpAllow, t.name)) && !listed(def.mcpDeny ?? [], t.name) && offered(limits, t.name));
+}
+
+/** The definition's tools a task keeps when `options.tools` narrows them (`complete` aside: it always stays). */
+export const offeredTools = (defTools: readonly string[], only: readonly string[] | undefined) =>
+  defTools.filter((name) => name !== 'complete' && (!only || only.includes(name)));
+
+/** An approved call's replaced input (`updatedInput`, an approval's `input`) must fit its tool's schema: else a 400. */
+export function checkInput(toolName: string, input: Record<string, unknown>): void {
+  const tool = toolName === 'complete' ? createCompleteTool(undefined) : workspaceTools[toolName];
+  const parsed = tool?.inputSchema.safeParse(input);
+  if (parsed && !parsed.success) {
+    const details = parsed.error.issues.map((i) => ({ field: ['body', 'input', ...i.path.map(String)].join('.'), message: i.message }));
+    throw new AppError(
+      400,
+      'invalid_request',
+      `invalid request: the input does not fit the ${toolName} tool (${details.map((d) => d.field).join(', ')})`,
+      details,
+    );
+  }
 }
 
 /** A name on a list: itself, or an MCP tool of a server listed (`mcp__github` lists `mcp__github__x`). */

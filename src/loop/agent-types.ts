@@ -6,7 +6,7 @@ import type { StopReason } from '../shapes/artifact.ts';
 import type { TokenUsage as Usage } from '../shapes/usage.ts';
 import type { ToolContext, WorkspaceTool } from '../tools/tool-types.ts';
 import type { CompactionOptions } from './compaction.ts';
-import type { CompleteResult } from './complete-tool.ts';
+import type { CompleteResult } from '../tools/complete.ts';
 
 /** What the loop reports as it runs; the runner turns these into stored events. */
 export interface AgentObserver {

@@ -8,7 +8,7 @@ import { startScriptedModel, type ScriptedModel, type ScriptedTurn } from '../..
 import type { TokenUsage as Usage } from '../shapes/usage.ts';
 import { defineTool, type ToolContext } from '../tools/tool-types.ts';
 import { openWorkspace } from '../workspace/workspace.ts';
-import { createCompleteTool } from './complete-tool.ts';
+import { createCompleteTool } from '../tools/complete.ts';
 import { guardModel } from './model-guard.ts';
 import { createModelProvider } from './model-provider.ts';
 import { runAgent, type AgentObserver } from './run-agent.ts';

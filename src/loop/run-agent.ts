@@ -5,7 +5,7 @@ import type { z } from 'zod';
 import type { StopReason } from '../shapes/artifact.ts';
 import type { WorkspaceTool } from '../tools/tool-types.ts';
 import { compact } from './compaction.ts';
-import type { CompleteResult } from './complete-tool.ts';
+import type { CompleteResult } from '../tools/complete.ts';
 import { isStall, worthFallingBack } from './stall-guard.ts';
 import type { AgentRunResult, RunAgentOptions, RunSetup } from './agent-types.ts';
 import { runStep } from './run-step.ts';

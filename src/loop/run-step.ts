@@ -4,7 +4,7 @@ import { InvalidToolInputError, NoSuchToolError, TypeValidationError, type Assis
 import { asLanguageModelUsage, convertToLanguageModelPrompt, prepareCallSettings, prepareRetries } from 'ai/internal';
 import type { TokenUsage as Usage } from '../shapes/usage.ts';
 import type { WorkspaceTool } from '../tools/tool-types.ts';
-import type { CompleteResult } from './complete-tool.ts';
+import type { CompleteResult } from '../tools/complete.ts';
 import { toUsage } from './usage.ts';
 import type { DecidedCall, RunAgentOptions, RunSetup } from './agent-types.ts';
 import { deniedBy, errorMessage, modelOutput, runCall, untilAborted } from './tool-calls.ts';

@@ -2,7 +2,7 @@
 import type { JSONValue, ModelMessage, ToolResultPart } from 'ai';
 import type { WorkspaceTool } from '../tools/tool-types.ts';
 import { publicMessage } from '../errors/public-message.ts';
-import { completeForModel, type CompleteResult } from './complete-tool.ts';
+import { completeForModel, type CompleteResult } from '../tools/complete.ts';
 import type { AnsweredCall, RunAgentOptions, RunSetup } from './agent-types.ts';
 
 /** Runs one call of a tool and records its result (`onComplete`: `complete` succeeded). */

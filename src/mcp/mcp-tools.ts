@@ -11,7 +11,7 @@ import type { CallToolResult, JSONRPCMessage, Tool } from '@modelcontextprotocol
 import { Agent, fetch as undiciFetch } from 'undici';
 import { z } from 'zod';
 import type { McpServerSpec } from '../definitions/agent-definition.ts';
-import { compileOutputSchema } from '../loop/complete-tool.ts';
+import { compileOutputSchema } from '../tools/complete.ts';
 import { createOutputCapture } from '../sandbox/output-capture.ts';
 import { spawnGroup } from '../sandbox/spawn-group.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';

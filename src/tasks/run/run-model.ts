@@ -1,21 +1,17 @@
 import path from 'node:path';
 import type { ModelMessage } from 'ai';
-import { clientTool } from '../../loop/client-tools.ts';
-import { createCompleteTool } from '../../loop/complete-tool.ts';
 import { guardModel } from '../../loop/model-guard.ts';
 import { errorMessage, runAgent, type AgentRunResult, type AnsweredCall, type DecidedCall } from '../../loop/run-agent.ts';
 import { buildSystemPrompt } from '../../loop/system-prompt.ts';
 import { readProjectInstructions } from '../../workspace/project-instructions.ts';
 import type { ApprovalPause, CreateTaskBody, Fork, Pause } from '../../shapes/task.ts';
 import { iso } from '../../shapes/time.ts';
-import { deniedWhole } from '../../definitions/permissions.ts';
 import { loadShellParser } from '../../definitions/shell-commands.ts';
-import { callDecider, childTypeOffered, listed, needsSubjects, offered, pathChecker } from '../../definitions/tool-set.ts';
+import { callDecider, childTypeOffered, mcpToolsOffered, needsSubjects, pathChecker, toolsOf } from '../../definitions/tool-set.ts';
 import { taskLimits } from './task-limits.ts';
 import { ulid } from '../../util/ids.ts';
 import type { TaskRow, WaitingCalls } from '../../store/schema.ts';
 import type { ToolContext } from '../../tools/tool-types.ts';
-import { workspaceTools } from '../../tools/workspace-tools.ts';
 import { endingOfAbort, failed, type Ending } from '../writes/finish-task.ts';
 import type { ModelRun, RunContext } from './run-context.ts';
 import { abortCode } from './task-abort.ts';
@@ -37,16 +33,15 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
   // The definition's rules and tools, narrowed by the task's own and every ancestor's: a tool
   // denied whole is not offered; a call is decided when the model makes it (tool-set.ts).
   const limits = await taskLimits(deps, row, def, body);
-  const tools = def.tools
-    .filter((name) => offered(limits, name))
-    .map((name) => (name === 'complete' ? createCompleteTool(body.options?.outputSchema) : workspaceTools[name]))
-    .filter((t) => t !== undefined);
   // Nesting: the root's definition said how deep; every task of the tree keeps the tool, if its
   // limits do; the kinds of child it may start are those its limits can hold (tool-set.ts).
   const types = deps.registry.list().filter((t) => childTypeOffered(limits, t));
-  if (row.maxDepth > 0 && deps.children && offered(limits, 'task')) tools.push(childTaskTool(row, types, deps.children));
-  // The caller's own tools, but not one its rules deny whole.
-  for (const spec of body.options?.clientTools ?? []) if (!deniedWhole(limits.permissions, spec.name)) tools.push(clientTool(spec));
+  const children = row.maxDepth > 0 ? deps.children : undefined;
+  const tools = toolsOf(limits, def, {
+    outputSchema: body.options?.outputSchema,
+    clientTools: body.options?.clientTools,
+    ...(children && { child: () => childTaskTool(row, types, children) }),
+  });
   const shellTypes = new Set(types.filter((t) => t.kind === 'shell').map((t) => t.type));
   const base = { root: workspace.root, cwd: workspace.cwd };
   const decide = callDecider(limits, { shell: needsSubjects(limits.permissions, 'bash') ? await loadShellParser() : null, shellTypes, base });
@@ -86,7 +81,7 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
         if (err instanceof McpServerFailed) return failed(err.code, ctx.scrub(err.message));
         throw err;
       }
-      for (const t of mcp.tools) if (mcpOffered(t.name, def) && offered(limits, t.name)) tools.push(t);
+      tools.push(...mcpToolsOffered(limits, def, mcp.tools));
     }
     const toolContext: ToolContext = {
       workspace,
@@ -190,11 +185,6 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
     return { ...failed('provider_error', ctx.scrub(errorMessage(result.error))), ...delivered };
   }
   return { status: 'completed', ...delivered, stopReason: result.stopReason, errorCode: null, errorMessage: null };
-}
-
-/** Is the MCP tool `name` offered: named (or its server, `mcp__<server>`) by the definition's `tools` when it lists any, not by its `disallowedTools`, and by `options.tools` when given. */
-function mcpOffered(name: string, def: ModelRun['def']): boolean {
-  return (!def.mcpAllow || listed(def.mcpAllow, name)) && !listed(def.mcpDeny ?? [], name);
 }
 
 /**

@@ -3,10 +3,11 @@ import { allowedHosts } from '../../network/policy.ts';
 import { modelMessageSchema as aiModelMessageSchema } from 'ai';
 import type { AgentRegistry } from '../../definitions/agent-registry.ts';
 import { pathGlobProblem } from '../../definitions/permissions.ts';
+import { offeredTools } from '../../definitions/tool-set.ts';
 import { isInside } from '../../workspace/path-guard.ts';
 import { AppError, notFound } from '../../errors/app-error.ts';
-import { checkClientTools } from '../../loop/client-tools.ts';
-import { compileOutputSchema } from '../../loop/complete-tool.ts';
+import { checkClientTools } from '../../tools/client-tool.ts';
+import { compileOutputSchema } from '../../tools/complete.ts';
 import { UnknownProviderError, type ModelProvider } from '../../loop/model-provider.ts';
 import { workspaceToolNames } from '../../tools/workspace-tools.ts';
 import type { CreateTaskBody } from '../../shapes/task.ts';
@@ -17,10 +18,6 @@ import type { Scheduler } from './scheduler.ts';
 
 /** How long an Idempotency-Key answers with its first task. */
 const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
-
-/** The definition's tools a task keeps when `options.tools` narrows them (`complete` aside: it always stays). */
-export const offeredTools = (defTools: readonly string[], only: readonly string[] | undefined) =>
-  defTools.filter((name) => name !== 'complete' && (!only || only.includes(name)));
 
 /** Names a caller-run tool may not take: the service's tools, and `task` (kept for nested subagents). */
 const SERVICE_TOOL_NAMES: ReadonlySet<string> = new Set([...workspaceToolNames, 'complete', 'task']);

@@ -1,10 +1,9 @@
 import { AppError, notFound } from '../../errors/app-error.ts';
-import { createCompleteTool } from '../../loop/complete-tool.ts';
+import { checkInput } from '../../definitions/tool-set.ts';
 import { isDeepStrictEqual } from 'node:util';
 import type { ApprovalAnswer, ApprovalPause, ToolAnswer, ToolResultBody } from '../../shapes/task.ts';
 import type { TaskRow, WaitingCall, WaitingCalls } from '../../store/schema.ts';
 import { createTaskStore } from '../../store/task-store.ts';
-import { workspaceTools } from '../../tools/workspace-tools.ts';
 import { createTicker } from '../../util/ticker.ts';
 import type { TaskResources } from './task-resources.ts';
 
@@ -179,18 +178,3 @@ export function createApprovalSystem(res: TaskResources, opts: { onResumable: (r
 }
 
 export type ApprovalSystem = ReturnType<typeof createApprovalSystem>;
-
-/** An allowed call's replaced input must fit its tool's schema. */
-function checkInput(toolName: string, input: Record<string, unknown>): void {
-  const tool = toolName === 'complete' ? createCompleteTool(undefined) : workspaceTools[toolName];
-  const parsed = tool?.inputSchema.safeParse(input);
-  if (parsed && !parsed.success) {
-    const details = parsed.error.issues.map((i) => ({ field: ['body', 'input', ...i.path.map(String)].join('.'), message: i.message }));
-    throw new AppError(
-      400,
-      'invalid_request',
-      `invalid request: the input does not fit the ${toolName} tool (${details.map((d) => d.field).join(', ')})`,
-      details,
-    );
-  }
-}

@@ -1,8 +1,8 @@
 /** Caller-run tools (`options.clientTools`): offered to the model like the service's own, run by the caller. */
 import { z } from 'zod';
 import type { ClientTool } from '../shapes/task.ts';
-import type { WorkspaceTool } from '../tools/tool-types.ts';
-import { compileOutputSchema } from './complete-tool.ts';
+import type { WorkspaceTool } from './tool-types.ts';
+import { compileOutputSchema } from './complete.ts';
 
 /**
  * A caller-run tool as the loop offers it: its JSON Schema is sent to the provider as given and

@@ -3,8 +3,8 @@ import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { z } from 'zod';
 import { checkArtifacts } from '../workspace/artifacts.ts';
-import { defineTool, type WorkspaceTool } from '../tools/tool-types.ts';
-import { compileSafeRegex } from '../tools/user-regex.ts';
+import { defineTool, type WorkspaceTool } from './tool-types.ts';
+import { compileSafeRegex } from './user-regex.ts';
 
 /** Largest `options.outputSchema`, as JSON. */
 export const MAX_OUTPUT_SCHEMA_BYTES = 64 * 1024;
