@@ -15,8 +15,7 @@ import { createBudgets, type Budgets } from './money/budgets.ts';
 import { pushPayload } from './a2a/mapping.ts';
 import { toTaskOutput } from './tasks/writes/task-output.ts';
 import { createDispatcher } from './webhooks/dispatcher.ts';
-import { createWebhooks, type Webhooks } from './webhooks/webhooks.ts';
-import { WEBHOOK_EVENTS } from './shapes/webhook.ts';
+import { createWebhooks, webhookOutbox, type Webhooks } from './webhooks/webhooks.ts';
 import { scrubDatabase, type Db } from './store/database.ts';
 import { createSqlReader } from './store/read-worker.ts';
 import { createStorageGuard, type StorageGuard } from './store/storage-guard.ts';
@@ -149,9 +148,7 @@ export function createServices(deps: ServiceDeps): Services {
   const events = createEventLog(db.sql, {
     now,
     storage,
-    onWrite: (tx, written) => webhooks.enqueue(tx, written),
-    onWriteTypes: WEBHOOK_EVENTS,
-    onCommit: () => dispatcher.poke(),
+    outbox: webhookOutbox(webhooks, () => dispatcher.poke()),
     ...(db.cluster && { cluster: { instanceId: db.cluster.instanceId } }),
   });
   const liveness = createLiveness(now);

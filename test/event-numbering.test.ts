@@ -141,12 +141,15 @@ describe.skipIf(!process.env.TEST_POSTGRES_URL)("a cluster's events, numbered by
     const log = createEventLog(a.sql, {
       storage: createStorageGuard(),
       cluster: { instanceId: 'inst-a' },
-      onWriteTypes: ['task.started'],
-      onWrite: async (tx, events) => {
-        // Inside the transaction: what it writes commits (or not) with the events.
-        await tx.run('UPDATE tasks SET description = ? WHERE id = ?', ['hooked', events[0].taskId]);
-        hooked.push(...events.map((e) => `${e.taskId === mine.id ? 'mine' : 'theirs'} ${e.type}`));
-        return false;
+      outbox: {
+        types: ['task.started'],
+        write: async (tx, events) => {
+          // Inside the transaction: what it writes commits (or not) with the events.
+          await tx.run('UPDATE tasks SET description = ? WHERE id = ?', ['hooked', events[0].taskId]);
+          hooked.push(...events.map((e) => `${e.taskId === mine.id ? 'mine' : 'theirs'} ${e.type}`));
+          return false;
+        },
+        committed: () => {},
       },
     });
     await log.transaction(mine.id, async (_tx, append) => append(mine, 'task.started', started), { owned: true });

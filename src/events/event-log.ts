@@ -1,39 +1,25 @@
-import { createEventStore } from '../store/event-store.ts';
 import type { SqlClient } from '../store/sql-client.ts';
 import { isConflict, isTakenOver } from '../store/sql-errors.ts';
 import { storageFaultOf, type StorageGuard } from '../store/storage-guard.ts';
 import { TaskTakenOver } from '../store/task-store.ts';
 import { createAnnouncementFollower } from './event-announcer.ts';
-import { CHANNELS } from '../store/cluster-store.ts';
 import { createListeners, type EventListener } from './event-listeners.ts';
-import { createNumbering, newUndo, type NumberUndo } from './event-numbering.ts';
+import { createNumbering, newUndo } from './event-numbering.ts';
 import { createEventReader } from './event-reader.ts';
-import { envelope, parentKey, type EventTask, type Numbered, type ParentKey, type Pending } from './event-rows.ts';
-import { TERMINAL_EVENT, type EventData, type EventType } from './event-types.ts';
+import { parentKey, pendingOf, type EventTask, type Numbered, type ParentKey, type Pending } from './event-rows.ts';
+import { createEventWriter, type EventOutbox } from './event-writer.ts';
+import type { EventData, EventType } from './event-types.ts';
 
 export type { EventListener } from './event-listeners.ts';
 export type { EventTask, ParentKey } from './event-rows.ts';
-
-/** An event as the write hook sees it, inside the transaction that stores it. */
-export interface WrittenEvent {
-  taskId: string;
-  tenant: string;
-  type: EventType;
-  at: number;
-}
+export type { EventOutbox, WrittenEvent } from './event-writer.ts';
 
 export interface EventLogOptions {
   now?: () => number;
   /** The write queue every write of the log goes through, in order with the other writes. */
   storage: StorageGuard;
-  /**
-   * Runs inside every transaction that stores events, after them (the webhook outbox); when it
-   * answers true, `onCommit` runs once the transaction has committed.
-   */
-  onWrite?: (tx: SqlClient, events: WrittenEvent[]) => Promise<boolean>;
-  /** The event types `onWrite` acts on (default: all): a transaction with none of them does not call it. */
-  onWriteTypes?: readonly EventType[];
-  onCommit?: () => void;
+  /** What each transaction that stores events writes beside them (the webhook outbox: event-writer.ts). */
+  outbox?: EventOutbox;
   /**
    * PostgreSQL, where several instances write events: numbers are taken under a per-parent lock
    * (no cache), and every commit is announced on `subagentd_events` for the readers on the others.
@@ -69,6 +55,7 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
   const storage = opts.storage;
   const cluster = opts.cluster ?? null;
   const numbering = createNumbering(cluster);
+  const writer = createEventWriter({ numbering, cluster, outbox: opts.outbox ?? null });
   const reader = createEventReader(sql);
   const taskListeners = createListeners();
   const parentListeners = createListeners();
@@ -107,76 +94,6 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
     };
   }
 
-  /** An event as written, with its numbers. */
-  function numberedOf(r: Pending, seq: number, parentSeq: number): Numbered {
-    return {
-      event: { taskId: r.task.id, seq, type: r.type, json: envelope(seq, r.type, r.task.id, r.at, r.dataJson, parentSeq), parentSeq },
-      parent: parentKey(r.task),
-      at: r.at,
-      dataJson: r.dataJson,
-    };
-  }
-
-  /** Runs the write hook (`onWrite`) on events written in `tx`, when it acts on any of them. */
-  async function hook(tx: SqlClient, rows: Pending[]): Promise<boolean> {
-    if (!opts.onWrite || !rows.some((r) => hooked(r.type))) return false;
-    return opts.onWrite(
-      tx,
-      rows.map((r) => ({ taskId: r.task.id, tenant: r.task.tenant, type: r.type, at: r.at })),
-    );
-  }
-  const hooked = (type: EventType) => !opts.onWriteTypes || opts.onWriteTypes.includes(type);
-
-  /**
-   * Numbers and inserts `rows` in `tx` (and announces them, on a cluster). Answers what it wrote
-   * (on a cluster, read after the commit unless the write hook needed it), and whether `onWrite`
-   * wrote something of its own (the webhook outbox), which `onCommit` is told once the
-   * transaction commits.
-   */
-  async function writeRows(
-    tx: SqlClient,
-    pending: Pending[],
-    undo: NumberUndo,
-    owned: string | null,
-  ): Promise<{ written: Numbered[] | Promise<Numbered[]>; hooked: boolean }> {
-    if (cluster) {
-      // Numbered, written and announced by the database in one statement, whose answer waits for
-      // the commit (one round trip for the whole transaction)...
-      const numbered = numbering.insert(tx, pending, owned, CHANNELS.events);
-      const written = numbered.then((rows) => rows.map((r) => numberedOf(r.row, r.seq, r.parentSeq)));
-      written.catch(() => {});
-      if (!opts.onWrite || !pending.some((r) => hooked(r.type))) return { written, hooked: false };
-      // The write hook sees only events stored. A transaction of one task's own (`owned`) stores
-      // all of them or fails whole: the hook's reads go out right behind the numbering. Otherwise
-      // the events of a task taken over are dropped, and the hook waits for the answer.
-      if (owned !== null && pending.every((r) => r.task.id === owned)) return { written, hooked: await hook(tx, pending) };
-      return {
-        written,
-        hooked: await hook(
-          tx,
-          (await numbered).map((r) => r.row),
-        ),
-      };
-    }
-    const out: Numbered[] = [];
-    for (const r of pending) {
-      const { seq, parentSeq } = await numbering.next(tx, r, r.type === TERMINAL_EVENT, undo);
-      out.push(numberedOf(r, seq, parentSeq));
-    }
-    createEventStore(tx).send(
-      out.map((r) => ({
-        taskId: r.event.taskId,
-        seq: r.event.seq,
-        type: r.event.type,
-        at: r.at,
-        dataJson: r.dataJson,
-        parentKey: r.parent,
-        parentSeq: r.event.parentSeq,
-      })),
-    );
-    return { written: out, hooked: await hook(tx, pending) };
-  }
-
   function publish(rows: Numbered[]) {
     numbering.trim();
     for (const r of rows) {
@@ -197,18 +114,18 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
     try {
       const once = () =>
         sql.transaction(async (tx) => {
-          if (!body) return { answer: undefined as R, ...(await writeRows(tx, rows, undo, null)) };
+          if (!body) return { answer: undefined as R, ...(await writer.write(tx, rows, undo, null)) };
           // The events are written after the body, those given first: one round of numbering
           // (on PostgreSQL its locks come after the body's, in every transaction alike).
           const mine = [...rows];
-          const answer = await body(tx, (task, type, data) => mine.push(pendingOf(task, type, data)));
-          return { answer, ...(await writeRows(tx, mine, undo, owned)) };
+          const answer = await body(tx, (task, type, data) => mine.push(pendingOf(task, type, data, now())));
+          return { answer, ...(await writer.write(tx, mine, undo, owned)) };
         });
       for (let attempt = 1; ; attempt++) {
         try {
           const { answer, written, hooked } = await once();
           publish(await written);
-          if (hooked) opts.onCommit?.();
+          if (hooked) opts.outbox?.committed();
           return answer;
         } catch (err) {
           // The database refused a write for a task another instance took over (event-numbering.ts).
@@ -221,10 +138,6 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
       numbering.restore(undo);
       throw err;
     }
-  }
-
-  function pendingOf<T extends EventType>(task: EventTask, type: T, data: EventData[T]): Pending {
-    return { task: { id: task.id, tenant: task.tenant, parentTaskId: task.parentTaskId }, type, at: now(), dataJson: JSON.stringify(data) };
   }
 
   function batchFor(taskId: string): Pending[] {
@@ -279,7 +192,7 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
   return {
     /** Appends one event; it is written with the next group commit, then handed to listeners. */
     append<T extends EventType>(task: EventTask, type: T, data: EventData[T]): void {
-      (holding.get(task.id) ?? batchFor(task.id)).push(pendingOf(task, type, data));
+      (holding.get(task.id) ?? batchFor(task.id)).push(pendingOf(task, type, data, now()));
     },
 
     /**
@@ -349,16 +262,12 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
      */
     flush,
 
-    /** Stored events of a task with `seq > after`, in order. */
-    read: reader.read,
-    /** Stored events of every task of a parent with `parentSeq > after`, in the order they were written. */
-    readParent: reader.readParent,
-    /** A task's stored events after `after`, a page at a time (what a stream replays before its live events). */
-    replay: reader.replay,
-    /** A parent's stored events after the cursor `after`, a page at a time. */
-    replayParent: reader.replayParent,
-    lastAt: reader.lastAt,
-    lastSeq: reader.lastSeq,
+    /**
+     * Reads of the stored events (event-reader.ts): a task's or a parent's at once (`read`,
+     * `readParent`) or a page at a time (`replay`, `replayParent`, what a stream replays before its
+     * live events), and the last `seq` and time of a task.
+     */
+    ...reader,
 
     /** Cluster: an announcement of committed events (event-announcer.ts). */
     announced(payload: string): void {

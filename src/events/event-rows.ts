@@ -1,6 +1,6 @@
 import { iso } from '../shapes/time.ts';
 import type { EventTuple } from '../store/event-store.ts';
-import type { EventType, StoredEvent } from './event-types.ts';
+import type { EventData, EventType, StoredEvent } from './event-types.ts';
 
 /** Scope of a parent stream: the tenant and the parent task id. */
 export interface ParentKey {
@@ -20,6 +20,11 @@ export interface Pending {
   type: EventType;
   at: number;
   dataJson: string;
+}
+
+/** An event appended at `at`, to be written. */
+export function pendingOf<T extends EventType>(task: EventTask, type: T, data: EventData[T], at: number): Pending {
+  return { task: { id: task.id, tenant: task.tenant, parentTaskId: task.parentTaskId }, type, at, dataJson: JSON.stringify(data) };
 }
 
 /** An event as written, with its numbers. */

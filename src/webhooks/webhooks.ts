@@ -1,5 +1,5 @@
 import { ulid } from '../util/ids.ts';
-import type { WrittenEvent } from '../events/event-log.ts';
+import type { EventOutbox, WrittenEvent } from '../events/event-log.ts';
 import { WEBHOOK_EVENTS, type WebhookEvent } from '../shapes/webhook.ts';
 import type { SqlClient } from '../store/sql-client.ts';
 import { createTaskStore } from '../store/task-store.ts';
@@ -109,3 +109,11 @@ export function createWebhooks(
 }
 
 export type Webhooks = ReturnType<typeof createWebhooks>;
+
+/**
+ * The webhook outbox as the event log takes it: its rows written in the events' own transaction,
+ * `poke` (the dispatcher) told once that commits.
+ */
+export function webhookOutbox(webhooks: Pick<Webhooks, 'enqueue'>, poke: () => void): EventOutbox {
+  return { types: WEBHOOK_EVENTS, write: (tx, events) => webhooks.enqueue(tx, events), committed: poke };
+}
