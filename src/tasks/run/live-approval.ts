@@ -43,7 +43,7 @@ export function createLiveApprovals(ctx: RunContext, row: TaskRow, signal: Abort
       calls: [{ ...request, decision: 'ask', rule: null, answer: null }],
       ...(behind && { behind }),
     };
-    await ctx.ownedTransaction(row, async (s, append) => {
+    await ctx.writes.owned(row, async (s, append) => {
       await s.awaitLive(row.id, waiting, now + timeoutMs);
       append(row, 'approval.requested', request);
     });
@@ -65,7 +65,7 @@ export function createLiveApprovals(ctx: RunContext, row: TaskRow, signal: Abort
       // one asked about a host): their record is put back, for a resume to know them. Else the
       // answered request stays, so the same answer again is 200 and another 409.
       const putBack = answered ? behind !== undefined : true;
-      if (!signal.aborted && putBack) await ctx.ownedTransaction(row, (s) => s.endLive(row.id, before)).catch(() => {});
+      if (!signal.aborted && putBack) await ctx.writes.owned(row, (s) => s.endLive(row.id, before)).catch(() => {});
     }
   }
 

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { AgentDefinition } from '../../definitions/agent-definition.ts';
 import type { AgentRegistry } from '../../definitions/agent-registry.ts';
-import type { Append, EventLog } from '../../events/event-log.ts';
+import type { EventLog } from '../../events/event-log.ts';
 import type { ModelProvider } from '../../loop/model-provider.ts';
 import type { Metrics } from '../../metrics/metrics.ts';
 import type { Budgets } from '../../money/budgets.ts';
@@ -10,10 +10,11 @@ import type { Sandbox } from '../../sandbox/sandbox.ts';
 import type { CreateTaskBody, TokenUsage } from '../../shapes/task.ts';
 import type { TaskRow } from '../../store/schema.ts';
 import type { StorageGuard } from '../../store/storage-guard.ts';
-import { createTaskStore, type TaskStore } from '../../store/task-store.ts';
+import type { TaskStore } from '../../store/task-store.ts';
 import type { TaskTrace, Tracing } from '../../telemetry/tracing.ts';
 import type { Workspace, WorkspacesDirOf } from '../../workspace/workspace.ts';
 import type { Liveness } from './liveness.ts';
+import { createTaskWrites, type TaskWrites } from '../writes/task-writes.ts';
 
 export interface RunnerDeps {
   store: TaskStore;
@@ -83,14 +84,8 @@ export interface ModelRun extends TaskRun {
 /** The runner's dependencies and the few things every kind of run does the same way. */
 export interface RunContext {
   deps: RunnerDeps;
-  /**
-   * A transaction over the task's store and events that writes only while this instance owns the
-   * task (fencing: `TaskTakenOver` otherwise, and nothing is written); events appended in it are
-   * published once it commits.
-   */
-  ownedTransaction(row: TaskRow, body: (s: TaskStore, append: Append) => Promise<void>): Promise<void>;
-  /** `body`, an owned write (as `ownedTransaction`'s), runs first in the task's next transaction (or `events.flush`). */
-  holdOwned(row: TaskRow, body: (s: TaskStore, append: Append) => Promise<void>): void;
+  /** The task's writes that cross domains: billing, its end, the run's own (task-writes.ts). */
+  writes: TaskWrites;
   /** What a call to `model` with `usage` cost now, in micro-dollars; null when the model has no price. */
   costOf(model: string, usage: TokenUsage): number | null;
   /** `message` without the strings that must never reach a task's error message. */
@@ -98,17 +93,10 @@ export interface RunContext {
 }
 
 export function createRunContext(deps: RunnerDeps): RunContext {
-  /** PostgreSQL: a task's steps are stored only while this instance owns it. */
-  const owner = deps.instanceId ?? null;
   return {
     deps,
-    ownedTransaction(row, body) {
-      // PostgreSQL: the owner is read with the events' numbers, after the body's writes.
-      return deps.events.transaction(row.id, (tx, append) => body(createTaskStore(tx), append), { owned: owner !== null });
-    },
-    holdOwned(row, body) {
-      deps.events.holdWrite(row.id, (tx, append) => body(createTaskStore(tx), append), { owned: owner !== null });
-    },
+    // PostgreSQL: a task's steps are stored only while this instance owns it.
+    writes: createTaskWrites({ events: deps.events, instanceId: deps.instanceId ?? null }),
     costOf(model, usage) {
       const rates = deps.prices.ratesOf(model, deps.now(), usage.inputTokens);
       return rates ? costMicroUsd(usage, rates) : null;

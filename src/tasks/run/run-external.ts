@@ -81,7 +81,7 @@ export async function runExternal(ctx: RunContext, { row, body, def, workspace, 
   // Fixed outside the transaction: written again after a lost COMMIT answer, it bills once.
   const callKey = randomUUID();
   const billedAt = deps.now();
-  await ctx.ownedTransaction(row, async (s, append) => {
+  await ctx.writes.owned(row, async (s, append) => {
     if (out.usage) await s.addUsage(row.id, step, out.usage, { model, costMicroUsd: cost }, billedAt, callKey);
     else await s.usageUnreported(row.id);
     await s.countStep(row.id);

@@ -281,7 +281,7 @@ async function startAnswered(ctx: RunContext, row: TaskRow, toolCallIds: string[
   const now = deps.now();
   const started: WaitingCalls = { ...waiting, calls: waiting.calls.map((c) => (toolCallIds.includes(c.toolCallId) ? { ...c, startedAt: now } : c)) };
   const lease = deps.instanceId ? { owner: deps.instanceId, now } : null;
-  await ctx.ownedTransaction(row, async (s) => {
+  await ctx.writes.owned(row, async (s) => {
     if (!(await s.startAnswered(row.id, started, lease))) throw new TaskTakenOver(row.id);
   });
 }

@@ -5,7 +5,7 @@ import type { AgentObserver } from '../../loop/run-agent.ts';
 import { forStorage } from '../../loop/transcript.ts';
 import { usageOf, type TokenUsage } from '../../shapes/task.ts';
 import type { TaskRow } from '../../store/schema.ts';
-import { createTaskStore, TaskTakenOver, type TaskStore } from '../../store/task-store.ts';
+import { TaskTakenOver, type TaskStore } from '../../store/task-store.ts';
 import type { Append } from '../../events/event-log.ts';
 import type { TaskTrace } from '../../telemetry/tracing.ts';
 import type { RunContext } from './run-context.ts';
@@ -74,7 +74,7 @@ export function createTaskObserver(ctx: RunContext, opts: TaskObserverOptions): 
     const writes = held;
     held = [];
     return stored(
-      ctx.ownedTransaction(row, async (s, append) => {
+      ctx.writes.owned(row, async (s, append) => {
         for (const w of writes) await w(s, append);
       }),
       'the finished step',
@@ -91,7 +91,7 @@ export function createTaskObserver(ctx: RunContext, opts: TaskObserverOptions): 
       // them when the task ends without one).
       const writes = held;
       held = [];
-      ctx.holdOwned(row, async (s, append) => {
+      ctx.writes.holdOwned(row, async (s, append) => {
         for (const w of writes) await w(s, append);
       });
     },
@@ -119,9 +119,7 @@ export function createTaskObserver(ctx: RunContext, opts: TaskObserverOptions): 
       // One key per call: the write may be repeated (a COMMIT whose answer the connection lost).
       const callKey = randomUUID();
       // The step's events still waiting to be written go in the same commit, before it.
-      const billed = events.transaction(row.id, (tx) =>
-        createTaskStore(tx).addUsage(row.id, step, usage, { model: calledModel, costMicroUsd: cost }, at, callKey),
-      );
+      const billed = ctx.writes.bill(row, { step, usage, model: calledModel, costMicroUsd: cost, at, callKey });
       if (deps.storage.fault !== null) {
         // The only copy is in memory until the database takes it: say so where operators look.
         logger.warn({ taskId: row.id, step, usage }, 'usage kept in memory until the database can be written');
@@ -170,8 +168,8 @@ export function createTaskObserver(ctx: RunContext, opts: TaskObserverOptions): 
       // The results join the step that asked for them; the answers are marked acted on with them.
       const messages = forStorage(added);
       const waiting = row.waitingCalls;
-      ctx
-        .ownedTransaction(row, async (s) => {
+      ctx.writes
+        .owned(row, async (s) => {
           await s.appendMessages(row.id, step, messages);
           if (waiting) await s.waitingCallsRan(row.id, waiting);
         })
@@ -182,8 +180,8 @@ export function createTaskObserver(ctx: RunContext, opts: TaskObserverOptions): 
       deltas.flush();
       model = info.to;
       // The task and its record name the model it runs on now; calls are billed by their own model.
-      ctx
-        .ownedTransaction(row, async (s, append) => {
+      ctx.writes
+        .owned(row, async (s, append) => {
           await s.setModel(row.id, info.to);
           append(row, 'model.fallback', { step, ...info, reason: ctx.scrub(info.reason) });
         })
@@ -198,8 +196,8 @@ export function createTaskObserver(ctx: RunContext, opts: TaskObserverOptions): 
       release();
       deltas.flush();
       const messages = forStorage(conversation);
-      ctx
-        .ownedTransaction(row, async (s, append) => {
+      ctx.writes
+        .owned(row, async (s, append) => {
           await s.replaceMessages(row.id, step - 1, messages);
           append(row, 'context.compacted', info);
         })

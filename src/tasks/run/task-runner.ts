@@ -7,7 +7,7 @@ import { TaskTakenOver } from '../../store/task-store.ts';
 import { PathError } from '../../workspace/path-guard.ts';
 import { enterFolder, openWorkspace } from '../../workspace/workspace.ts';
 import { changesOf, enterWorktree, removeWorktree, worktreeDir, WorktreeError } from '../../workspace/worktree.ts';
-import { failed, finishTask, type Ending } from '../writes/finish-task.ts';
+import { failed, type Ending } from '../writes/finish-task.ts';
 import { createRunContext, type RunContext, type RunnerDeps, type TaskRun } from './run-context.ts';
 import { runExternal } from './run-external.ts';
 import { runModel } from './run-model.ts';
@@ -138,7 +138,7 @@ export function createTaskRunner(deps: RunnerDeps) {
     // What it changed in its copy, however it ended (files it wrote before an error count too).
     if (worktree) ending = { ...ending, worktree: await worktreeEnding(worktree, completedAt, log) };
     // Waits (holding the task's slot) while the database cannot be written, then writes in order.
-    const finished = await finishTask(deps, row, ending, completedAt);
+    const finished = await ctx.writes.finish(row, ending, completedAt);
     trace.end(finished, finished.errorMessage);
     deps.metrics.taskFinished(finished, completedAt - startedAt);
     log.info(
@@ -165,7 +165,7 @@ export function createTaskRunner(deps: RunnerDeps) {
  */
 async function pause(ctx: RunContext, row: TaskRow, { pause: why, waiting }: { pause: Pause; waiting?: WaitingCalls }, log: Logger): Promise<TaskRow> {
   const now = ctx.deps.now();
-  await ctx.ownedTransaction(row, async (s, append) => {
+  await ctx.writes.owned(row, async (s, append) => {
     if (why.reason !== 'budget' && waiting) {
       await s.pauseForApproval(row.id, why, waiting, now, Date.parse(why.expiresAt));
       for (const p of why.pending) {

@@ -3,7 +3,6 @@ import { checkInput } from '../../definitions/tool-set.ts';
 import { isDeepStrictEqual } from 'node:util';
 import type { ApprovalAnswer, ApprovalPause, ToolAnswer, ToolResultBody } from '../../shapes/task.ts';
 import type { TaskRow, WaitingCall, WaitingCalls } from '../../store/schema.ts';
-import { createTaskStore } from '../../store/task-store.ts';
 import { createTicker } from '../../util/ticker.ts';
 import type { TaskResources } from './task-resources.ts';
 
@@ -54,16 +53,7 @@ export function createApprovalSystem(res: TaskResources, opts: { onResumable: (r
     };
     const resume = after.calls.every((c) => (c.decision !== 'ask' && c.decision !== 'client') || c.answer !== null);
     const now = deps.now();
-    const stored = await deps.events.transaction(row.id, async (tx, append) => {
-      const ok = await createTaskStore(tx).answerApprovals(row.id, before, after, nextPause, resume, now);
-      if (ok) {
-        for (const [requestId, a] of answers) {
-          if ('decision' in a) append(row, 'approval.answered', { requestId, decision: a.decision, by: a.by });
-          else append(row, 'tool.answered', { requestId, by: a.by, isError: a.by === 'timeout' || a.error !== undefined });
-        }
-      }
-      return ok;
-    });
+    const stored = await res.writes.answerApprovals(row, { before, after, pause: nextPause, resume, at: now }, answers);
     const current = (await store.getById(row.id))!;
     if (stored && resume && !before.live) opts.onResumable(current);
     return { row: current, stored, resumed: stored && resume };

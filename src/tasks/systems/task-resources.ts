@@ -9,7 +9,8 @@ import type { ClusterStore } from '../../store/cluster-store.ts';
 import type { TaskRow } from '../../store/schema.ts';
 import type { StorageGuard } from '../../store/storage-guard.ts';
 import type { TaskStore } from '../../store/task-store.ts';
-import { finishTask, type Ending } from '../writes/finish-task.ts';
+import type { Ending } from '../writes/finish-task.ts';
+import { createTaskWrites, type TaskWrites } from '../writes/task-writes.ts';
 import type { Liveness } from '../run/liveness.ts';
 import type { TaskRunner } from '../run/task-runner.ts';
 import { createWaiters, type Waiters } from './waiters.ts';
@@ -72,6 +73,8 @@ export interface TaskResources {
   /** Tasks running here, by id. */
   active: Map<string, Active>;
   waiters: Waiters;
+  /** The task's writes that cross domains (task-writes.ts). */
+  writes: TaskWrites;
   /** Set once `close` began: nothing new starts. */
   state: { closing: boolean };
   /**
@@ -85,15 +88,16 @@ export interface TaskResources {
 
 export function createTaskResources(deps: TaskServiceDeps): TaskResources {
   const cluster = deps.cluster?.store ?? null;
-  const finishDeps = { store: deps.store, events: deps.events, instanceId: cluster?.instanceId ?? null };
+  const writes = createTaskWrites({ events: deps.events, instanceId: cluster?.instanceId ?? null });
   const waiters = createWaiters(deps.store);
-  const record = (row: TaskRow, ending: Ending, at: number) => finishTask(finishDeps, row, ending, at);
+  const record = (row: TaskRow, ending: Ending, at: number) => writes.finish(row, ending, at);
   return {
     deps,
     cluster,
     leaseMs: deps.cluster?.leaseMs ?? 0,
     active: new Map(),
     waiters,
+    writes,
     state: { closing: false },
     record,
     async finish(row, ending, at) {

@@ -1,7 +1,4 @@
-import type { EventLog } from '../../events/event-log.ts';
-import type { TaskRow } from '../../store/schema.ts';
-import { createTaskStore, type FinishFields, type TaskStore } from '../../store/task-store.ts';
-import { toTaskOutput } from './task-output.ts';
+import type { FinishFields } from '../../store/task-store.ts';
 
 /** What a task ended with, before its end time is stamped. */
 export type Ending = Omit<FinishFields, 'completedAt'>;
@@ -32,22 +29,4 @@ export function aborted(code: string, message: string): Ending {
  */
 export function endingOfAbort(abort: { code: string; message: string }): Ending {
   return abort.code === 'cancelled' || abort.code === 'timeout' ? aborted(abort.code, abort.message) : failed(abort.code, abort.message);
-}
-
-/**
- * Every path that ends a task goes through here: after the writes asked for before it (the task's
- * events appended so far among them), one transaction writes the task's end state with its usage
- * record closed, then `task.finished` carrying the final TaskOutput.
- */
-export function finishTask(
-  deps: { store: TaskStore; events: EventLog; instanceId?: string | null },
-  row: TaskRow,
-  ending: Ending,
-  completedAt: number,
-): Promise<TaskRow> {
-  return deps.events.transaction(row.id, async (tx, append) => {
-    const finished = await createTaskStore(tx).finish(row.id, { ...ending, completedAt }, deps.instanceId ?? null);
-    append(row, 'task.finished', toTaskOutput(finished));
-    return finished;
-  });
 }
