@@ -1,11 +1,12 @@
 import { ulid } from '../util/ids.ts';
 import { tokenFields, usageOf, type TokenUsage } from '../shapes/usage.ts';
-import type { ModelMessage } from 'ai';
-import type { ApprovalPause, Pause, TaskBudget, WorktreeState } from '../shapes/task.ts';
+import type { WorktreeState } from '../shapes/task.ts';
 import { addToRollups, rollupParams, withRollupsSql, type RollupDelta } from './rollups.ts';
 import { columnsOf, rowReader } from './rows.ts';
-import { tasks, type NewTaskRow, type TaskRow, type WaitingCalls } from './schema.ts';
+import { tasks, type NewTaskRow, type TaskRow } from './schema.ts';
 import type { SqlClient } from './sql-client.ts';
+import { createPauseStore } from './pause-store.ts';
+import { createTranscriptStore } from './transcript-store.ts';
 
 export interface TaskFilter {
   parentTaskId?: string;
@@ -102,11 +103,6 @@ export const WAITING_TASKS = `owner IS NULL AND status IN ('queued', 'running')`
 const INSERT_TASK_IF_ROOM = `INSERT INTO ${TASK_COLUMNS}
    SELECT ${[...Array<string>(11).fill('TEXT'), 'BIGINT', 'TEXT', 'TEXT', 'TEXT', 'TEXT', 'INTEGER', 'TEXT', 'INTEGER', 'TEXT', 'BIGINT'].map((t) => `CAST(? AS ${t})`).join(', ')}
    WHERE (SELECT count(*) < ? AND count(*) FILTER (WHERE tenant = ?) < ? FROM tasks WHERE ${WAITING_TASKS})`;
-/** `count` messages of a step in one statement, numbered after the task's last one (VALUES columns are column1, column2 on both engines). */
-const insertMessages = (count: number) => `INSERT INTO task_messages (task_id, n, step, message)
-   SELECT ?, last.n + v.column1, ?, v.column2
-   FROM (SELECT coalesce(max(n), 0) AS n FROM task_messages WHERE task_id = ?) last,
-     (VALUES ${Array.from({ length: count }, (_, i) => `(${i + 1}, ?)`).join(', ')}) AS v`;
 /**
  * PostgreSQL: a call's usage in one statement (after the task's row lock): its report, then, when
  * the report is new, the task's and its record's sums and the record's roll-ups.
@@ -139,38 +135,8 @@ const PG_FINISH = withRollupsSql(
   rec AS (${CLOSE_RECORD} RETURNING *)`,
   { from: 'rec CROSS JOIN before', where: 'WHERE rec.duration_ms <> before.d', computed: { duration_ms: 'rec.duration_ms - before.d' } },
 );
-/**
- * PostgreSQL: a step counted on the task, its record and its roll-ups, and `count` messages stored,
- * in one statement. Built once per count (a step runs it): the same string each time, so the
- * driver's lookups by text do not hash a new one of some kilobytes at every step.
- */
-const pgStepSqls = new Map<number, string>();
-function pgStepSql(count: number): string {
-  let text = pgStepSqls.get(count);
-  if (text === undefined) {
-    text = withRollupsSql(`t AS (UPDATE tasks SET steps = steps + 1 WHERE id = ?),
-  rec AS (UPDATE subagent_records SET steps = steps + 1 WHERE task_id = ? RETURNING *)${count > 0 ? `, m AS (${insertMessages(count)})` : ''}`);
-    pgStepSqls.set(count, text);
-  }
-  return text;
-}
-/** Messages per INSERT statement (a compacted or inherited conversation may be long). */
-const MESSAGES_PER_INSERT = 200;
 const BY_ID = 'SELECT * FROM tasks WHERE id = ?';
 
-/** Sends a step's messages (in `tx`), MESSAGES_PER_INSERT to a statement. */
-function insertAll(tx: SqlClient, taskId: string, step: number, messages: ModelMessage[]): void {
-  for (let i = 0; i < messages.length; i += MESSAGES_PER_INSERT) {
-    const chunk = messages.slice(i, i + MESSAGES_PER_INSERT);
-    tx.send(insertMessages(chunk.length), [taskId, step, taskId, ...chunk.map((m) => JSON.stringify(m))]);
-  }
-}
-/** Counts a finished step on the task, its record and the record's roll-ups (in `tx`). */
-function countStepIn(tx: SqlClient, taskId: string): void {
-  tx.send('UPDATE tasks SET steps = steps + 1 WHERE id = ?', [taskId]);
-  tx.send('UPDATE subagent_records SET steps = steps + 1 WHERE task_id = ?', [taskId]);
-  addToRollups(tx, taskId, { steps: 1 });
-}
 const UNFINISHED = `status IN ('queued', 'running')`;
 
 /** How many more tasks may wait in the cluster's queue (PostgreSQL): in all, and of the new task's tenant. */
@@ -211,13 +177,16 @@ function taskValues(row: NewTaskRow): unknown[] {
  * always the sum of the steps that finished, whatever happens to the process afterwards. The
  * statements are the same on SQLite and PostgreSQL, but for a step's end, a call's bill and a task's
  * start and end, which PostgreSQL writes in one statement each (data-modifying WITH clauses, which
- * SQLite has not); `in(tx)` gives the store inside a transaction.
+ * SQLite has not); `in(tx)` gives the store inside a transaction. Its pauses and approvals are
+ * pause-store.ts's, its conversation and inbox transcript-store.ts's: one store to its callers.
  */
 export function createTaskStore(sql: SqlClient) {
   /** Every write that is more than one statement runs in a transaction of its own, or the caller's. */
   const atomically = <R>(body: (tx: SqlClient) => Promise<R>) => sql.transaction(body);
 
   const store = {
+    ...createPauseStore(sql),
+    ...createTranscriptStore(sql),
     /**
      * Stores a new task (with its owner and lease when the admitting instance holds it while it
      * sets it up). `room`: PostgreSQL, how many more tasks may wait in the cluster's queue, in all
@@ -399,173 +368,6 @@ export function createTaskStore(sql: SqlClient) {
       await sql.run('UPDATE subagent_records SET usage_reported = 0 WHERE task_id = ?', [taskId]);
     },
 
-    /** Counts a finished step on the task and its record (run inside the step's event transaction). */
-    countStep(taskId: string): Promise<void> {
-      return atomically(async (tx) => countStepIn(tx, taskId));
-    },
-
-    /** The task's conversation, in order (empty before it started). */
-    async messages(taskId: string): Promise<ModelMessage[]> {
-      const rows = await sql.rows('SELECT message FROM task_messages WHERE task_id = ? ORDER BY n', [taskId]);
-      return rows.map((r) => JSON.parse(r[0] as string) as ModelMessage);
-    },
-
-    /**
-     * A finished step: counted on the task and its record, and what it added to the conversation
-     * appended (run inside the step's event transaction). PostgreSQL: one statement when the step
-     * added at most MESSAGES_PER_INSERT messages.
-     */
-    finishStep(taskId: string, step: number, messages: ModelMessage[]): Promise<void> {
-      return atomically(async (tx) => {
-        if (tx.dialect === 'sqlite' || messages.length > MESSAGES_PER_INSERT) {
-          countStepIn(tx, taskId);
-          insertAll(tx, taskId, step, messages);
-          return;
-        }
-        const rows = messages.length > 0 ? [taskId, step, taskId, ...messages.map((m) => JSON.stringify(m))] : [];
-        tx.send(pgStepSql(messages.length), [taskId, taskId, ...rows, ...rollupParams({ steps: 1 })]);
-      });
-    },
-
-    /** Appends what a step added to the conversation (run inside the step's event transaction). */
-    appendMessages(taskId: string, step: number, messages: ModelMessage[]): Promise<void> {
-      return atomically(async (tx) => insertAll(tx, taskId, step, messages));
-    },
-
-    /** Replaces the conversation with its compacted form and counts the compaction. */
-    replaceMessages(taskId: string, step: number, messages: ModelMessage[]): Promise<void> {
-      return atomically(async (tx) => {
-        await tx.run('DELETE FROM task_messages WHERE task_id = ?', [taskId]);
-        insertAll(tx, taskId, step, messages);
-        await tx.run('UPDATE tasks SET compactions = compactions + 1 WHERE id = ?', [taskId]);
-      });
-    },
-
-    /** `running → paused` (the task and its record), holding why (run inside the event's transaction). */
-    pause(taskId: string, pause: Pause, at: number): Promise<void> {
-      return atomically(async (tx) => {
-        // A paused task holds no slot: nobody owns it until it is resumed.
-        await tx.run(`UPDATE tasks SET status = 'paused', pause = ?, paused_at = ?, owner = NULL WHERE id = ?`, [JSON.stringify(pause), at, taskId]);
-        await tx.run(`UPDATE subagent_records SET status = 'paused' WHERE task_id = ?`, [taskId]);
-      });
-    },
-
-    /** `paused → running`, adding the pause to the time it spent paused; `budget` replaces its own. False if it was not paused. */
-    unpause(taskId: string, budget: TaskBudget | null, at: number): Promise<boolean> {
-      return atomically(async (tx) => {
-        const changed = await tx.run(
-          `UPDATE tasks SET status = 'running', pause = NULL,
-             paused_ms = paused_ms + (CASE WHEN paused_at IS NULL OR CAST(? AS BIGINT) < paused_at THEN 0 ELSE CAST(? AS BIGINT) - paused_at END),
-             paused_at = NULL, budget = coalesce(CAST(? AS TEXT), budget), owner = NULL, resume_reason = 'budget'
-           WHERE id = ? AND status = 'paused'`,
-          [at, at, budget ? JSON.stringify(budget) : null, taskId],
-        );
-        if (changed > 0) await tx.run(`UPDATE subagent_records SET status = 'running' WHERE task_id = ?`, [taskId]);
-        return changed > 0;
-      });
-    },
-
-    /**
-     * `running → paused` for approval (the task and its record, run inside the event's transaction):
-     * the calls waiting for answers, and when the unanswered ones are denied.
-     */
-    pauseForApproval(taskId: string, pause: ApprovalPause, waiting: WaitingCalls, at: number, until: number): Promise<void> {
-      return atomically(async (tx) => {
-        await tx.run(`UPDATE tasks SET status = 'paused', pause = ?, paused_at = ?, pause_until = ?, waiting_calls = ?, owner = NULL WHERE id = ?`, [
-          JSON.stringify(pause),
-          at,
-          until,
-          JSON.stringify(waiting),
-          taskId,
-        ]);
-        await tx.run(`UPDATE subagent_records SET status = 'paused' WHERE task_id = ?`, [taskId]);
-      });
-    },
-
-    /**
-     * Records answers to a task's approval requests, if its waiting calls are still `before` (false:
-     * someone else answered meanwhile; read again). With `resume`, every request is answered: the
-     * task goes `paused → running` for any instance to continue (`resume_reason` approval), the
-     * pause added to the time it spent paused.
-     */
-    answerApprovals(taskId: string, before: WaitingCalls, after: WaitingCalls, pause: ApprovalPause | null, resume: boolean, at: number): Promise<boolean> {
-      return atomically(async (tx) => {
-        // Calls waiting in a running process: only the answers change; its runner reads them.
-        if (before.live) {
-          const changed = await tx.run(
-            `UPDATE tasks SET waiting_calls = ?, pause_until = ${resume ? 'NULL' : 'pause_until'} WHERE id = ? AND status = 'running' AND waiting_calls = ?`,
-            [JSON.stringify(after), taskId, JSON.stringify(before)],
-          );
-          return changed > 0;
-        }
-        const changed = resume
-          ? await tx.run(
-              `UPDATE tasks SET waiting_calls = ?, status = 'running', pause = NULL, pause_until = NULL, owner = NULL, resume_reason = 'approval',
-                 paused_ms = paused_ms + (CASE WHEN paused_at IS NULL OR CAST(? AS BIGINT) < paused_at THEN 0 ELSE CAST(? AS BIGINT) - paused_at END),
-                 paused_at = NULL
-               WHERE id = ? AND status = 'paused' AND waiting_calls = ?`,
-              [JSON.stringify(after), at, at, taskId, JSON.stringify(before)],
-            )
-          : await tx.run(`UPDATE tasks SET waiting_calls = ?, pause = ? WHERE id = ? AND status = 'paused' AND waiting_calls = ?`, [
-              JSON.stringify(after),
-              JSON.stringify(pause),
-              taskId,
-              JSON.stringify(before),
-            ]);
-        if (changed > 0 && resume) await tx.run(`UPDATE subagent_records SET status = 'running' WHERE task_id = ?`, [taskId]);
-        return changed > 0;
-      });
-    },
-
-    /** Calls of a running task that wait in its process for the caller's answer (`waiting.live`), unanswered ones denied at `until`. */
-    async awaitLive(taskId: string, waiting: WaitingCalls, until: number): Promise<void> {
-      await sql.run(`UPDATE tasks SET waiting_calls = ?, pause_until = ? WHERE id = ? AND status = 'running'`, [JSON.stringify(waiting), until, taskId]);
-    },
-
-    /** A live wait is over: the task's waiting calls are again what they were before it (`before`). */
-    async endLive(taskId: string, before: WaitingCalls | null): Promise<void> {
-      await sql.run(`UPDATE tasks SET waiting_calls = ?, pause_until = NULL WHERE id = ? AND status = 'running'`, [before && JSON.stringify(before), taskId]);
-    },
-
-    /**
-     * The resumed run is about to run the approved calls `waiting` marks started: stored only while
-     * the task runs and, on PostgreSQL (`lease`), while this instance owns it and its lease holds
-     * at `lease.now` (false: nothing stored, and the calls must not run). An instance taking the
-     * task over reads the row after this write, or this write finds the task gone: never both run.
-     */
-    async startAnswered(taskId: string, waiting: WaitingCalls, lease: { owner: string; now: number } | null): Promise<boolean> {
-      const json = JSON.stringify(waiting);
-      const changed = lease
-        ? await sql.run(`UPDATE tasks SET waiting_calls = ? WHERE id = ? AND status = 'running' AND owner = ? AND lease_until > ?`, [
-            json,
-            taskId,
-            lease.owner,
-            lease.now,
-          ])
-        : await sql.run(`UPDATE tasks SET waiting_calls = ? WHERE id = ? AND status = 'running'`, [json, taskId]);
-      return changed > 0;
-    },
-
-    /** The resumed run acted on the answers (run inside the transaction that stores their results). */
-    async waitingCallsRan(taskId: string, waiting: WaitingCalls): Promise<void> {
-      await sql.run('UPDATE tasks SET waiting_calls = ? WHERE id = ?', [JSON.stringify({ ...waiting, ran: true }), taskId]);
-    },
-
-    /** Tasks waiting for approval (paused, or running with live calls) whose time to answer ran out before `now`. */
-    async approvalsExpired(now: number): Promise<string[]> {
-      const rows = await sql.rows(
-        `SELECT id FROM tasks WHERE status IN ('paused', 'running') AND pause_until IS NOT NULL AND pause_until < ? ORDER BY pause_until`,
-        [now],
-      );
-      return rows.map((r) => r[0] as string);
-    },
-
-    /** Paused tasks that paused before `cutoff` (epoch ms), oldest first. */
-    async pausedBefore(cutoff: number): Promise<string[]> {
-      const rows = await sql.rows(`SELECT id FROM tasks WHERE status = 'paused' AND pause_until IS NULL AND paused_at < ? ORDER BY paused_at`, [cutoff]);
-      return rows.map((r) => r[0] as string);
-    },
-
     /** Counts one resume after a crash. */
     async countResume(taskId: string): Promise<void> {
       await sql.run('UPDATE tasks SET resumes = resumes + 1 WHERE id = ?', [taskId]);
@@ -618,42 +420,6 @@ export function createTaskStore(sql: SqlClient) {
     async unfinishedOfParent(tenant: string, parentTaskId: string): Promise<TaskRow[]> {
       const rows = await sql.all(`SELECT * FROM tasks WHERE tenant = ? AND parent_task_id = ? AND ${UNFINISHED} ORDER BY id`, [tenant, parentTaskId]);
       return rows.map(taskOf);
-    },
-
-    /**
-     * Accepts a steering message unless the task already has `max.messages` waiting or their
-     * characters would pass `max.chars`; answers what is waiting (before it, when refused).
-     */
-    offerMessage(
-      taskId: string,
-      text: string,
-      at: number,
-      max: { messages: number; chars: number },
-    ): Promise<{ accepted: boolean; waiting: number; chars: number }> {
-      return atomically(async (tx) => {
-        // Two messages for one task at once (from two instances) are numbered one after the other.
-        await tx.run('UPDATE tasks SET id = id WHERE id = ?', [taskId]);
-        const [count, chars] = (await tx.rows('SELECT count(*), coalesce(sum(length(text)), 0) FROM task_inbox WHERE task_id = ?', [taskId]))[0] as [
-          number,
-          number,
-        ];
-        const waiting = Number(count);
-        const used = Number(chars);
-        if (waiting >= max.messages || used + text.length > max.chars) return { accepted: false, waiting, chars: used };
-        await tx.run('INSERT INTO task_inbox (task_id, n, text, at) VALUES (?, (SELECT coalesce(max(n), 0) + 1 FROM task_inbox WHERE task_id = ?), ?, ?)', [
-          taskId,
-          taskId,
-          text,
-          at,
-        ]);
-        return { accepted: true, waiting: waiting + 1, chars: used + text.length };
-      });
-    },
-
-    /** Hands over the messages waiting for a task, oldest first, and removes them (one statement: one per step). */
-    async takeMessages(taskId: string): Promise<string[]> {
-      const rows = await sql.rows('DELETE FROM task_inbox WHERE task_id = ? RETURNING n, text', [taskId]);
-      return rows.sort((a, b) => Number(a[0]) - Number(b[0])).map((r) => r[1] as string);
     },
 
     /** Tasks a previous process left unfinished. */
