@@ -1,5 +1,5 @@
 import { monotonicUlid } from '../util/ids.ts';
-import { AppError, notFound, shuttingDown } from '../errors/app-error.ts';
+import { notFound, shuttingDown } from '../errors/app-error.ts';
 import type { CreateTaskBody, Progress, TaskBudget, TaskOutput, ToolResultBody } from '../shapes/task.ts';
 import { CHANNELS } from '../store/cluster-store.ts';
 import { nextPage } from '../store/paging.ts';
@@ -19,16 +19,13 @@ import { hashBody } from './hash-body.ts';
 import { createLeaseSystem } from './systems/lease-system.ts';
 import { createPauseSystem } from './systems/pause-system.ts';
 import { createRecoverySystem } from './systems/recovery-system.ts';
+import { createSteering } from './systems/steering.ts';
 import { clusterScheduler, localScheduler } from './systems/scheduler.ts';
 import { TaskAbort } from './run/task-abort.ts';
 import { toTaskOutput } from './writes/task-output.ts';
 import { createTaskResources, type TaskServiceDeps } from './systems/task-resources.ts';
 
 export type { TaskServiceDeps } from './systems/task-resources.ts';
-
-/** Steering messages one task may have waiting at once, and their characters (they wait in the database). */
-const MAX_WAITING_MESSAGES = 100;
-const MAX_WAITING_CHARS = 64 * 1024;
 
 export interface SubmitOptions {
   /** A repeated key with the same body answers the first task (409 with another body). */
@@ -68,6 +65,7 @@ export function createTaskService(deps: TaskServiceDeps) {
       })
     : localScheduler(deps.maxConcurrentPerTenant);
   const recovery = createRecoverySystem(res);
+  const steering = createSteering(res);
   const pauses = createPauseSystem(res);
   // Every answer given: the task may start again (on any instance: the cluster's scheduler wakes them).
   const approvals = createApprovalSystem(res, {
@@ -184,21 +182,7 @@ export function createTaskService(deps: TaskServiceDeps) {
      * `task_finished`. Messages wait in the database: a restart or a takeover does not lose them.
      */
     async steer(tenant: string, id: string, prompt: string): Promise<void> {
-      const row = await service.get(tenant, id);
-      if (row.status !== 'queued' && row.status !== 'running' && row.status !== 'paused') {
-        throw new AppError(409, 'task_finished', `task ${id} is ${row.status}; continue it with a new task whose task_id is ${id}`);
-      }
-      const kind = row.subagentType === 'shell' ? 'shell' : registry.get(row.subagentType)?.kind;
-      if (kind === 'shell') throw new AppError(400, 'not_steerable', 'a shell task has no model to steer');
-      if (kind === 'acp') throw new AppError(400, 'not_steerable', 'an external ACP agent cannot be given messages during its turn');
-      const offer = await deps.storage.write(() => store.offerMessage(id, prompt, deps.now(), { messages: MAX_WAITING_MESSAGES, chars: MAX_WAITING_CHARS }));
-      if (!offer.accepted) {
-        throw new AppError(
-          429,
-          'inbox_full',
-          `task ${id} already has ${offer.waiting} messages (${offer.chars} characters) waiting for its next step; at most ${MAX_WAITING_MESSAGES} and ${MAX_WAITING_CHARS} characters`,
-        );
-      }
+      await steering.offer(await service.get(tenant, id), prompt);
     },
 
     /** The conversation of a task as the model saw it (the system prompt aside). */
@@ -317,12 +301,6 @@ export function createTaskService(deps: TaskServiceDeps) {
       return { queued: (await scheduler.waiting('')).all, running: res.active.size };
     },
 
-    /**
-     * Stops admitting, gives running tasks `graceMs` to end, then stops them (dispatch-system.ts:
-     * a resumable one is left `running` for the next start, or another instance, to resume).
-     * Waits for what they write. Queued tasks stay queued for the next start; whoever waits for one
-     * is answered with it as it is (`queued`), so no wait outlives the process.
-     */
     /** A finished worktree task's changes, its diff and its files (worktree-system.ts). */
     worktrees: {
       apply: async (tenant: string, id: string) => worktrees.apply(await service.get(tenant, id)),
@@ -331,6 +309,12 @@ export function createTaskService(deps: TaskServiceDeps) {
       sweep: () => worktrees.sweep(),
     },
 
+    /**
+     * Stops admitting, gives running tasks `graceMs` to end, then stops them (dispatch-system.ts:
+     * a resumable one is left `running` for the next start, or another instance, to resume).
+     * Waits for what they write. Queued tasks stay queued for the next start; whoever waits for one
+     * is answered with it as it is (`queued`), so no wait outlives the process.
+     */
     async close(graceMs = 0): Promise<void> {
       res.state.closing = true;
       pauses.stop();
