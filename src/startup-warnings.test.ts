@@ -33,7 +33,7 @@ describe('startupWarnings', () => {
       SMALL_MODEL: 'google:gemini-2.5-flash',
     });
     const defs = builtinAgents({ defaultModel: config.defaultModel, smallModel: config.smallModel }).map((d) =>
-      d.type === 'general' ? { ...d, effort: 'high' as const } : d,
+      d.type === 'general' ? { ...d, effort: 'high' as const, fallbackModels: ['google:gemini-2.5-flash', 'anthropic:claude-3-haiku-20240307'] } : d,
     );
     const models = createModelProvider({
       connections: { openai: { type: 'openai' }, anthropic: { type: 'anthropic' }, google: { type: 'google', apiKey: 'g' } },
@@ -43,10 +43,13 @@ describe('startupWarnings', () => {
     expect(messages).toEqual(
       expect.arrayContaining([
         'subagent definition "general": model anthropic:claude-3-5-haiku-latest does not take effort; left out of its requests',
+        // A fallback on another provider is checked as the model is; one that takes the setting is not named.
+        'subagent definition "general": fallback model anthropic:claude-3-haiku-20240307 does not take effort; left out of its requests',
         expect.stringMatching(/^provider anthropic has no key \(ANTHROPIC_API_KEY is not set\)/),
       ]),
     );
     expect(messages.some((m) => m.startsWith('provider google'))).toBe(false);
+    expect(messages.some((m) => m.includes('gemini-2.5-flash does not take'))).toBe(false);
     // Every model is Claude's or Gemini's: no OpenAI key is needed.
     const noOpenai = loadConfig({ ANTHROPIC_API_KEY: 'a', DEFAULT_MODEL: 'anthropic:claude-sonnet-4-5' });
     const registry = createAgentRegistry(builtinAgents({ defaultModel: noOpenai.defaultModel, smallModel: noOpenai.smallModel }));

@@ -80,12 +80,15 @@ function providerWarnings(config: Config, registry: AgentRegistry, models: Model
       const { provider } = models.resolve(id);
       used.set(provider, [...new Set([...(used.get(provider) ?? []), def.type])]);
     }
-    if (!def.model) continue;
-    const dropped = models.unsupported(def.model, { effort: def.effort, topP: def.topP, maxOutputTokens: def.maxOutputTokens });
-    if (dropped.length > 0) {
+    // Its settings go to its fallbacks too, which may be another provider's models.
+    for (const model of [def.model, ...(def.fallbackModels ?? [])]) {
+      if (!model) continue;
+      const dropped = models.unsupported(model, { effort: def.effort, topP: def.topP, maxOutputTokens: def.maxOutputTokens });
+      if (dropped.length === 0) continue;
+      const role = model === def.model ? 'model' : 'fallback model';
       warnings.push({
-        message: `subagent definition "${def.type}": model ${def.model} does not take ${dropped.join(', ')}; left out of its requests`,
-        fields: { subagentType: def.type, model: def.model, settings: dropped },
+        message: `subagent definition "${def.type}": ${role} ${model} does not take ${dropped.join(', ')}; left out of its requests`,
+        fields: { subagentType: def.type, model, settings: dropped },
       });
     }
   }
