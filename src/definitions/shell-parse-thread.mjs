@@ -1,4 +1,4 @@
-// The parse of bash lines, on a worker thread (shell-commands.ts): tree-sitter-bash can take
+// The parse of bash lines, on a worker thread (started by shell-parse-worker.ts): tree-sitter-bash can take
 // seconds on a hostile line, and its own cancellation is checked too rarely to bound it, so the
 // event loop never waits on it; a parse past its time is ended by terminating this thread.
 // Answers each line's syntax tree as nested arrays: [type, start, end, field, unnamed, children],

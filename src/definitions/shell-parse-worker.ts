@@ -1,0 +1,83 @@
+/**
+ * The thread that parses bash lines for shell-commands.ts (shell-parse-thread.mjs), and a line's
+ * time to parse. tree-sitter takes seconds on some hostile lines and checks its own cancellation
+ * too rarely, so a parse past its time ends the thread.
+ */
+import { Worker } from 'node:worker_threads';
+import type { RawNode } from './shell-node.ts';
+
+/**
+ * The parse thread: one per process, started on first use, ended (and started again on the next
+ * line) when a parse outlives its time. Lines are parsed one at a time, in order.
+ */
+export function createParseThread() {
+  let worker: Worker | null = null;
+  let ready: Promise<void> | null = null;
+  let queue: Promise<unknown> = Promise.resolve();
+  let next = 0;
+  const start = () => {
+    const w = new Worker(new URL('./shell-parse-thread.mjs', import.meta.url));
+    w.unref();
+    worker = w;
+    ready = new Promise<void>((resolve, reject) => {
+      w.once('message', () => resolve());
+      w.once('error', reject);
+    });
+    w.on('error', () => {
+      if (worker === w) worker = null;
+    });
+    return w;
+  };
+  /** The line's tree, or null for a syntax error or a parse past `deadline` (counted once the thread is up). */
+  const parse = (line: string, deadline: Deadline): Promise<RawNode | null> => {
+    const job = queue.then(async (): Promise<RawNode | null> => {
+      const w = worker ?? start();
+      await ready;
+      const ms = deadline.left();
+      const id = ++next;
+      return new Promise((resolve) => {
+        const timer = setTimeout(
+          () => {
+            w.off('message', onMessage);
+            // A parse cannot be interrupted: the thread goes, and the next line gets a new one.
+            if (worker === w) worker = null;
+            void w.terminate();
+            resolve(null);
+          },
+          Math.max(1, ms),
+        );
+        const onMessage = (m: { id?: number; tree?: RawNode | null }) => {
+          if (m.id !== id) return;
+          clearTimeout(timer);
+          w.off('message', onMessage);
+          resolve(m.tree ?? null);
+        };
+        w.on('message', onMessage);
+        w.postMessage({ id, line });
+      });
+    });
+    queue = job.catch(() => null);
+    return job;
+  };
+  return { parse };
+}
+
+/**
+ * A line's time to parse, the lines it nests included: it starts when the thread first takes the
+ * line, so the wait for a new thread (after a hostile line ended the last one) is not counted.
+ */
+export interface Deadline {
+  left(): number;
+  over(): boolean;
+}
+export function deadline(ms: number): Deadline {
+  let since: number | null = null;
+  const spent = () => (since === null ? 0 : performance.now() - since);
+  return {
+    left: () => {
+      since ??= performance.now();
+      return ms - spent();
+    },
+    over: () => spent() > ms,
+  };
+}
