@@ -106,6 +106,8 @@ describe('the OpenAPI document', () => {
       'tool.call',
       'tool.result',
       'step.finished',
+      'tool.replayed',
+      'replay.diverged',
       'plan',
       'message.received',
       'context.compacted',

@@ -17,6 +17,16 @@ export const eventDataSchemas = {
     isError: z.boolean(),
   }),
   'step.finished': z.object({ step, finishReason: z.string(), usage: usageSchema }),
+  'tool.replayed': z
+    .object({ step, toolCallId: z.string(), toolName: z.string() })
+    .describe("a replay's call equal to the recorded one at its position: answered from the record (its tool.result follows), not run"),
+  'replay.diverged': z
+    .object({
+      step,
+      expected: z.object({ toolName: z.string(), input: z.unknown() }).nullable().describe('the recorded call at that position; null past the last one'),
+      got: z.object({ toolName: z.string(), input: z.unknown() }),
+    })
+    .describe("a replay's first call that differs from the record: from here every call runs, in the replay's worktree copy"),
   plan: z
     .object({
       step,

@@ -22,6 +22,7 @@ import { usageRoutes } from './usage-routes.ts';
 import { workspacesRoutes } from './workspaces-routes.ts';
 import { mcpRoutes } from './mcp-routes.ts';
 import { worktreeRoutes } from './worktree-routes.ts';
+import { replayRoutes } from './replay-routes.ts';
 
 /** Trusts the `hops` nearest proxies (proxy-addr's hop index counts from the TCP peer, 0). */
 const trustHops = (hops: number) => (_address: string, hop: number) => hop < hops;
@@ -128,6 +129,7 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
   await server.register(agentsRoutes, { registry });
   await server.register(tasksRoutes, { tasks, keepAliveMs: config.heartbeatMs });
   await server.register(worktreeRoutes, { tasks });
+  await server.register(replayRoutes, { tasks });
   await server.register(mcpRoutes, { tasks, events, registry, logger, limits: config.mcp });
   await server.register(usageRoutes, { usage });
   await server.register(budgetsRoutes, { budgets: services.budgets, now: Date.now });

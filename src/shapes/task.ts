@@ -143,9 +143,11 @@ export const effortSchema = z.enum(['minimal', 'low', 'medium', 'high']);
 export const topPSchema = z.number().min(0).max(1);
 export const maxOutputTokensSchema = z.number().int().min(1).max(1_000_000);
 
+/** A model id (`provider:model` or a bare id), or a list of up to 5: the first, then the others after a provider error. */
+const modelIdsSchema = z.union([z.string().min(1).max(200), z.array(z.string().min(1).max(200)).min(1).max(5)]);
+
 export const taskOptionsSchema = z.object({
-  model: z
-    .union([z.string().min(1).max(200), z.array(z.string().min(1).max(200)).min(1).max(5)])
+  model: modelIdsSchema
     .optional()
     .describe("replaces the definition's model; a list: the first, then the others in turn after a provider error outlived its retries"),
   maxSteps: z.number().int().min(1).max(1000).optional(),
@@ -287,6 +289,46 @@ export interface WorktreeState {
   removedAt: number | null;
 }
 
+/** `POST /tasks/{id}/replay`: run a finished model task again on another model or definition. */
+export const replayBodySchema = z
+  .object({
+    model: modelIdsSchema.optional().describe("the replay's model (any provider); default: the original's"),
+    subagent_type: z.string().min(1).max(64).optional().describe("the replay's definition; default: the original's"),
+    tools: z
+      .enum(['recorded', 'live'])
+      .default('recorded')
+      .describe('recorded: a call equal to the recorded one at its position is answered from the record; live: every call runs (in a worktree copy)'),
+  })
+  .strict();
+export type ReplayBody = z.infer<typeof replayBodySchema>;
+
+const comparedSchema = z.object({ original: z.number(), replay: z.number() });
+
+/** What a replay did against its original, once it ended. */
+export const replayComparisonSchema = z.object({
+  steps: comparedSchema,
+  inputTokens: comparedSchema,
+  outputTokens: comparedSchema,
+  costMicroUsd: comparedSchema,
+  sameSummary: z.boolean().describe('the two summaries are equal, whitespace aside'),
+  artifacts: z
+    .object({
+      same: z.array(z.string()),
+      changed: z.array(z.string()),
+      missing: z.array(z.string()).describe("the original's artifacts the replay did not hand over"),
+    })
+    .describe("the artifacts' relative paths, compared by content: the original's as its workspace holds them now, the replay's in its copy"),
+});
+
+/** A replay's state: which task it replays, how, where it left the record, and how it compares. */
+export const replayStateSchema = z.object({
+  of: z.string().describe('the task replayed'),
+  tools: z.enum(['recorded', 'live']),
+  divergedAtStep: z.number().int().nullable().describe('the step of the first call that differed from the record; null if none did'),
+  comparison: replayComparisonSchema.nullable().describe('set once the replay ended'),
+});
+export type ReplayState = z.infer<typeof replayStateSchema>;
+
 export const taskOutputSchema = z.object({
   id: z.string(),
   status: taskStatusSchema,
@@ -309,6 +351,8 @@ export const taskOutputSchema = z.object({
   parentTask: z.string().nullable().describe("the task whose `task` tool started it; null for the caller's own"),
   changes: changesSchema.nullable().describe('a worktree task (options.isolation "worktree") once finished: what it changed; null otherwise'),
   error: taskErrorSchema.nullable(),
+  replayOf: z.string().nullable().describe('a replay (POST /tasks/{id}/replay): the task it replays; null otherwise'),
+  replay: replayStateSchema.nullable(),
   purged: z
     .boolean()
     .describe(

@@ -88,10 +88,12 @@ export const tasks = pgTable(
     maxDepth: integer('max_depth').notNull().default(0),
     /** 1 while the task waits for a child of its own: it counts against no running quota then. */
     waitingOnChild: integer('waiting_on_child').notNull().default(0),
-    /** A worktree task's changes (JSON) once it ended, when they were applied and its copy removed; null otherwise. */
     /** When `DELETE /tasks/:id`, the retention sweep or a user's erasure purged its content (epoch ms); null otherwise. */
     purgedAt: bigint('purged_at', { mode: 'number' }),
+    /** A worktree task's changes (JSON) once it ended, when they were applied and its copy removed; null otherwise. */
     worktree: text('worktree'),
+    /** A replay (POST /tasks/:id/replay): the task it replays, how, where it left the record, and once it ended how it compares (JSON); null otherwise. */
+    replay: text('replay'),
   },
   (t) => [
     index('tasks_tenant_id').on(t.tenant, t.id),

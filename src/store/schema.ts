@@ -9,6 +9,7 @@ import type {
   TaskBudget,
   TokenCounts,
   ToolAnswer,
+  ReplayState,
   WorktreeState,
 } from '../shapes/task.ts';
 import type { ModelMessage } from 'ai';
@@ -102,10 +103,12 @@ export const tasks = sqliteTable(
     maxDepth: integer('max_depth').notNull().default(0),
     /** 1 while the task waits for a child of its own: it counts against no running quota then. */
     waitingOnChild: integer('waiting_on_child').notNull().default(0),
-    /** A worktree task's changes once it ended, when they were applied and its copy removed; null otherwise. */
     /** When `DELETE /tasks/:id`, the retention sweep or a user's erasure purged its content (epoch ms); null otherwise. */
     purgedAt: integer('purged_at'),
+    /** A worktree task's changes once it ended, when they were applied and its copy removed; null otherwise. */
     worktree: text('worktree', { mode: 'json' }).$type<WorktreeState>(),
+    /** A replay (POST /tasks/:id/replay): the task it replays, how, where it left the record, and once it ended how it compares; null otherwise. */
+    replay: text('replay', { mode: 'json' }).$type<ReplayState>(),
   },
   (t) => [
     index('tasks_tenant_id').on(t.tenant, t.id),

@@ -1,6 +1,6 @@
 import { ulid } from '../util/ids.ts';
 import { tokenFields, usageOf, type TokenUsage } from '../shapes/usage.ts';
-import type { WorktreeState } from '../shapes/task.ts';
+import type { ReplayState, WorktreeState } from '../shapes/task.ts';
 import { addToRollups, rollupParams, withRollupsSql, type RollupDelta } from './rollups.ts';
 import { columnsOf, rowReader } from './rows.ts';
 import { tasks, type NewTaskRow, type TaskRow } from './schema.ts';
@@ -33,6 +33,8 @@ export interface FinishFields {
   completedAt: number;
   /** A worktree task: what it changed in its copy. */
   worktree?: WorktreeState | null;
+  /** A replay: where it left the record and how it compares with its original. */
+  replay?: ReplayState | null;
 }
 
 const taskOf = rowReader(tasks);
@@ -91,8 +93,8 @@ const INSERT_REPORT = `INSERT INTO usage_reports (task_id, n, step, ${tokenColum
    ON CONFLICT (task_id, call_key) DO NOTHING`;
 const TASK_COLUMNS = `tasks (id, tenant, parent_task_id, user_id, tool_call_id, subagent_type, description, request, status,
      idempotency_key, request_hash, created_at, session_id, previous_task_id, budget, trace_parent, depth, parent_task, max_depth,
-     owner, lease_until)`;
-const INSERT_TASK = `INSERT INTO ${TASK_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+     owner, lease_until, replay)`;
+const INSERT_TASK = `INSERT INTO ${TASK_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 /** Tasks that wait for an instance across the cluster (PostgreSQL): queued, or running with nobody's lease (to be resumed). */
 export const WAITING_TASKS = `owner IS NULL AND status IN ('queued', 'running')`;
 /**
@@ -101,7 +103,7 @@ export const WAITING_TASKS = `owner IS NULL AND status IN ('queued', 'running')`
  * parameters take no type from the columns they fill.
  */
 const INSERT_TASK_IF_ROOM = `INSERT INTO ${TASK_COLUMNS}
-   SELECT ${[...Array<string>(11).fill('TEXT'), 'BIGINT', 'TEXT', 'TEXT', 'TEXT', 'TEXT', 'INTEGER', 'TEXT', 'INTEGER', 'TEXT', 'BIGINT'].map((t) => `CAST(? AS ${t})`).join(', ')}
+   SELECT ${[...Array<string>(11).fill('TEXT'), 'BIGINT', 'TEXT', 'TEXT', 'TEXT', 'TEXT', 'INTEGER', 'TEXT', 'INTEGER', 'TEXT', 'BIGINT', 'TEXT'].map((t) => `CAST(? AS ${t})`).join(', ')}
    WHERE (SELECT count(*) < ? AND count(*) FILTER (WHERE tenant = ?) < ? FROM tasks WHERE ${WAITING_TASKS})`;
 /**
  * PostgreSQL: a call's usage in one statement (after the task's row lock): its report, then, when
@@ -169,6 +171,7 @@ function taskValues(row: NewTaskRow): unknown[] {
     row.maxDepth ?? 0,
     row.owner ?? null,
     row.leaseUntil ?? null,
+    row.replay ? JSON.stringify(row.replay) : null,
   ];
 }
 
@@ -384,7 +387,7 @@ export function createTaskStore(sql: SqlClient) {
         // The row as it ends (nothing else of the transaction changes it).
         const ended = await tx.get(
           `UPDATE tasks SET status = ?, summary = ?, artifacts = ?, skipped = ?, output = ?, stop_reason = ?, error_code = ?,
-             error_message = ?, completed_at = ?, worktree = ?
+             error_message = ?, completed_at = ?, worktree = ?, replay = COALESCE(?, replay)
            WHERE id = ? AND status IN ('queued', 'running', 'paused') AND (owner IS NULL OR owner = CAST(? AS TEXT)) RETURNING *`,
           [
             f.status,
@@ -397,6 +400,7 @@ export function createTaskStore(sql: SqlClient) {
             f.errorMessage,
             f.completedAt,
             f.worktree ? JSON.stringify(f.worktree) : null,
+            f.replay ? JSON.stringify(f.replay) : null,
             taskId,
             owner,
           ],

@@ -1,6 +1,6 @@
 import { monotonicUlid } from '../util/ids.ts';
 import { notFound, shuttingDown } from '../errors/app-error.ts';
-import type { CreateTaskBody, Progress, TaskBudget, TaskOutput, ToolResultBody } from '../shapes/task.ts';
+import type { CreateTaskBody, Progress, ReplayBody, TaskBudget, TaskOutput, ToolResultBody } from '../shapes/task.ts';
 import { CHANNELS } from '../store/cluster-store.ts';
 import { nextPage } from '../store/paging.ts';
 import type { TaskRow } from '../store/schema.ts';
@@ -8,7 +8,7 @@ import { isUniqueViolation } from '../store/sql-errors.ts';
 import { storageFaultOf, type StorageFault } from '../store/storage-guard.ts';
 import { TaskTakenOver, type TaskFilter } from '../store/task-store.ts';
 import { workspacePath } from '../workspace/workspace.ts';
-import type { Lineage } from './systems/admission.ts';
+import type { SubmitOptions } from './systems/admission.ts';
 import type { ChildTasks } from './run/run-context.ts';
 import { checkAgainstDefinition, checkQueueRoom, earlierTask, newTaskRow, queueFull, queueRoom, sessionOf, storageRefusal } from './systems/admission.ts';
 import { createApprovalSystem, type ApprovalReply } from './systems/approval-system.ts';
@@ -20,29 +20,14 @@ import { createLeaseSystem } from './systems/lease-system.ts';
 import { createPauseSystem } from './systems/pause-system.ts';
 import { createRecoverySystem } from './systems/recovery-system.ts';
 import { createSteering } from './systems/steering.ts';
+import { createReplaySystem } from './systems/replay-system.ts';
 import { clusterScheduler, localScheduler } from './systems/scheduler.ts';
 import { TaskAbort } from './run/task-abort.ts';
 import { toTaskOutput } from './writes/task-output.ts';
 import { createTaskResources, type TaskServiceDeps } from './systems/task-resources.ts';
 
 export type { TaskServiceDeps } from './systems/task-resources.ts';
-
-export interface SubmitOptions {
-  /** A repeated key with the same body answers the first task (409 with another body). */
-  idempotencyKey?: string;
-  /** W3C traceparent of the caller's span. */
-  traceParent?: string;
-  /** Stores what must exist before the new task can start (an A2A push config). */
-  beforeQueue?: (row: TaskRow) => Promise<unknown>;
-  /** A child task (nesting): its depth, the task that starts it, the root's limit. */
-  lineage?: Lineage;
-  /**
-   * The caller waits for the task's end: a new task is answered as admitted, with `ended`, a wait
-   * that listens from before the task is stored, so it never reads the task (two reads less, two
-   * round trips on PostgreSQL).
-   */
-  waiting?: boolean;
-}
+export type { SubmitOptions } from './systems/admission.ts';
 
 /**
  * The task lifecycle, as the routes see it: submit, read, steer, resume, cancel, wait. Behind it,
@@ -66,6 +51,7 @@ export function createTaskService(deps: TaskServiceDeps) {
     : localScheduler(deps.maxConcurrentPerTenant);
   const recovery = createRecoverySystem(res);
   const steering = createSteering(res);
+  const replays = createReplaySystem(res);
   const pauses = createPauseSystem(res);
   // Every answer given: the task may start again (on any instance: the cluster's scheduler wakes them).
   const approvals = createApprovalSystem(res, {
@@ -109,7 +95,7 @@ export function createTaskService(deps: TaskServiceDeps) {
       if (!cluster) await checkQueueRoom(scheduler, admitting, deps, tenant);
       const room = cluster ? queueRoom(admitting, deps, tenant) : undefined;
       const lineage = opts.lineage ?? { depth: 0, parentTask: null, maxDepth: registry.get(body.subagent_type)?.maxDepth ?? 0 };
-      const row = newTaskRow(`tsk_${newId(now)}`, tenant, body, now, idempotency, session, traceParent ?? null, lineage);
+      const row = { ...newTaskRow(`tsk_${newId(now)}`, tenant, body, now, idempotency, session, traceParent ?? null, lineage), replay: opts.replay ?? null };
       // What must exist before the task starts is stored while this instance holds it (PostgreSQL:
       // another instance could claim it the moment it is stored).
       const held = Boolean(cluster && beforeQueue);
@@ -183,6 +169,12 @@ export function createTaskService(deps: TaskServiceDeps) {
      */
     async steer(tenant: string, id: string, prompt: string): Promise<void> {
       await steering.offer(await service.get(tenant, id), prompt);
+    },
+
+    /** Runs a finished model task again on another model or definition (replay-system.ts): the new task. */
+    async replay(tenant: string, id: string, body: ReplayBody): Promise<TaskRow> {
+      const { body: again, replay } = replays.prepare(await service.get(tenant, id), body);
+      return (await service.submit(tenant, again, { replay })).row;
     },
 
     /** The conversation of a task as the model saw it (the system prompt aside). */

@@ -260,6 +260,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tasks/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a finished model task again on another model or definition
+         * @description A new task (TaskOutput `replayOf`, `replay`) runs the original prompt, with its context, fork messages and earlier conversation, on `model` or `subagent_type` (default: the original's), in a worktree copy of the workspace: nothing it runs touches the shared one (POST /tasks/{id}/apply writes its changes back). With `tools: "recorded"` (the default) a call whose name and input equal the original's call at the same position is answered from the original's transcript and not run (event `tool.replayed`); the first that differs emits `replay.diverged` and every call from then on runs. Once it ends, `replay.comparison` sets it against the original. 404 unknown task, 409 task_not_finished, 409 task_purged, 400 not_replayable (a shell or ACP task).
+         */
+        post: operations["replayTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/mcp": {
         parameters: {
             query?: never;
@@ -770,6 +790,37 @@ export interface components {
                 appliedAt: string | null;
             } | null;
             error: components["schemas"]["TaskError"] | null;
+            replayOf: string | null;
+            replay: {
+                of: string;
+                /** @enum {string} */
+                tools: "recorded" | "live";
+                divergedAtStep: number | null;
+                comparison: {
+                    steps: {
+                        original: number;
+                        replay: number;
+                    };
+                    inputTokens: {
+                        original: number;
+                        replay: number;
+                    };
+                    outputTokens: {
+                        original: number;
+                        replay: number;
+                    };
+                    costMicroUsd: {
+                        original: number;
+                        replay: number;
+                    };
+                    sameSummary: boolean;
+                    artifacts: {
+                        same: string[];
+                        changed: string[];
+                        missing: string[];
+                    };
+                } | null;
+            } | null;
             purged: boolean;
             createdAt: string;
             startedAt: string | null;
@@ -1125,6 +1176,36 @@ export interface components {
             parentSeq?: number;
             at: string;
             data: components["schemas"]["StepFinishedData"];
+        } | {
+            seq: number;
+            /** @constant */
+            type: "tool.replayed";
+            taskId: string;
+            parentSeq?: number;
+            at: string;
+            data: {
+                step: number;
+                toolCallId: string;
+                toolName: string;
+            };
+        } | {
+            seq: number;
+            /** @constant */
+            type: "replay.diverged";
+            taskId: string;
+            parentSeq?: number;
+            at: string;
+            data: {
+                step: number;
+                expected: {
+                    toolName: string;
+                    input: unknown;
+                } | null;
+                got: {
+                    toolName: string;
+                    input: unknown;
+                };
+            };
         } | {
             seq: number;
             /** @constant */
@@ -2797,6 +2878,112 @@ export interface operations {
             };
             /** @description Shutting down, overloaded, or the database cannot be written; retry after Retry-After seconds */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    replayTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    model?: string | string[];
+                    subagent_type?: string;
+                    /**
+                     * @default recorded
+                     * @enum {string}
+                     */
+                    tools?: "recorded" | "live";
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted: the replay, queued or running; follow it on streamUrl */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaskAccepted"];
+                };
+            };
+            /** @description Invalid request: `error.details` names each field and what is wrong with it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong API key (only while API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such task, workspace, file or route for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This Idempotency-Key was already used with a different body */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit, queue limit or auth-failure limit was reached; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected failure of the service */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Shutting down, overloaded, or the database cannot be written; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The disk that holds the database is full */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };

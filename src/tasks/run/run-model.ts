@@ -21,6 +21,7 @@ import { startTaskEgress, type TaskEgress } from './task-egress.ts';
 import { TaskTakenOver } from '../../store/task-store.ts';
 
 import { createTaskObserver, type TaskObserver } from './task-observer.ts';
+import { createReplayer } from './replayer.ts';
 
 /**
  * A task of a model agent: the agent loop over the definition's tools, from the task's stored
@@ -37,6 +38,8 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
   // limits do; the kinds of child it may start are those its limits can hold (tool-set.ts).
   const types = deps.registry.list().filter((t) => childTypeOffered(limits, t));
   const children = row.maxDepth > 0 ? deps.children : undefined;
+  // A replay answers the calls that follow its original's record from it (replayer.ts).
+  const replayer = row.replay ? await createReplayer(ctx, row) : null;
   const tools = toolsOf(limits, def, {
     outputSchema: body.options?.outputSchema,
     clientTools: body.options?.clientTools,
@@ -157,13 +160,13 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
       compaction: { atTokens: def.compactAtTokens, model: guarded(compactionModel), modelId: compactionModel },
       // One key for a task and its follow-ups: the provider keeps their common prefix cached.
       ...(deps.promptCacheKey && { promptCacheKey: row.sessionId ?? row.id }),
-      tools,
+      tools: replayer ? tools.map((t) => replayer.wrap(t)) : tools,
       toolContext,
       maxSteps: Math.min(body.options?.maxSteps ?? def.maxSteps, def.maxSteps),
       maxRetries: deps.limits.modelMaxRetries,
       temperature: def.temperature,
       signal,
-      observer: watch,
+      observer: replayer ? { ...watch, toolCall: (step, call) => (replayer.saw(step, call.toolCallId), watch.toolCall(step, call)) } : watch,
     });
   } finally {
     watch.close();
@@ -176,6 +179,7 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
     artifacts: result.complete?.artifacts ?? [],
     skipped: result.complete?.skipped ?? [],
     output: result.complete?.output ?? null,
+    ...(replayer && { replay: { ...row.replay!, divergedAtStep: replayer.divergedAtStep() } }),
   };
   if (result.aborted) return { ...endingOfAbort(abortCode(signal)), ...delivered };
   if (result.stalled) {

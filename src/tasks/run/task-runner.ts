@@ -8,6 +8,7 @@ import { PathError } from '../../workspace/path-guard.ts';
 import { enterFolder, openWorkspace } from '../../workspace/workspace.ts';
 import { changesOf, enterWorktree, removeWorktree, worktreeDir, WorktreeError } from '../../workspace/worktree.ts';
 import { failed, type Ending } from '../writes/finish-task.ts';
+import { compareReplay } from './replay-comparison.ts';
 import { createRunContext, type RunContext, type RunnerDeps, type TaskRun } from './run-context.ts';
 import { runExternal } from './run-external.ts';
 import { runModel } from './run-model.ts';
@@ -137,6 +138,8 @@ export function createTaskRunner(deps: RunnerDeps) {
     const completedAt = deps.now();
     // What it changed in its copy, however it ended (files it wrote before an error count too).
     if (worktree) ending = { ...ending, worktree: await worktreeEnding(worktree, completedAt, log) };
+    // A replay: how it compares with its original (replay-comparison.ts).
+    if (row.replay) ending = { ...ending, replay: await compareReplay(ctx, row, ending, worktree).catch(() => ending.replay ?? row.replay) };
     // Waits (holding the task's slot) while the database cannot be written, then writes in order.
     const finished = await ctx.writes.finish(row, ending, completedAt);
     trace.end(finished, finished.errorMessage);

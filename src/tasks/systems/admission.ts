@@ -10,7 +10,7 @@ import { checkClientTools } from '../../tools/client-tool.ts';
 import { compileOutputSchema } from '../../tools/complete.ts';
 import { UnknownProviderError, type ModelProvider } from '../../loop/model-provider.ts';
 import { workspaceToolNames } from '../../tools/workspace-tools.ts';
-import type { CreateTaskBody } from '../../shapes/task.ts';
+import type { CreateTaskBody, ReplayState } from '../../shapes/task.ts';
 import type { TaskRow } from '../../store/schema.ts';
 import type { StorageFault } from '../../store/storage-guard.ts';
 import type { QueueRoom, TaskStore } from '../../store/task-store.ts';
@@ -167,6 +167,26 @@ export async function sessionOf(store: TaskStore, tenant: string, body: CreateTa
   return { sessionId: earlier.sessionId ?? earlier.id, previousTaskId: earlier.id };
 }
 
+/** How a task is admitted, beside its body: see task-service.ts's `submit`. */
+export interface SubmitOptions {
+  /** A repeated key with the same body answers the first task (409 with another body). */
+  idempotencyKey?: string;
+  /** W3C traceparent of the caller's span. */
+  traceParent?: string;
+  /** Stores what must exist before the new task can start (an A2A push config). */
+  beforeQueue?: (row: TaskRow) => Promise<unknown>;
+  /** A child task (nesting): its depth, the task that starts it, the root's limit. */
+  lineage?: Lineage;
+  /** A replay (replay-system.ts): the task it replays, and how. */
+  replay?: ReplayState;
+  /**
+   * The caller waits for the task's end: a new task is answered as admitted, with `ended`, a wait
+   * that listens from before the task is stored, so it never reads the task (two reads less, two
+   * round trips on PostgreSQL).
+   */
+  waiting?: boolean;
+}
+
 /** A new task as stored before it is queued. */
 export function newTaskRow(
   id: string,
@@ -226,6 +246,7 @@ export function newTaskRow(
     activity: null,
     waitingOnChild: 0,
     worktree: null,
+    replay: null,
     purgedAt: null,
     ...lineage,
   };

@@ -34,6 +34,8 @@ export function toTaskOutput(row: TaskRow, progress: Progress | null = null): Ta
         }
       : null,
     error: row.errorCode ? { code: row.errorCode, message: row.errorMessage ?? '' } : null,
+    replayOf: row.replay?.of ?? null,
+    replay: row.replay ?? null,
     purged: row.purgedAt !== null,
     createdAt: iso(row.createdAt),
     startedAt: iso(row.startedAt),
