@@ -174,4 +174,45 @@ describe('RECOVERY_MODE=resume after kill -9', () => {
       await kill9(next);
     }
   });
+
+  it('resumes a replay killed mid-way where it was in the record: no recorded call runs, none is answered twice', async () => {
+    let hung = false;
+    model.script('RESUME-REPLAY', (ctx) => {
+      if (ctx.turn === 0) return { toolCalls: [{ name: 'bash', args: { command: 'echo ran >> log.txt' } }], usage: { input: 10, output: 1 } };
+      // The replay's second step hangs the first time: the service is killed while it waits, and
+      // the step is made again after the restart, its call the record's second.
+      if (ctx.turn === 1 && ctx.model === 'replay-model' && !hung) {
+        hung = true;
+        return { delayMs: 60_000, text: 'never arrives' };
+      }
+      if (ctx.turn === 1) return { toolCalls: [{ name: 'write_file', args: { path: 'notes.md', content: 'notes' } }], usage: { input: 20, output: 2 } };
+      return { toolCalls: [{ name: 'complete', args: { summary: 'notes written', paths: ['notes.md'] } }], usage: { input: 30, output: 3 } };
+    });
+    const post = (svc: ChildService, route: string, body: unknown) =>
+      json(`${svc.url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const first = await startChildService(env);
+    const original = (await post(first, '/tasks?wait=true', taskBody({ prompt: 'RESUME-REPLAY', context: { parentTaskId: 'T-resume-4', userId: 'u-1' } })))
+      .body;
+    expect(original.status).toBe('completed');
+    const replay = (await post(first, `/tasks/${original.id}/replay`, { model: 'replay-model' })).body;
+    await until(async () => hung && (await json(`${first.url}/tasks/${replay.id}`)).body.steps === 1);
+    await kill9(first);
+
+    const next = await startChildService(env);
+    try {
+      await until(async () => (await json(`${next.url}/tasks/${replay.id}`)).body.status === 'completed');
+      const task = (await json(`${next.url}/tasks/${replay.id}`)).body;
+      expect(task).toMatchObject({ summary: 'notes written', replayOf: original.id, replay: { divergedAtStep: null, comparison: { sameSummary: true } } });
+      const stream = await openStream(`${next.url.replace('http', 'ws')}/tasks/${replay.id}/stream`);
+      await stream.closed;
+      const types = stream.messages.map((m) => m.type);
+      expect(types.filter((t) => t === 'tool.replayed')).toHaveLength(2);
+      expect(types).not.toContain('replay.diverged');
+      expect(types).toContain('task.resumed');
+      // The command ran once, in the original's run.
+      expect(readFileSync(path.join(dir, 'workspaces', 'T-resume-4', 'log.txt'), 'utf8')).toBe('ran\n');
+    } finally {
+      await kill9(next);
+    }
+  });
 });
