@@ -32,6 +32,7 @@ export const a2aRoutes: FastifyPluginAsyncZod<A2aRoutesOptions> = async (app, op
   app.get(
     `/${AGENT_CARD_PATH}`,
     {
+      config: { access: 'public' },
       schema: {
         operationId: 'getAgentCard',
         summary: 'The A2A agent card',
@@ -48,6 +49,7 @@ export const a2aRoutes: FastifyPluginAsyncZod<A2aRoutesOptions> = async (app, op
   app.post(
     A2A_PATH,
     {
+      config: { access: 'submit' },
       schema: {
         operationId: 'a2aJsonRpc',
         summary: 'A2A JSON-RPC endpoint',

@@ -83,7 +83,7 @@ export const accessRoutes: FastifyPluginAsyncZod<{
   app.delete(
     '/tasks/:id',
     {
-      config: { audit: 'task.purged' },
+      config: { access: 'admin', audit: 'task.purged' },
       schema: {
         operationId: 'purgeTask',
         summary: "Purge a finished task's content (admin)",
@@ -102,7 +102,7 @@ export const accessRoutes: FastifyPluginAsyncZod<{
     '/users/:userId',
     {
       // The erased id, not the user's: the audit log must not keep what was erased.
-      config: { audit: (r) => ({ action: 'user.erased', target: `/users/${erasedIdOf((r.params as { userId: string }).userId)}` }) },
+      config: { access: 'admin', audit: (r) => ({ action: 'user.erased', target: `/users/${erasedIdOf((r.params as { userId: string }).userId)}` }) },
       schema: {
         operationId: 'eraseUser',
         summary: 'Erase a user: purge every task of theirs, keep their usage under an opaque id (admin)',
@@ -126,6 +126,7 @@ export const accessRoutes: FastifyPluginAsyncZod<{
   app.get(
     '/audit',
     {
+      config: { access: 'admin' },
       schema: {
         operationId: 'listAudit',
         summary: 'Who changed what: budgets, webhooks, keys, approvals, deletions (admin)',
@@ -168,7 +169,7 @@ export const accessRoutes: FastifyPluginAsyncZod<{
   app.post(
     '/keys',
     {
-      config: { audit: 'key.created' },
+      config: { access: 'admin', audit: 'key.created' },
       schema: {
         operationId: 'createKey',
         summary: 'Make an API key for this tenant (admin); it is shown once',
@@ -190,6 +191,7 @@ export const accessRoutes: FastifyPluginAsyncZod<{
   app.get(
     '/keys',
     {
+      config: { access: 'admin' },
       schema: {
         operationId: 'listKeys',
         summary: "This tenant's keys made with POST /keys (admin), newest first; never the keys themselves",
@@ -202,7 +204,7 @@ export const accessRoutes: FastifyPluginAsyncZod<{
   app.delete(
     '/keys/:id',
     {
-      config: { audit: 'key.revoked' },
+      config: { access: 'admin', audit: 'key.revoked' },
       schema: {
         operationId: 'revokeKey',
         summary: 'Revoke a key made with POST /keys (admin)',

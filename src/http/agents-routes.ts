@@ -8,6 +8,7 @@ export const agentsRoutes: FastifyPluginAsyncZod<{ registry: AgentRegistry }> = 
   app.get(
     '/agents',
     {
+      config: { access: 'read' },
       schema: {
         operationId: 'listAgents',
         summary: 'Subagent definitions with their resolved model, step limit and tools',

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { KeyGrant, KeyRole } from '../shapes/access.ts';
 import { AppError } from '../errors/app-error.ts';
+import { accessDenies } from './route-access.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -38,16 +39,14 @@ export interface AuthOptions {
   metricsToken?: string | null;
 }
 
-/** The one route a METRICS_TOKEN opens. */
-export const METRICS_ROUTE = '/metrics';
-
 /**
- * Bearer-key auth on every route but `/healthz`, the A2A agent card, the API documentation (`/docs`) and the console's files (`/ui`). Keys are compared in constant time (over their
- * SHA-256, so the length leaks nothing either). A METRICS_TOKEN opens `/metrics` alone, so a
- * Prometheus server needs no API key (no tenant, no task) to scrape. WebSocket routes, on an upgrade, may take
- * `?access_token=` instead, spelled exactly so. An address that keeps presenting wrong keys is
- * refused with 429 until its minute is over, whatever key it sends then, so keys cannot be guessed
- * at the rate limit's pace.
+ * Bearer-key auth, by what each route declares (`config.access`, see route-access.ts): public
+ * routes (liveness, the A2A agent card, the API documentation, the console's files) need no key.
+ * Keys are compared in constant time (over their SHA-256, so the length leaks nothing either). A
+ * METRICS_TOKEN opens the `metrics` route alone, so a Prometheus server needs no API key (no
+ * tenant, no task) to scrape. WebSocket routes, on an upgrade, may take `?access_token=` instead,
+ * spelled exactly so. An address that keeps presenting wrong keys is refused with 429 until its
+ * minute is over, whatever key it sends then, so keys cannot be guessed at the rate limit's pace.
  */
 export function registerAuth(app: FastifyInstance, opts: AuthOptions): void {
   app.decorateRequest('tenant', DEFAULT_TENANT);
@@ -60,8 +59,10 @@ export function registerAuth(app: FastifyInstance, opts: AuthOptions): void {
   const failures = createFailureCounter(opts.maxFailuresPerMinute, 60_000);
   const stored = opts.storedKeys && createKeyCache(opts.storedKeys);
   app.addHook('onRequest', async (request) => {
-    if (isPublic(request.url)) return;
-    const scrape = request.routeOptions.url === METRICS_ROUTE;
+    // A URL no route answers: any key gets its 404.
+    const access = request.is404 ? 'read' : request.routeOptions.config.access;
+    if (access === 'public') return;
+    const scrape = access === 'metrics';
     // With auth off, a METRICS_TOKEN guards /metrics and nothing else.
     if (!apiKeys && !scrape) return;
     const blocked = failures.blockedFor(request.ip);
@@ -95,7 +96,7 @@ export function registerAuth(app: FastifyInstance, opts: AuthOptions): void {
     request.tenant = grant.tenant;
     request.role = grant.role;
     request.keyFingerprint = fingerprintOf(d);
-    const denied = roleDenies(grant.role, request.method, request.routeOptions.url ?? request.url.split('?')[0]);
+    const denied = accessDenies(access, grant.role, request.method, request.routeOptions.url ?? request.url.split('?')[0]);
     if (denied) throw new AppError(403, 'forbidden', `a ${grant.role} key ${denied}`);
   });
 }
@@ -103,29 +104,6 @@ export function registerAuth(app: FastifyInstance, opts: AuthOptions): void {
 /** How a key appears in the audit log and in `/keys`: `sha256:` and the first 12 hex digits of its hash. */
 export const fingerprintOf = (hash: Buffer) => `sha256:${hash.toString('hex').slice(0, 12)}`;
 export const keyHash = (key: string) => digest(key).toString('hex');
-
-/**
- * Routes only an admin key may use: deletions and erasures, changes to budgets and webhooks, keys,
- * the audit log. (`DELETE /mcp` ends an MCP session, which any key that may use `/mcp` may do.)
- */
-function adminOnly(method: string, route: string): boolean {
-  if (route.startsWith('/keys') || route === '/audit') return true;
-  if (method === 'DELETE') return route !== '/mcp';
-  return (route.startsWith('/budgets') || route.startsWith('/webhooks')) && method !== 'GET' && method !== 'HEAD';
-}
-
-/**
- * Why a key of `role` may not call `method route`, or null when it may. A `submit` key runs tasks
- * and has nothing to do with budgets or webhooks, not even reading them; a `read` key reads
- * everything of its tenant (dashboards show budgets and webhooks too).
- */
-export function roleDenies(role: KeyRole, method: string, route: string): string | null {
-  if (role === 'admin') return null;
-  if (adminOnly(method, route)) return `may not ${method} ${route}: an admin key may`;
-  if (role === 'read' && method !== 'GET' && method !== 'HEAD') return `may only read (GET and streams), not ${method} ${route}`;
-  if (role === 'submit' && (route.startsWith('/budgets') || route.startsWith('/webhooks'))) return `has no budgets or webhooks (${method} ${route})`;
-  return null;
-}
 
 /** How long an answer about a stored key holds: a revoked key stops working on every instance within it. */
 export const KEY_CACHE_MS = 5_000;
@@ -143,24 +121,6 @@ function createKeyCache(store: NonNullable<AuthOptions['storedKeys']>) {
     cache.set(hash, { grant: grant && { tenant: grant.tenant, role: grant.role }, until: now + KEY_CACHE_MS });
     return grant;
   };
-}
-
-/**
- * Routes open without a key: liveness, and the API documentation (the UI's page, assets and the
- * OpenAPI document), so a browser can read it; it holds no tenant data.
- */
-export function isPublic(url: string): boolean {
-  const pathname = url.split('?')[0];
-  return (
-    pathname === '/healthz' ||
-    pathname === '/.well-known/agent-card.json' ||
-    pathname === '/docs' ||
-    pathname.startsWith('/docs/') ||
-    // The console's page and files (it signs in with a key and sends it on each call).
-    pathname === '/ui' ||
-    pathname === '/ui/' ||
-    pathname.startsWith('/ui/assets/')
-  );
 }
 
 function presentedKey(request: FastifyRequest): string | undefined {

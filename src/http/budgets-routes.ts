@@ -22,7 +22,7 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ budgets: Budgets; now: () =>
   app.put(
     '/budgets/:scope/:id',
     {
-      config: { audit: 'budget.set' },
+      config: { access: 'admin', audit: 'budget.set' },
       schema: {
         operationId: 'putBudget',
         summary: 'Set the standing budget of a parent task or a user',
@@ -50,6 +50,7 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ budgets: Budgets; now: () =>
   app.get(
     '/budgets/:scope/:id',
     {
+      config: { access: 'oversee' },
       schema: {
         operationId: 'getBudget',
         summary: 'The standing budget of a parent task or a user, with what it has spent',
@@ -63,7 +64,7 @@ export const budgetsRoutes: FastifyPluginAsyncZod<{ budgets: Budgets; now: () =>
   app.delete(
     '/budgets/:scope/:id',
     {
-      config: { audit: 'budget.deleted' },
+      config: { access: 'admin', audit: 'budget.deleted' },
       schema: {
         operationId: 'deleteBudget',
         summary: 'Remove the standing budget of a parent task or a user',

@@ -12,6 +12,7 @@ export const healthRoutes: FastifyPluginAsyncZod<{ metrics: Metrics; storage: St
   app.get(
     '/healthz',
     {
+      config: { access: 'public' },
       schema: {
         operationId: 'getHealth',
         summary: 'Health (no key needed)',
@@ -40,6 +41,7 @@ export const healthRoutes: FastifyPluginAsyncZod<{ metrics: Metrics; storage: St
   app.get(
     '/metrics',
     {
+      config: { access: 'metrics' },
       schema: {
         operationId: 'getMetrics',
         summary: 'Prometheus metrics (text format)',

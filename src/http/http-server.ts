@@ -9,7 +9,8 @@ import { a2aRoutes } from './a2a-routes.ts';
 import { agentsRoutes } from './agents-routes.ts';
 import { budgetsRoutes } from './budgets-routes.ts';
 import { webhooksRoutes } from './webhooks-routes.ts';
-import { isPublic, METRICS_ROUTE, redactUrl, registerAuth } from './auth.ts';
+import { redactUrl, registerAuth } from './auth.ts';
+import { declareRouteAccess } from './route-access.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './error-handler.ts';
 import { healthRoutes } from './health-routes.ts';
 import { registerOpenApi } from './openapi.ts';
@@ -92,6 +93,8 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
   server.addHook('preClose', async () => {
     for (const socket of fresh) socket.destroy();
   });
+  // Before any route: each says who may call it, and the server does not start if one does not.
+  const access = declareRouteAccess(server);
   registerAuth(server, {
     apiKeys: config.apiKeys,
     metricsToken: config.metricsToken,
@@ -106,7 +109,7 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
     max: config.rateLimitPerMinute,
     timeWindow: 60_000,
     keyGenerator: (request) => (config.apiKeys ? `tenant:${request.tenant}` : `ip:${request.ip}`),
-    allowList: (request) => request.routeOptions.url === '/healthz' || request.routeOptions.url === METRICS_ROUTE,
+    allowList: (request) => request.routeOptions.url === '/healthz' || request.routeOptions.config.access === 'metrics',
     errorResponseBuilder: (_request, context) =>
       new AppError(429, 'rate_limited', `rate limit of ${context.max} requests per minute exceeded; retry in ${context.after}`),
   });
@@ -122,7 +125,7 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
       },
     });
 
-  await registerOpenApi(server, { isPublic });
+  await registerOpenApi(server, { isPublic: access.isPublicPath });
 
   await server.register(uiRoutes);
   await server.register(healthRoutes, { metrics, storage, recovered: () => services.recovered });

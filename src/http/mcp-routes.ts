@@ -195,6 +195,7 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, { tas
   app.post(
     '/mcp',
     {
+      config: { access: 'submit' },
       schema: {
         operationId: 'mcp',
         summary: 'MCP (Streamable HTTP): the `task` tool',
@@ -243,6 +244,8 @@ export const mcpRoutes: FastifyPluginAsync<McpRoutesOptions> = async (app, { tas
     app.route({
       method,
       url: '/mcp',
+      // Any key reads the stream; ending a session is a write, as calling a tool is.
+      config: { access: method === 'GET' ? 'read' : 'submit' },
       schema: {
         operationId: method === 'GET' ? 'mcpStream' : 'mcpEndSession',
         summary: method === 'GET' ? "MCP: a session's server-to-client stream (SSE)" : 'MCP: end a session',

@@ -291,5 +291,12 @@ export async function registerOpenApi(app: FastifyInstance, opts: { isPublic: (u
     transform,
     transformObject: (input) => pruneSchemas(finishDocument(transformObject(input) as DocumentLike, opts.isPublic)) as ReturnType<typeof transformObject>,
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  // The documentation's page, files and document are public: its routes are the plugin's, so they
+  // are declared by a hook of the context that registers it.
+  await app.register(async (docs) => {
+    docs.addHook('onRoute', (route) => {
+      route.config = { ...route.config, access: 'public' };
+    });
+    await docs.register(swaggerUi, { routePrefix: '/docs' });
+  });
 }

@@ -8,6 +8,7 @@ export const replayRoutes: FastifyPluginAsyncZod<{ tasks: TaskService }> = async
   app.post(
     '/tasks/:id/replay',
     {
+      config: { access: 'submit' },
       schema: {
         operationId: 'replayTask',
         summary: 'Run a finished model task again on another model or definition',

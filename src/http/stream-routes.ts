@@ -91,7 +91,7 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
   app.route({
     method: 'GET',
     url: '/tasks/:id/stream',
-    config: { acceptsQueryToken: 'websocket' },
+    config: { access: 'read', acceptsQueryToken: 'websocket' },
     handler: upgradeRequired,
     schema: {
       operationId: 'streamTask',
@@ -122,7 +122,7 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
   app.route({
     method: 'GET',
     url: '/stream',
-    config: { acceptsQueryToken: 'websocket' },
+    config: { access: 'read', acceptsQueryToken: 'websocket' },
     handler: upgradeRequired,
     schema: {
       operationId: 'streamParent',
@@ -145,7 +145,7 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
   app.get(
     '/tasks/:id/events',
     {
-      config: { acceptsQueryToken: 'always' },
+      config: { access: 'read', acceptsQueryToken: 'always' },
       schema: {
         operationId: 'taskEvents',
         summary: 'Progress events of one task (server-sent events)',
@@ -173,7 +173,7 @@ export const streamRoutes: FastifyPluginAsyncZod<StreamRoutesOptions> = async (a
   app.get(
     '/events',
     {
-      config: { acceptsQueryToken: 'always' },
+      config: { access: 'read', acceptsQueryToken: 'always' },
       schema: {
         operationId: 'parentEvents',
         summary: 'Progress events of every task of a parent task (server-sent events)',

@@ -34,6 +34,7 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
   app.post(
     '/tasks',
     {
+      config: { access: 'submit' },
       schema: {
         operationId: 'createTask',
         summary: 'Run a subagent task',
@@ -88,6 +89,7 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
   app.get(
     '/tasks',
     {
+      config: { access: 'read' },
       schema: {
         operationId: 'listTasks',
         summary: 'List tasks, newest first',
@@ -105,6 +107,7 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
   app.get(
     '/tasks/:id',
     {
+      config: { access: 'read' },
       schema: {
         operationId: 'getTask',
         summary: 'Get a task',
@@ -118,6 +121,7 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
   app.post(
     '/tasks/:id/cancel',
     {
+      config: { access: 'submit' },
       schema: {
         operationId: 'cancelTask',
         summary: 'Cancel a task (idempotent)',
@@ -132,6 +136,7 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
   app.post(
     '/tasks/:id/messages',
     {
+      config: { access: 'submit' },
       schema: {
         operationId: 'steerTask',
         summary: 'Steer a queued or running task',
@@ -153,6 +158,7 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
   app.get(
     '/tasks/:id/messages',
     {
+      config: { access: 'read' },
       schema: {
         operationId: 'getTaskMessages',
         summary: "A task's conversation as the model saw it",
@@ -169,6 +175,7 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
   app.post(
     '/tasks/:id/resume',
     {
+      config: { access: 'submit' },
       schema: {
         operationId: 'resumeTask',
         summary: 'Resume a task paused at a budget',
@@ -188,7 +195,7 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
   app.post(
     '/tasks/:id/approvals/:requestId',
     {
-      config: { audit: (r) => ({ action: `approval.${(r.body as { decision: string }).decision}` }) },
+      config: { access: 'submit', audit: (r) => ({ action: `approval.${(r.body as { decision: string }).decision}` }) },
       schema: {
         operationId: 'answerApproval',
         summary: 'Answer a tool call waiting for approval',
@@ -207,6 +214,7 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
   app.post(
     '/tasks/:id/tool-results/:requestId',
     {
+      config: { access: 'submit' },
       schema: {
         operationId: 'submitToolResult',
         summary: "Post the result of a caller-run tool's call",

@@ -51,9 +51,9 @@ export const uiRoutes: FastifyPluginAsync<{ dir?: string }> = async (app, opts) 
     if (!files) throw notBuilt();
     return secure(reply).type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(files.index);
   };
-  app.get('/ui', { schema: { hide: true } }, page);
-  app.get('/ui/', { schema: { hide: true } }, page);
-  app.get<{ Params: { file: string } }>('/ui/assets/:file', { schema: { hide: true } }, async (request, reply) => {
+  app.get('/ui', { config: { access: 'public' }, schema: { hide: true } }, page);
+  app.get('/ui/', { config: { access: 'public' }, schema: { hide: true } }, page);
+  app.get<{ Params: { file: string } }>('/ui/assets/:file', { config: { access: 'public' }, schema: { hide: true } }, async (request, reply) => {
     if (!files) throw notBuilt();
     const body = files.assets.get(request.params.file);
     if (!body) throw new AppError(404, 'not_found', `no console file ${request.params.file.slice(0, 100)}`);

@@ -41,6 +41,7 @@ export const usageRoutes: FastifyPluginAsyncZod<{ usage: UsageStore }> = async (
   app.get(
     '/usage',
     {
+      config: { access: 'read' },
       schema: {
         operationId: 'getUsage',
         summary: 'Usage totals, optionally grouped',
@@ -66,6 +67,7 @@ export const usageRoutes: FastifyPluginAsyncZod<{ usage: UsageStore }> = async (
   app.get(
     '/usage/records',
     {
+      config: { access: 'read' },
       serializerCompiler: plainJson,
       schema: {
         operationId: 'listUsageRecords',

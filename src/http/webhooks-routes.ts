@@ -43,7 +43,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<WebhooksRoutesOptions> = asyn
   app.post(
     '/webhooks',
     {
-      config: { audit: 'webhook.created' },
+      config: { access: 'admin', audit: 'webhook.created' },
       schema: {
         operationId: 'createWebhook',
         summary: 'Register a webhook endpoint for task events',
@@ -72,7 +72,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<WebhooksRoutesOptions> = asyn
   app.post(
     '/webhooks/:id/enable',
     {
-      config: { audit: 'webhook.enabled' },
+      config: { access: 'admin', audit: 'webhook.enabled' },
       schema: {
         operationId: 'enableWebhook',
         summary: 'Turn a disabled endpoint back on',
@@ -91,6 +91,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<WebhooksRoutesOptions> = asyn
   app.get(
     '/webhooks',
     {
+      config: { access: 'oversee' },
       schema: {
         operationId: 'listWebhooks',
         summary: "The tenant's webhook endpoints (without secrets)",
@@ -103,7 +104,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<WebhooksRoutesOptions> = asyn
   app.delete(
     '/webhooks/:id',
     {
-      config: { audit: 'webhook.deleted' },
+      config: { access: 'admin', audit: 'webhook.deleted' },
       schema: {
         operationId: 'deleteWebhook',
         summary: 'Remove a webhook endpoint (its pending deliveries are dropped)',
@@ -120,6 +121,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<WebhooksRoutesOptions> = asyn
   app.get(
     '/webhooks/:id/deliveries',
     {
+      config: { access: 'oversee' },
       schema: {
         operationId: 'listWebhookDeliveries',
         summary: "An endpoint's deliveries, newest first",
@@ -138,7 +140,7 @@ export const webhooksRoutes: FastifyPluginAsyncZod<WebhooksRoutesOptions> = asyn
   app.post(
     '/webhooks/deliveries/:deliveryId/retry',
     {
-      config: { audit: 'delivery.retried' },
+      config: { access: 'admin', audit: 'delivery.retried' },
       schema: {
         operationId: 'retryWebhookDelivery',
         summary: 'Send a delivery again now (a failed one becomes pending)',

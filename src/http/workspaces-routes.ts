@@ -81,6 +81,7 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
   app.get(
     '/workspaces/:parentTaskId',
     {
+      config: { access: 'read' },
       schema: {
         operationId: 'listWorkspace',
         summary: 'List a workspace',
@@ -100,6 +101,7 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
   app.put(
     '/workspaces/:parentTaskId/files/*',
     {
+      config: { access: 'submit' },
       schema: {
         operationId: 'putWorkspaceFile',
         summary: 'Upload a workspace file',
@@ -156,7 +158,7 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
   app.delete(
     '/workspaces/:parentTaskId/files/*',
     {
-      config: { audit: 'workspace.file_deleted' },
+      config: { access: 'admin', audit: 'workspace.file_deleted' },
       schema: {
         operationId: 'deleteWorkspaceFile',
         summary: 'Delete a workspace file or folder',
@@ -187,6 +189,7 @@ export const workspacesRoutes: FastifyPluginAsyncZod<{ workspacesDirOf: Workspac
   app.get(
     '/workspaces/:parentTaskId/files/*',
     {
+      config: { access: 'read' },
       schema: {
         operationId: 'getWorkspaceFile',
         summary: 'Download a workspace file',

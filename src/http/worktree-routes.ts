@@ -11,6 +11,7 @@ export const worktreeRoutes: FastifyPluginAsyncZod<{ tasks: TaskService }> = asy
   app.post(
     '/tasks/:id/apply',
     {
+      config: { access: 'submit' },
       schema: {
         operationId: 'applyTaskChanges',
         summary: "Write a worktree task's changes into the shared workspace",
@@ -32,6 +33,7 @@ export const worktreeRoutes: FastifyPluginAsyncZod<{ tasks: TaskService }> = asy
   app.get(
     '/tasks/:id/changes.diff',
     {
+      config: { access: 'read' },
       schema: {
         operationId: 'getTaskChangesDiff',
         summary: "A worktree task's changes as a unified diff",
@@ -54,6 +56,7 @@ export const worktreeRoutes: FastifyPluginAsyncZod<{ tasks: TaskService }> = asy
   app.get(
     '/tasks/:id/files/*',
     {
+      config: { access: 'read' },
       schema: {
         operationId: 'getTaskFile',
         summary: 'Download a file as a task sees it',
