@@ -1,11 +1,15 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ulid } from '../../util/ids.ts';
+import { createWakeUp } from '../../util/wake-up.ts';
 import { capPayload } from '../../events/cap-payload.ts';
 import type { TaskRow, WaitingCalls } from '../../store/schema.ts';
 import type { RunContext } from './run-context.ts';
 
-/** How often a runner looks for the answer to a live request (another instance may store it). */
-const ANSWER_POLL_MS = 250;
+/**
+ * How often a runner reads its live request's row even when nothing said it was answered: the
+ * answer's `approval.answered` event wakes it (published here, or announced by the instance that
+ * stored it); this covers an announcement lost on its way.
+ */
+export const ANSWER_SAFETY_POLL_MS = 2_000;
 
 /** A request the caller answers while the task runs on: an ACP agent's permission, a command's unknown host. */
 export interface LiveRequest {
@@ -19,10 +23,11 @@ export interface LiveRequest {
  * request, a command's connection to a host off its allow-list): each is stored with the task
  * (`waiting_calls`, `live`) with `approval.requested`, answered through `POST
  * /tasks/:id/approvals/:requestId` on any instance or denied by the approval timeout
- * (approval-system.ts), and read back here while the process waits. One at a time (the row holds
- * the calls of one wait). A cancelled task denies.
+ * (approval-system.ts), and read back here while the process waits, each time the task's
+ * `approval.answered` event says it may be there. One at a time (the row holds the calls of one
+ * wait). A cancelled task denies. `safetyPollMs`: see ANSWER_SAFETY_POLL_MS.
  */
-export function createLiveApprovals(ctx: RunContext, row: TaskRow, signal: AbortSignal) {
+export function createLiveApprovals(ctx: RunContext, row: TaskRow, signal: AbortSignal, safetyPollMs = ANSWER_SAFETY_POLL_MS) {
   const { deps } = ctx;
   let queue: Promise<unknown> = Promise.resolve();
 
@@ -48,6 +53,11 @@ export function createLiveApprovals(ctx: RunContext, row: TaskRow, signal: Abort
       append(row, 'approval.requested', request);
     });
     const stop = withdrawn ? AbortSignal.any([signal, withdrawn]) : signal;
+    // Listening first, then reading: an answer stored between the two is not missed.
+    const answers = createWakeUp();
+    const unsubscribe = deps.events.subscribe(row.id, (e) => {
+      if (e.type === 'approval.answered') answers.wake();
+    });
     let answered = false;
     try {
       while (!stop.aborted) {
@@ -56,10 +66,11 @@ export function createLiveApprovals(ctx: RunContext, row: TaskRow, signal: Abort
           answered = true;
           return answer.decision;
         }
-        await sleep(ANSWER_POLL_MS, undefined, { signal: stop }).catch(() => {});
+        await answers.wait(safetyPollMs, stop);
       }
       return 'deny';
     } finally {
+      unsubscribe();
       // Taken back unanswered (its command went away, its run ended): the request goes, and what
       // the row held before comes back. Answered while a step's approved calls run (a command of
       // one asked about a host): their record is put back, for a resume to know them. Else the
