@@ -16,6 +16,7 @@ import { pushPayload } from './a2a/mapping.ts';
 import { toTaskOutput } from './tasks/writes/task-output.ts';
 import { createDispatcher } from './webhooks/dispatcher.ts';
 import { createWebhooks, webhookOutbox, type Webhooks } from './webhooks/webhooks.ts';
+import { createReplayStore } from './store/replay-store.ts';
 import { scrubDatabase, type Db } from './store/database.ts';
 import { createSqlReader } from './store/read-worker.ts';
 import { createStorageGuard, type StorageGuard } from './store/storage-guard.ts';
@@ -193,6 +194,7 @@ export function createServices(deps: ServiceDeps): Services {
   const tasks = createTaskService({
     liveness,
     store,
+    replays: createReplayStore(db.sql),
     events,
     registry,
     models: modelProvider,

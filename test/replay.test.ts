@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
 import { startService, storedEvents, taskBody, taskEnd, type TestService } from './support/harness';
+import { until } from './support/until';
 
 /** Replays: a finished task run again on another model, its recorded tool results answering. */
 let model: ScriptedModel;
@@ -161,5 +162,55 @@ describe('POST /tasks/:id/replay', () => {
     const bad = await post(purged.id, { tools: 'sometimes' });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().error.code).toBe('invalid_request');
+  });
+});
+
+describe('POST /replays', () => {
+  it("replays 5 tasks on 2 variants: 10 rows whose costs sum to the replays' usage", async () => {
+    scriptNotes('REPLAY-BATCH', () => '# Notes\n');
+    const context = { parentTaskId: 'T-replay-batch', userId: 'u-r' };
+    const originals: string[] = [];
+    for (let i = 0; i < 5; i++) originals.push((await run(taskBody({ prompt: `REPLAY-BATCH ${i}`, context, options: { model: 'first-model' } }))).id);
+
+    const started = await svc.inject({
+      method: 'POST',
+      url: '/replays',
+      payload: { filter: { parentTaskId: 'T-replay-batch' }, variants: [{ model: 'first-model' }, { model: 'second-model' }] },
+    });
+    expect(started.statusCode, started.body).toBe(202);
+    let batch: any;
+    await until(async () => {
+      batch = (await svc.inject({ url: `/replays/${started.json().id}` })).json();
+      return batch.status === 'completed';
+    });
+    expect(batch.rows).toHaveLength(10);
+    expect(batch.rows.map((r: any) => [r.taskId, r.variant.model])).toEqual(
+      originals.flatMap((id) => [
+        [id, 'first-model'],
+        [id, 'second-model'],
+      ]),
+    );
+    expect(batch.rows.every((r: any) => r.status === 'completed' && r.replay.comparison.sameSummary && r.error === null)).toBe(true);
+    // Each row's cost is its replay's billed usage; together 5 × 6,000 + 5 × 12,000 µ$.
+    let billed = 0;
+    for (const r of batch.rows) billed += (await svc.inject({ url: `/tasks/${r.replayTaskId}` })).json().usage.costMicroUsd;
+    const rowCosts = batch.rows.reduce((sum: number, r: any) => sum + r.replay.comparison.costMicroUsd.replay, 0);
+    expect(rowCosts).toBe(billed);
+    expect(billed).toBe(90_000);
+    // Every recorded command was answered from the record: the log has the originals' 5 lines.
+    expect(readFileSync(path.join(workspace('T-replay-batch'), 'log.txt'), 'utf8')).toBe('ran\n'.repeat(5));
+  });
+
+  it('is 400 for both or neither of taskIds and filter, or more than 100 replays; 404 for an unknown task or batch', async () => {
+    const post = (payload: object) => svc.inject({ method: 'POST', url: '/replays', payload });
+    const variants = [{ model: 'first-model' }, { model: 'second-model' }];
+    expect((await post({ variants })).statusCode).toBe(400);
+    expect((await post({ variants, taskIds: ['tsk_a'], filter: {} })).statusCode).toBe(400);
+    const many = await post({ variants, taskIds: Array.from({ length: 51 }, (_, i) => `tsk_${i}`) });
+    expect(many.statusCode).toBe(400);
+    expect(many.json().error.message).toContain('at most 100 replays');
+    const unknown = await post({ variants, taskIds: ['tsk_unknown'] });
+    expect(unknown.statusCode).toBe(404);
+    expect((await svc.inject({ url: '/replays/rpb_unknown' })).statusCode).toBe(404);
   });
 });

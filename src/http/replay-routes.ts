@@ -1,7 +1,32 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { replayBodySchema, taskAcceptedSchema, taskIdParamsSchema } from '../shapes/task.ts';
+import { z } from 'zod';
+import {
+  replayBatchBodySchema,
+  replayBodySchema,
+  replayStateSchema,
+  replayVariantSchema,
+  taskAcceptedSchema,
+  taskIdParamsSchema,
+  taskStatusSchema,
+} from '../shapes/task.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { errors, json } from './openapi.ts';
+
+const replayBatchSchema = z.object({
+  id: z.string(),
+  status: z.enum(['running', 'completed']).describe('running while one of its replays has not ended'),
+  createdAt: z.string(),
+  rows: z.array(
+    z.object({
+      taskId: z.string().describe('the task replayed'),
+      variant: replayVariantSchema,
+      replayTaskId: z.string().nullable().describe('the replay; null when it could not start (see error)'),
+      status: z.union([taskStatusSchema, z.literal('refused')]),
+      replay: replayStateSchema.nullable().describe("the replay's state, its comparison once it ended"),
+      error: z.object({ code: z.string(), message: z.string() }).nullable().describe('why the replay did not start (queue_full, ...)'),
+    }),
+  ),
+});
 
 /** Replays: a finished model task run again on another model or definition, its recorded tool results answering. */
 export const replayRoutes: FastifyPluginAsyncZod<{ tasks: TaskService }> = async (app, { tasks }) => {
@@ -35,5 +60,41 @@ export const replayRoutes: FastifyPluginAsyncZod<{ tasks: TaskService }> = async
         .header('location', `/tasks/${row.id}`)
         .send({ id: row.id, status: row.status, streamUrl: `/tasks/${row.id}/stream` });
     },
+  );
+
+  app.post(
+    '/replays',
+    {
+      config: { access: 'submit' },
+      schema: {
+        operationId: 'startReplays',
+        summary: 'Replay several finished tasks, each on every variant',
+        description:
+          "One replay (as POST /tasks/{id}/replay) per task and variant: the tasks named in `taskIds`, or the tenant's finished " +
+          'model tasks that match `filter`, oldest first, as many as the batch holds (at most 100 replays in all). Every pair is ' +
+          'checked before any starts (404, 409 and 400 as for one replay). Each replay is a task within the queue and the budgets: ' +
+          'one the queue has no room for is a row with its refusal. GET /replays/{id} answers the rows.',
+        body: replayBatchBodySchema,
+        response: { 202: json('Accepted: the batch', z.object({ id: z.string() })), ...errors(400, 404, 409, 503, 507) },
+      },
+    },
+    async (request, reply) => reply.status(202).send({ id: await tasks.replays.start(request.tenant, request.body) }),
+  );
+
+  app.get(
+    '/replays/:id',
+    {
+      config: { access: 'read' },
+      schema: {
+        operationId: 'getReplays',
+        summary: 'A batch of replays: one row per task and variant, with each comparison',
+        params: z.object({ id: z.string().min(1).max(256).describe('a batch id (rpb_<ulid>)') }),
+        response: {
+          200: json('The batch as it is now', replayBatchSchema),
+          ...errors(404),
+        },
+      },
+    },
+    async (request) => tasks.replays.get(request.tenant, request.params.id),
   );
 };

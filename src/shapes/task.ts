@@ -329,6 +329,46 @@ export const replayStateSchema = z.object({
 });
 export type ReplayState = z.infer<typeof replayStateSchema>;
 
+/** One way to replay: the model or definition to run the tasks on (each the original's by default). */
+export const replayVariantSchema = z
+  .object({
+    model: modelIdsSchema.optional(),
+    subagent_type: z.string().min(1).max(64).optional(),
+  })
+  .strict();
+export type ReplayVariant = z.infer<typeof replayVariantSchema>;
+
+/** The most replays (tasks × variants) one batch starts. */
+export const MAX_REPLAY_ROWS = 100;
+
+/** `POST /replays`: replays of several finished tasks, each on every variant. */
+export const replayBatchBodySchema = z
+  .object({
+    taskIds: z.array(z.string().min(1).max(256)).min(1).max(MAX_REPLAY_ROWS).optional().describe('the tasks to replay'),
+    filter: z
+      .object({
+        parentTaskId: z.string().min(1).max(256).optional(),
+        subagent_type: z.string().min(1).max(64).optional(),
+        from: z.iso.datetime({ offset: true }).optional().describe('tasks that ended at or after this time'),
+        to: z.iso.datetime({ offset: true }).optional().describe('tasks that ended before this time'),
+      })
+      .strict()
+      .optional()
+      .describe("or the tenant's finished model tasks that match, oldest first, as many as the batch holds"),
+    variants: z.array(replayVariantSchema).min(1).max(5),
+    tools: z.enum(['recorded', 'live']).default('recorded'),
+  })
+  .strict();
+export type ReplayBatchBody = z.infer<typeof replayBatchBodySchema>;
+
+/** A batch's row as stored: the task, the variant (its index), and the replay started, or why none was. */
+export interface ReplayBatchRow {
+  taskId: string;
+  variant: number;
+  replayTaskId: string | null;
+  error: { code: string; message: string } | null;
+}
+
 export const taskOutputSchema = z.object({
   id: z.string(),
   status: taskStatusSchema,

@@ -339,3 +339,16 @@ export const apiKeys = pgTable(
   },
   (t) => [index('api_keys_tenant').on(t.tenant, t.id)],
 );
+
+/** A batch of replays (`POST /replays`): one row per (task, variant), each naming the replay it started (JSON). */
+export const replayBatches = pgTable(
+  'replay_batches',
+  {
+    id: text('id').primaryKey(),
+    tenant: text('tenant').notNull(),
+    createdAt: bigint('created_at', { mode: 'number' }).notNull(),
+    variants: text('variants').notNull(),
+    rows: text('rows').notNull(),
+  },
+  (t) => [index('replay_batches_tenant').on(t.tenant, t.id)],
+);

@@ -9,7 +9,9 @@ import type {
   TaskBudget,
   TokenCounts,
   ToolAnswer,
+  ReplayBatchRow,
   ReplayState,
+  ReplayVariant,
   WorktreeState,
 } from '../shapes/task.ts';
 import type { ModelMessage } from 'ai';
@@ -399,4 +401,17 @@ export const apiKeys = sqliteTable(
     revokedAt: integer('revoked_at'),
   },
   (t) => [index('api_keys_tenant').on(t.tenant, t.id)],
+);
+
+/** A batch of replays (`POST /replays`): one row per (task, variant), each naming the replay it started (JSON). */
+export const replayBatches = sqliteTable(
+  'replay_batches',
+  {
+    id: text('id').primaryKey(),
+    tenant: text('tenant').notNull(),
+    createdAt: integer('created_at').notNull(),
+    variants: text('variants', { mode: 'json' }).notNull().$type<ReplayVariant[]>(),
+    rows: text('rows', { mode: 'json' }).notNull().$type<ReplayBatchRow[]>(),
+  },
+  (t) => [index('replay_batches_tenant').on(t.tenant, t.id)],
 );

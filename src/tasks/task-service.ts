@@ -1,6 +1,6 @@
 import { monotonicUlid } from '../util/ids.ts';
 import { notFound, shuttingDown } from '../errors/app-error.ts';
-import type { CreateTaskBody, Progress, ReplayBody, TaskBudget, TaskOutput, ToolResultBody } from '../shapes/task.ts';
+import type { CreateTaskBody, Progress, ReplayBatchBody, ReplayBody, TaskBudget, TaskOutput, ToolResultBody } from '../shapes/task.ts';
 import { CHANNELS } from '../store/cluster-store.ts';
 import { nextPage } from '../store/paging.ts';
 import type { TaskRow } from '../store/schema.ts';
@@ -51,7 +51,7 @@ export function createTaskService(deps: TaskServiceDeps) {
     : localScheduler(deps.maxConcurrentPerTenant);
   const recovery = createRecoverySystem(res);
   const steering = createSteering(res);
-  const replays = createReplaySystem(res);
+  const replays = createReplaySystem(res, { submit: async (tenant, body, replay) => (await service.submit(tenant, body, { replay })).row });
   const pauses = createPauseSystem(res);
   // Every answer given: the task may start again (on any instance: the cluster's scheduler wakes them).
   const approvals = createApprovalSystem(res, {
@@ -173,8 +173,13 @@ export function createTaskService(deps: TaskServiceDeps) {
 
     /** Runs a finished model task again on another model or definition (replay-system.ts): the new task. */
     async replay(tenant: string, id: string, body: ReplayBody): Promise<TaskRow> {
-      const { body: again, replay } = replays.prepare(await service.get(tenant, id), body);
-      return (await service.submit(tenant, again, { replay })).row;
+      return replays.start(tenant, await service.get(tenant, id), body);
+    },
+
+    /** Replays of several tasks on several variants (replay-system.ts), and a batch as it is now. */
+    replays: {
+      start: (tenant: string, body: ReplayBatchBody) => replays.startBatch(tenant, body),
+      get: (tenant: string, id: string) => replays.batch(tenant, id),
     },
 
     /** The conversation of a task as the model saw it (the system prompt aside). */

@@ -8,6 +8,7 @@ import type { ClusterStore } from '../../src/store/cluster-store.ts';
 import { openSqlite } from '../../src/store/database.ts';
 import { createStorageGuard } from '../../src/store/storage-guard.ts';
 import { createTaskStore } from '../../src/store/task-store.ts';
+import { createReplayStore } from '../../src/store/replay-store.ts';
 import { newTaskRow } from '../../src/tasks/systems/admission.ts';
 import { createLiveness } from '../../src/tasks/run/liveness.ts';
 import { createTaskResources, type TaskServiceDeps } from '../../src/tasks/systems/task-resources.ts';
@@ -25,6 +26,7 @@ export function taskSystems(overrides: Partial<TaskServiceDeps> = {}) {
   const events = createEventLog(db.sql, { storage, now });
   const deps: TaskServiceDeps = {
     store,
+    replays: createReplayStore(db.sql),
     events,
     registry: createAgentRegistry(builtinAgents({ defaultModel: 'm', smallModel: 's' })),
     runner: { run: () => Promise.reject(new Error('no run in a unit test')) },

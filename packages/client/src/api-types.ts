@@ -280,6 +280,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/replays": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replay several finished tasks, each on every variant
+         * @description One replay (as POST /tasks/{id}/replay) per task and variant: the tasks named in `taskIds`, or the tenant's finished model tasks that match `filter`, oldest first, as many as the batch holds (at most 100 replays in all). Every pair is checked before any starts (404, 409 and 400 as for one replay). Each replay is a task within the queue and the budgets: one the queue has no room for is a row with its refusal. GET /replays/{id} answers the rows.
+         */
+        post: operations["startReplays"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/replays/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A batch of replays: one row per task and variant, with each comparison */
+        get: operations["getReplays"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/mcp": {
         parameters: {
             query?: never;
@@ -2984,6 +3021,238 @@ export interface operations {
             };
             /** @description The disk that holds the database is full */
             507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    startReplays: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    taskIds?: string[];
+                    filter?: {
+                        parentTaskId?: string;
+                        subagent_type?: string;
+                        /** Format: date-time */
+                        from?: string;
+                        /** Format: date-time */
+                        to?: string;
+                    };
+                    variants: {
+                        model?: string | string[];
+                        subagent_type?: string;
+                    }[];
+                    /**
+                     * @default recorded
+                     * @enum {string}
+                     */
+                    tools?: "recorded" | "live";
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted: the batch */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                    };
+                };
+            };
+            /** @description Invalid request: `error.details` names each field and what is wrong with it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong API key (only while API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such task, workspace, file or route for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This Idempotency-Key was already used with a different body */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit, queue limit or auth-failure limit was reached; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected failure of the service */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Shutting down, overloaded, or the database cannot be written; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The disk that holds the database is full */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getReplays: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The batch as it is now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @enum {string} */
+                        status: "running" | "completed";
+                        createdAt: string;
+                        rows: {
+                            taskId: string;
+                            variant: {
+                                model?: string | string[];
+                                subagent_type?: string;
+                            };
+                            replayTaskId: string | null;
+                            status: ("queued" | "running" | "paused" | "completed" | "aborted" | "error") | "refused";
+                            replay: {
+                                of: string;
+                                /** @enum {string} */
+                                tools: "recorded" | "live";
+                                divergedAtStep: number | null;
+                                comparison: {
+                                    steps: {
+                                        original: number;
+                                        replay: number;
+                                    };
+                                    inputTokens: {
+                                        original: number;
+                                        replay: number;
+                                    };
+                                    outputTokens: {
+                                        original: number;
+                                        replay: number;
+                                    };
+                                    costMicroUsd: {
+                                        original: number;
+                                        replay: number;
+                                    };
+                                    sameSummary: boolean;
+                                    artifacts: {
+                                        same: string[];
+                                        changed: string[];
+                                        missing: string[];
+                                    };
+                                } | null;
+                            } | null;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or wrong API key (only while API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such task, workspace, file or route for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit, queue limit or auth-failure limit was reached; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected failure of the service */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Shutting down, overloaded, or the database cannot be written; retry after Retry-After seconds */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

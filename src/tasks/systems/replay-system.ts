@@ -1,7 +1,11 @@
-import { AppError } from '../../errors/app-error.ts';
-import type { CreateTaskBody, ReplayBody, ReplayState } from '../../shapes/task.ts';
+import { AppError, notFound } from '../../errors/app-error.ts';
+import { MAX_REPLAY_ROWS, type CreateTaskBody, type ReplayBatchBody, type ReplayBatchRow, type ReplayBody, type ReplayState } from '../../shapes/task.ts';
 import type { TaskRow } from '../../store/schema.ts';
+import { ulid } from '../../util/ids.ts';
 import type { TaskResources } from './task-resources.ts';
+
+/** Starts a task (the task service's `submit`), as a replay. */
+type Submit = (tenant: string, body: CreateTaskBody, replay: ReplayState) => Promise<TaskRow>;
 
 const FINISHED: ReadonlySet<TaskRow['status']> = new Set(['completed', 'aborted', 'error']);
 
@@ -11,26 +15,117 @@ const FINISHED: ReadonlySet<TaskRow['status']> = new Set(['completed', 'aborted'
  * copy of the workspace so that nothing it runs touches the shared one. With `tools: recorded`
  * its calls equal to the original's are answered from the original's transcript (replayer.ts).
  */
-export function createReplaySystem(res: TaskResources) {
+export function createReplaySystem(res: TaskResources, opts: { submit: Submit }) {
   const { deps } = res;
+  const kindOf = (row: TaskRow) => (row.subagentType === 'shell' ? 'shell' : (deps.registry.get(row.subagentType)?.kind ?? 'model'));
+
+  /** The new task's body and its replay state, or the contract's refusal (409 unfinished or purged, 400 not a model task). */
+  function prepare(original: TaskRow, body: ReplayBody): { body: CreateTaskBody; replay: ReplayState } {
+    const id = original.id;
+    if (!FINISHED.has(original.status)) {
+      throw new AppError(409, 'task_not_finished', `task ${id} is ${original.status}: it can be replayed once it has ended`);
+    }
+    if (original.purgedAt !== null) {
+      throw new AppError(409, 'task_purged', `task ${id} was purged: its prompt and conversation are gone, so it cannot be replayed`);
+    }
+    const kind = kindOf(original);
+    if (kind !== 'model') throw new AppError(400, 'not_replayable', `task ${id} ran no model of the service (a ${kind} task): there is nothing to replay`);
+    const request = original.request;
+    const options = { ...request.options, ...(body.model !== undefined && { model: body.model }), isolation: 'worktree' as const };
+    return {
+      body: { ...request, subagent_type: body.subagent_type ?? original.subagentType, options },
+      replay: { of: id, tools: body.tools, divergedAtStep: null, comparison: null },
+    };
+  }
+
+  /** The tasks a batch replays: those named (each the tenant's), or those its filter finds. */
+  async function originalsOf(tenant: string, body: ReplayBatchBody, most: number): Promise<TaskRow[]> {
+    if (body.taskIds) {
+      const ids = [...new Set(body.taskIds)];
+      if (ids.length > most) throw tooMany(ids.length, body.variants.length);
+      return Promise.all(
+        ids.map(async (id) => {
+          const row = await deps.store.get(tenant, id);
+          if (!row) throw notFound(`task ${id}`);
+          return row;
+        }),
+      );
+    }
+    const f = body.filter!;
+    const ms = (iso: string | undefined) => (iso === undefined ? undefined : Date.parse(iso));
+    const found = await deps.replays.finished(
+      tenant,
+      { parentTaskId: f.parentTaskId, subagentType: f.subagent_type, from: ms(f.from), to: ms(f.to) },
+      MAX_REPLAY_ROWS,
+    );
+    return found.filter((row) => kindOf(row) === 'model').slice(0, most);
+  }
+
+  const tooMany = (tasks: number, variants: number) =>
+    new AppError(400, 'invalid_request', `a batch starts at most ${MAX_REPLAY_ROWS} replays: ${tasks} tasks × ${variants} variants is ${tasks * variants}`, [
+      { field: 'body.taskIds', message: `at most ${Math.floor(MAX_REPLAY_ROWS / variants)} tasks with ${variants} variants` },
+    ]);
+
   return {
-    /** The new task's body and its replay state, or the contract's refusal (409 unfinished or purged, 400 not a model task). */
-    prepare(original: TaskRow, body: ReplayBody): { body: CreateTaskBody; replay: ReplayState } {
-      const id = original.id;
-      if (!FINISHED.has(original.status)) {
-        throw new AppError(409, 'task_not_finished', `task ${id} is ${original.status}: it can be replayed once it has ended`);
+    /** Runs a finished model task again on another model or definition: the new task. */
+    async start(tenant: string, original: TaskRow, body: ReplayBody): Promise<TaskRow> {
+      const prepared = prepare(original, body);
+      return opts.submit(tenant, prepared.body, prepared.replay);
+    },
+
+    /**
+     * A batch: every (task, variant) is checked before any starts (a batch that cannot start whole
+     * starts nothing), then each replay is submitted like any task, within the queue's bounds and
+     * the budgets: one the queue has no room for is a row with its refusal, not a lost replay. The
+     * batch is stored before the first replay starts, and its rows once they all were submitted.
+     */
+    async startBatch(tenant: string, body: ReplayBatchBody): Promise<string> {
+      if ((body.taskIds === undefined) === (body.filter === undefined)) {
+        throw new AppError(400, 'invalid_request', 'invalid request: give either taskIds or filter', [
+          { field: 'body.taskIds', message: 'give either taskIds or filter, not both and not neither' },
+        ]);
       }
-      if (original.purgedAt !== null) {
-        throw new AppError(409, 'task_purged', `task ${id} was purged: its prompt and conversation are gone, so it cannot be replayed`);
+      const originals = await originalsOf(tenant, body, Math.floor(MAX_REPLAY_ROWS / body.variants.length));
+      const planned = originals.flatMap((original) =>
+        body.variants.map((variant, index) => ({ original, index, ...prepare(original, { ...variant, tools: body.tools }) })),
+      );
+      const now = deps.now();
+      const id = `rpb_${ulid(now)}`;
+      const pending: ReplayBatchRow[] = planned.map((p) => ({ taskId: p.original.id, variant: p.index, replayTaskId: null, error: null }));
+      await deps.storage.write(() => deps.replays.insert({ id, tenant, createdAt: now, variants: body.variants, rows: pending }));
+      const rows: ReplayBatchRow[] = [];
+      for (const p of planned) {
+        try {
+          const started = await opts.submit(tenant, p.body, p.replay);
+          rows.push({ taskId: p.original.id, variant: p.index, replayTaskId: started.id, error: null });
+        } catch (err) {
+          const e = err instanceof AppError ? { code: err.code, message: err.message } : { code: 'internal_error', message: 'the replay could not be started' };
+          rows.push({ taskId: p.original.id, variant: p.index, replayTaskId: null, error: e });
+        }
       }
-      const kind = original.subagentType === 'shell' ? 'shell' : (deps.registry.get(original.subagentType)?.kind ?? 'model');
-      if (kind !== 'model') throw new AppError(400, 'not_replayable', `task ${id} ran no model of the service (a ${kind} task): there is nothing to replay`);
-      const request = original.request;
-      const options = { ...request.options, ...(body.model !== undefined && { model: body.model }), isolation: 'worktree' as const };
-      return {
-        body: { ...request, subagent_type: body.subagent_type ?? original.subagentType, options },
-        replay: { of: id, tools: body.tools, divergedAtStep: null, comparison: null },
-      };
+      await deps.storage.write(() => deps.replays.setRows(id, rows));
+      return id;
+    },
+
+    /** A batch's rows with each replay as it is now; `running` while one of them has not ended. */
+    async batch(tenant: string, id: string) {
+      const batch = await deps.replays.get(tenant, id);
+      if (!batch) throw notFound(`replay batch ${id}`);
+      const rows = await Promise.all(
+        batch.rows.map(async (r) => {
+          const task = r.replayTaskId ? await deps.store.getById(r.replayTaskId) : undefined;
+          return {
+            taskId: r.taskId,
+            variant: batch.variants[r.variant],
+            replayTaskId: r.replayTaskId,
+            status: task?.status ?? ('refused' as const),
+            replay: task?.replay ?? null,
+            error: r.error,
+          };
+        }),
+      );
+      const running = rows.some((r) => r.status === 'queued' || r.status === 'running' || r.status === 'paused');
+      return { id, status: running ? ('running' as const) : ('completed' as const), createdAt: new Date(batch.createdAt).toISOString(), rows };
     },
   };
 }

@@ -8,6 +8,7 @@ import type { Budgets } from '../../money/budgets.ts';
 import type { ClusterStore } from '../../store/cluster-store.ts';
 import type { TaskRow } from '../../store/schema.ts';
 import type { StorageGuard } from '../../store/storage-guard.ts';
+import type { ReplayStore } from '../../store/replay-store.ts';
 import type { TaskStore } from '../../store/task-store.ts';
 import type { Ending } from '../writes/finish-task.ts';
 import { createTaskWrites, type TaskWrites } from '../writes/task-writes.ts';
@@ -41,6 +42,8 @@ export interface TaskServiceDeps {
   /** What `recover` does with a task a previous process left running. */
   recovery: { mode: 'resume' | 'interrupt'; maxResumes: number };
   storage: StorageGuard;
+  /** Batches of replays (`POST /replays`). */
+  replays: ReplayStore;
   /** PostgreSQL: the tasks table shared with the other instances is the queue (see cluster-store.ts). */
   cluster?: { store: ClusterStore; leaseMs: number };
 }

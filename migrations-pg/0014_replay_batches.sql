@@ -1,0 +1,9 @@
+CREATE TABLE "replay_batches" (
+	"id" text PRIMARY KEY NOT NULL,
+	"tenant" text NOT NULL,
+	"created_at" bigint NOT NULL,
+	"variants" text NOT NULL,
+	"rows" text NOT NULL
+);
+--> statement-breakpoint
+CREATE INDEX "replay_batches_tenant" ON "replay_batches" USING btree ("tenant","id");
