@@ -29,6 +29,8 @@ export interface RunCommandOptions {
   launch: (argv: string[]) => Launch;
   /** Caps the command's processes and memory (see command-cgroup.ts). */
   limiter?: CommandLimiter;
+  /** What the command reads on its standard input (a hook's event); nothing (end of input) without it. */
+  input?: string;
 }
 
 /** Exit code reported for a command killed by its timeout, as coreutils' `timeout` does. */
@@ -54,7 +56,7 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
       cwd: opts.cwd,
       env: launch.env,
       detached: true,
-      stdio: [group ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+      stdio: [group || opts.input !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe'],
     });
     if (group && child.pid !== undefined) {
       try {
@@ -62,8 +64,12 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
       } catch {
         // The cgroup went away: the command still runs under ulimit and the timeout.
       }
-      child.stdin!.on('error', () => {});
-      child.stdin!.end('\n');
+    }
+    if (child.stdin) {
+      // A command that exits without reading all of it closes the pipe: not an error of the run.
+      child.stdin.on('error', () => {});
+      // The gate reads its line byte by byte (bash's `read` on a pipe), leaving the input after it to the command.
+      child.stdin.end(`${group ? '\n' : ''}${opts.input ?? ''}`);
     }
     let pipesTimer: NodeJS.Timeout | undefined;
     const killGroup = () => {
