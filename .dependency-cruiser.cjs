@@ -12,7 +12,7 @@ const LAYERS = [
   ['config, webhooks', '^src/(config|webhooks)/'],
   ['workspace, sandbox', '^src/(workspace|sandbox)/'],
   ['tools', '^src/tools/'],
-  ['definitions', '^src/definitions/'],
+  ['definitions, hooks', '^src/(definitions|hooks)/'],
   ['loop, acp, mcp', '^src/(loop|acp|mcp)/'],
   ['tasks: writes', '^src/tasks/writes/'],
   ['tasks: the run path', '^src/tasks/run/'],

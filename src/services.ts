@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config/config.ts';
 import { builtinAgents, createAgentRegistry, type AgentRegistry } from './definitions/agent-registry.ts';
 import { loadAgentFiles } from './definitions/load-agent-files.ts';
+import { hasUrlHooks } from './hooks/hook-spec.ts';
 import { createEventLog, type EventLog } from './events/event-log.ts';
 import { createLogger } from './logging/logger.ts';
 import { createModelProvider, type ModelProvider } from './loop/model-provider.ts';
@@ -85,6 +86,17 @@ function announcedElsewhere(payload: string, self: string): string[] {
 function loadRegistry(config: Config, logger: Logger): AgentRegistry {
   const names = { defaultModel: config.defaultModel, smallModel: config.smallModel };
   const loaded = loadAgentFiles(config.agentsDir, names);
+  // A definition whose hooks cannot be run must not run without them: the start stops, naming it.
+  const broken = loaded.errors.filter((e) => e.field === 'hooks' || e.field.startsWith('hooks.'));
+  const unsigned = config.hookSecret ? [] : loaded.definitions.filter((d) => hasUrlHooks(d.hooks));
+  if (broken.length > 0 || unsigned.length > 0) {
+    throw new Error(
+      [
+        ...broken.map((e) => `subagent definition ${e.name ? `"${e.name}" ` : ''}(${e.file}): ${e.field}: ${e.message}`),
+        ...unsigned.map((d) => `subagent definition "${d.type}": its URL hooks are signed with HOOK_SECRET, which is not set`),
+      ].join('; '),
+    );
+  }
   for (const e of loaded.errors) logger.error(e, `skipped subagent definition ${e.file}: ${e.field}: ${e.message}`);
   if (loaded.definitions.length > 0) {
     logger.info({ types: loaded.definitions.map((d) => d.type), dir: config.agentsDir }, 'loaded subagent definitions');
@@ -173,6 +185,7 @@ export function createServices(deps: ServiceDeps): Services {
     },
     approvalTimeoutMs: config.approvalTimeoutMs,
     egress: config.egress,
+    hooks: { secret: config.hookSecret, allowPrivate: config.webhooks.allowPrivate },
     promptCacheKey: config.promptCacheKey,
     secrets: [config.openaiApiKey, config.anthropicApiKey, config.googleApiKey, ...Object.values(config.providers).map((p) => p.apiKey)].filter(
       (k) => k !== undefined,

@@ -119,6 +119,7 @@ describe('the OpenAPI document', () => {
       'tool.requested',
       'tool.answered',
       'network.request',
+      'hook.ran',
       'task.finished',
       'heartbeat',
     ]);

@@ -91,6 +91,11 @@ export const configSchema = z.object({
   WEBHOOK_GIVE_UP_MS: intFrom(3 * 86_400_000, 1000),
   WEBHOOK_DISABLE_AFTER_MS: intFrom(5 * 86_400_000, 1000),
   MAX_WEBHOOKS_PER_TENANT: intFrom(16, 1),
+  // The Standard Webhooks secret (whsec_<base64>) that signs what URL hooks of definitions are sent.
+  HOOK_SECRET: z
+    .string()
+    .regex(/^whsec_[A-Za-z0-9+/]{24,}={0,2}$/, 'must be a Standard Webhooks secret: whsec_ then at least 18 bytes in base64')
+    .optional(),
   // /mcp sessions: at most so many on an instance (503 past it), per tenant and per key (429: one
   // tenant cannot take them all), each ended after so long without a request.
   MCP_MAX_SESSIONS: intFrom(1000),
@@ -196,6 +201,8 @@ function toConfig(env: z.output<typeof configSchema>, raw: Record<string, string
       disableAfterMs: env.WEBHOOK_DISABLE_AFTER_MS,
       maxPerTenant: env.MAX_WEBHOOKS_PER_TENANT,
     },
+    /** HOOK_SECRET: signs URL hooks (a definition with one does not load without it). */
+    hookSecret: env.HOOK_SECRET ?? null,
     mcp: {
       maxSessions: env.MCP_MAX_SESSIONS,
       // A share is never more than the whole.

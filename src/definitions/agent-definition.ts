@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { permissionsSchema } from '../shapes/permissions.ts';
+import { hooksSchema } from '../hooks/hook-spec.ts';
 import { effortSchema, maxOutputTokensSchema, networkPolicySchema, topPSchema } from '../shapes/task.ts';
 
 /**
@@ -48,6 +49,8 @@ export const agentDefinitionSchema = z.object({
   permissions: permissionsSchema.optional(),
   /** What its commands reach (the front matter's `network`): nothing (absent, `none`) or the hosts of `allow`. */
   network: networkPolicySchema.optional(),
+  /** Commands or URLs told of its tool calls before and after they run, and of its `complete` (the front matter's `hooks`). */
+  hooks: hooksSchema.optional(),
   /** MCP servers whose tools its model gets, by name (`mcp__<name>__<tool>`). */
   mcpServers: z.record(z.string(), mcpServerSpecSchema).optional(),
   /** Which MCP tools: names or `mcp__<server>` prefixes of the front matter's `tools` (absent: all), less those of `disallowedTools`. */
@@ -89,10 +92,29 @@ export const agentSummarySchema = agentDefinitionSchema.pick({
   omitProjectInstructions: true,
 });
 
-/** What `GET /agents` says of a definition: its summary, and its MCP servers by name only (no command, URL or variable). */
+/** What `GET /agents` says of a hook: what it is told of and whether it is a command or a URL (never which). */
+const hookListedSchema = z.object({ matcher: z.string(), type: z.enum(['command', 'url']) });
+
+/**
+ * What `GET /agents` says of a definition: its summary, its MCP servers by name only, its hooks by
+ * matcher and type (no command, URL or variable).
+ */
 export function summaryOf(d: AgentDefinition) {
-  return { ...agentSummarySchema.parse(d), ...(d.mcpServers && { mcpServers: Object.keys(d.mcpServers) }) };
+  const hooks = d.hooks && Object.entries(d.hooks).filter(([, list]) => list && list.length > 0);
+  return {
+    ...agentSummarySchema.parse(d),
+    ...(d.mcpServers && { mcpServers: Object.keys(d.mcpServers) }),
+    ...(hooks?.length && {
+      hooks: Object.fromEntries(
+        hooks.map(([event, list]) => [event, list.map((h) => ({ matcher: h.matcher ?? '*', type: h.command !== undefined ? 'command' : 'url' }))]),
+      ),
+    }),
+  };
 }
 export const agentListedSchema = agentSummarySchema.extend({
   mcpServers: z.array(z.string()).optional().describe('its MCP servers, by name: their tools are offered as mcp__<name>__<tool>'),
+  hooks: z
+    .object({ PreToolUse: z.array(hookListedSchema).optional(), PostToolUse: z.array(hookListedSchema).optional(), Stop: z.array(hookListedSchema).optional() })
+    .optional()
+    .describe('its hooks by event: what each is told of, and whether it runs a command or calls a URL'),
 });

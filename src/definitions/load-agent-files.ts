@@ -9,6 +9,7 @@ import { workspaceToolNames } from '../tools/workspace-tools.ts';
 import { mcpServerSpecSchema, type AgentDefinition } from './agent-definition.ts';
 import { DEFAULT_COMPACT_AT_TOKENS, FORBIDDEN_TOOLS, resolveCompactionModel, resolveModelName, resolveTools, type ModelNames } from './agent-registry.ts';
 import { pathGlobProblem } from './permissions.ts';
+import { HOOK_EVENTS, hooksSchema } from '../hooks/hook-spec.ts';
 
 /** Names a definition may mention: every workspace tool, `complete`, and the forbidden ones (removed). */
 const KNOWN_TOOLS = new Set<string>([...workspaceToolNames, 'complete', ...FORBIDDEN_TOOLS]);
@@ -57,6 +58,8 @@ export const agentFileSchema = z
     compactAtTokens: z.number().int().min(1000).optional(),
     /** What its commands reach: `none` (default) or `{ allow: [host patterns] }` through the service's proxy. */
     network: networkPolicySchema.optional(),
+    /** `PreToolUse`, `PostToolUse`, `Stop`: each a list of `{ matcher?, command | url, timeoutMs? }`. */
+    hooks: hooksSchema.optional(),
     /** MCP servers whose tools the model gets (`mcp__<name>__<tool>`): `{ command, args?, env? }` or `{ url, headers? }`. */
     mcpServers: z
       .record(z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, 'a server name is 1-32 characters of A-Z, a-z, 0-9, "_" or "-"'), mcpServerSpecSchema)
@@ -71,6 +74,8 @@ export const agentFileSchema = z
   })
   .superRefine((fm, ctx) => {
     if (fm.kind === 'acp' && !fm.command) ctx.addIssue({ code: 'custom', path: ['command'], message: 'is required when kind is "acp"' });
+    // An external agent's tool calls are its own: no hook of the service sees them.
+    if (fm.kind === 'acp' && fm.hooks) ctx.addIssue({ code: 'custom', path: ['hooks'], message: 'is for model definitions, not kind "acp"' });
   });
 
 const isMcp = (t: string) => t.startsWith('mcp__');
@@ -78,6 +83,8 @@ const withoutMcp = (tools: string[]) => tools.filter((t) => !isMcp(t));
 
 export interface AgentFileError {
   file: string;
+  /** The definition's `name`, when its front matter has one. */
+  name?: string;
   field: string;
   message: string;
 }
@@ -105,7 +112,10 @@ export function loadAgentFiles(dir: string, names: ModelNames): { definitions: A
       matter(vfile, { strip: true });
       const parsed = agentFileSchema.safeParse(vfile.data.matter ?? {});
       if (!parsed.success) {
-        for (const issue of parsed.error.issues) errors.push({ file, field: issue.path.join('.') || '(front matter)', message: issue.message });
+        const named = (vfile.data.matter as { name?: unknown } | undefined)?.name;
+        for (const issue of parsed.error.issues) {
+          errors.push({ file, ...(typeof named === 'string' && { name: named }), field: issue.path.join('.') || '(front matter)', message: issue.message });
+        }
         continue;
       }
       const fm = parsed.data;
@@ -154,6 +164,7 @@ export function loadAgentFiles(dir: string, names: ModelNames): { definitions: A
         compactAtTokens: fm.compactAtTokens ?? DEFAULT_COMPACT_AT_TOKENS,
         ...(fm.permissions && { permissions: fm.permissions }),
         ...(fm.omitProjectInstructions && { omitProjectInstructions: true }),
+        ...(fm.hooks && HOOK_EVENTS.some((e) => fm.hooks![e]?.length) && { hooks: fm.hooks }),
       });
     } catch (err) {
       errors.push({ file, field: '(front matter)', message: (err as Error).message.split('\n')[0] });

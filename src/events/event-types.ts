@@ -68,6 +68,21 @@ export const eventDataSchemas = {
       reason: z.string().optional().describe('why it was refused or cut'),
     })
     .describe("a command's connection through the task's egress proxy (network: { allow }), once it ended or was refused"),
+  'hook.ran': z
+    .object({
+      step,
+      event: z.enum(['PreToolUse', 'PostToolUse', 'Stop']),
+      matcher: z.string().describe("the hook's matcher (`*` when it has none)"),
+      toolCallId: z.string(),
+      toolName: z.string().describe('the call it was told of (`complete` for Stop)'),
+      decision: z
+        .enum(['none', 'allow', 'deny', 'ask', 'block', 'failed', 'timeout'])
+        .describe('none: it said nothing that counts; failed and timeout are logged and block nothing'),
+      reason: z.string().optional().describe('why it blocked, denied or asked (what the model reads), or why it failed'),
+      updatedInput: z.unknown().optional().describe('PreToolUse: the input it gave the call instead'),
+      durationMs: z.number().int().min(0),
+    })
+    .describe("a hook of the task's definition ran (before a tool call, after it, or at `complete`)"),
   'task.finished': taskOutputSchema,
 } as const;
 

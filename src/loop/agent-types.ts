@@ -7,6 +7,7 @@ import type { TokenUsage as Usage } from '../shapes/usage.ts';
 import type { ToolContext, WorkspaceTool } from '../tools/tool-types.ts';
 import type { CompactionOptions } from './compaction.ts';
 import type { CompleteResult } from '../tools/complete.ts';
+import type { TaskHooks } from '../hooks/task-hooks.ts';
 
 /** What the loop reports as it runs; the runner turns these into stored events. */
 export interface AgentObserver {
@@ -87,6 +88,11 @@ export interface RunAgentOptions<S = unknown> {
   beforeCall?: () => S | null | Promise<S | null>;
   /** Awaited once a call's answer is whole and before its tools run (the runner: its writes are stored). */
   beforeTools?: () => Promise<void>;
+  /**
+   * The definition's hooks: before a call (they may refuse it, ask, or replace its input, which the
+   * permission rules then decide), after it, and at `complete`.
+   */
+  hooks?: TaskHooks;
   /** The permission rules' answer for one call (`allow` for every call without it). */
   decide?: (call: { toolName: string; input: unknown }) => CallRuling | Promise<CallRuling>;
   /**

@@ -6,8 +6,8 @@ import type { TokenUsage as Usage } from '../shapes/usage.ts';
 import type { WorkspaceTool } from '../tools/tool-types.ts';
 import type { CompleteResult } from '../tools/complete.ts';
 import { toUsage } from './usage.ts';
-import type { DecidedCall, RunAgentOptions, RunSetup } from './agent-types.ts';
-import { deniedBy, errorMessage, modelOutput, runCall, untilAborted } from './tool-calls.ts';
+import type { CallRuling, DecidedCall, RunAgentOptions, RunSetup } from './agent-types.ts';
+import { blockedBy, deniedBy, errorMessage, modelOutput, runCall, untilAborted } from './tool-calls.ts';
 
 export interface StepOutcome {
   /** The step ran to its end (its answer and tool results are known). */
@@ -152,21 +152,20 @@ export async function runStep<S>(step: number, conversation: ModelMessage[], set
       if (calls.length > 0) await untilAborted(Promise.resolve(opts.beforeTools?.()), signal);
       // Stopped meanwhile (cancelled, or the task's lease lost): no tool acts on the world.
       if (signal.aborted) calls.length = 0;
-      // The permission rules: a denied call is a tool error naming its rule; an asked one waits.
-      // A caller-run tool's call waits for the caller's result (unless denied).
-      const rulings = await Promise.all(
-        calls.map(async (c) => (await opts.decide?.({ toolName: c.toolName, input: c.input })) ?? { decision: 'allow' as const, rule: null }),
-      );
+      // The hooks, then the permission rules (on the input the hooks gave): a refused call is a tool
+      // error naming why; an asked one waits. A caller-run tool's call waits for the caller's result
+      // (unless refused).
+      const rulings = await Promise.all(calls.map((c) => ruleOn(step, c, opts)));
       const allowed = calls.filter((c, i) => {
         const ruled = rulings[i];
         const decision: DecidedCall['decision'] = c.tool.caller && ruled.decision !== 'deny' ? 'client' : ruled.decision;
         const decided = { toolCallId: c.toolCallId, toolName: c.toolName, input: c.input, decision, rule: ruled.rule };
         out.decided.push(decided);
-        if (decision === 'deny') record({ toolCallId: c.toolCallId, toolName: c.toolName, output: deniedBy(ruled.rule), isError: true });
+        if (decision === 'deny') record({ toolCallId: c.toolCallId, toolName: c.toolName, output: ruled.refusal ?? deniedBy(ruled.rule), isError: true });
         if (decision === 'ask' || decision === 'client') out.asking.push(decided);
         return decision === 'allow';
       });
-      await untilAborted(Promise.all(allowed.map((c) => runCall(c, opts, record, (done) => (out.complete = done)))), signal);
+      await untilAborted(Promise.all(allowed.map((c) => runCall({ ...c, step }, opts, record, (done) => (out.complete = done)))), signal);
     }
     if (!out.error && !signal.aborted && out.finishReason) {
       out.messages = responseMessages(content, results);
@@ -177,6 +176,42 @@ export async function runStep<S>(step: number, conversation: ModelMessage[], set
   }
   return out;
 }
+
+/** A call as the hooks and the permission rules decided it; `refusal`: what the model reads of a refused one, when not a rule's. */
+type Ruling = CallRuling & { refusal?: string };
+
+/**
+ * The PreToolUse hooks, then the permission rules, of one call. A hook's refusal stands; its
+ * `updatedInput` replaces the call's input (`c.input`) once it fits the tool's schema (else the
+ * call is refused, saying why), and the rules decide on that input; a hook's `ask` asks unless the
+ * rules deny, and its `allow` never lifts a rule's `ask` or `deny`.
+ */
+async function ruleOn<S>(
+  step: number,
+  c: { toolCallId: string; toolName: string; input: unknown; tool: WorkspaceTool },
+  opts: RunAgentOptions<S>,
+): Promise<Ruling> {
+  const hooked = await opts.hooks?.before({ step, toolCallId: c.toolCallId, toolName: c.toolName, input: c.input });
+  if (hooked?.decision === 'deny') return { decision: 'deny', rule: null, refusal: blockedBy(hooked.reason) };
+  if (hooked?.input) {
+    const parsed = c.tool.inputSchema.safeParse(hooked.input);
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(input)'}: ${i.message}`).join('; ');
+      return {
+        decision: 'deny',
+        rule: null,
+        refusal: `the PreToolUse hook's updatedInput does not fit the ${c.toolName} tool (${problems}); the call did not run`,
+      };
+    }
+    c.input = parsed.data;
+  }
+  const ruled = (await opts.decide?.({ toolName: c.toolName, input: c.input })) ?? { decision: 'allow' as const, rule: null };
+  if (hooked?.decision === 'ask' && ruled.decision === 'allow') return { decision: 'ask', rule: HOOK_ASKED };
+  return ruled;
+}
+
+/** The rule an approval asked by a PreToolUse hook names. */
+const HOOK_ASKED = 'PreToolUse hook';
 
 /**
  * A tool call's input checked against its tool's schema, the SDK's way: an unknown tool or input

@@ -5,16 +5,27 @@ import { publicMessage } from '../errors/public-message.ts';
 import { completeForModel, type CompleteResult } from '../tools/complete.ts';
 import type { AnsweredCall, RunAgentOptions, RunSetup } from './agent-types.ts';
 
-/** Runs one call of a tool and records its result (`onComplete`: `complete` succeeded). */
+/**
+ * Runs one call of a tool and records its result (`onComplete`: `complete` succeeded). The hooks
+ * after it may add to a result; those of `complete` (Stop) may refuse it, and the run goes on.
+ */
 export async function runCall<S>(
-  c: { toolCallId: string; toolName: string; input: unknown; tool: WorkspaceTool },
+  c: { step: number; toolCallId: string; toolName: string; input: unknown; tool: WorkspaceTool },
   opts: RunAgentOptions<S>,
   record: (r: { toolCallId: string; toolName: string; output: unknown; isError: boolean }) => void,
   onComplete: (done: CompleteResult) => void,
 ): Promise<void> {
   try {
-    const output = await c.tool.execute(c.input, opts.toolContext, { toolCallId: c.toolCallId });
+    let output = await c.tool.execute(c.input, opts.toolContext, { toolCallId: c.toolCallId });
     const finished = c.toolName === 'complete' ? (output as CompleteResult) : null;
+    const hooked = { step: c.step, toolCallId: c.toolCallId, toolName: c.toolName, input: c.input };
+    if (finished && opts.hooks) {
+      const refused = await opts.hooks.stop({ ...hooked, output: completeForModel(finished) });
+      if (refused !== null) throw new Error(`${STOP_REFUSED}${refused}`);
+    } else if (opts.hooks) {
+      const reasons = await opts.hooks.after({ ...hooked, output });
+      if (reasons.length > 0) output = withReasons(output, reasons);
+    }
     if (finished && !opts.signal.aborted) onComplete(finished);
     record({ toolCallId: c.toolCallId, toolName: c.toolName, output: finished ? completeForModel(finished) : output, isError: false });
   } catch (err) {
@@ -22,12 +33,25 @@ export async function runCall<S>(
   }
 }
 
+/** What the model reads before a Stop hook's reason. */
+export const STOP_REFUSED = 'complete was refused by a Stop hook; the task goes on. ';
+
+/** A result with what PostToolUse hooks said of it, as text the model reads after the result. */
+function withReasons(output: unknown, reasons: string[]): string {
+  const text = typeof output === 'string' ? output : JSON.stringify(output);
+  return `${text}\n\n${reasons.map((r) => `PostToolUse hook: ${r}`).join('\n')}`;
+}
+
 /** What the model reads of a call the permission rules refused. */
 export const deniedBy = (rule: string | null) => `denied by the permission rule "${rule ?? 'deny'}"`;
 
+/** What the model reads of a call a PreToolUse hook refused. */
+export const blockedBy = (reason: string | null) => `blocked by a PreToolUse hook: ${reason ?? 'no reason given'}`;
+
 /**
  * A resume after approval: the answered calls of `step` run (allowed: with their input, the
- * permission rules asked again, so a deny still applies) or are refused with the caller's message;
+ * permission rules asked again, so a deny still applies; the PreToolUse hooks ran when the call was
+ * made, and its input is the one they gave) or are refused with the caller's message;
  * a caller-run tool's call gets the caller's result.
  * Answers the tool message they add, and `complete`'s result if it was among them.
  */
@@ -44,7 +68,7 @@ export async function runAnswered<S>(
     results.push({ type: 'tool-result', toolCallId: r.toolCallId, toolName: r.toolName, output: modelOutput(r.output, r.isError) });
     opts.observer.toolResult(step, r);
   };
-  const toRun: Array<AnsweredCall & { tool: WorkspaceTool }> = [];
+  const toRun: Array<AnsweredCall & { step: number; tool: WorkspaceTool }> = [];
   for (const a of answered) {
     // A caller-run tool's call (or a call a crash cut): the result given is what the model reads.
     if (a.result) {
@@ -57,7 +81,7 @@ export async function runAnswered<S>(
     if (!a.allow) record({ toolCallId: a.toolCallId, toolName: a.toolName, output: a.message, isError: true });
     else if (again?.decision === 'deny') record({ toolCallId: a.toolCallId, toolName: a.toolName, output: deniedBy(again.rule), isError: true });
     else if (!tool) record({ toolCallId: a.toolCallId, toolName: a.toolName, output: `tool "${a.toolName}" is no longer offered`, isError: true });
-    else toRun.push({ ...a, tool });
+    else toRun.push({ ...a, step, tool });
   }
   // Stored as started before any of them acts on the world: a run cut from here on (a crash, the
   // task taken over) never runs them again.

@@ -1164,6 +1164,23 @@ export interface components {
             };
             omitProjectInstructions?: boolean;
             mcpServers?: string[];
+            hooks?: {
+                PreToolUse?: {
+                    matcher: string;
+                    /** @enum {string} */
+                    type: "command" | "url";
+                }[];
+                PostToolUse?: {
+                    matcher: string;
+                    /** @enum {string} */
+                    type: "command" | "url";
+                }[];
+                Stop?: {
+                    matcher: string;
+                    /** @enum {string} */
+                    type: "command" | "url";
+                }[];
+            };
         };
         StreamMessage: {
             seq: number;
@@ -1363,6 +1380,26 @@ export interface components {
                 bytesIn: number;
                 bytesOut: number;
                 reason?: string;
+            };
+        } | {
+            seq: number;
+            /** @constant */
+            type: "hook.ran";
+            taskId: string;
+            parentSeq?: number;
+            at: string;
+            data: {
+                step: number;
+                /** @enum {string} */
+                event: "PreToolUse" | "PostToolUse" | "Stop";
+                matcher: string;
+                toolCallId: string;
+                toolName: string;
+                /** @enum {string} */
+                decision: "none" | "allow" | "deny" | "ask" | "block" | "failed" | "timeout";
+                reason?: string;
+                updatedInput?: unknown;
+                durationMs: number;
             };
         } | {
             seq: number;

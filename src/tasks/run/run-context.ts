@@ -31,6 +31,8 @@ export interface RunnerDeps {
   approvalTimeoutMs: number;
   /** The egress proxy of tasks whose commands may reach hosts (EGRESS_*). */
   egress?: { allowPrivate: boolean; maxConnections: number; maxBytes: number };
+  /** How URL hooks are sent: signed with HOOK_SECRET, to private addresses only with WEBHOOK_ALLOW_PRIVATE. */
+  hooks?: { secret: string | null; allowPrivate: boolean };
   /** Send each session's id as the provider's `prompt_cache_key` (PROMPT_CACHE_KEY). */
   promptCacheKey: boolean;
   sandbox: Sandbox;

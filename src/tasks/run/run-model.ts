@@ -22,6 +22,8 @@ import { TaskTakenOver } from '../../store/task-store.ts';
 
 import { createTaskObserver, type TaskObserver } from './task-observer.ts';
 import { createReplayer } from './replayer.ts';
+import { hasCommandHooks } from '../../hooks/hook-spec.ts';
+import { createTaskHooks } from '../../hooks/task-hooks.ts';
 
 /**
  * A task of a model agent: the agent loop over the definition's tools, from the task's stored
@@ -97,6 +99,25 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
     // Hosts its commands may reach: a proxy of its own, which only the sandbox's network namespace
     // makes the one way out (BASH_SANDBOX=none has no namespace: commands have the host's network).
     if (egress) toolContext.egress = egress.inside;
+    // Its definition's hooks: commands run where its bash runs (a task that cannot run them does not
+    // run without them); URLs are sent as webhooks are.
+    if (hasCommandHooks(def.hooks) && deps.sandbox.kind === 'unavailable') return failed('sandbox_unavailable', deps.sandbox.reason ?? 'no sandbox');
+    const hooks =
+      def.hooks &&
+      createTaskHooks({
+        hooks: def.hooks,
+        place: {
+          sandbox: deps.sandbox,
+          workspace: base,
+          ...(egress && { egress: egress.inside }),
+          signal,
+          secret: deps.hooks?.secret ?? null,
+          allowPrivate: deps.hooks?.allowPrivate ?? false,
+          now: deps.now,
+        },
+        task: { id: row.id, parentTaskId: row.request.context.parentTaskId },
+        onRan: (ran) => watch.hookRan(ran),
+      });
     // Every call is billed the moment it ends, before the loop runs its tools.
     // The definition's model settings, the task's own replacing them, in each provider's own terms.
     const o = body.options;
@@ -140,6 +161,7 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
       },
       doneSteps: row.steps,
       decide,
+      ...(hooks && { hooks }),
       onAsk: (step, calls) => {
         const approval = approvalOf(ctx, row, step, calls);
         asked.waiting = approval.waiting;

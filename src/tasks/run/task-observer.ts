@@ -9,6 +9,7 @@ import { TaskTakenOver, type TaskStore } from '../../store/task-store.ts';
 import type { Append } from '../../events/event-log.ts';
 import type { TaskTrace } from '../../telemetry/tracing.ts';
 import type { RunContext } from './run-context.ts';
+import type { HookRan } from '../../hooks/task-hooks.ts';
 
 export interface TaskObserverOptions {
   row: TaskRow;
@@ -34,6 +35,8 @@ export type TaskObserver = AgentObserver & {
   release(): void;
   /** A model call ended with `usage`: billed now, before the loop runs its tools. */
   modelUsage(usage: TokenUsage, model: string): void;
+  /** A hook of the definition ran: its event; a failure or a timeout is logged too. */
+  hookRan(ran: HookRan): void;
 };
 
 type HeldWrite = (s: TaskStore, append: Append) => Promise<void>;
@@ -186,6 +189,23 @@ export function createTaskObserver(ctx: RunContext, opts: TaskObserverOptions): 
           append(row, 'model.fallback', { step, ...info, reason: ctx.scrub(info.reason) });
         })
         .catch((err) => log.error({ err, step }, 'could not store the model fallback'));
+    },
+    hookRan(ran) {
+      release();
+      deltas.flush();
+      const reason = ran.reason === undefined ? undefined : ctx.scrub(ran.reason);
+      if (ran.decision === 'failed' || ran.decision === 'timeout') {
+        log.warn(
+          { step: ran.step, event: ran.event, matcher: ran.matcher, toolName: ran.toolName, decision: ran.decision, reason },
+          'a hook failed; nothing was blocked',
+        );
+      }
+      const { updatedInput, ...rest } = ran;
+      events.append(row, 'hook.ran', {
+        ...rest,
+        ...(reason !== undefined && { reason }),
+        ...(updatedInput !== undefined && { updatedInput: capPayload(updatedInput) }),
+      });
     },
     messageReceived(_step, text) {
       release();
