@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +17,7 @@ const shots = path.resolve(import.meta.dirname, '../test-artifacts/console');
 const KEY = 'console-key-0123456789';
 
 let svc: TestService;
+let dir: string | undefined;
 let browser: Browser;
 let page: Page;
 /** What the page said went wrong: errors in its console (a CSP refusal among them) and uncaught exceptions. */
@@ -27,7 +29,14 @@ const api = (method: 'GET' | 'POST', url: string, payload?: object) =>
 describe.skipIf(missing !== null)('the console in a browser', () => {
   beforeAll(async () => {
     mkdirSync(shots, { recursive: true });
-    svc = await startService({ env: { API_KEYS: `${KEY}:acme` } });
+    // A definition whose hook refuses `rm`: its decisions show beside the calls.
+    dir = mkdtempSync(path.join(tmpdir(), 'subagentd-console-'));
+    mkdirSync(path.join(dir, 'agents'));
+    writeFileSync(
+      path.join(dir, 'agents', 'careful.md'),
+      '---\nname: careful\ndescription: Refuses rm\nhooks:\n  PreToolUse:\n    - matcher: bash\n      command: |\n        if grep -q \'"rm \'; then echo "rm is not allowed" >&2; exit 2; fi\n---\n',
+    );
+    svc = await startService({ dir, env: { API_KEYS: `${KEY}:acme` } });
     browser = await chromium.launch({ executablePath: browserBin, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.on('console', (m) => {
@@ -38,6 +47,7 @@ describe.skipIf(missing !== null)('the console in a browser', () => {
   afterAll(async () => {
     await browser?.close();
     await svc?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   it('serves the page and its files with a strict Content-Security-Policy, no key needed', async () => {
@@ -130,6 +140,23 @@ describe.skipIf(missing !== null)('the console in a browser', () => {
     await page.click('.actions button.danger');
     await page.locator('h2 .status', { hasText: 'aborted' }).waitFor({ timeout: 15_000 });
     expect((await api('GET', `/tasks/${id}`)).json().error.code).toBe('cancelled');
+  }, 60_000);
+
+  it('shows what the hooks decided beside each call', async () => {
+    svc.model.script('CONSOLE-HOOKS', [
+      { toolCalls: [{ name: 'bash', args: { command: 'rm notes.txt' } }] },
+      { toolCalls: [{ name: 'complete', args: { summary: 'kept the notes', paths: [] } }] },
+    ]);
+    const id = (
+      await api('POST', '/tasks', taskBody({ subagent_type: 'careful', prompt: 'CONSOLE-HOOKS', context: { parentTaskId: 'T-console', userId: 'u-console' } }))
+    ).json().id;
+    await page.goto(`${svc.url}/ui#/tasks/${id}`);
+    await page.locator('h2 .status', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
+    const call = page.locator('.timeline details.tool', { hasText: 'bash' });
+    expect(await call.locator('summary').textContent()).toContain('PreToolUse: block');
+    await call.locator('summary').click();
+    expect(await call.locator('.hooks').textContent()).toContain('PreToolUse hook (bash): block — rm is not allowed');
+    await page.screenshot({ path: path.join(shots, '3b-hooks.png'), fullPage: true });
   }, 60_000);
 
   it('reads usage by day, model, type and user, with a chart', async () => {

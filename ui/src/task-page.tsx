@@ -2,7 +2,7 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, ApiError, download, follow, text } from './api.ts';
 import { age, duration, money, pretty, tokens } from './format.ts';
 import type { Task } from './tasks-page.tsx';
-import { createTimeline, type Item } from './timeline.ts';
+import { createTimeline, hookSays, type Item } from './timeline.ts';
 
 const FINISHED = new Set(['completed', 'aborted', 'error']);
 /** Items drawn at first: the latest ones (a task of 5,000 events stays quick); the rest on demand. */
@@ -51,7 +51,25 @@ function ItemView({ item }: { item: Item }) {
                 : item.waiting === 'caller'
                   ? "…awaiting the caller's result"
                   : '…running'}
+            {item.hooks
+              ?.filter((h) => h.decision !== 'none')
+              .map((h) => (
+                <span class={`hook ${h.decision}`}>
+                  {' '}
+                  · {h.event}: {h.decision}
+                </span>
+              ))}
           </summary>
+          {item.hooks && (
+            <>
+              <h5>Hooks</h5>
+              <ul class="hooks">
+                {item.hooks.map((h) => (
+                  <li class={h.decision}>{hookSays(h)}</li>
+                ))}
+              </ul>
+            </>
+          )}
           <h5>Input</h5>
           <pre>{pretty(item.input)}</pre>
           {item.output !== undefined && (

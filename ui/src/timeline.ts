@@ -14,9 +14,23 @@ export type Item =
       isError?: boolean;
       /** Not running: its approval, or a caller-run tool's result, is awaited. */
       waiting?: 'approval' | 'caller';
+      /** What the definition's hooks said of it (before, after, and for `complete` at the end). */
+      hooks?: Hook[];
     }
   | { kind: 'plan'; entries: Array<{ content: string; status: string; priority?: string }> }
   | { kind: 'note'; type: string; text: string };
+
+/** One hook that ran for a call (`hook.ran`). */
+export interface Hook {
+  event: string;
+  matcher: string;
+  decision: string;
+  reason?: string;
+  durationMs: number;
+}
+
+/** What a hook's decision reads as, beside its call. */
+export const hookSays = (h: Hook) => `${h.event} hook (${h.matcher}): ${h.decision}${h.reason ? ` — ${h.reason}` : ''} in ${h.durationMs} ms`;
 
 /**
  * The task's events folded into items, one message at a time (a task of 5,000 events is folded
@@ -93,6 +107,13 @@ export function createTimeline() {
         waitOn(d.requestId, requests.get(d.requestId) ?? '', undefined);
         note(m.type, `caller's result ${d.isError ? 'failed' : 'received'} (by ${d.by})`);
         break;
+      case 'hook.ran': {
+        const hook: Hook = { event: d.event, matcher: d.matcher, decision: d.decision, reason: d.reason, durationMs: d.durationMs };
+        const call = calls.get(d.toolCallId);
+        if (call) (call.hooks ??= []).push(hook);
+        else note(m.type, `${d.toolName}: ${hookSays(hook)}`);
+        break;
+      }
       case 'network.request':
         note(
           m.type,
