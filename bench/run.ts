@@ -1,5 +1,5 @@
 /**
- * `npm run bench [goals|compare|stream|load|crash|usage|tracing|instances|worktree|egress|providers]`: the benchmarks of BENCHMARKS.md
+ * `npm run bench [goals|compare|stream|load|crash|usage|tracing|instances|worktree|egress|providers|hooks]`: the benchmarks of BENCHMARKS.md
  * (`goals`: only those of issue 16, each next to the bare loop's figure from the same run). Everything
  * runs on this machine over loopback: the service and the bare loop as their own processes, the
  * scripted model server and the clients in this one.
@@ -17,6 +17,7 @@ import { benchTracing } from './tracing.ts';
 import { benchUsage } from './usage.ts';
 import { benchWorktree } from './worktree.ts';
 import { benchEgress } from './egress.ts';
+import { benchHooks } from './hooks.ts';
 
 /** The `general` agent's first model request when issue 16 was filed ("5.8 KB"): no regression past it. */
 const REQUEST_BYTES_BEFORE = 5843;
@@ -231,6 +232,25 @@ async function benchmarks(which: string) {
     ] as const)
       console.log(`| ${name} | ${f(x.p50)} | ${f(x.mbps, 0)} |`);
     console.log();
+  }
+  if (which === 'all' || which === 'hooks') {
+    for (const sandbox of ['bwrap', 'none'] as const) {
+      const r = await benchHooks(sandbox);
+      console.log(
+        `What a hook costs a tool call: ${r.tasks} sequential tasks of ${r.calls} list_files calls and complete (?wait=true) per definition, interleaved; command hooks in BASH_SANDBOX=${sandbox}`,
+      );
+      console.log('| hooks of the definition | task p50 ms | task p99 ms | per call (p50 difference ÷ calls) ms |');
+      console.log('|---|---:|---:|---:|');
+      const names = {
+        none: 'none',
+        command: 'PreToolUse command (`cat > /dev/null`)',
+        url: 'PreToolUse URL (loopback, 204)',
+        'command+post': 'PreToolUse and PostToolUse commands',
+        bash: 'none, each call `bash true` instead (yardstick: a command)',
+      };
+      for (const row of r.rows) console.log(`| ${names[row.kind]} | ${f(row.p50)} | ${f(row.p99)} | ${row.kind === 'none' ? '' : f(row.perCall, 2)} |`);
+      console.log();
+    }
   }
   if (!onPostgres && (which === 'all' || which === 'usage')) {
     const r = await benchUsage();
