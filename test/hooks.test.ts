@@ -121,6 +121,7 @@ function writeAgents(dir: string, hookUrl: string) {
       command: echo broken >&2; exit 1
 `,
   );
+  agent('stuck', `hooks:\n  PreToolUse:\n    - command: echo started > hook-started.txt; sleep 600\n      timeoutMs: 600000\n`);
   agent('remote', `hooks:\n  PreToolUse:\n    - matcher: write_file\n      url: ${hookUrl}\n      timeoutMs: 500\n`);
   // What a hook sees of the service: its environment.
   agent('nosy', `hooks:\n  PreToolUse:\n    - matcher: list_files\n      command: env > hook-env.txt\n`);
@@ -352,6 +353,20 @@ describe('PreToolUse', () => {
     const hooks = await hookEvents(task.id);
     expect(hooks.filter((h) => h.decision === 'timeout')).toHaveLength(2);
     expect(hooks.filter((h) => h.decision === 'failed')).toEqual([expect.objectContaining({ matcher: 'list_files', reason: 'exit code 1: broken' })]);
+  });
+
+  it('is killed with its task: a cancelled task does not wait for its hook', async () => {
+    model.script('STUCK', [{ toolCalls: [{ name: 'bash', args: { command: 'echo ran > ran.txt' } }] }, done]);
+    const { id } = (
+      await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ subagent_type: 'stuck', prompt: 'STUCK', context: { parentTaskId: 'T-stuck', userId: 'u' } }) })
+    ).json();
+    await until(async () => existsSync(path.join(workspace('T-stuck'), 'hook-started.txt')));
+    expect((await svc.inject({ method: 'POST', url: `/tasks/${id}/cancel` })).statusCode).toBe(202);
+    expect(await taskEnd(svc, id)).toMatchObject({ status: 'aborted', error: { code: 'cancelled' } });
+    expect(existsSync(path.join(workspace('T-stuck'), 'ran.txt'))).toBe(false);
+    const events = await storedEvents(svc, id);
+    expect(events.at(-1)?.type).toBe('task.finished');
+    expect(events.filter((e) => e.type === 'hook.ran')).toEqual([]);
   });
 
   it('lets the call run when a URL hook hangs or answers an error status', async () => {

@@ -116,7 +116,10 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
           now: deps.now,
         },
         task: { id: row.id, parentTaskId: row.request.context.parentTaskId },
-        onRan: (ran) => watch.hookRan(ran),
+        // A hook cut by the task's end reports to no one: the task has ended (its last event is written).
+        onRan: (ran) => {
+          if (!signal.aborted) watch.hookRan(ran);
+        },
       });
     // Every call is billed the moment it ends, before the loop runs its tools.
     // The definition's model settings, the task's own replacing them, in each provider's own terms.
