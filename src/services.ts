@@ -104,6 +104,87 @@ function loadRegistry(config: Config, logger: Logger): AgentRegistry {
   return createAgentRegistry([...builtinAgents(names), ...loaded.definitions]);
 }
 
+/** The provider of the models the config names: OpenAI, Anthropic and Google connections, and PROVIDERS. */
+function configuredModelProvider(config: Config, metrics: Metrics): ModelProvider {
+  return createModelProvider({
+    connections: {
+      openai: { type: 'openai', apiKey: config.openaiApiKey, baseURL: config.openaiBaseUrl, api: config.openaiApi },
+      anthropic: { type: 'anthropic', apiKey: config.anthropicApiKey, baseURL: config.anthropicBaseUrl },
+      google: { type: 'google', apiKey: config.googleApiKey, baseURL: config.googleBaseUrl },
+      ...config.providers,
+    },
+    defaultProvider: config.defaultProvider,
+    stallTimeoutMs: config.modelStallTimeoutMs,
+    onHttpError: (status) => metrics.providerHttpError(status),
+  });
+}
+
+/** What the runner takes from the config: its limits, and the provider keys no task may see. */
+function runnerSettings(config: Config) {
+  return {
+    limits: {
+      bashTimeoutMs: config.bashTimeoutMs,
+      bashMaxOutputBytes: config.bashMaxOutputBytes,
+      modelMaxRetries: config.modelMaxRetries,
+      modelStallTimeoutMs: config.modelStallTimeoutMs,
+    },
+    approvalTimeoutMs: config.approvalTimeoutMs,
+    egress: config.egress,
+    hooks: { secret: config.hookSecret, allowPrivate: config.webhooks.allowPrivate },
+    promptCacheKey: config.promptCacheKey,
+    secrets: [config.openaiApiKey, config.anthropicApiKey, config.googleApiKey, ...Object.values(config.providers).map((p) => p.apiKey)].filter(
+      (k) => k !== undefined,
+    ),
+  };
+}
+
+/** What the task service takes from the config: its queue and slots, timeouts, recovery. */
+function taskServiceSettings(config: Config) {
+  return {
+    maxConcurrent: config.maxConcurrentTasks,
+    maxQueued: config.maxQueuedTasks,
+    maxConcurrentPerTenant: config.maxConcurrentPerTenant,
+    maxQueuedPerTenant: config.maxQueuedPerTenant,
+    taskTimeoutMs: config.taskTimeoutMs,
+    recovery: { mode: config.recoveryMode, maxResumes: config.maxResumes },
+    pausedTtlMs: config.pausedTtlMs,
+    worktreeTtlMs: config.worktreeTtlMs,
+  };
+}
+
+/** What the lifecycle system takes from the config: retention, and where the workspaces are. */
+function lifecycleSettings(config: Config) {
+  return {
+    retentionDays: config.retentionDays,
+    workspaceRetentionDays: config.workspaceRetentionDays,
+    workspacesDir: config.workspacesDir,
+    multiTenant: config.apiKeys !== null,
+  };
+}
+
+/**
+ * PostgreSQL: what the other instances say reaches this one. A wake-up pumps the queue, a control
+ * message reaches the task it names, an event announcement the readers here (and the tasks it
+ * changed); after the listening connection was lost, everything catches up from the tables.
+ */
+function followCluster(db: Db, instanceId: string, events: EventLog, tasks: TaskService): void {
+  db.cluster?.onNotification((channel, payload) => {
+    // This instance's own wake-ups: it pumped already.
+    if (channel === CHANNELS.wake) {
+      if (payload !== instanceId) tasks.wake();
+    } else if (channel === CHANNELS.control) tasks.control(payload);
+    else if (channel === CHANNELS.events) {
+      events.announced(payload);
+      for (const id of announcedElsewhere(payload, instanceId)) void tasks.changedElsewhere(id).catch(() => undefined);
+    }
+  });
+  db.cluster?.onReconnect(() => {
+    events.caughtUp();
+    tasks.wake();
+    void tasks.changedElsewhere().catch(() => undefined);
+  });
+}
+
 /**
  * Builds the services from explicit dependencies: stores over `db`, the event log, the runner and
  * the task service. No module-level state, so tests may build as many as they like.
@@ -114,19 +195,7 @@ export function createServices(deps: ServiceDeps): Services {
   const logger = deps.logger ?? createLogger(config.logLevel);
   const registry = deps.agents ?? loadRegistry(config, logger);
   const metrics = createMetrics({ defaultMetrics: true });
-  const modelProvider =
-    deps.modelProvider ??
-    createModelProvider({
-      connections: {
-        openai: { type: 'openai', apiKey: config.openaiApiKey, baseURL: config.openaiBaseUrl, api: config.openaiApi },
-        anthropic: { type: 'anthropic', apiKey: config.anthropicApiKey, baseURL: config.anthropicBaseUrl },
-        google: { type: 'google', apiKey: config.googleApiKey, baseURL: config.googleBaseUrl },
-        ...config.providers,
-      },
-      defaultProvider: config.defaultProvider,
-      stallTimeoutMs: config.modelStallTimeoutMs,
-      onHttpError: (status) => metrics.providerHttpError(status),
-    });
+  const modelProvider = deps.modelProvider ?? configuredModelProvider(config, metrics);
   // A model id naming an unknown provider stops the start, naming it.
   checkModelIds(config, registry, modelProvider);
   const prices = loadPriceTable(config.pricesFile);
@@ -134,6 +203,7 @@ export function createServices(deps: ServiceDeps): Services {
   const workspacesDirOf = workspaceLayout(config.workspacesDir, config.apiKeys !== null);
   const sandbox = deps.sandbox ?? sandboxFor(config, logger);
 
+  // The database: its writes held through a full disk or an outage, its stores.
   const storage = createStorageGuard({
     probe: () => db.probe(),
     onFault: (fault, err) => {
@@ -152,21 +222,26 @@ export function createServices(deps: ServiceDeps): Services {
   const store = createTaskStore(db.sql);
   const reader = createSqlReader(db);
   const usage = createUsageStore(db.dialect, reader);
-  // A2A push configs share the outbox; their payload is the A2A status of the task.
-  const webhooks = createWebhooks(db.sql, (row, _event, version) => pushPayload(toTaskOutput(row), version), Boolean(db.cluster));
   // PostgreSQL: the instances sharing the database share its tasks (cluster-store.ts).
   const cluster = db.cluster ? createClusterStore(db.sql, db.cluster.instanceId) : null;
+
+  // Events, and the webhooks they go out as: outbox rows are written in the events' own
+  // transaction; the dispatcher is woken after it commits. A2A push configs share the outbox;
+  // their payload is the A2A status of the task.
+  const webhooks = createWebhooks(db.sql, (row, _event, version) => pushPayload(toTaskOutput(row), version), Boolean(db.cluster));
   const dispatcher = createDispatcher({ store: webhooks, logger, now, ...config.webhooks });
-  // Outbox rows are written in the events' own transaction; the dispatcher is woken after it commits.
   const events = createEventLog(db.sql, {
     now,
     storage,
     outbox: webhookOutbox(webhooks, () => dispatcher.poke()),
     ...(db.cluster && { cluster: { instanceId: db.cluster.instanceId } }),
   });
+
+  // Running tasks, and the task service over them.
   const liveness = createLiveness(now);
   const tracing = createTracing();
   const runner = createTaskRunner({
+    ...runnerSettings(config),
     liveness,
     tracing,
     store,
@@ -177,19 +252,6 @@ export function createServices(deps: ServiceDeps): Services {
     logger,
     now,
     workspacesDirOf,
-    limits: {
-      bashTimeoutMs: config.bashTimeoutMs,
-      bashMaxOutputBytes: config.bashMaxOutputBytes,
-      modelMaxRetries: config.modelMaxRetries,
-      modelStallTimeoutMs: config.modelStallTimeoutMs,
-    },
-    approvalTimeoutMs: config.approvalTimeoutMs,
-    egress: config.egress,
-    hooks: { secret: config.hookSecret, allowPrivate: config.webhooks.allowPrivate },
-    promptCacheKey: config.promptCacheKey,
-    secrets: [config.openaiApiKey, config.anthropicApiKey, config.googleApiKey, ...Object.values(config.providers).map((p) => p.apiKey)].filter(
-      (k) => k !== undefined,
-    ),
     serviceEnv: deps.serviceEnv ?? process.env,
     prices,
     budgets,
@@ -205,6 +267,7 @@ export function createServices(deps: ServiceDeps): Services {
     },
   });
   const tasks = createTaskService({
+    ...taskServiceSettings(config),
     liveness,
     store,
     replays: createReplayStore(db.sql),
@@ -216,47 +279,24 @@ export function createServices(deps: ServiceDeps): Services {
     logger,
     now,
     workspacesDirOf,
-    maxConcurrent: config.maxConcurrentTasks,
-    maxQueued: config.maxQueuedTasks,
-    maxConcurrentPerTenant: config.maxConcurrentPerTenant,
-    maxQueuedPerTenant: config.maxQueuedPerTenant,
-    taskTimeoutMs: config.taskTimeoutMs,
-    recovery: { mode: config.recoveryMode, maxResumes: config.maxResumes },
     budgets,
-    pausedTtlMs: config.pausedTtlMs,
-    worktreeTtlMs: config.worktreeTtlMs,
     storage,
     ...(cluster && { cluster: { store: cluster, leaseMs: config.taskLeaseMs } }),
   });
   metrics.watchQueue(() => tasks.depth());
+  if (cluster) followCluster(db, cluster.instanceId, events, tasks);
+
+  // Keys and the audit log; purges, erasures and the retention sweep.
   const access = createAccessStore(db.sql);
   const lifecycle = createLifecycleSystem({
+    ...lifecycleSettings(config),
     lifecycle: createLifecycleStore(db.sql),
     get: (tenant, id) => tasks.get(tenant, id),
     metrics,
     storage,
     logger,
     now,
-    retentionDays: config.retentionDays,
-    workspaceRetentionDays: config.workspaceRetentionDays,
-    workspacesDir: config.workspacesDir,
-    multiTenant: config.apiKeys !== null,
     scrub: () => scrubDatabase(db),
-  });
-  db.cluster?.onNotification((channel, payload) => {
-    // This instance's own wake-ups: it pumped already.
-    if (channel === CHANNELS.wake) {
-      if (payload !== cluster!.instanceId) tasks.wake();
-    } else if (channel === CHANNELS.control) tasks.control(payload);
-    else if (channel === CHANNELS.events) {
-      events.announced(payload);
-      for (const id of announcedElsewhere(payload, cluster!.instanceId)) void tasks.changedElsewhere(id).catch(() => undefined);
-    }
-  });
-  db.cluster?.onReconnect(() => {
-    events.caughtUp();
-    tasks.wake();
-    void tasks.changedElsewhere().catch(() => undefined);
   });
 
   let recoveredAll = false;
