@@ -358,7 +358,11 @@ describe('PreToolUse', () => {
   it('is killed with its task: a cancelled task does not wait for its hook', async () => {
     model.script('STUCK', [{ toolCalls: [{ name: 'bash', args: { command: 'echo ran > ran.txt' } }] }, done]);
     const { id } = (
-      await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ subagent_type: 'stuck', prompt: 'STUCK', context: { parentTaskId: 'T-stuck', userId: 'u' } }) })
+      await svc.inject({
+        method: 'POST',
+        url: '/tasks',
+        payload: taskBody({ subagent_type: 'stuck', prompt: 'STUCK', context: { parentTaskId: 'T-stuck', userId: 'u' } }),
+      })
     ).json();
     await until(async () => existsSync(path.join(workspace('T-stuck'), 'hook-started.txt')));
     expect((await svc.inject({ method: 'POST', url: `/tasks/${id}/cancel` })).statusCode).toBe(202);
