@@ -68,6 +68,16 @@ withBwrap('the bash sandbox (bubblewrap)', () => {
     expect(out.output.stdout.split('\n')).not.toContain('T-other');
   });
 
+  it('keeps no capability, even when the service runs as root: the masks cannot be unmounted to reach what they hide', async () => {
+    const db = svc.config.databasePath;
+    const dirs = [path.dirname(db), svc.config.workspacesDir, '/tmp'];
+    const out = await shell(
+      `grep CapEff /proc/self/status; for i in 1 2 3; do for d in ${dirs.join(' ')}; do umount -l "$d" 2>/dev/null; done; done; head -c 16 ${db} 2>&1; echo`,
+    );
+    expect(out.output.stdout).toMatch(/CapEff:\s+0+\n/);
+    expect(out.output.stdout).not.toContain('SQLite format');
+  });
+
   it('has no network, not even the service on loopback', async () => {
     const port = new URL(svc.url).port;
     const out = await shell(`(echo > /dev/tcp/127.0.0.1/${port}) 2>&1 && echo CONNECTED || echo REFUSED`);

@@ -134,6 +134,10 @@ function bwrapArgs(workspace: string, hide: string[], tmpBytes: number, argv: st
     ...(extra.writable ?? []).flatMap((p) => ['--bind', p, p]),
     '--unshare-all',
     ...(extra.network ? ['--share-net'] : []),
+    // No capability inside, whoever runs the service: as root bwrap keeps them all otherwise, and
+    // CAP_SYS_ADMIN lifts the masks above (umount) and shows the host's files behind them.
+    '--cap-drop',
+    'ALL',
     '--die-with-parent',
     '--new-session',
     '--hostname',
