@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +14,8 @@ beforeAll(async () => {
   model = await startScriptedModel();
   dir = mkdtempSync(path.join(tmpdir(), 'subagentd-replay-'));
   const prices = path.join(dir, 'prices.json');
+  mkdirSync(path.join(dir, 'agents'));
+  writeFileSync(path.join(dir, 'agents', 'replay-lead.md'), '---\nname: replay-lead\ndescription: Starts a child\nmaxDepth: 1\n---\nLead.\n');
   writeFileSync(prices, JSON.stringify({ 'first-model': { inputPerMTok: 1, outputPerMTok: 10 }, 'second-model': { inputPerMTok: 2, outputPerMTok: 20 } }));
   svc = await startService({ model, dir, env: { PRICES_FILE: prices } });
 });
@@ -129,6 +131,62 @@ describe('POST /tasks/:id/replay', () => {
     // The command ran again, in the copy: the shared log still has the original's one line.
     expect(readFileSync(path.join(workspace('T-replay-live'), 'log.txt'), 'utf8')).toBe('ran\n');
     expect(again.changes.modified).toContain('log.txt');
+  });
+
+  it('keeps its place in the record across an approval pause; a call the original was refused is decided again', async () => {
+    model.script('REPLAY-ASK', (ctx) => {
+      if (ctx.turn === 0) return { toolCalls: [{ name: 'bash', args: { command: 'echo hi >> approved.txt' } }] };
+      if (ctx.turn === 1) return { toolCalls: [{ name: 'bash', args: { command: 'echo no >> refused.txt' } }] };
+      if (ctx.turn === 2) return { toolCalls: [{ name: 'list_files', args: {} }] };
+      return { toolCalls: [{ name: 'complete', args: { summary: 'asked', paths: [] } }] };
+    });
+    const context = { parentTaskId: 'T-replay-ask', userId: 'u-r' };
+    const answerEach = async (id: string, decisions: Array<'allow' | 'deny'>) => {
+      for (const decision of decisions) {
+        let task: any;
+        await until(async () => {
+          task = (await svc.inject({ url: `/tasks/${id}` })).json();
+          return task.status === 'paused';
+        });
+        const res = await svc.inject({ method: 'POST', url: `/tasks/${id}/approvals/${task.pause.requestId}`, payload: { decision } });
+        expect(res.statusCode, res.body).toBe(200);
+      }
+      return taskEnd(svc, id);
+    };
+    const started = await svc.inject({
+      method: 'POST',
+      url: '/tasks',
+      payload: taskBody({ prompt: 'REPLAY-ASK', context, options: { permissions: { bash: 'ask' } } }),
+    });
+    const original = await answerEach(started.json().id, ['allow', 'deny']);
+    expect(original.status).toBe('completed');
+
+    // The replay asks too (it keeps the original's options): allowed both times.
+    const again = await svc.inject({ method: 'POST', url: `/tasks/${original.id}/replay`, payload: {} });
+    const replay = await answerEach(again.json().id, ['allow', 'allow']);
+    expect(replay).toMatchObject({ status: 'completed', replay: { divergedAtStep: null } });
+    const events = await storedEvents(svc, replay.id);
+    // The approved call is answered from the record after the pause; the one refused in the
+    // original runs (in the copy), and the record is followed on: list_files is answered.
+    expect(events.filter((e) => e.type === 'tool.replayed').map((e) => (e.data as { toolName: string }).toolName)).toEqual(['bash', 'list_files']);
+    expect(events.some((e) => e.type === 'replay.diverged')).toBe(false);
+    expect(readFileSync(path.join(workspace('T-replay-ask'), 'approved.txt'), 'utf8')).toBe('hi\n');
+    expect(replay.changes).toMatchObject({ added: ['refused.txt'], modified: [] });
+  });
+
+  it("refuses to replay a child task alone: it ran within its parent's limits", async () => {
+    model.script('REPLAY-LEAD', [
+      { toolCalls: [{ name: 'task', args: { subagent_type: 'general', description: 'child', prompt: 'REPLAY-CHILD' } }] },
+      { toolCalls: [{ name: 'complete', args: { summary: 'led', paths: [] } }] },
+    ]);
+    model.script('REPLAY-CHILD', [{ toolCalls: [{ name: 'complete', args: { summary: 'child done', paths: [] } }] }]);
+    const led = await run(taskBody({ subagent_type: 'replay-lead', prompt: 'REPLAY-LEAD', context: { parentTaskId: 'T-replay-lead', userId: 'u-r' } }));
+    expect(led.status).toBe('completed');
+    const children = (await svc.inject({ url: '/tasks?parentTaskId=T-replay-lead' })).json().tasks.filter((t: any) => t.depth === 1);
+    expect(children).toHaveLength(1);
+    const refused = await svc.inject({ method: 'POST', url: `/tasks/${children[0].id}/replay`, payload: { tools: 'live' } });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json().error).toMatchObject({ code: 'not_replayable', message: expect.stringContaining('replay the task that started it') });
   });
 
   it('is 404 for an unknown task, 409 for one not finished or purged, 400 for a shell task or a bad body', async () => {

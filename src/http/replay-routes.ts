@@ -21,7 +21,9 @@ const replayBatchSchema = z.object({
       taskId: z.string().describe('the task replayed'),
       variant: replayVariantSchema,
       replayTaskId: z.string().nullable().describe('the replay; null when it could not start (see error)'),
-      status: z.union([taskStatusSchema, z.literal('refused')]),
+      status: z
+        .union([taskStatusSchema, z.literal('refused'), z.literal('not_started')])
+        .describe("the replay's; refused (see error), or not_started when the service stopped before it"),
       replay: replayStateSchema.nullable().describe("the replay's state, its comparison once it ended"),
       error: z.object({ code: z.string(), message: z.string() }).nullable().describe('why the replay did not start (queue_full, ...)'),
     }),

@@ -31,9 +31,15 @@ export function createReplayStore(sql: SqlClient) {
       ]);
     },
 
-    /** The rows once every replay of the batch was submitted. */
-    async setRows(id: string, rows: ReplayBatchRow[]): Promise<void> {
-      await sql.run('UPDATE replay_batches SET rows = ? WHERE id = ?', [JSON.stringify(rows), id]);
+    /** Row `n` of a batch, once its replay started (or was refused); the rows are read and written in one transaction. */
+    setRow(id: string, n: number, row: ReplayBatchRow): Promise<void> {
+      return sql.transaction(async (tx) => {
+        const raw = await tx.get<{ rows: string }>('SELECT rows FROM replay_batches WHERE id = ?', [id]);
+        if (!raw) return;
+        const rows = JSON.parse(raw.rows) as ReplayBatchRow[];
+        rows[n] = row;
+        await tx.run('UPDATE replay_batches SET rows = ? WHERE id = ?', [JSON.stringify(rows), id]);
+      });
     },
 
     async get(tenant: string, id: string): Promise<ReplayBatch | undefined> {

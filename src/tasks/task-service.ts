@@ -51,7 +51,9 @@ export function createTaskService(deps: TaskServiceDeps) {
     : localScheduler(deps.maxConcurrentPerTenant);
   const recovery = createRecoverySystem(res);
   const steering = createSteering(res);
-  const replays = createReplaySystem(res, { submit: async (tenant, body, replay) => (await service.submit(tenant, body, { replay })).row });
+  const replays = createReplaySystem(res, {
+    submit: async (tenant, body, replay, idempotencyKey) => (await service.submit(tenant, body, { replay, idempotencyKey })).row,
+  });
   const pauses = createPauseSystem(res);
   // Every answer given: the task may start again (on any instance: the cluster's scheduler wakes them).
   const approvals = createApprovalSystem(res, {

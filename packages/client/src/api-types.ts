@@ -3213,7 +3213,7 @@ export interface operations {
                                 subagent_type?: string;
                             };
                             replayTaskId: string | null;
-                            status: ("queued" | "running" | "paused" | "completed" | "aborted" | "error") | "refused";
+                            status: ("queued" | "running" | "paused" | "completed" | "aborted" | "error") | "refused" | "not_started";
                             replay: {
                                 of: string;
                                 /** @enum {string} */

@@ -65,44 +65,67 @@ export async function createReplayer(ctx: RunContext, row: TaskRow) {
   const recorded = replay.tools === 'recorded' ? recordedCallsOf(await eventsOf(ctx, replay.of)).filter((c) => !callers.has(c.toolName)) : [];
   const own = row.steps > 0 ? await eventsOf(ctx, row.id) : [];
   const answerable = (name: unknown) => !LIVE_ALWAYS.has(String(name)) && !callers.has(String(name));
-  // Resumed: the calls of the steps it finished are behind it (those of the step cut are made again).
+  /** Each call the model made, by its id: its step and its input as the model wrote it (before any hook rewrote it). */
+  const made = new Map<string, { step: number; input: unknown }>();
+  const answered = new Set<string>();
+  for (const e of own) {
+    const d = e.data as { step: number; toolCallId: string; input?: unknown };
+    if (e.type === 'tool.call') made.set(d.toolCallId, { step: d.step, input: d.input ?? null });
+    else if (e.type === 'tool.result') answered.add(d.toolCallId);
+  }
+  // Resumed: the calls of the steps it finished that have their result are behind it; those of the
+  // step cut are made again, and those a pause left waiting (an approval) are answered now.
   let position = own.filter((e) => {
-    const d = e.data as { step: number; toolName: string };
-    return e.type === 'tool.call' && answerable(d.toolName) && d.step <= row.steps;
+    const d = e.data as { step: number; toolName: string; toolCallId: string };
+    return e.type === 'tool.call' && answerable(d.toolName) && d.step <= row.steps && answered.has(d.toolCallId);
   }).length;
   // Diverged in a step it finished: live from the start; in the step cut, that step is made again.
   const diverged = own.find((e) => e.type === 'replay.diverged' && (e.data as { step: number }).step <= row.steps);
   let divergedAt: number | null = replay.tools === 'live' ? null : ((diverged?.data as { step: number } | undefined)?.step ?? null);
   let live = replay.tools === 'live' || divergedAt !== null;
-  /** The step of each call the model made, by its id (its `tool.call` comes before it runs). */
-  const stepOf = new Map<string, number>();
 
-  function answer(tool: WorkspaceTool, input: unknown, toolCallId: string): Result | null {
-    if (live || LIVE_ALWAYS.has(tool.name)) return null;
-    const step = stepOf.get(toolCallId) ?? row.steps + 1;
-    const expected = recorded[position];
-    if (expected && expected.toolName === tool.name && isDeepStrictEqual(expected.input, input)) {
-      position++;
-      ctx.deps.events.append(row, 'tool.replayed', { step, toolCallId, toolName: tool.name });
-      return expected;
+  /** What each call the model made gets: the record's answer, or to run (decided as any call). */
+  const verdicts = new Map<string, Result | 'run'>();
+
+  /**
+   * Judges a call the model made, in the order it made them: equal (name and the input the model
+   * wrote, before any hook rewrote it) to the record's next call, it is answered from the record;
+   * else the replay diverges and every call from then on runs. A call the original was refused
+   * or that failed there (a permission rule, an approval denied, a hook's block, a tool error) is
+   * decided and run again: its refusal was the original's rules', not a result to serve; the
+   * replay still follows the record. A call refused again here never runs, as in any task.
+   */
+  function judge(toolCallId: string, toolName: string, input: unknown, step: number): Result | 'run' {
+    const known = verdicts.get(toolCallId);
+    if (known) return known;
+    let verdict: Result | 'run' = 'run';
+    if (!live && answerable(toolName)) {
+      const expected = recorded[position];
+      if (expected && expected.toolName === toolName && isDeepStrictEqual(expected.input, input)) {
+        position++;
+        if (!expected.isError) verdict = expected;
+      } else {
+        live = true;
+        divergedAt = step;
+        ctx.deps.events.append(row, 'replay.diverged', {
+          step,
+          expected: expected ? { toolName: expected.toolName, input: expected.input } : null,
+          got: { toolName, input },
+        });
+      }
     }
-    live = true;
-    divergedAt = step;
-    ctx.deps.events.append(row, 'replay.diverged', {
-      step,
-      expected: expected ? { toolName: expected.toolName, input: expected.input } : null,
-      got: { toolName: tool.name, input },
-    });
-    return null;
+    verdicts.set(toolCallId, verdict);
+    return verdict;
   }
 
   return {
     /** The step of the first call that differed from the record (null: none did, or it ran live from the start). */
     divergedAtStep: () => divergedAt,
 
-    /** The model made call `toolCallId` at `step` (the observer's `toolCall`). */
-    saw(step: number, toolCallId: string): void {
-      stepOf.set(toolCallId, step);
+    /** The model made call `toolCallId` at `step` (the observer's `toolCall`, after its `tool.call` event). */
+    saw(step: number, call: { toolCallId: string; toolName: string; input: unknown }): void {
+      made.set(call.toolCallId, { step, input: call.input });
+      judge(call.toolCallId, call.toolName, call.input, step);
     },
 
     /** `tool`, answered from the record while the replay follows it. */
@@ -111,11 +134,12 @@ export async function createReplayer(ctx: RunContext, row: TaskRow) {
       return {
         ...tool,
         execute: async (input, context, call) => {
-          const recordedResult = call ? answer(tool, input, call.toolCallId) : null;
-          if (!recordedResult) return tool.execute(input, context, call);
-          if (recordedResult.isError)
-            throw new Error(typeof recordedResult.output === 'string' ? recordedResult.output : JSON.stringify(recordedResult.output));
-          return recordedResult.output;
+          // A call answered after a pause was made before it: judged now, from its stored `tool.call`.
+          const earlier = call ? made.get(call.toolCallId) : undefined;
+          const verdict = call ? judge(call.toolCallId, tool.name, earlier ? earlier.input : input, earlier?.step ?? row.steps + 1) : 'run';
+          if (verdict === 'run') return tool.execute(input, context, call);
+          ctx.deps.events.append(row, 'tool.replayed', { step: earlier?.step ?? row.steps + 1, toolCallId: call!.toolCallId, toolName: tool.name });
+          return verdict.output;
         },
       };
     },

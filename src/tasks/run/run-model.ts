@@ -191,7 +191,7 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
       maxRetries: deps.limits.modelMaxRetries,
       temperature: def.temperature,
       signal,
-      observer: replayer ? { ...watch, toolCall: (step, call) => (replayer.saw(step, call.toolCallId), watch.toolCall(step, call)) } : watch,
+      observer: replayer ? { ...watch, toolCall: (step, call) => (watch.toolCall(step, call), replayer.saw(step, call)) } : watch,
     });
   } finally {
     watch.close();

@@ -4,8 +4,11 @@ import type { TaskRow } from '../../store/schema.ts';
 import { ulid } from '../../util/ids.ts';
 import type { TaskResources } from './task-resources.ts';
 
-/** Starts a task (the task service's `submit`), as a replay. */
-type Submit = (tenant: string, body: CreateTaskBody, replay: ReplayState) => Promise<TaskRow>;
+/** Starts a task (the task service's `submit`), as a replay, under an Idempotency-Key when given. */
+type Submit = (tenant: string, body: CreateTaskBody, replay: ReplayState, key?: string) => Promise<TaskRow>;
+
+/** The Idempotency-Key of a batch's `n`th replay. */
+const keyOf = (batch: string, n: number) => `${batch}:${n}`;
 
 const FINISHED: ReadonlySet<TaskRow['status']> = new Set(['completed', 'aborted', 'error']);
 
@@ -27,6 +30,13 @@ export function createReplaySystem(res: TaskResources, opts: { submit: Submit })
     }
     if (original.purgedAt !== null) {
       throw new AppError(409, 'task_purged', `task ${id} was purged: its prompt and conversation are gone, so it cannot be replayed`);
+    }
+    if (original.depth > 0) {
+      throw new AppError(
+        400,
+        'not_replayable',
+        `task ${id} is a child of ${original.parentTask}: it ran within its parent's limits, which a replay of it alone would not keep; replay the task that started it`,
+      );
     }
     const kind = kindOf(original);
     if (kind !== 'model') throw new AppError(400, 'not_replayable', `task ${id} ran no model of the service (a ${kind} task): there is nothing to replay`);
@@ -58,7 +68,7 @@ export function createReplaySystem(res: TaskResources, opts: { submit: Submit })
       { parentTaskId: f.parentTaskId, subagentType: f.subagent_type, from: ms(f.from), to: ms(f.to) },
       MAX_REPLAY_ROWS,
     );
-    return found.filter((row) => kindOf(row) === 'model').slice(0, most);
+    return found.filter((row) => kindOf(row) === 'model' && row.depth === 0).slice(0, most);
   }
 
   const tooMany = (tasks: number, variants: number) =>
@@ -77,7 +87,7 @@ export function createReplaySystem(res: TaskResources, opts: { submit: Submit })
      * A batch: every (task, variant) is checked before any starts (a batch that cannot start whole
      * starts nothing), then each replay is submitted like any task, within the queue's bounds and
      * the budgets: one the queue has no room for is a row with its refusal, not a lost replay. The
-     * batch is stored before the first replay starts, and its rows once they all were submitted.
+     * batch is stored before the first replay starts, and each row as its replay starts.
      */
     async startBatch(tenant: string, body: ReplayBatchBody): Promise<string> {
       if ((body.taskIds === undefined) === (body.filter === undefined)) {
@@ -93,17 +103,19 @@ export function createReplaySystem(res: TaskResources, opts: { submit: Submit })
       const id = `rpb_${ulid(now)}`;
       const pending: ReplayBatchRow[] = planned.map((p) => ({ taskId: p.original.id, variant: p.index, replayTaskId: null, error: null }));
       await deps.storage.write(() => deps.replays.insert({ id, tenant, createdAt: now, variants: body.variants, rows: pending }));
-      const rows: ReplayBatchRow[] = [];
-      for (const p of planned) {
+      // Each replay is submitted under a key of the batch's own, and its row written as soon as it
+      // started: a replay started just before a crash is found by its key (`batch`).
+      for (const [n, p] of planned.entries()) {
+        let row: ReplayBatchRow;
         try {
-          const started = await opts.submit(tenant, p.body, p.replay);
-          rows.push({ taskId: p.original.id, variant: p.index, replayTaskId: started.id, error: null });
+          const started = await opts.submit(tenant, p.body, p.replay, keyOf(id, n));
+          row = { ...pending[n], replayTaskId: started.id };
         } catch (err) {
           const e = err instanceof AppError ? { code: err.code, message: err.message } : { code: 'internal_error', message: 'the replay could not be started' };
-          rows.push({ taskId: p.original.id, variant: p.index, replayTaskId: null, error: e });
+          row = { ...pending[n], error: e };
         }
+        await deps.storage.write(() => deps.replays.setRow(id, n, row));
       }
-      await deps.storage.write(() => deps.replays.setRows(id, rows));
       return id;
     },
 
@@ -112,13 +124,15 @@ export function createReplaySystem(res: TaskResources, opts: { submit: Submit })
       const batch = await deps.replays.get(tenant, id);
       if (!batch) throw notFound(`replay batch ${id}`);
       const rows = await Promise.all(
-        batch.rows.map(async (r) => {
-          const task = r.replayTaskId ? await deps.store.getById(r.replayTaskId) : undefined;
+        batch.rows.map(async (r, n) => {
+          // Started just before the service stopped, its row not written: found by its key.
+          const task = r.replayTaskId ? await deps.store.getById(r.replayTaskId) : await deps.store.findByIdempotencyKey(tenant, keyOf(id, n));
           return {
             taskId: r.taskId,
             variant: batch.variants[r.variant],
-            replayTaskId: r.replayTaskId,
-            status: task?.status ?? ('refused' as const),
+            replayTaskId: task?.id ?? null,
+            // Not started: refused (its error says why), or the service stopped before it.
+            status: task?.status ?? (r.error ? ('refused' as const) : ('not_started' as const)),
             replay: task?.replay ?? null,
             error: r.error,
           };
