@@ -260,9 +260,10 @@ export function createServices(deps: ServiceDeps): Services {
     instanceId: cluster?.instanceId ?? null,
     // Bound to the task service made just below: the `task` tool starts children through it.
     children: {
-      start: (parent, body, key) => tasks.children.start(parent, body, key),
+      start: (parent, body, how) => tasks.children.start(parent, body, how),
       ended: (id) => tasks.children.ended(id),
-      cancel: (tenant, id) => tasks.children.cancel(tenant, id),
+      cancel: (tenant, id, why) => tasks.children.cancel(tenant, id, why),
+      steer: (tenant, id, message) => tasks.children.steer(tenant, id, message),
       waiting: (id, on) => tasks.children.waiting(id, on),
     },
   });

@@ -19,7 +19,7 @@ export function stateOf(status: OurStatus, errorCode: string | null | undefined)
     case 'completed':
       return TaskState.TASK_STATE_COMPLETED;
     case 'aborted':
-      return errorCode === 'cancelled' ? TaskState.TASK_STATE_CANCELED : TaskState.TASK_STATE_FAILED;
+      return errorCode === 'cancelled' || errorCode === 'parent_ended' ? TaskState.TASK_STATE_CANCELED : TaskState.TASK_STATE_FAILED;
     case 'error':
       return TaskState.TASK_STATE_FAILED;
   }

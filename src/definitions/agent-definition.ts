@@ -31,6 +31,8 @@ export const agentDefinitionSchema = z.object({
   maxSteps: z.number().int().min(1),
   /** Nesting: with N > 0 its model gets a `task` tool starting child tasks, N levels deep at most (the root's limit holds for all). */
   maxDepth: z.number().int().min(0).max(5).optional(),
+  /** Nesting: its `task` tool starts children in the background unless a call says `run_in_background: false` (seed 001 `background`). */
+  background: z.boolean().optional(),
   /** Tool names the subagent gets, `complete` included for model-backed ones. */
   tools: z.array(z.string()),
   instructions: z.string(),
@@ -84,6 +86,7 @@ export const agentSummarySchema = agentDefinitionSchema.pick({
   maxOutputTokens: true,
   maxSteps: true,
   maxDepth: true,
+  background: true,
   tools: true,
   compactionModel: true,
   compactAtTokens: true,

@@ -1,8 +1,14 @@
 import { readOnlyToolNames, workspaceToolNames } from '../tools/workspace-tools.ts';
 import type { AgentDefinition } from './agent-definition.ts';
 
-/** Tools no definition may list: a subagent starts subagents only through `maxDepth` (its `task` tool) and never asks the user. */
-export const FORBIDDEN_TOOLS = ['task', 'ask_user_question', 'confirm'] as const;
+/**
+ * The tools of a task that may start children (`maxDepth`): `task`, and `wait`, `send_input` and
+ * `close_agent`, which reach the children it started in the background.
+ */
+export const LEAD_TOOLS = ['task', 'wait', 'send_input', 'close_agent'] as const;
+
+/** Tools no definition may list: a subagent starts subagents only through `maxDepth` (its lead tools) and never asks the user. */
+export const FORBIDDEN_TOOLS = [...LEAD_TOOLS, 'ask_user_question', 'confirm'] as const;
 
 export interface AgentRegistry {
   get(type: string): AgentDefinition | undefined;

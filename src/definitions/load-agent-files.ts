@@ -49,6 +49,8 @@ export const agentFileSchema = z
     omitProjectInstructions: z.boolean().optional(),
     maxSteps: z.number().int().min(1).max(1000).optional(),
     maxDepth: z.number().int().min(0).max(5).optional(),
+    /** With `maxDepth`: the `task` tool's `run_in_background` defaults to true. */
+    background: z.boolean().optional(),
     temperature: z.number().min(0).max(2).optional(),
     /** `minimal` | `low` | `medium` | `high`: the model's reasoning, in its provider's own terms. */
     effort: effortSchema.optional(),
@@ -150,6 +152,7 @@ export function loadAgentFiles(dir: string, names: ModelNames): { definitions: A
         ...(Array.isArray(fm.model) && fm.model.length > 1 && { fallbackModels: fm.model.slice(1).map((m) => resolveModelName(m, names)) }),
         maxSteps: fm.maxSteps ?? 50,
         ...(fm.maxDepth && { maxDepth: fm.maxDepth }),
+        ...(fm.background && { background: true }),
         tools: resolveTools(fm.tools && withoutMcp(fm.tools), fm.disallowedTools && withoutMcp(fm.disallowedTools)),
         ...(fm.mcpServers && { mcpServers: fm.mcpServers }),
         ...(fm.network && { network: fm.network }),

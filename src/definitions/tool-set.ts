@@ -10,6 +10,7 @@ import { createCompleteTool } from '../tools/complete.ts';
 import type { WorkspaceTool } from '../tools/tool-types.ts';
 import { workspaceTools } from '../tools/workspace-tools.ts';
 import type { AgentDefinition } from './agent-definition.ts';
+import { LEAD_TOOLS } from './agent-registry.ts';
 import type { Permissions } from '../shapes/permissions.ts';
 import { allowedHosts, narrowHosts, type AllowedHosts } from '../network/policy.ts';
 import path from 'node:path';
@@ -41,8 +42,8 @@ export interface ToolLimits {
 /** The limits of a task whose scopes are `[own, parent, grandparent, ...]`. */
 export function limitsOf(scopes: ToolScope[]): ToolLimits {
   const permissions = scopes.flatMap((s) => s.permissions);
-  // An ancestor's definition bounds its children as its `options.tools` does (and it had `task`).
-  const lists = scopes.flatMap((s, i) => [...(s.only ? [s.only] : []), ...(i > 0 ? [[...s.tools, 'task']] : [])]);
+  // An ancestor's definition bounds its children as its `options.tools` does (and it had the lead tools).
+  const lists = scopes.flatMap((s, i) => [...(s.only ? [s.only] : []), ...(i > 0 ? [[...s.tools, ...LEAD_TOOLS]] : [])]);
   let network: AllowedHosts | null = allowedHosts(scopes[0].network.def, scopes[0].network.task);
   for (const s of scopes.slice(1)) network = narrowHosts(network, allowedHosts(s.network.def, s.network.task));
   return { permissions, lists, network, narrowed: scopes.some((s) => s.only !== undefined) };
@@ -55,22 +56,38 @@ export function offered(limits: ToolLimits, name: string): boolean {
 }
 
 /**
+ * The lead tools of a task that may start children, built by the run path: `task` (`canWait`:
+ * `wait` is offered too, so it may start children in the background), and the three that reach
+ * background children.
+ */
+export interface LeadToolMakers {
+  task(canWait: boolean): WorkspaceTool;
+  wait(): WorkspaceTool;
+  send_input(): WorkspaceTool;
+  close_agent(): WorkspaceTool;
+}
+
+/**
  * The tools a task's model is given: its definition's (each offered by `limits`; `complete` with
- * the task's output schema), the `task` tool when it may start children (`child`, built by the
- * run path with the kinds `childTypes` allows), and the caller's own tools but not one its rules
- * deny whole. A call of any of them is decided when the model makes it (`callDecider`). MCP
- * servers' tools join when their servers are up (`mcpToolsOffered`).
+ * the task's output schema), the lead tools when it may start children (`lead`, built by the
+ * run path with the kinds `childTypes` allows: `task`, and with it each of `wait`, `send_input`
+ * and `close_agent` its limits offer), and the caller's own tools but not one its rules deny
+ * whole. A call of any of them is decided when the model makes it (`callDecider`). MCP servers'
+ * tools join when their servers are up (`mcpToolsOffered`).
  */
 export function toolsOf(
   limits: ToolLimits,
   def: Pick<AgentDefinition, 'tools'>,
-  opts: { outputSchema?: Record<string, unknown>; clientTools?: ClientTool[]; child?: () => WorkspaceTool },
+  opts: { outputSchema?: Record<string, unknown>; clientTools?: ClientTool[]; lead?: LeadToolMakers },
 ): WorkspaceTool[] {
   const tools = def.tools
     .filter((name) => offered(limits, name))
     .map((name) => (name === 'complete' ? createCompleteTool(opts.outputSchema) : workspaceTools[name]))
     .filter((t) => t !== undefined);
-  if (opts.child && offered(limits, 'task')) tools.push(opts.child());
+  if (opts.lead && offered(limits, 'task')) {
+    const reach = (['wait', 'send_input', 'close_agent'] as const).filter((name) => offered(limits, name));
+    tools.push(opts.lead.task(reach.includes('wait')), ...reach.map((name) => opts.lead![name]()));
+  }
   for (const spec of opts.clientTools ?? []) if (!deniedWhole(limits.permissions, spec.name)) tools.push(clientTool(spec));
   return tools;
 }

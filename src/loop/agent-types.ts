@@ -55,6 +55,8 @@ export interface DecidedCall {
  */
 export interface AnsweredCall {
   toolCallId: string;
+  /** Its index among the calls of its step that reached their tools (as the step's run gave it). */
+  index?: number;
   toolName: string;
   input: unknown;
   allow: boolean;

@@ -56,7 +56,7 @@ export async function runStep<S>(step: number, conversation: ModelMessage[], set
   const content: AssistantPart[] = [];
   type OpenPart = { type: 'text' | 'reasoning'; text: string; providerOptions?: ProviderOptions };
   const open = { text: new Map<string, OpenPart>(), reasoning: new Map<string, OpenPart>() };
-  const calls: Array<{ toolCallId: string; toolName: string; input: unknown; tool: WorkspaceTool }> = [];
+  const calls: Array<{ toolCallId: string; toolName: string; input: unknown; tool: WorkspaceTool; step: number; index: number }> = [];
   const results: ToolResultPart[] = [];
   const record = (r: { toolCallId: string; toolName: string; output: unknown; isError: boolean }) => {
     // A tool that ends after the run was aborted reports to no one: the task has ended.
@@ -126,7 +126,7 @@ export async function runStep<S>(step: number, conversation: ModelMessage[], set
             const input = call.tool || (typeof call.input === 'object' && call.input !== undefined) ? call.input : {};
             content.push({ type: 'tool-call', toolCallId: part.toolCallId, toolName: part.toolName, input, providerOptions: part.providerMetadata });
             observer.toolCall(step, { toolCallId: part.toolCallId, toolName: part.toolName, input: call.input });
-            if (call.tool) calls.push({ toolCallId: part.toolCallId, toolName: part.toolName, input: call.input, tool: call.tool });
+            if (call.tool) calls.push({ toolCallId: part.toolCallId, toolName: part.toolName, input: call.input, tool: call.tool, step, index: calls.length });
             else record({ toolCallId: part.toolCallId, toolName: part.toolName, output: errorMessage(call.error), isError: true });
             break;
           }

@@ -10,13 +10,13 @@ import type { AnsweredCall, RunAgentOptions, RunSetup } from './agent-types.ts';
  * after it may add to a result; those of `complete` (Stop) may refuse it, and the run goes on.
  */
 export async function runCall<S>(
-  c: { step: number; toolCallId: string; toolName: string; input: unknown; tool: WorkspaceTool },
+  c: { step: number; toolCallId: string; toolName: string; input: unknown; tool: WorkspaceTool; index?: number },
   opts: RunAgentOptions<S>,
   record: (r: { toolCallId: string; toolName: string; output: unknown; isError: boolean }) => void,
   onComplete: (done: CompleteResult) => void,
 ): Promise<void> {
   try {
-    let output = await c.tool.execute(c.input, opts.toolContext, { toolCallId: c.toolCallId });
+    let output = await c.tool.execute(c.input, opts.toolContext, { toolCallId: c.toolCallId, step: c.step, index: c.index });
     const finished = c.toolName === 'complete' ? (output as CompleteResult) : null;
     const hooked = { step: c.step, toolCallId: c.toolCallId, toolName: c.toolName, input: c.input };
     if (finished && opts.hooks) {
@@ -87,7 +87,7 @@ export async function runAnswered<S>(
   // task taken over) never runs them again.
   if (toRun.length > 0) await untilAborted(Promise.resolve(opts.beforeAnswered?.(toRun.map((a) => a.toolCallId))), opts.signal);
   if (!opts.signal.aborted) {
-    await untilAborted(Promise.all(toRun.map((a) => runCall(a, opts, record, (done) => (complete = done)))), opts.signal);
+    await untilAborted(Promise.all(toRun.map((a) => runCall({ ...a, step }, opts, record, (done) => (complete = done)))), opts.signal);
   }
   return { messages: results.length > 0 ? [{ role: 'tool', content: results }] : [], complete };
 }

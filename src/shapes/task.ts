@@ -389,6 +389,9 @@ export const taskOutputSchema = z.object({
   previousTaskId: z.string().nullable().describe('the task it continues (task_id); null for a fresh task'),
   depth: z.number().int().describe('0 for a task the caller started; a task started by another one is one deeper'),
   parentTask: z.string().nullable().describe("the task whose `task` tool started it; null for the caller's own"),
+  background: z
+    .boolean()
+    .describe('started by its parent task with run_in_background: the parent went on meanwhile, and its end cancels the child (parent_ended)'),
   changes: changesSchema.nullable().describe('a worktree task (options.isolation "worktree") once finished: what it changed; null otherwise'),
   error: taskErrorSchema.nullable(),
   replayOf: z.string().nullable().describe('a replay (POST /tasks/{id}/replay): the task it replays; null otherwise'),

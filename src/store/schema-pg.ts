@@ -1,8 +1,8 @@
 /**
  * The PostgreSQL tables: the same tables, columns and indexes as `schema.ts` (SQLite), so the same
  * statements and the same row decoding (`rows.ts`, from the SQLite schema) serve both engines.
- * Integers are BIGINT (epoch milliseconds, token counts); JSON is stored as text, and the one
- * boolean as 0/1, exactly as on SQLite. drizzle-kit generates `migrations-pg/` from this file.
+ * Integers are BIGINT (epoch milliseconds, token counts); JSON is stored as text, and booleans
+ * as 0/1, exactly as on SQLite. drizzle-kit generates `migrations-pg/` from this file.
  */
 import { bigint, index, integer, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
@@ -88,6 +88,8 @@ export const tasks = pgTable(
     maxDepth: integer('max_depth').notNull().default(0),
     /** 1 while the task waits for a child of its own: it counts against no running quota then. */
     waitingOnChild: integer('waiting_on_child').notNull().default(0),
+    /** A child its lead started in the background (`run_in_background`): it is cancelled when its lead ends. 0/1. */
+    background: integer('background').notNull().default(0),
     /** When `DELETE /tasks/:id`, the retention sweep or a user's erasure purged its content (epoch ms); null otherwise. */
     purgedAt: bigint('purged_at', { mode: 'number' }),
     /** A worktree task's changes (JSON) once it ended, when they were applied and its copy removed; null otherwise. */

@@ -105,6 +105,8 @@ export const tasks = sqliteTable(
     maxDepth: integer('max_depth').notNull().default(0),
     /** 1 while the task waits for a child of its own: it counts against no running quota then. */
     waitingOnChild: integer('waiting_on_child').notNull().default(0),
+    /** A child its lead started in the background (`run_in_background`): it is cancelled when its lead ends. */
+    background: integer('background', { mode: 'boolean' }).notNull().default(false),
     /** When `DELETE /tasks/:id`, the retention sweep or a user's erasure purged its content (epoch ms); null otherwise. */
     purgedAt: integer('purged_at'),
     /** A worktree task's changes once it ended, when they were applied and its copy removed; null otherwise. */

@@ -5,6 +5,7 @@ import { addToRollups, rollupParams, withRollupsSql, type RollupDelta } from './
 import { columnsOf, rowReader } from './rows.ts';
 import { tasks, type NewTaskRow, type TaskRow } from './schema.ts';
 import type { SqlClient } from './sql-client.ts';
+import { createChildStore } from './child-store.ts';
 import { createPauseStore } from './pause-store.ts';
 import { createTranscriptStore } from './transcript-store.ts';
 
@@ -93,8 +94,8 @@ const INSERT_REPORT = `INSERT INTO usage_reports (task_id, n, step, ${tokenColum
    ON CONFLICT (task_id, call_key) DO NOTHING`;
 const TASK_COLUMNS = `tasks (id, tenant, parent_task_id, user_id, tool_call_id, subagent_type, description, request, status,
      idempotency_key, request_hash, created_at, session_id, previous_task_id, budget, trace_parent, depth, parent_task, max_depth,
-     owner, lease_until, replay)`;
-const INSERT_TASK = `INSERT INTO ${TASK_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+     owner, lease_until, replay, background)`;
+const INSERT_TASK = `INSERT INTO ${TASK_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 /** Tasks that wait for an instance across the cluster (PostgreSQL): queued, or running with nobody's lease (to be resumed). */
 export const WAITING_TASKS = `owner IS NULL AND status IN ('queued', 'running')`;
 /**
@@ -103,7 +104,7 @@ export const WAITING_TASKS = `owner IS NULL AND status IN ('queued', 'running')`
  * parameters take no type from the columns they fill.
  */
 const INSERT_TASK_IF_ROOM = `INSERT INTO ${TASK_COLUMNS}
-   SELECT ${[...Array<string>(11).fill('TEXT'), 'BIGINT', 'TEXT', 'TEXT', 'TEXT', 'TEXT', 'INTEGER', 'TEXT', 'INTEGER', 'TEXT', 'BIGINT', 'TEXT'].map((t) => `CAST(? AS ${t})`).join(', ')}
+   SELECT ${[...Array<string>(11).fill('TEXT'), 'BIGINT', 'TEXT', 'TEXT', 'TEXT', 'TEXT', 'INTEGER', 'TEXT', 'INTEGER', 'TEXT', 'BIGINT', 'TEXT', 'INTEGER'].map((t) => `CAST(? AS ${t})`).join(', ')}
    WHERE (SELECT count(*) < ? AND count(*) FILTER (WHERE tenant = ?) < ? FROM tasks WHERE ${WAITING_TASKS})`;
 /**
  * PostgreSQL: a call's usage in one statement (after the task's row lock): its report, then, when
@@ -172,6 +173,7 @@ function taskValues(row: NewTaskRow): unknown[] {
     row.owner ?? null,
     row.leaseUntil ?? null,
     row.replay ? JSON.stringify(row.replay) : null,
+    row.background ? 1 : 0,
   ];
 }
 
@@ -190,6 +192,7 @@ export function createTaskStore(sql: SqlClient) {
   const store = {
     ...createPauseStore(sql),
     ...createTranscriptStore(sql),
+    ...createChildStore(sql),
     /**
      * Stores a new task (with its owner and lease when the admitting instance holds it while it
      * sets it up). `room`: PostgreSQL, how many more tasks may wait in the cluster's queue, in all

@@ -9,7 +9,8 @@ import { storageFaultOf, type StorageFault } from '../store/storage-guard.ts';
 import { TaskTakenOver, type TaskFilter } from '../store/task-store.ts';
 import { workspacePath } from '../workspace/workspace.ts';
 import type { SubmitOptions } from './systems/admission.ts';
-import type { ChildTasks } from './run/run-context.ts';
+import type { StopWhy } from './run/run-context.ts';
+import { createChildSystem } from './systems/child-system.ts';
 import { checkAgainstDefinition, checkQueueRoom, earlierTask, newTaskRow, queueFull, queueRoom, sessionOf, storageRefusal } from './systems/admission.ts';
 import { createApprovalSystem, type ApprovalReply } from './systems/approval-system.ts';
 import { createWorktreeSystem } from './systems/worktree-system.ts';
@@ -28,6 +29,9 @@ import { createTaskResources, type TaskServiceDeps } from './systems/task-resour
 
 export type { TaskServiceDeps } from './systems/task-resources.ts';
 export type { SubmitOptions } from './systems/admission.ts';
+
+/** A caller's cancel. */
+const CANCELLED: StopWhy = { code: 'cancelled', message: 'the task was cancelled' };
 
 /**
  * The task lifecycle, as the routes see it: submit, read, steer, resume, cancel, wait. Behind it,
@@ -69,12 +73,21 @@ export function createTaskService(deps: TaskServiceDeps) {
   /** Tasks admitted and being stored, by id: they count in the queue's bounds until they are in it. */
   const admitting = new Map<string, string>();
   const worktrees = createWorktreeSystem(res, { ttlMs: deps.worktreeTtlMs ?? 24 * 3600_000 });
+  // Its peers are the service's own routes and the dispatcher: bound through functions, as the service is made below.
+  const childSystem = createChildSystem(res, {
+    submit: (tenant, body, opts) => service.submit(tenant, body, opts),
+    cancel: (tenant, id, why) => service.cancel(tenant, id, why),
+    steer: (tenant, id, message) => service.steer(tenant, id, message),
+    setWaiting: (id, on) => dispatch.setWaiting(id, on),
+  });
+  // Whatever ends a task here (its run, a cancel while paused, a pause that expired, recovery) ends its background children.
+  res.onEnd = (row) => childSystem.parentEnded(row);
   pauses.start();
   approvals.start();
   worktrees.start();
 
   /** Ends a task that was cancelled before it started (or while paused). */
-  const endWaiting = (row: TaskRow, message: string) => res.finish(row, aborted('cancelled', message), deps.now());
+  const endWaiting = (row: TaskRow, why: StopWhy, when: string) => res.finish(row, aborted(why.code, `${why.message} ${when}`), deps.now());
 
   const service = {
     /**
@@ -216,13 +229,16 @@ export function createTaskService(deps: TaskServiceDeps) {
       return approvals.submitToolResult(await service.get(tenant, id), requestId, result);
     },
 
-    /** Cancels a queued, running or paused task; a finished task is returned as it is. */
-    async cancel(tenant: string, id: string): Promise<TaskRow> {
+    /**
+     * Cancels a queued, running or paused task (`why`: its caller by default; its lead's
+     * `close_agent`, or its lead's end); a finished task is returned as it is.
+     */
+    async cancel(tenant: string, id: string, why: StopWhy = CANCELLED): Promise<TaskRow> {
       try {
-        return await cancelOnce(tenant, id);
+        return await cancelOnce(tenant, id, why);
       } catch (err) {
         // Another instance resumed or ended it meanwhile (PostgreSQL): once more, from where it is now.
-        if (err instanceof TaskTakenOver) return cancelOnce(tenant, id);
+        if (err instanceof TaskTakenOver) return cancelOnce(tenant, id, why);
         throw err;
       }
     },
@@ -249,16 +265,8 @@ export function createTaskService(deps: TaskServiceDeps) {
       return waiters.wait(id);
     },
 
-    /** What a task's `task` tool does with its children (nesting): see ChildTasks. */
-    children: {
-      async start(parent: TaskRow, body: CreateTaskBody, key: string): Promise<TaskRow> {
-        const lineage = { depth: parent.depth + 1, parentTask: parent.id, maxDepth: parent.maxDepth };
-        return (await service.submit(parent.tenant, body, { idempotencyKey: key, lineage })).row;
-      },
-      ended: (id: string) => waiters.wait(id),
-      cancel: async (tenant: string, id: string) => void (await service.cancel(tenant, id)),
-      waiting: (id: string, on: boolean) => dispatch.setWaiting(id, on),
-    } satisfies ChildTasks,
+    /** What a task's lead tools do with its children (nesting, child-system.ts): see ChildTasks. */
+    children: childSystem.children,
 
     /**
      * Takes up what a previous process left behind (recovery-system.ts): a `running` task is
@@ -266,8 +274,12 @@ export function createTaskService(deps: TaskServiceDeps) {
      * at most MAX_RESUMES times, model tasks only), or ends `error` / `interrupted`; a `queued` one
      * is queued again.
      */
-    recover(): Promise<{ interrupted: number; requeued: number; resumed: number }> {
-      return recovery.recover({ scheduler, pauses, leases, pump });
+    async recover(): Promise<{ interrupted: number; requeued: number; resumed: number }> {
+      const recovered = await recovery.recover({ scheduler, pauses, leases, pump });
+      // Leads that ended while their background children ran on (a stop between the two ends).
+      const orphans = await childSystem.sweep();
+      if (orphans > 0) deps.logger.info({ orphans }, 'cancelled the background children of ended tasks');
+      return recovered;
     },
 
     /**
@@ -281,13 +293,16 @@ export function createTaskService(deps: TaskServiceDeps) {
 
     /** What another instance asked of this one (PostgreSQL `subagentd_control`). */
     control(payload: string): void {
-      let message: { op?: unknown; id?: unknown };
+      let message: { op?: unknown; id?: unknown; code?: unknown; message?: unknown };
       try {
         message = JSON.parse(payload) as typeof message;
       } catch {
         return;
       }
-      if (message.op === 'cancel' && typeof message.id === 'string') dispatch.abort(message.id, new TaskAbort('cancelled', 'the task was cancelled'));
+      if (message.op !== 'cancel' || typeof message.id !== 'string') return;
+      const why =
+        message.code === 'parent_ended' && typeof message.message === 'string' ? { code: 'parent_ended' as const, message: message.message } : CANCELLED;
+      dispatch.abort(message.id, new TaskAbort(why.code, why.message));
     },
 
     /** Another instance stored, resumed or released a task, or freed a slot: start what may start. */
@@ -326,16 +341,16 @@ export function createTaskService(deps: TaskServiceDeps) {
     },
   };
 
-  async function cancelOnce(tenant: string, id: string): Promise<TaskRow> {
+  async function cancelOnce(tenant: string, id: string, why: StopWhy): Promise<TaskRow> {
     const row = await service.get(tenant, id);
-    if (row.status === 'paused') return endWaiting(row, 'the task was cancelled while paused');
+    if (row.status === 'paused') return endWaiting(row, why, 'while paused');
     // A queued task, or a resumed one still waiting for a slot (it is `running` since before the restart).
     if ((row.status === 'queued' || row.status === 'running') && (await scheduler.withdraw(id))) {
-      return endWaiting(row, 'the task was cancelled before it started');
+      return endWaiting(row, why, 'before it started');
     }
     // Running on another instance: its owner stops it.
-    if (!dispatch.abort(id, new TaskAbort('cancelled', 'the task was cancelled')) && cluster && row.status === 'running') {
-      await cluster.notify(CHANNELS.control, JSON.stringify({ op: 'cancel', id }));
+    if (!dispatch.abort(id, new TaskAbort(why.code, why.message)) && cluster && row.status === 'running') {
+      await cluster.notify(CHANNELS.control, JSON.stringify({ op: 'cancel', id, ...(why.code !== 'cancelled' && why) }));
     }
     return (await store.getById(id))!;
   }

@@ -24,6 +24,14 @@ export interface ToolContext {
   checkPath?: (toolName: string, input: string, real: string) => void;
 }
 
+/** A call of a tool as the loop makes it. */
+export interface ToolCall {
+  toolCallId: string;
+  step?: number;
+  /** Its index among the calls of its step that reached their tools. */
+  index?: number;
+}
+
 /**
  * A workspace tool: schema, description and an `execute` that either returns what the model reads
  * or throws an Error whose message the model reads (the run goes on).
@@ -37,8 +45,12 @@ export interface WorkspaceTool<I = unknown> {
   /** Run by the caller (`options.clientTools`): a call pauses the task until the caller posts its result; `execute` is never called. */
   caller?: boolean;
   readOnly: boolean;
-  /** `call`: the model's call (its id: what makes a repeated call, after a resume, find its first effect). */
-  execute(input: I, ctx: ToolContext, call?: { toolCallId: string }): Promise<unknown>;
+  /**
+   * `call`: the model's call: its id, and its place (the step, its index among the step's calls),
+   * what makes a call of a step run again after a resume find its first effect (the model may give
+   * it another id).
+   */
+  execute(input: I, ctx: ToolContext, call?: ToolCall): Promise<unknown>;
 }
 
 export function defineTool<I>(tool: WorkspaceTool<I>): WorkspaceTool<I> {

@@ -819,6 +819,7 @@ export interface components {
             previousTaskId: string | null;
             depth: number;
             parentTask: string | null;
+            background: boolean;
             changes: {
                 added: string[];
                 modified: string[];
@@ -1152,6 +1153,7 @@ export interface components {
             maxOutputTokens?: number;
             maxSteps: number;
             maxDepth?: number;
+            background?: boolean;
             tools: string[];
             compactionModel: string;
             compactAtTokens: number;

@@ -2,8 +2,8 @@
 import { z } from 'zod';
 import type { AgentDefinition } from '../../definitions/agent-definition.ts';
 import type { TaskRow } from '../../store/schema.ts';
-import { defineTool, type WorkspaceTool } from '../../tools/tool-types.ts';
-import type { ChildTasks } from './run-context.ts';
+import { defineTool, type ToolCall, type WorkspaceTool } from '../../tools/tool-types.ts';
+import type { ChildStart, ChildTasks } from './run-context.ts';
 import { abortCode } from './task-abort.ts';
 import { compactOutput } from '../writes/task-output.ts';
 
@@ -11,64 +11,17 @@ import { compactOutput } from '../writes/task-output.ts';
 export const DEPTH_LIMIT_MESSAGE = 'Agent depth limit reached. Solve the task yourself.';
 
 /**
- * The `task` tool of `row`: starts a child of any type (in the same workspace, with the same
- * context, one level deeper, idempotent by the call's id so a resumed parent finds its child),
- * waits for its end while the parent's slot serves others, and answers the child's compact
- * output. Past the root's `maxDepth` it starts nothing and answers the depth message. A parent
- * cancelled or timed out cancels the child it waits for.
+ * The keys of the child a call of `lead` starts: its place in its step, and its id (see
+ * ChildStart). A call made outside a step (none is today) has its id alone.
  */
-export function childTaskTool(row: TaskRow, types: AgentDefinition[], children: ChildTasks): WorkspaceTool {
-  const offered = types.filter((t) => t.type !== 'fork');
-  const names = offered.map((t) => t.type) as [string, ...string[]];
-  const list = offered.map((t) => `- ${t.type}: ${t.description}`).join('\n');
-  return defineTool({
-    name: 'task',
-    readOnly: false,
-    description:
-      'Launch a subagent for a self-contained part of your task, in the same workspace. It starts with no memory of this ' +
-      'conversation (the prompt is all it sees) and ends with a summary and the paths of the files it wrote; read them ' +
-      `when you need their content. Available types:\n${list}`,
-    inputSchema: z.object({
-      subagent_type: z.enum(names).describe('The type of subagent'),
-      description: z.string().min(1).max(80).describe('Short label (3-7 words)'),
-      prompt: z.string().min(1).max(100_000).describe('Self-contained task: goal, context, expected files, scope (for shell: the command)'),
-    }),
-    async execute({ subagent_type, description, prompt }, ctx, call) {
-      if (row.depth + 1 > row.maxDepth) return DEPTH_LIMIT_MESSAGE;
-      const shell = offered.find((t) => t.type === subagent_type)?.kind === 'shell';
-      const toolCallId = call?.toolCallId ?? 'call';
-      children.waiting(row.id, true);
-      try {
-        const child = await children.start(
-          row,
-          {
-            subagent_type,
-            description,
-            ...(shell ? { command: prompt } : { prompt }),
-            context: { ...row.request.context, toolCallId },
-            // Its parent's folder; the rest of the parent's limits it reads up its chain (task-limits.ts).
-            ...(row.request.options?.cwd && { options: { cwd: row.request.options.cwd } }),
-          },
-          `child:${row.id}:${toolCallId}`,
-        );
-        const ended = await untilAborted(children.ended(child.id), ctx.signal);
-        if (!ended) {
-          // Stopped by its caller or its timeout: its child goes too. At a shutdown or a lost lease
-          // the child runs on, and the parent's resume finds it again by the call's id.
-          const code = abortCode(ctx.signal).code;
-          if (code === 'cancelled' || code === 'timeout') await children.cancel(row.tenant, child.id).catch(() => undefined);
-          throw new Error('stopped while waiting for the subagent');
-        }
-        return compactOutput(ended);
-      } finally {
-        children.waiting(row.id, false);
-      }
-    },
-  });
+export function childKeys(lead: TaskRow, call: ToolCall | undefined): Pick<ChildStart, 'key' | 'callKey'> {
+  const callKey = `child:${lead.id}:${call?.toolCallId ?? 'call'}`;
+  const placed = call?.step !== undefined && call.index !== undefined;
+  return { key: placed ? `child:${lead.id}:${call.step}.${call.index}` : callKey, callKey };
 }
 
 /** `work`'s value, or null once `signal` aborts first. */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T | null> {
+export function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T | null> {
   if (signal.aborted) {
     work.catch(() => undefined);
     return Promise.resolve(null);
@@ -77,5 +30,82 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T | nul
     const onAbort = () => resolve(null);
     signal.addEventListener('abort', onAbort, { once: true });
     work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+/** Its lead was stopped by someone (not by a shutdown or a lost lease, after which it is resumed and finds its children). */
+export const stoppedForGood = (signal: AbortSignal) => ['cancelled', 'parent_ended', 'timeout'].includes(abortCode(signal).code);
+
+/**
+ * The `task` tool of `row`: starts a child of any type (in the same workspace, with the same
+ * context, one level deeper, found again when its step runs again after a resume), and answers
+ * the child's compact output once it ended, its slot serving others meanwhile; or, in the
+ * background (`run_in_background`, offered with `background` set: its default), `{ task_id,
+ * status }` at once. Past the root's `maxDepth` it starts nothing and answers the depth message.
+ * A parent stopped for good (cancelled, timed out) cancels the child it waits for.
+ */
+export function childTaskTool(row: TaskRow, types: AgentDefinition[], children: ChildTasks, opts: { background: boolean | null }): WorkspaceTool {
+  const offered = types.filter((t) => t.type !== 'fork');
+  const names = offered.map((t) => t.type) as [string, ...string[]];
+  const list = offered.map((t) => `- ${t.type}: ${t.description}`).join('\n');
+  const input = z.object({
+    subagent_type: z.enum(names).describe('The type of subagent'),
+    description: z.string().min(1).max(80).describe('Short label (3-7 words)'),
+    prompt: z.string().min(1).max(100_000).describe('Self-contained task: goal, context, expected files, scope (for shell: the command)'),
+    run_in_background: z
+      .boolean()
+      .optional()
+      .describe(
+        `Answer at once with the subagent's task_id while it works (default ${opts.background ?? false}); collect its result with wait, ` +
+          'steer it with send_input, stop it with close_agent',
+      ),
+  });
+  return defineTool({
+    name: 'task',
+    readOnly: false,
+    description:
+      'Launch a subagent for a self-contained part of your task, in the same workspace. It starts with no memory of this ' +
+      'conversation (the prompt is all it sees) and ends with a summary and the paths of the files it wrote; read them ' +
+      `when you need their content.${opts.background === null ? '' : ' Several subagents run at once when started in the background.'} ` +
+      `Available types:\n${list}`,
+    // Without `wait` there is no way to a background child's result: the parameter is not offered.
+    inputSchema: opts.background === null ? input.omit({ run_in_background: true }) : input,
+    async execute(args: z.infer<typeof input>, ctx, call) {
+      if (row.depth + 1 > row.maxDepth) return DEPTH_LIMIT_MESSAGE;
+      const { subagent_type, description, prompt } = args;
+      const background = opts.background !== null && (args.run_in_background ?? opts.background);
+      const shell = offered.find((t) => t.type === subagent_type)?.kind === 'shell';
+      const body = {
+        subagent_type,
+        description,
+        ...(shell ? { command: prompt } : { prompt }),
+        context: { ...row.request.context, toolCallId: call?.toolCallId ?? 'call' },
+        // Its parent's folder; the rest of the parent's limits it reads up its chain (task-limits.ts).
+        ...(row.request.options?.cwd && { options: { cwd: row.request.options.cwd } }),
+      };
+      const how: ChildStart = { ...childKeys(row, call), matches: (c) => c.subagentType === subagent_type, background };
+      if (background) {
+        const child = await children.start(row, body, how);
+        // Stopped for good while the child was being stored: its end's cancel may have missed it.
+        if (ctx.signal.aborted && stoppedForGood(ctx.signal)) {
+          await children.cancel(row.tenant, child.id, { code: 'parent_ended', message: `its lead ${row.id} was stopped` }).catch(() => undefined);
+        }
+        return { task_id: child.id, status: child.status };
+      }
+      children.waiting(row.id, true);
+      try {
+        const child = await children.start(row, body, how);
+        const ended = await untilAborted(children.ended(child.id), ctx.signal);
+        if (!ended) {
+          // Stopped by its caller or its timeout: its child goes too. At a shutdown or a lost lease
+          // the child runs on, and the parent's resume finds it again by the call's place.
+          if (stoppedForGood(ctx.signal)) await children.cancel(row.tenant, child.id).catch(() => undefined);
+          throw new Error('stopped while waiting for the subagent');
+        }
+        return compactOutput(ended);
+      } finally {
+        children.waiting(row.id, false);
+      }
+    },
   });
 }

@@ -15,6 +15,7 @@ import type { TaskTrace, Tracing } from '../../telemetry/tracing.ts';
 import type { Workspace, WorkspacesDirOf } from '../../workspace/workspace.ts';
 import type { Liveness } from './liveness.ts';
 import { createTaskWrites, type TaskWrites } from '../writes/task-writes.ts';
+import type { CancelCode } from './task-abort.ts';
 
 export interface RunnerDeps {
   store: TaskStore;
@@ -62,13 +63,37 @@ export interface TaskRun {
   signal: AbortSignal;
 }
 
-/** What a task's `task` tool asks of the task service (nesting), bound once the service exists. */
+/** Why a task is stopped by someone: its code (the task's `error.code`) and message. */
+export interface StopWhy {
+  code: CancelCode;
+  message: string;
+}
+
+/** How a lead's call starts a child, and finds it again. */
+export interface ChildStart {
+  /**
+   * The call's place, `child:<lead>:<step>.<index>`: a step run again after a crash or a takeover
+   * finds there the child its first run started, whatever ids the model gives its calls this time.
+   */
+  key: string;
+  /** The call's id, `child:<lead>:<toolCallId>`: the key when the place holds another call's child (and the key before v1.3). */
+  callKey: string;
+  /** Whether the child found at `key` is this call's (a step run again may ask for other children). */
+  matches?: (child: TaskRow) => boolean;
+  /** It runs on while its lead goes on, and ends when its lead does. */
+  background?: boolean;
+}
+
+/** What a task's lead tools (`task`, `wait`, `send_input`, `close_agent`) ask of the task service (nesting), bound once the service exists. */
 export interface ChildTasks {
-  /** Starts (or, for the same `key` again, finds) a child of `parent`, one level deeper. */
-  start(parent: TaskRow, body: CreateTaskBody, key: string): Promise<TaskRow>;
+  /** Starts (or, for the same call again, finds) a child of `parent`, one level deeper. */
+  start(parent: TaskRow, body: CreateTaskBody, how: ChildStart): Promise<TaskRow>;
   /** Resolves with the child once it has ended or paused. */
   ended(id: string): Promise<TaskRow>;
-  cancel(tenant: string, id: string): Promise<void>;
+  /** Stops a child (default: `cancelled`). */
+  cancel(tenant: string, id: string, why?: StopWhy): Promise<void>;
+  /** A steering message for a child that has not ended (409 `task_finished` once it has). */
+  steer(tenant: string, id: string, message: string): Promise<void>;
   /** The task waits for a child: its slot serves others meanwhile (else nested tasks could wait on each other for ever). */
   waiting(id: string, on: boolean): void;
 }

@@ -16,6 +16,7 @@ import { endingOfAbort, failed, type Ending } from '../writes/finish-task.ts';
 import type { ModelRun, RunContext } from './run-context.ts';
 import { abortCode } from './task-abort.ts';
 import { childTaskTool } from './child-tool.ts';
+import { leadTools } from './lead-tools.ts';
 import type { McpSession } from '../../mcp/mcp-tools.ts';
 import { startTaskEgress, type TaskEgress } from './task-egress.ts';
 import { TaskTakenOver } from '../../store/task-store.ts';
@@ -42,10 +43,13 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
   const children = row.maxDepth > 0 ? deps.children : undefined;
   // A replay answers the calls that follow its original's record from it (replayer.ts).
   const replayer = row.replay ? await createReplayer(ctx, row) : null;
+  const reach = children && { row, store: deps.store, children, now: deps.now };
   const tools = toolsOf(limits, def, {
     outputSchema: body.options?.outputSchema,
     clientTools: body.options?.clientTools,
-    ...(children && { child: () => childTaskTool(row, types, children) }),
+    ...(reach && {
+      lead: { task: (canWait) => childTaskTool(row, types, reach.children, { background: canWait ? (def.background ?? false) : null }), ...leadTools(reach) },
+    }),
   });
   const shellTypes = new Set(types.filter((t) => t.kind === 'shell').map((t) => t.type));
   const base = { root: workspace.root, cwd: workspace.cwd };
@@ -282,20 +286,21 @@ function answeredCalls(row: TaskRow): AnsweredCall[] | undefined {
   // the approved calls it came during (a run cut while it waited).
   const waiting = stored?.live ? stored.behind : stored;
   if (!stored || stored.ran || !waiting || waiting.ran || waiting.step !== row.steps) return undefined;
-  return waiting.calls.flatMap((c): AnsweredCall[] => {
+  // A call keeps its index among the step's calls (the waiting calls are all of them, in order).
+  return waiting.calls.flatMap((c, index): AnsweredCall[] => {
     // Started by a run that was cut (a crash, a takeover): it may have done all, some or none of
     // its work, and is never run a second time.
     if (c.startedAt !== undefined) {
-      return [{ toolCallId: c.toolCallId, toolName: c.toolName, input: c.input, allow: true, message: '', result: { error: INTERRUPTED_CALL } }];
+      return [{ toolCallId: c.toolCallId, index, toolName: c.toolName, input: c.input, allow: true, message: '', result: { error: INTERRUPTED_CALL } }];
     }
     if (c.decision === 'client' && c.answer) {
       const result = c.answer.by === 'timeout' ? { error: 'no result came from the caller within the timeout' } : c.answer;
-      return [{ toolCallId: c.toolCallId, toolName: c.toolName, input: c.input, allow: true, message: '', result }];
+      return [{ toolCallId: c.toolCallId, index, toolName: c.toolName, input: c.input, allow: true, message: '', result }];
     }
     if (c.decision !== 'ask' || !c.answer) return [];
     const a = c.answer;
     const message = a.message ?? (a.by === 'timeout' ? 'denied: no answer came within the approval timeout' : 'denied by the caller');
-    return [{ toolCallId: c.toolCallId, toolName: c.toolName, input: a.input ?? c.input, allow: a.decision === 'allow', message }];
+    return [{ toolCallId: c.toolCallId, index, toolName: c.toolName, input: a.input ?? c.input, allow: a.decision === 'allow', message }];
   });
 }
 

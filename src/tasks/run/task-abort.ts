@@ -1,3 +1,6 @@
+/** Someone stopped the task: its caller (`cancelled`, also its lead's `close_agent`), or the end of the lead that started it in the background. */
+export type CancelCode = 'cancelled' | 'parent_ended';
+
 /**
  * Why a task's signal was aborted; becomes the task's `error.code`, except `handed_over` (the
  * service stopped and the task stays `running` for the next start to resume) and `taken_over`
@@ -5,7 +8,7 @@
  */
 export class TaskAbort extends Error {
   constructor(
-    readonly code: 'cancelled' | 'timeout' | 'interrupted' | 'handed_over' | 'taken_over' | 'storage_full' | 'storage_unavailable',
+    readonly code: 'cancelled' | 'parent_ended' | 'timeout' | 'interrupted' | 'handed_over' | 'taken_over' | 'storage_full' | 'storage_unavailable',
     message: string,
   ) {
     super(message);

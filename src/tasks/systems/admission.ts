@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { allowedHosts } from '../../network/policy.ts';
 import { modelMessageSchema as aiModelMessageSchema } from 'ai';
-import type { AgentRegistry } from '../../definitions/agent-registry.ts';
+import { LEAD_TOOLS, type AgentRegistry } from '../../definitions/agent-registry.ts';
 import { pathGlobProblem } from '../../definitions/permissions.ts';
 import { offeredTools } from '../../definitions/tool-set.ts';
 import { isInside } from '../../workspace/path-guard.ts';
@@ -19,8 +19,8 @@ import type { Scheduler } from './scheduler.ts';
 /** How long an Idempotency-Key answers with its first task. */
 const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
 
-/** Names a caller-run tool may not take: the service's tools, and `task` (kept for nested subagents). */
-const SERVICE_TOOL_NAMES: ReadonlySet<string> = new Set([...workspaceToolNames, 'complete', 'task']);
+/** Names a caller-run tool may not take: the service's tools, and those kept for nested subagents (`task`, `wait`, ...). */
+const SERVICE_TOOL_NAMES: ReadonlySet<string> = new Set([...workspaceToolNames, 'complete', ...LEAD_TOOLS]);
 
 /**
  * What the definition allows that the body's schema cannot say: the type exists, `maxSteps`
@@ -62,6 +62,8 @@ export function checkAgainstDefinition(registry: AgentRegistry, body: CreateTask
     if (def.kind !== 'model') invalid.push({ field: 'body.options.tools', message: `"${def.type}" has no tools of the service to choose from` });
     else if (
       offeredTools(def.tools, body.options.tools).length === 0 &&
+      // A root that may start children keeps its lead tools (`task`, `wait`, ...).
+      !(def.maxDepth && body.options.tools.some((t) => (LEAD_TOOLS as readonly string[]).includes(t))) &&
       !body.options.clientTools?.length &&
       // An MCP server's tools are known once it runs: naming one of a server it has keeps the list.
       !(def.mcpServers && body.options.tools.some((t) => Object.keys(def.mcpServers!).some((s) => t === `mcp__${s}` || t.startsWith(`mcp__${s}__`))))
@@ -248,6 +250,7 @@ export function newTaskRow(
     worktree: null,
     replay: null,
     purgedAt: null,
+    background: false,
     ...lineage,
   };
 }
@@ -257,6 +260,8 @@ export interface Lineage {
   depth: number;
   parentTask: string | null;
   maxDepth: number;
+  /** Started in the background by its lead (`run_in_background`): it ends when its lead does. */
+  background?: boolean;
 }
 
 export interface QueueBounds {

@@ -110,6 +110,7 @@ export function createDispatchSystem(res: TaskResources, scheduler: Scheduler, l
         onStarted();
         // Left running (handed over at shutdown, taken over elsewhere): its end comes later, or from elsewhere.
         if (ended && (res.state.closing || !['queued', 'running'].includes(ended.status))) res.waiters.settle(ended);
+        if (ended && ['completed', 'aborted', 'error'].includes(ended.status)) res.onEnd(ended);
         clearTimeout(timer);
         active.delete(row.id);
         leases?.forget(row.id);

@@ -87,6 +87,11 @@ export interface TaskResources {
   finish(row: TaskRow, ending: Ending, at: number): Promise<TaskRow>;
   /** Ends a task without answering its waiters (the run's own end, answered by the caller). */
   record(row: TaskRow, ending: Ending, at: number): Promise<TaskRow>;
+  /**
+   * Told of every task that ended here (by `finish`, or its run: dispatch-system.ts): the task
+   * service ends its background children (child-system.ts). A lower layer telling a higher one.
+   */
+  onEnd: (row: TaskRow) => void;
 }
 
 export function createTaskResources(deps: TaskServiceDeps): TaskResources {
@@ -94,7 +99,7 @@ export function createTaskResources(deps: TaskServiceDeps): TaskResources {
   const writes = createTaskWrites({ events: deps.events, instanceId: cluster?.instanceId ?? null });
   const waiters = createWaiters(deps.store);
   const record = (row: TaskRow, ending: Ending, at: number) => writes.finish(row, ending, at);
-  return {
+  const res: TaskResources = {
     deps,
     cluster,
     leaseMs: deps.cluster?.leaseMs ?? 0,
@@ -106,7 +111,10 @@ export function createTaskResources(deps: TaskServiceDeps): TaskResources {
     async finish(row, ending, at) {
       const finished = await record(row, ending, at);
       waiters.settle(finished);
+      res.onEnd(finished);
       return finished;
     },
+    onEnd: () => {},
   };
+  return res;
 }

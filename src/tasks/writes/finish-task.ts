@@ -22,11 +22,12 @@ export function aborted(code: string, message: string): Ending {
 }
 
 /**
- * The ending of a task whose signal was aborted: `aborted` for a cancel or a timeout (someone asked
- * for it), `error` when the service could not go on: `interrupted` when it stopped under the task,
+ * The ending of a task whose signal was aborted: `aborted` for a cancel, its background lead's end
+ * or a timeout (someone asked for it), `error` when the service could not go on: `interrupted` when it stopped under the task,
  * whether by SIGTERM or by a crash found at the next start (one status for one cause, as the
  * contract has it), `storage_full` / `storage_unavailable` when its database could not be written.
  */
 export function endingOfAbort(abort: { code: string; message: string }): Ending {
-  return abort.code === 'cancelled' || abort.code === 'timeout' ? aborted(abort.code, abort.message) : failed(abort.code, abort.message);
+  const asked = abort.code === 'cancelled' || abort.code === 'parent_ended' || abort.code === 'timeout';
+  return asked ? aborted(abort.code, abort.message) : failed(abort.code, abort.message);
 }

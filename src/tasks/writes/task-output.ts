@@ -24,6 +24,7 @@ export function toTaskOutput(row: TaskRow, progress: Progress | null = null): Ta
     previousTaskId: row.previousTaskId,
     depth: row.depth,
     parentTask: row.parentTask,
+    background: row.background,
     changes: row.worktree
       ? {
           added: row.worktree.added,

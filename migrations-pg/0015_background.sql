@@ -1,0 +1,1 @@
+ALTER TABLE "tasks" ADD COLUMN "background" integer DEFAULT 0 NOT NULL;

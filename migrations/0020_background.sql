@@ -1,0 +1,1 @@
+ALTER TABLE `tasks` ADD `background` integer DEFAULT false NOT NULL;
