@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TurnContext } from '../scripted-model/server';
+import { backgroundStartedSchema, sendInputResultSchema, waitResultSchema } from '../src/shapes/lead-tools';
 import { startService, taskBody, taskEnd, wsUrl, type TestService } from './support/harness';
 import { until } from './support/until';
 import { openStream } from './support/ws-client';
@@ -97,6 +98,11 @@ describe('a task started in the background', () => {
       running: [],
       timedOut: false,
     });
+    // The shapes the OpenAPI document names (`x-tools`) and the client's types come from.
+    expect(backgroundStartedSchema.strict().safeParse(started).success).toBe(true);
+    expect(waitResultSchema.strict().safeParse(waited).success).toBe(true);
+    const doc = (await svc.inject({ url: '/docs/json' })).json();
+    expect(doc['x-tools'].wait).toEqual({ input: { $ref: '#/components/schemas/WaitArgs' }, output: { $ref: '#/components/schemas/WaitResult' } });
     // Offered with the task tool; a definition's `background` is its default.
     const tools = requestsOf('BG-ONE-LEAD')[0].body.tools as unknown as Array<{ function: { name: string; parameters: any } }>;
     expect(tools.map((t) => t.function.name)).toEqual(expect.arrayContaining(['task', 'wait', 'send_input', 'close_agent']));
@@ -195,6 +201,7 @@ describe('a task started in the background', () => {
       content: 'STEER: use blue',
     });
     expect(answers[3]).toEqual({ task_id: followUp.id, status: expect.any(String), continues: child.id });
+    for (const a of [answers[1], answers[3]]) expect(sendInputResultSchema.safeParse(a).success).toBe(true);
     expect(followUp).toMatchObject({ previousTaskId: child.id, parentTask: lead.id, background: true, depth: 1, summary: 'then: FOLLOW: now red' });
   });
 

@@ -37,6 +37,16 @@ import {
   webhookPayloadSchema,
   webhookSchema,
 } from '../shapes/webhook.ts';
+import {
+  backgroundStartedSchema,
+  childOutputSchema,
+  closeAgentInputSchema,
+  sendInputInputSchema,
+  sendInputResultSchema,
+  taskToolInputSchema,
+  waitInputSchema,
+  waitResultSchema,
+} from '../shapes/lead-tools.ts';
 import { errorBodySchema } from './error-schema.ts';
 
 /**
@@ -92,6 +102,14 @@ const named: Record<string, z.ZodType> = {
   MessageReceivedData: eventDataSchemas['message.received'],
   ContextCompactedData: eventDataSchemas['context.compacted'],
   TaskResumedData: eventDataSchemas['task.resumed'],
+  TaskToolArgs: taskToolInputSchema,
+  ChildOutput: childOutputSchema,
+  BackgroundStarted: backgroundStartedSchema,
+  WaitArgs: waitInputSchema,
+  WaitResult: waitResultSchema,
+  SendInputArgs: sendInputInputSchema,
+  SendInputResult: sendInputResultSchema,
+  CloseAgentArgs: closeAgentInputSchema,
 };
 for (const [id, schema] of Object.entries(named)) apiSchemas.add(schema, { id });
 
@@ -178,7 +196,21 @@ interface DocumentLike {
   paths?: Record<string, Record<string, OperationLike>>;
   webhooks?: Record<string, unknown>;
   components?: { schemas?: Record<string, unknown> };
+  'x-tools'?: unknown;
 }
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+/**
+ * The `x-tools` extension: the lead tools a task that may start children gives its model (input
+ * and what the model reads back), as `tool.call` and `tool.result` events carry them.
+ */
+const LEAD_TOOLS_EXTENSION = {
+  description: "The tools a definition with maxDepth gives its model to lead its children: each one's input and answer",
+  task: { input: ref('TaskToolArgs'), output: { oneOf: [ref('ChildOutput'), ref('BackgroundStarted')] } },
+  wait: { input: ref('WaitArgs'), output: ref('WaitResult') },
+  send_input: { input: ref('SendInputArgs'), output: ref('SendInputResult') },
+  close_agent: { input: ref('CloseAgentArgs'), output: ref('ChildOutput') },
+};
 
 /**
  * The zod provider names every schema twice, `X` (what the service answers, closed to unknown
@@ -244,6 +276,7 @@ function finishDocument(doc: DocumentLike, isPublic: (url: string) => boolean): 
     paths[name] = item;
   }
   doc.paths = paths;
+  doc['x-tools'] = LEAD_TOOLS_EXTENSION;
   doc.tags = TAGS.map(({ name, description }) => ({ name, description }));
   // What the service POSTs to registered endpoints (OpenAPI 3.1 `webhooks`).
   doc.webhooks = {

@@ -1491,6 +1491,69 @@ export interface components {
             /** @enum {string} */
             reason: "restart" | "budget" | "approval";
         };
+        TaskToolArgs: {
+            subagent_type: string;
+            description: string;
+            prompt: string;
+            run_in_background?: boolean;
+        };
+        ChildOutput: {
+            task_id: string;
+            /** @enum {string} */
+            status: "queued" | "running" | "paused" | "completed" | "aborted" | "error";
+            summary: string | null;
+            output: unknown;
+            artifacts: {
+                relativePath: string;
+                size: number;
+                /** @enum {string} */
+                fsType: "file" | "directory" | "symlink";
+            }[];
+            changes?: {
+                added: string[];
+                modified: string[];
+                deleted: string[];
+            };
+            error?: components["schemas"]["TaskError"];
+        };
+        BackgroundStarted: {
+            task_id: string;
+            /** @enum {string} */
+            status: "queued" | "running" | "paused" | "completed" | "aborted" | "error";
+        };
+        WaitArgs: {
+            task_ids?: string[];
+            timeoutMs?: number;
+        };
+        WaitResult: {
+            finished: components["schemas"]["ChildOutput"][];
+            running: {
+                task_id: string;
+                /** @enum {string} */
+                status: "queued" | "running" | "paused" | "completed" | "aborted" | "error";
+                description: string;
+            }[];
+            timedOut: boolean;
+        };
+        SendInputArgs: {
+            task_id: string;
+            message: string;
+        };
+        SendInputResult: {
+            task_id: string;
+            /** @enum {string} */
+            status: "queued" | "running" | "paused" | "completed" | "aborted" | "error";
+            /** @constant */
+            delivered: "before its next step";
+        } | {
+            task_id: string;
+            /** @enum {string} */
+            status: "queued" | "running" | "paused" | "completed" | "aborted" | "error";
+            continues: string;
+        };
+        CloseAgentArgs: {
+            task_id: string;
+        };
         CreateTaskBody: {
             task_id?: string;
             /** @default fork */

@@ -52,3 +52,19 @@ export type AuditPage = Answer<'listAudit', 200>;
 export type CreateKeyBody = JsonBody<'createKey'>;
 export type CreatedKey = Answer<'createKey', 201>;
 export type KeyList = Answer<'listKeys', 200>;
+
+/*
+ * The lead tools a definition with `maxDepth` gives its model (the document's `x-tools`): what each
+ * takes (a `tool.call` event's `input`) and answers (a `tool.result` event's `output`).
+ */
+export type LeadToolName = 'task' | 'wait' | 'send_input' | 'close_agent';
+export type TaskToolArgs = Schemas['TaskToolArgs'];
+/** What the lead reads of a child: its compact TaskOutput (`task` that waited, `wait`, `close_agent`). */
+export type ChildOutput = Schemas['ChildOutput'];
+/** `task` with `run_in_background`: answered at once. */
+export type BackgroundStarted = Schemas['BackgroundStarted'];
+export type WaitArgs = Schemas['WaitArgs'];
+export type WaitResult = Schemas['WaitResult'];
+export type SendInputArgs = Schemas['SendInputArgs'];
+export type SendInputResult = Schemas['SendInputResult'];
+export type CloseAgentArgs = Schemas['CloseAgentArgs'];

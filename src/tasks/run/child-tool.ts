@@ -1,6 +1,7 @@
 /** Nesting: the `task` tool a definition with `maxDepth` gives its model, starting child tasks through the service. */
 import { z } from 'zod';
 import type { AgentDefinition } from '../../definitions/agent-definition.ts';
+import { taskToolInputSchema, type BackgroundStarted, type ChildOutput } from '../../shapes/lead-tools.ts';
 import type { TaskRow } from '../../store/schema.ts';
 import { defineTool, type ToolCall, type WorkspaceTool } from '../../tools/tool-types.ts';
 import type { ChildStart, ChildTasks } from './run-context.ts';
@@ -48,17 +49,12 @@ export function childTaskTool(row: TaskRow, types: AgentDefinition[], children: 
   const offered = types.filter((t) => t.type !== 'fork');
   const names = offered.map((t) => t.type) as [string, ...string[]];
   const list = offered.map((t) => `- ${t.type}: ${t.description}`).join('\n');
-  const input = z.object({
+  const input = taskToolInputSchema.extend({
     subagent_type: z.enum(names).describe('The type of subagent'),
-    description: z.string().min(1).max(80).describe('Short label (3-7 words)'),
-    prompt: z.string().min(1).max(100_000).describe('Self-contained task: goal, context, expected files, scope (for shell: the command)'),
-    run_in_background: z
-      .boolean()
-      .optional()
-      .describe(
-        `Answer at once with the subagent's task_id while it works (default ${opts.background ?? false}); collect its result with wait, ` +
-          'steer it with send_input, stop it with close_agent',
-      ),
+    run_in_background: taskToolInputSchema.shape.run_in_background.describe(
+      `Answer at once with the subagent's task_id while it works (default ${opts.background ?? false}); collect its result with wait, ` +
+        'steer it with send_input, stop it with close_agent',
+    ),
   });
   return defineTool({
     name: 'task',
@@ -70,7 +66,7 @@ export function childTaskTool(row: TaskRow, types: AgentDefinition[], children: 
       `Available types:\n${list}`,
     // Without `wait` there is no way to a background child's result: the parameter is not offered.
     inputSchema: opts.background === null ? input.omit({ run_in_background: true }) : input,
-    async execute(args: z.infer<typeof input>, ctx, call) {
+    async execute(args: z.infer<typeof input>, ctx, call): Promise<ChildOutput | BackgroundStarted | string> {
       if (row.depth + 1 > row.maxDepth) return DEPTH_LIMIT_MESSAGE;
       const { subagent_type, description, prompt } = args;
       const background = opts.background !== null && (args.run_in_background ?? opts.background);

@@ -3,8 +3,18 @@
  * tools): `wait` for their results, `send_input` to steer or continue one, `close_agent` to stop
  * one. Each reaches only the task's own children (its tenant's, by construction).
  */
-import { z } from 'zod';
 import { AppError } from '../../errors/app-error.ts';
+import {
+  closeAgentInputSchema,
+  sendInputInputSchema,
+  waitInputSchema,
+  WAIT_DEFAULT_MS,
+  WAIT_MAX_MS,
+  WAIT_MIN_MS,
+  type ChildOutput,
+  type SendInputResult,
+  type WaitResult,
+} from '../../shapes/lead-tools.ts';
 import { isEndedStatus } from '../../shapes/task.ts';
 import type { TaskRow } from '../../store/schema.ts';
 import type { TaskStore } from '../../store/task-store.ts';
@@ -13,17 +23,8 @@ import { compactOutput } from '../writes/task-output.ts';
 import type { ChildTasks } from './run-context.ts';
 import { childKeys, untilAborted } from './child-tool.ts';
 
-/** `wait`'s bounds (Codex's): at least 10 s, at most an hour, 30 s unless the model says. */
-export const WAIT_MIN_MS = 10_000;
-export const WAIT_MAX_MS = 3_600_000;
-export const WAIT_DEFAULT_MS = 30_000;
 /** A paused child ends no wait by itself (it waits on its caller); it is looked at again this often. */
 const PAUSED_POLL_MS = 1_000;
-/** Most children one `wait` names, and characters of one `send_input` message (as a steering message's). */
-const MAX_WAIT_IDS = 64;
-const MAX_MESSAGE_CHARS = 64 * 1024;
-
-const taskIdSchema = z.string().min(1).max(256);
 
 /** What a lead reads of a child that has not ended. */
 const stillRunning = (r: TaskRow) => ({ task_id: r.id, status: r.status, description: r.description });
@@ -59,23 +60,14 @@ function waitTool(reach: LeadReach): WorkspaceTool {
   const { row, store, children } = reach;
   /** Children whose end this run reported. */
   const reported = new Set<string>();
-  const input = z.object({
-    task_ids: z.array(taskIdSchema).min(1).max(MAX_WAIT_IDS).optional().describe('The subagents to wait for (default: every one started in the background)'),
-    timeoutMs: z
-      .number()
-      .int()
-      .positive()
-      .optional()
-      .describe(`Longest wait in ms, ${WAIT_MIN_MS}..${WAIT_MAX_MS} (default ${WAIT_DEFAULT_MS}); the answer says which still run`),
-  });
   return defineTool({
     name: 'wait',
     readOnly: true,
     description:
       'Wait until a subagent you started in the background ends (or the timeout passes): answers each ended one with its summary, ' +
       'output and files, and which are still running.',
-    inputSchema: input,
-    async execute({ task_ids, timeoutMs }, ctx) {
+    inputSchema: waitInputSchema,
+    async execute({ task_ids, timeoutMs }, ctx): Promise<WaitResult> {
       const deadline = reach.now() + Math.min(WAIT_MAX_MS, Math.max(WAIT_MIN_MS, timeoutMs ?? WAIT_DEFAULT_MS));
       const read = () => (task_ids ? store.childrenOf(row.id, { ids: [...new Set(task_ids)] }) : store.childrenOf(row.id, { background: true }));
       let rows = await read();
@@ -134,8 +126,8 @@ function sendInputTool(reach: LeadReach): WorkspaceTool {
     description:
       'Send a message to a subagent you started: one still running reads it before its next step; one that has ended continues ' +
       'its conversation with it as a new subagent (answered with its task_id, to wait for).',
-    inputSchema: z.object({ task_id: taskIdSchema.describe('The subagent (its task_id)'), message: z.string().min(1).max(MAX_MESSAGE_CHARS) }),
-    async execute({ task_id, message }, _ctx, call) {
+    inputSchema: sendInputInputSchema,
+    async execute({ task_id, message }, _ctx, call): Promise<SendInputResult> {
       const child = await ownChild(reach, task_id);
       if (!isEndedStatus(child.status)) {
         try {
@@ -171,8 +163,8 @@ function closeAgentTool(reach: LeadReach): WorkspaceTool {
     name: 'close_agent',
     readOnly: false,
     description: 'Stop a subagent you started that is no longer needed; answers how it ended.',
-    inputSchema: z.object({ task_id: taskIdSchema.describe('The subagent (its task_id)') }),
-    async execute({ task_id }, ctx) {
+    inputSchema: closeAgentInputSchema,
+    async execute({ task_id }, ctx): Promise<ChildOutput> {
       const child = await ownChild(reach, task_id);
       if (isEndedStatus(child.status)) return compactOutput(child);
       await children.cancel(row.tenant, child.id, { code: 'cancelled', message: `closed by its lead ${row.id} (close_agent)` });

@@ -1,3 +1,4 @@
+import type { ChildOutput } from '../../shapes/lead-tools.ts';
 import { iso } from '../../shapes/time.ts';
 import type { TaskRow } from '../../store/schema.ts';
 import { pricedUsageOf, type Progress, type TaskOutput } from '../../shapes/task.ts';
@@ -49,7 +50,7 @@ export function toTaskOutput(row: TaskRow, progress: Progress | null = null): Ta
  * output, each artifact by its path relative to the workspace (no path of the service's host), its
  * changes (a worktree task) and its error.
  */
-export function compactOutput(row: TaskRow) {
+export function compactOutput(row: TaskRow): ChildOutput {
   return {
     task_id: row.id,
     status: row.status,
