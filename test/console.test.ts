@@ -29,13 +29,15 @@ const api = (method: 'GET' | 'POST', url: string, payload?: object) =>
 describe.skipIf(missing !== null)('the console in a browser', () => {
   beforeAll(async () => {
     mkdirSync(shots, { recursive: true });
-    // A definition whose hook refuses `rm`: its decisions show beside the calls.
+    // A definition whose hook refuses `rm`: its decisions show beside the calls; a lead whose
+    // background children show as a tree under it.
     dir = mkdtempSync(path.join(tmpdir(), 'subagentd-console-'));
     mkdirSync(path.join(dir, 'agents'));
     writeFileSync(
       path.join(dir, 'agents', 'careful.md'),
       '---\nname: careful\ndescription: Refuses rm\nhooks:\n  PreToolUse:\n    - matcher: bash\n      command: |\n        if grep -q \'"rm \'; then echo "rm is not allowed" >&2; exit 2; fi\n---\n',
     );
+    writeFileSync(path.join(dir, 'agents', 'lead.md'), '---\nname: lead\ndescription: Runs subagents at once\nmaxDepth: 1\nbackground: true\n---\nDelegate.\n');
     svc = await startService({ dir, env: { API_KEYS: `${KEY}:acme` } });
     browser = await chromium.launch({ executablePath: browserBin, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
@@ -206,6 +208,56 @@ describe.skipIf(missing !== null)('the console in a browser', () => {
     // Its end comes the same way.
     await row.locator('.status', { hasText: 'completed' }).waitFor({ timeout: 10_000 });
     await live.close();
+    expect(problems).toEqual([]);
+  }, 30_000);
+
+  it("shows background children as a tree under their lead, in the list and on the lead's page", async () => {
+    svc.model.script('CONSOLE-LEAD', (ctx) => {
+      if (ctx.turn === 0) {
+        return {
+          toolCalls: [1, 2].map((n) => ({ name: 'task', args: { subagent_type: 'general', description: `Helper ${n}`, prompt: `CONSOLE-HELPER-${n}` } })),
+        };
+      }
+      const seen = ctx.messages.filter((m) => m.role === 'tool' && String(m.content).includes('"finished"'));
+      const done = seen.reduce((n, m) => n + (JSON.parse(String(m.content)).finished as unknown[]).length, 0);
+      return done < 2 ? { toolCalls: [{ name: 'wait', args: {} }] } : { toolCalls: [{ name: 'complete', args: { summary: 'both helped', paths: [] } }] };
+    });
+    for (const n of [1, 2]) svc.model.script(`CONSOLE-HELPER-${n}`, [{ toolCalls: [{ name: 'complete', args: { summary: `helper ${n}`, paths: [] } }] }]);
+    const created = await api(
+      'POST',
+      '/tasks?wait=true',
+      taskBody({ subagent_type: 'lead', description: 'The lead', prompt: 'CONSOLE-LEAD', context: { parentTaskId: 'T-console-tree', userId: 'u-console' } }),
+    );
+    const lead = JSON.parse(created.body.trim());
+    expect(lead.status).toBe('completed');
+    const { tasks } = (await api('GET', '/tasks?parentTaskId=T-console-tree')).json();
+    const helpers = (tasks as Array<{ id: string; parentTask: string | null }>)
+      .filter((t) => t.parentTask === lead.id)
+      .map((t) => t.id)
+      .reverse();
+    expect(helpers).toHaveLength(2);
+
+    await page.goto(`${svc.url}/ui#/tasks`);
+    await page.fill('input[name=parentTaskId]', 'T-console-tree');
+    await page.press('input[name=parentTaskId]', 'Enter');
+    await page.locator(`tr[data-task="${helpers[1]}"]`).waitFor({ timeout: 10_000 });
+    // The lead, then its children one level in, oldest first, each marked as in the background.
+    const rows = page.locator('table.tasks tbody tr');
+    expect(await rows.evaluateAll((trs) => trs.map((tr) => [tr.getAttribute('data-task'), tr.getAttribute('data-depth')]))).toEqual([
+      [lead.id, '0'],
+      [helpers[0], '1'],
+      [helpers[1], '1'],
+    ]);
+    expect(await page.locator(`tr[data-task="${helpers[0]}"] .tag`).textContent()).toBe('background');
+    await page.screenshot({ path: path.join(shots, '6-tree.png') });
+
+    await page.locator(`tr[data-task="${lead.id}"] a`).click();
+    await page.locator('.subagents li').nth(1).waitFor({ timeout: 10_000 });
+    expect(await page.locator('.subagents li').evaluateAll((lis) => lis.map((li) => li.getAttribute('data-task')))).toEqual(helpers);
+    expect(await page.textContent('.subagents')).toContain('Helper 1');
+    await page.locator('.subagents li a').first().click();
+    await page.waitForSelector('.summary');
+    expect(await page.textContent('.summary')).toBe('helper 1');
     expect(problems).toEqual([]);
   }, 30_000);
 

@@ -3,6 +3,7 @@ import { api, ApiError, download, follow, text } from './api.ts';
 import { age, duration, money, pretty, tokens } from './format.ts';
 import type { Task } from './tasks-page.tsx';
 import { createTimeline, hookSays, type Item } from './timeline.ts';
+import { descendantsOf } from './tree.ts';
 
 const FINISHED = new Set(['completed', 'aborted', 'error']);
 /** Items drawn at first: the latest ones (a task of 5,000 events stays quick); the rest on demand. */
@@ -105,20 +106,32 @@ export function TaskPage({ id }: { id: string }) {
   const [transcript, setTranscript] = useState<unknown[] | null>(null);
   const [diff, setDiff] = useState<string | null>(null);
   const [now, setNow] = useState(Date.now());
+  /** The tasks of its workspace, for the tree of the children it started (nesting). */
+  const [family, setFamily] = useState<Task[]>([]);
   const timeline = useMemo(() => createTimeline(), [id]);
   const frame = useRef(0);
+  const familySettled = useRef(false);
 
   const report = (err: unknown) => setError(err instanceof ApiError ? `${err.code}: ${err.message}` : String(err));
   const reload = () =>
     api<Task>(`/tasks/${encodeURIComponent(id)}`)
-      .then((t) => {
+      .then(async (t) => {
         setTask(t);
         setNow(Date.now());
+        // The children it started, read again until it and they have all ended.
+        if (!familySettled.current) {
+          const q = new URLSearchParams({ parentTaskId: t.context.parentTaskId, limit: '200' });
+          const tasks = (await api<{ tasks: Task[] }>(`/tasks?${q}`)).tasks;
+          setFamily(tasks);
+          familySettled.current = FINISHED.has(t.status) && descendantsOf(t.id, tasks).every((n) => FINISHED.has(n.task.status));
+        }
       })
       .catch(report);
 
   useEffect(() => {
     const stop = new AbortController();
+    familySettled.current = false;
+    setFamily([]);
     void reload();
     // Events drawn once per frame, however many arrive in it.
     const onMessage = (m: Parameters<typeof timeline.add>[0]) => {
@@ -143,6 +156,7 @@ export function TaskPage({ id }: { id: string }) {
       .catch(report);
   const items = timeline.items;
   const shown = showAll ? items : items.slice(-SHOWN);
+  const subagents = descendantsOf(task.id, family);
 
   return (
     <section class="task" data-version={version}>
@@ -218,6 +232,22 @@ export function TaskPage({ id }: { id: string }) {
             Cancel task
           </button>
         </div>
+      )}
+
+      {subagents.length > 0 && (
+        <>
+          <h3>Subagents</h3>
+          <ul class="subagents">
+            {subagents.map(({ task: c, depth }) => (
+              <li key={c.id} data-task={c.id} class={`depth-${Math.min(depth, 5)}`}>
+                <span class={`status ${c.status}`}>{c.status}</span> <a href={`#/tasks/${encodeURIComponent(c.id)}`}>{c.description || c.id}</a>{' '}
+                <span class="hint">{c.subagent_type}</span>
+                {c.background && <span class="tag">background</span>}
+                {c.error && <span class="hint"> · {c.error.code}</span>}
+              </li>
+            ))}
+          </ul>
+        </>
       )}
 
       <h3>Stream</h3>

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, follow } from './api.ts';
 import { age, money, tokens } from './format.ts';
+import { treeOf } from './tree.ts';
 
 export interface Task {
   id: string;
@@ -24,7 +25,7 @@ const REFRESH_MS = 2000;
 const FALLBACK_MS = 30_000;
 
 /**
- * The tasks of the key's tenant, newest first, filtered and paged. Filtered by a parent task, the
+ * The tasks of the key's tenant, newest first (a lead's children under it, as a tree), filtered and paged. Filtered by a parent task, the
  * list follows that parent's event stream and is read again when one of its tasks changes (a new
  * row shows at once); the service has no tenant-wide stream, so unfiltered it is read every 2 s.
  */
@@ -131,14 +132,16 @@ export function TasksPage() {
           </tr>
         </thead>
         <tbody>
-          {page?.tasks.map((t) => (
-            <tr key={t.id} data-task={t.id}>
+          {treeOf(page?.tasks ?? []).map(({ task: t, depth }) => (
+            <tr key={t.id} data-task={t.id} data-depth={depth}>
               <td>
                 <span class={`status ${t.status}`}>{t.status}</span>
               </td>
               <td>{t.subagent_type}</td>
-              <td>
+              <td class={depth > 0 ? `nested depth-${Math.min(depth, 5)}` : undefined}>
+                {depth > 0 && <span class="branch">└ </span>}
                 <a href={`#/tasks/${encodeURIComponent(t.id)}`}>{t.description || t.id}</a>
+                {t.background && <span class="tag">background</span>}
               </td>
               <td>{t.context.parentTaskId}</td>
               <td>{t.context.userId}</td>
