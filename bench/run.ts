@@ -1,5 +1,5 @@
 /**
- * `npm run bench [goals|compare|stream|load|crash|usage|tracing|instances|worktree|egress|providers|hooks]`: the benchmarks of BENCHMARKS.md
+ * `npm run bench [goals|compare|stream|load|crash|usage|tracing|instances|worktree|egress|providers|hooks|background]`: the benchmarks of BENCHMARKS.md
  * (`goals`: only those of issue 16, each next to the bare loop's figure from the same run). Everything
  * runs on this machine over loopback: the service and the bare loop as their own processes, the
  * scripted model server and the clients in this one.
@@ -18,6 +18,7 @@ import { benchUsage } from './usage.ts';
 import { benchWorktree } from './worktree.ts';
 import { benchEgress } from './egress.ts';
 import { benchHooks } from './hooks.ts';
+import { benchBackground } from './background.ts';
 
 /** The `general` agent's first model request when issue 16 was filed ("5.8 KB"): no regression past it. */
 const REQUEST_BYTES_BEFORE = 5843;
@@ -251,6 +252,17 @@ async function benchmarks(which: string) {
       for (const row of r.rows) console.log(`| ${names[row.kind]} | ${f(row.p50)} | ${f(row.p99)} | ${row.kind === 'none' ? '' : f(row.perCall, 2)} |`);
       console.log();
     }
+  }
+  if (which === 'all' || which === 'background') {
+    const r = await benchBackground();
+    console.log(
+      `A lead that starts three children (two steps each) and does two steps of its own; every model answer after ${r.answerMs} ms; ${r.rounds} alternating rounds, wall time of the lead (submit to end)`,
+    );
+    console.log('| the lead starts them | p50 ms | min ms | max ms | ÷ waiting one per step |');
+    console.log('|---|---:|---:|---:|---:|');
+    const base = r.rows[0].p50;
+    for (const row of r.rows) console.log(`| ${row.name} | ${f(row.p50, 0)} | ${f(row.min, 0)} | ${f(row.max, 0)} | ${f(row.p50 / base, 2)}× |`);
+    console.log();
   }
   if (!onPostgres && (which === 'all' || which === 'usage')) {
     const r = await benchUsage();
