@@ -2,10 +2,11 @@ import { createAccessStore, type AccessStore } from './store/access-store.ts';
 import { createLifecycleStore } from './store/lifecycle-store.ts';
 import { createLifecycleSystem, type LifecycleSystem } from './tasks/systems/lifecycle-system.ts';
 import type { Logger } from 'pino';
-import type { Config } from './config/config.ts';
+import { ConfigError, type Config } from './config/config.ts';
 import { builtinAgents, createAgentRegistry, type AgentRegistry } from './definitions/agent-registry.ts';
 import { loadAgentFiles } from './definitions/load-agent-files.ts';
 import { hasUrlHooks } from './hooks/hook-spec.ts';
+import { createSkillRegistry, loadSkills, unknownSkills, type SkillRegistry } from './definitions/skills.ts';
 import { createEventLog, type EventLog } from './events/event-log.ts';
 import { createLogger } from './logging/logger.ts';
 import { createModelProvider, type ModelProvider } from './loop/model-provider.ts';
@@ -51,6 +52,8 @@ export interface Services {
   config: Config;
   logger: Logger;
   registry: AgentRegistry;
+  /** The skills of SKILLS_DIR. */
+  skills: SkillRegistry;
   metrics: Metrics;
   storage: StorageGuard;
   store: TaskStore;
@@ -157,6 +160,7 @@ function lifecycleSettings(config: Config) {
   return {
     retentionDays: config.retentionDays,
     workspaceRetentionDays: config.workspaceRetentionDays,
+    memoryRetentionDays: config.memoryRetentionDays,
     workspacesDir: config.workspacesDir,
     multiTenant: config.apiKeys !== null,
   };
@@ -186,6 +190,20 @@ function followCluster(db: Db, instanceId: string, events: EventLog, tasks: Task
 }
 
 /**
+ * The valid skills of SKILLS_DIR (a broken one is logged and skipped); a definition naming a skill
+ * that is not among them stops the start, naming it.
+ */
+function loadSkillRegistry(config: Config, registry: AgentRegistry, logger: Logger): SkillRegistry {
+  const loaded = loadSkills(config.skillsDir);
+  for (const e of loaded.errors) logger.error(e, `skipped skill ${e.dir}: ${e.message}`);
+  if (loaded.skills.length > 0) logger.info({ skills: loaded.skills.map((s) => s.name), dir: config.skillsDir }, 'loaded skills');
+  const skills = createSkillRegistry(loaded.skills);
+  const problems = unknownSkills(registry.list(), skills, config.skillsDir);
+  if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
+  return skills;
+}
+
+/**
  * Builds the services from explicit dependencies: stores over `db`, the event log, the runner and
  * the task service. No module-level state, so tests may build as many as they like.
  */
@@ -194,6 +212,7 @@ export function createServices(deps: ServiceDeps): Services {
   const now = deps.now ?? Date.now;
   const logger = deps.logger ?? createLogger(config.logLevel);
   const registry = deps.agents ?? loadRegistry(config, logger);
+  const skills = loadSkillRegistry(config, registry, logger);
   const metrics = createMetrics({ defaultMetrics: true });
   const modelProvider = deps.modelProvider ?? configuredModelProvider(config, metrics);
   // A model id naming an unknown provider stops the start, naming it.
@@ -252,6 +271,8 @@ export function createServices(deps: ServiceDeps): Services {
     logger,
     now,
     workspacesDirOf,
+    skills,
+    memoryMaxBytes: config.memoryMaxBytes,
     serviceEnv: deps.serviceEnv ?? process.env,
     prices,
     budgets,
@@ -307,6 +328,7 @@ export function createServices(deps: ServiceDeps): Services {
     config,
     logger,
     registry,
+    skills,
     metrics,
     storage,
     store,

@@ -90,7 +90,7 @@ describe('DELETE /users/:userId', () => {
     const res = await call(ADMIN, 'DELETE', '/users/u-erase');
     expect(res.statusCode, res.body).toBe(200);
     const erasedAs = 'erased:' + (await import('node:crypto')).createHash('sha256').update('u-erase').digest('hex').slice(0, 16);
-    expect(res.json()).toEqual({ tasks: 2, events: expect.any(Number), erasedAs });
+    expect(res.json()).toEqual({ tasks: 2, events: expect.any(Number), memories: 0, erasedAs });
     expect(res.json().events).toBeGreaterThan(4);
 
     for (const id of [a, b]) expect((await call(ADMIN, 'GET', `/tasks/${id}`)).json()).toMatchObject({ purged: true, context: { userId: erasedAs } });
@@ -136,6 +136,7 @@ describe('retention (RETENTION_DAYS)', () => {
       now: Date.now,
       retentionDays: 30,
       workspaceRetentionDays: 30,
+      memoryRetentionDays: null,
       workspacesDir: svc.config.workspacesDir,
       multiTenant: true,
     });

@@ -44,6 +44,10 @@ export const configSchema = z.object({
   TASK_LEASE_MS: intFrom(30_000, 300),
   WORKSPACES_DIR: z.string().min(1).default('./data/workspaces'),
   AGENTS_DIR: z.string().min(1).default('./agents'),
+  // Agent Skills: one folder per skill, each with its SKILL.md (definitions' `skills` name them).
+  SKILLS_DIR: z.string().min(1).default('./skills'),
+  // A memory folder (a definition's `memory`) holds at most this many bytes; a write past it is refused.
+  MEMORY_MAX_BYTES: intFrom(10 * 1024 * 1024, 1024),
   OPENAI_API_KEY: z.string().min(1).optional(),
   // `localhost:11434/v1` parses as a URL with the scheme "localhost:": only http(s) is a provider.
   OPENAI_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as http://localhost:11434/v1' }).optional(),
@@ -108,6 +112,7 @@ export const configSchema = z.object({
   WORKTREE_TTL_MS: intFrom(24 * 3600_000, 1000),
   RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).optional(),
   WORKSPACE_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).optional(),
+  MEMORY_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).optional(),
   RECOVERY_MODE: z.enum(['resume', 'interrupt']).default('resume'),
   MAX_RESUMES: intFrom(2, 0),
   BASH_SANDBOX: z.enum(['auto', 'bwrap', 'none']).default('auto'),
@@ -160,6 +165,8 @@ function toConfig(env: z.output<typeof configSchema>, raw: Record<string, string
     taskLeaseMs: env.TASK_LEASE_MS,
     workspacesDir: path.resolve(env.WORKSPACES_DIR),
     agentsDir: path.resolve(env.AGENTS_DIR),
+    skillsDir: path.resolve(env.SKILLS_DIR),
+    memoryMaxBytes: env.MEMORY_MAX_BYTES,
     openaiApiKey: env.OPENAI_API_KEY,
     openaiBaseUrl: env.OPENAI_BASE_URL,
     openaiApi: env.OPENAI_API,
@@ -193,6 +200,7 @@ function toConfig(env: z.output<typeof configSchema>, raw: Record<string, string
     worktreeTtlMs: env.WORKTREE_TTL_MS,
     retentionDays: env.RETENTION_DAYS ?? null,
     workspaceRetentionDays: env.WORKSPACE_RETENTION_DAYS ?? null,
+    memoryRetentionDays: env.MEMORY_RETENTION_DAYS ?? null,
     webhooks: {
       allowPrivate: env.WEBHOOK_ALLOW_PRIVATE === 'true',
       retryBaseMs: env.WEBHOOK_RETRY_BASE_MS,

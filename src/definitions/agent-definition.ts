@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { permissionsSchema } from '../shapes/permissions.ts';
 import { hooksSchema } from '../hooks/hook-spec.ts';
+import { memoryScopeSchema } from '../shapes/memory.ts';
 import { effortSchema, maxOutputTokensSchema, networkPolicySchema, topPSchema } from '../shapes/task.ts';
 
 /**
@@ -36,6 +37,10 @@ export const agentDefinitionSchema = z.object({
   /** Tool names the subagent gets, `complete` included for model-backed ones. */
   tools: z.array(z.string()),
   instructions: z.string(),
+  /** Skills preloaded (SKILLS_DIR/<name>/SKILL.md): their bodies in the system prompt, their folders read-only at `.skills/<name>/`. */
+  skills: z.array(z.string()).optional(),
+  /** A persistent folder its tasks see at `.memory/`: per user, per parent task or per definition (within a tenant). */
+  memory: memoryScopeSchema.optional(),
   /** Leave the workspace's `AGENTS.md` out of its system prompt (seed 001 `omitClaudeMd`; the built-in explore does). */
   omitProjectInstructions: z.boolean().optional(),
   temperature: z.number().min(0).max(2).optional(),
@@ -93,6 +98,8 @@ export const agentSummarySchema = agentDefinitionSchema.pick({
   permissions: true,
   network: true,
   omitProjectInstructions: true,
+  skills: true,
+  memory: true,
 });
 
 /** What `GET /agents` says of a hook: what it is told of and whether it is a command or a URL (never which). */

@@ -10,6 +10,8 @@ import { mcpServerSpecSchema, type AgentDefinition } from './agent-definition.ts
 import { DEFAULT_COMPACT_AT_TOKENS, FORBIDDEN_TOOLS, resolveCompactionModel, resolveModelName, resolveTools, type ModelNames } from './agent-registry.ts';
 import { pathGlobProblem } from './permissions.ts';
 import { HOOK_EVENTS, hooksSchema } from '../hooks/hook-spec.ts';
+import { skillNameSchema } from './skills.ts';
+import { memoryScopeSchema } from '../shapes/memory.ts';
 
 /** Names a definition may mention: every workspace tool, `complete`, and the forbidden ones (removed). */
 const KNOWN_TOOLS = new Set<string>([...workspaceToolNames, 'complete', ...FORBIDDEN_TOOLS]);
@@ -45,6 +47,14 @@ export const agentFileSchema = z
         }
       })
       .optional(),
+    /** Skills preloaded (a YAML list, or names separated by commas), each a folder of SKILLS_DIR. */
+    skills: z
+      .union([z.array(z.string()), z.string()])
+      .transform((v) => [...new Set((Array.isArray(v) ? v : v.split(',')).map((t) => t.trim()).filter(Boolean))])
+      .pipe(z.array(skillNameSchema).max(32, 'at most 32 skills'))
+      .optional(),
+    /** A persistent folder (`.memory/`) per user, per parent task or per definition. */
+    memory: memoryScopeSchema.optional(),
     /** Leave the workspace's AGENTS.md out of the system prompt. */
     omitProjectInstructions: z.boolean().optional(),
     maxSteps: z.number().int().min(1).max(1000).optional(),
@@ -78,6 +88,10 @@ export const agentFileSchema = z
     if (fm.kind === 'acp' && !fm.command) ctx.addIssue({ code: 'custom', path: ['command'], message: 'is required when kind is "acp"' });
     // An external agent's tool calls are its own: no hook of the service sees them.
     if (fm.kind === 'acp' && fm.hooks) ctx.addIssue({ code: 'custom', path: ['hooks'], message: 'is for model definitions, not kind "acp"' });
+    // An external agent reads neither this service's system prompt nor its tools' folders.
+    for (const key of ['skills', 'memory'] as const) {
+      if (fm.kind === 'acp' && fm[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: 'is for model definitions, not kind "acp"' });
+    }
   });
 
 const isMcp = (t: string) => t.startsWith('mcp__');
@@ -168,6 +182,8 @@ export function loadAgentFiles(dir: string, names: ModelNames): { definitions: A
         ...(fm.permissions && { permissions: fm.permissions }),
         ...(fm.omitProjectInstructions && { omitProjectInstructions: true }),
         ...(fm.hooks && HOOK_EVENTS.some((e) => fm.hooks![e]?.length) && { hooks: fm.hooks }),
+        ...(fm.skills?.length && { skills: fm.skills }),
+        ...(fm.memory && { memory: fm.memory }),
       });
     } catch (err) {
       errors.push({ file, field: '(front matter)', message: (err as Error).message.split('\n')[0] });

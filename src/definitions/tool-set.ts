@@ -139,10 +139,18 @@ export function childTypeOffered(limits: ToolLimits, def: Pick<AgentDefinition, 
 export const commandOf = (input: unknown) =>
   typeof input === 'object' && input !== null && typeof (input as { command?: unknown }).command === 'string' ? (input as { command: string }).command : '';
 
-/** Where a task's file tools resolve paths: the workspace's real root and working folder. */
+/** Where a task's file tools resolve paths: the workspace's real root and working folder, and its task folders. */
 export interface PathBase {
   root: string;
   cwd: string;
+  /** `.memory` and `.skills/<name>`: where each is seen (`at`) and its real path. */
+  folders?: Array<{ at: string; root: string }>;
+}
+
+/** Where a real path is seen, relative to the workspace root: inside a task folder (`.memory/`, `.skills/<name>/`), by its place. */
+function shownOf(base: PathBase, real: string): string {
+  const folder = base.folders?.find((f) => real === f.root || real.startsWith(`${f.root}${path.sep}`));
+  return folder ? path.join(folder.at, path.relative(folder.root, real)) : path.relative(base.root, real) || '.';
 }
 
 /**
@@ -191,7 +199,7 @@ export function pathChecker(limits: ToolLimits, base: PathBase): ((toolName: str
   if (![...PATH_RULE_TOOLS].some((tool) => needsSubjects(limits.permissions, tool))) return null;
   return (toolName, input, real) => {
     const named = namedPath(base, { path: input });
-    const target = path.relative(base.root, real) || '.';
+    const target = shownOf(base, real);
     if (named === target) return;
     const asNamed = decideCall(limits.permissions, toolName, named === null ? null : [named]);
     const asReal = decideCall(limits.permissions, toolName, [target]);

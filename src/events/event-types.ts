@@ -1,11 +1,18 @@
 import { z } from 'zod';
+import { taskMemorySchema } from '../shapes/memory.ts';
 import { approvalRequestSchema, pauseSchema, progressSchema, taskOutputSchema, usageSchema } from '../shapes/task.ts';
 
 const step = z.number().int().min(1);
 
 /** What each event carries in `data`: one schema per event name, the only source of its type. */
 export const eventDataSchemas = {
-  'task.started': z.object({ subagent_type: z.string(), model: z.string().nullable(), workspace: z.string() }),
+  'task.started': z.object({
+    subagent_type: z.string(),
+    model: z.string().nullable(),
+    workspace: z.string(),
+    skills: z.array(z.string()).optional().describe("the skills preloaded (its definition's, narrowed by options.skills), seen at .skills/<name>/"),
+    memory: taskMemorySchema.optional().describe("the memory folder it works with (its definition's `memory`), seen at .memory/"),
+  }),
   'step.started': z.object({ step }),
   'text.delta': z.object({ step, text: z.string() }),
   'tool.call': z.object({ step, toolCallId: z.string(), toolName: z.string(), input: z.unknown() }),

@@ -105,16 +105,22 @@ export const accessRoutes: FastifyPluginAsyncZod<{
       config: { access: 'admin', audit: (r) => ({ action: 'user.erased', target: `/users/${erasedIdOf((r.params as { userId: string }).userId)}` }) },
       schema: {
         operationId: 'eraseUser',
-        summary: 'Erase a user: purge every task of theirs, keep their usage under an opaque id (admin)',
+        summary: 'Erase a user: purge every task of theirs and remove their memories, keep their usage under an opaque id (admin)',
         description:
-          'Every task of the user (in this tenant) is purged as DELETE /tasks/:id does; their usage records, roll-ups and standing ' +
+          'Every task of the user (in this tenant) is purged as DELETE /tasks/:id does, and their memory folders (definitions with ' +
+          '`memory: user`) are removed; their usage records, roll-ups and standing ' +
           'budget stay, with userId replaced by `erased:<first 16 hex of sha256(userId)>`. 409 user_has_unfinished_tasks while one ' +
-          'of their tasks runs, waits or is paused (cancel them first). Erasing again finds nothing: { tasks: 0, events: 0 }.',
+          'of their tasks runs, waits or is paused (cancel them first). Erasing again finds nothing: { tasks: 0, events: 0, memories: 0 }.',
         params: z.object({ userId: contextIdSchema }),
         response: {
           200: json(
             'What was purged',
-            z.object({ tasks: z.number().int(), events: z.number().int(), erasedAs: z.string().describe('the id their usage is kept under') }),
+            z.object({
+              tasks: z.number().int(),
+              events: z.number().int(),
+              memories: z.number().int().describe('memory folders removed (one per definition with `memory: user`)'),
+              erasedAs: z.string().describe('the id their usage is kept under'),
+            }),
           ),
           ...errors(400, 403, 409),
         },

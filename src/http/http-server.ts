@@ -21,6 +21,7 @@ import { streamRoutes } from './stream-routes.ts';
 import { tasksRoutes } from './tasks-routes.ts';
 import { usageRoutes } from './usage-routes.ts';
 import { workspacesRoutes } from './workspaces-routes.ts';
+import { memoryRoutes } from './memory-routes.ts';
 import { mcpRoutes } from './mcp-routes.ts';
 import { worktreeRoutes } from './worktree-routes.ts';
 import { replayRoutes } from './replay-routes.ts';
@@ -129,7 +130,7 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
 
   await server.register(uiRoutes);
   await server.register(healthRoutes, { metrics, storage, recovered: () => services.recovered });
-  await server.register(agentsRoutes, { registry });
+  await server.register(agentsRoutes, { registry, skills: services.skills });
   await server.register(tasksRoutes, { tasks, keepAliveMs: config.heartbeatMs });
   await server.register(worktreeRoutes, { tasks });
   await server.register(replayRoutes, { tasks });
@@ -154,6 +155,7 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
     version: SERVICE_VERSION,
   });
   await server.register(workspacesRoutes, { workspacesDirOf, maxUploadBytes: config.maxUploadBytes });
+  await server.register(memoryRoutes, { workspacesDirOf, maxUploadBytes: config.maxUploadBytes, memoryMaxBytes: config.memoryMaxBytes });
   await server.register(accessRoutes, {
     tasks,
     lifecycle: services.lifecycle,

@@ -159,7 +159,8 @@ const TAGS = [
   { name: 'usage', description: 'Tokens and costs, for billing', prefixes: ['/usage'] },
   { name: 'budgets', description: 'Standing budgets per parent task or user', prefixes: ['/budgets'] },
   { name: 'webhooks', description: 'Signed POSTs of task events to your endpoints', prefixes: ['/webhooks'] },
-  { name: 'agents', description: 'The subagent definitions', prefixes: ['/agents'] },
+  { name: 'agents', description: 'The subagent definitions and the skills they preload', prefixes: ['/agents', '/skills'] },
+  { name: 'memory', description: "Definitions' memory folders, per user, parent task or definition", prefixes: ['/memory'] },
   { name: 'a2a', description: 'The Agent2Agent (A2A) endpoint and its agent card', prefixes: ['/a2a', '/.well-known'] },
   { name: 'operations', description: 'Health and metrics', prefixes: ['/healthz', '/metrics'] },
 ] as const;

@@ -35,14 +35,14 @@ const fileParams = z.object({ parentTaskId: contextIdSchema, '*': z.string().min
  * A write the disk could not take (full, or the user's quota spent): the caller did nothing wrong
  * and may send it again once there is room, so it is told apart from a refused path.
  */
-const workspaceDiskFull = () =>
+export const workspaceDiskFull = () =>
   new AppError(507, 'storage_full', 'the workspace disk is full; nothing was changed, retry later', undefined, { 'retry-after': '30' });
 
 /** ENOSPC and EDQUOT: no room left on the disk, or in the user's share of it. */
-const isDiskFull = (err: unknown) => ['ENOSPC', 'EDQUOT'].includes((err as NodeJS.ErrnoException)?.code ?? '');
+export const isDiskFull = (err: unknown) => ['ENOSPC', 'EDQUOT'].includes((err as NodeJS.ErrnoException)?.code ?? '');
 
 /** A refusal of the path guard or of the descriptor checks, as the contract's error. */
-function pathFailure(err: unknown, filePath: string): AppError {
+export function pathFailure(err: unknown, filePath: string): AppError {
   if (err instanceof AppError) return err;
   if (isDiskFull(err) || isDiskFull((err as Error)?.cause)) return workspaceDiskFull();
   if (!(err instanceof PathError)) return new AppError(400, 'invalid_path', publicMessage(err as Error));
@@ -243,7 +243,7 @@ export async function sendFile(reply: FastifyReply, root: string, filePath: stri
  * Reads and drops what is left of a request's body: true once it ended, false past `max` bytes
  * (then it is left unread) or on an error.
  */
-function drained(body: IncomingMessage, max: number): Promise<boolean> {
+export function drained(body: IncomingMessage, max: number): Promise<boolean> {
   if (body.complete || body.readableEnded) return Promise.resolve(true);
   if (body.destroyed) return Promise.resolve(false);
   return new Promise((resolve) => {

@@ -1,4 +1,7 @@
 import type { AgentDefinition } from '../definitions/agent-definition.ts';
+import type { PreloadedSkill } from '../definitions/skills.ts';
+import type { MemoryScope } from '../shapes/memory.ts';
+import { MAX_MEMORY_INDEX_LINES } from '../workspace/memory.ts';
 
 const TASK_INSTRUCTIONS = `You are a subagent. An orchestrator agent delegated one task to you; the user's message is that task, and it is all the context you get: there is no earlier conversation, and you cannot ask anyone questions.
 
@@ -14,6 +17,52 @@ export interface PromptEnvironment {
   cwd?: string;
   /** The workspace's `AGENTS.md` (project instructions), unless the definition omits them. */
   project?: { path: string; text: string; cut: boolean } | null;
+  /** The task's preloaded skills (definitions/skills.ts: bounded there). */
+  skills?: PreloadedSkill[];
+  /** The task's memory: its scope and the first lines of `.memory/MEMORY.md` (null: none yet). */
+  memory?: { scope: MemoryScope; index: { text: string; cut: boolean } | null } | null;
+}
+
+const MEMORY_OF: Record<MemoryScope, string> = {
+  user: "every task of this subagent type for the same user (the orchestrator's user)",
+  parent: 'every task of this subagent type under the same parent task',
+  definition: 'every task of this subagent type',
+};
+
+/** The skills part: each skill's instructions, or where to read them when the prompt had no room. */
+function skillsPart(skills: PreloadedSkill[]): string {
+  const each = skills.map((s) => {
+    const body =
+      s.body === null
+        ? `(Its instructions did not fit here: read ${s.folder}/SKILL.md before you use it.)`
+        : s.cut
+          ? `${s.body}\n[SKILL.md is longer: read ${s.folder}/SKILL.md for the rest]`
+          : s.body;
+    return `<skill name="${s.name}" folder="${s.folder}/">\n${s.description}\n\n${body}\n</skill>`;
+  });
+  return (
+    '<skills>\nSkills given to you: instructions for a kind of work, each with a folder of files (scripts, references, templates) ' +
+    'below the workspace root that you can read and run but not change. Follow a skill when the task is its kind of work; ' +
+    `name its files by their folder.\n\n${each.join('\n\n')}\n</skills>`
+  );
+}
+
+/** The memory part: what it is, how to keep it, and what it holds now. */
+function memoryPart(memory: NonNullable<PromptEnvironment['memory']>): string {
+  const index = memory.index
+    ? `${memory.index.text}${memory.index.cut ? `\n[.memory/MEMORY.md is longer: only its first ${MAX_MEMORY_INDEX_LINES} lines (32 KiB at most) are shown; keep it short]` : ''}`
+    : '(empty: .memory/MEMORY.md does not exist yet)';
+  return [
+    `<memory folder=".memory/" scope="${memory.scope}">`,
+    `A folder of your own that lasts: ${MEMORY_OF[memory.scope]} finds what you leave in it. It is not part of the shared workspace. ` +
+      'Read it with the file tools; write it with write_file and edit_file (each write replaces a whole file at once; commands can only read it). ' +
+      'Keep .memory/MEMORY.md as the index: short lines of what a later task should know (conventions, decisions, where things are, ' +
+      'what failed), pointing at other files of .memory/ for details; its first lines are shown below at the start of every such task. ' +
+      'Save what you learned that is not in the workspace already, update what changed, remove what is wrong.',
+    '',
+    index,
+    '</memory>',
+  ].join('\n');
 }
 
 /** Formatters by time zone: building one costs a fraction of a millisecond, every task needs one. */
@@ -24,7 +73,7 @@ function formatterFor(timeZone: string): Intl.DateTimeFormat {
   return f;
 }
 
-/** The system prompt: task instructions, the definition's own, the project's (`AGENTS.md`), then the environment. */
+/** The system prompt: task instructions, the definition's own, the project's (`AGENTS.md`), the skills, the memory, then the environment. */
 export function buildSystemPrompt(def: AgentDefinition, env: PromptEnvironment): string {
   const tz = env.timezone ?? 'UTC';
   const local = formatterFor(tz).format(env.now);
@@ -36,6 +85,8 @@ export function buildSystemPrompt(def: AgentDefinition, env: PromptEnvironment):
       `<project-instructions file="${env.project.path}">\nThe project's own conventions for agents working in this workspace. Follow them where they do not contradict the task.\n\n${env.project.text}${cut}\n</project-instructions>`,
     );
   }
+  if (env.skills?.length) parts.push(skillsPart(env.skills));
+  if (env.memory) parts.push(memoryPart(env.memory));
   parts.push(
     [
       '<environment>',

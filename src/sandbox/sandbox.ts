@@ -43,6 +43,11 @@ export interface WrapExtra {
   home?: string;
   /** Further host folders bound writable (the agent's scratch home). */
   writable?: string[];
+  /**
+   * Host folders bound read-only at places inside the workspace (a task's `.skills/<name>` and
+   * `.memory`): `dest` must be a real folder there already (task-folders.ts prepares it).
+   */
+  readOnly?: Array<{ source: string; dest: string }>;
   /** Where the program starts (`options.cwd`, a real folder inside the workspace); the workspace otherwise. */
   cwd?: string;
   /**
@@ -132,6 +137,8 @@ function bwrapArgs(workspace: string, hide: string[], tmpBytes: number, argv: st
     workspace,
     workspace,
     ...(extra.writable ?? []).flatMap((p) => ['--bind', p, p]),
+    // After the workspace's bind, so they lie over it; read-only whatever the folder's own modes say.
+    ...(extra.readOnly ?? []).flatMap((b) => ['--ro-bind', b.source, b.dest]),
     '--unshare-all',
     ...(extra.network ? ['--share-net'] : []),
     // No capability inside, whoever runs the service: as root bwrap keeps them all otherwise, and
@@ -215,7 +222,7 @@ export function createSandbox(opts: SandboxOptions): Sandbox {
 export function sandboxFor(config: Config, logger: Logger): Sandbox {
   const sandbox = createSandbox({
     mode: config.bashSandbox,
-    hide: [process.cwd(), path.dirname(path.resolve(config.databasePath)), config.workspacesDir, config.agentsDir],
+    hide: [process.cwd(), path.dirname(path.resolve(config.databasePath)), config.workspacesDir, config.agentsDir, config.skillsDir],
     maxProcesses: config.sandboxMaxProcesses,
     maxFileBytes: config.sandboxMaxFileBytes,
     maxMemoryBytes: config.sandboxMaxMemoryBytes,

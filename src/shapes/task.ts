@@ -170,6 +170,11 @@ export const taskOptionsSchema = z.object({
     .max(64)
     .optional()
     .describe("only these of the definition's tools (complete always stays); names it does not offer are ignored"),
+  skills: z
+    .array(z.string().min(1).max(64))
+    .max(32)
+    .optional()
+    .describe("only these of the definition's skills are preloaded; a name that is not one of them is a 400"),
   cwd: z.string().min(1).max(4096).optional().describe('a folder inside the workspace where relative paths resolve and commands start (created if missing)'),
   network: networkPolicySchema
     .optional()

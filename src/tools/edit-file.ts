@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { openInside, readHead, replaceContent } from '../workspace/safe-open.ts';
-import { defineTool, MAX_LOADED_BYTES } from './tool-types.ts';
+import { replaceInFolder } from '../workspace/task-folders.ts';
+import { callsOf, defineTool, MAX_LOADED_BYTES } from './tool-types.ts';
 
 export const editFileTool = defineTool({
   name: 'edit_file',
@@ -16,8 +17,10 @@ export const editFileTool = defineTool({
     if (oldString === newString) throw new Error('oldString and newString are the same');
     const target = await ctx.workspace.resolve(path, { mustExist: true });
     ctx.checkPath?.('edit_file', path, target.real);
-    // One descriptor for reading and replacing: what was read is what gets replaced.
-    const opened = await openInside(ctx.workspace.root, target.real, path, 'update', ctx.workspace.calls);
+    if (target.folder && !target.folder.writable) throw new Error(`"${path}" is in ${target.folder.at}/, which is read-only`);
+    // One descriptor for reading and replacing: what was read is what gets replaced. In a task
+    // folder (`.memory/`) the new text replaces the file atomically instead (task-folders.ts).
+    const opened = await openInside(target.root, target.real, path, target.folder ? 'read' : 'update', callsOf(ctx.workspace, target));
     try {
       if (opened.stat.size > MAX_LOADED_BYTES) {
         throw new Error(`"${path}" has ${opened.stat.size} bytes, over the edit limit of ${MAX_LOADED_BYTES}; use bash (sed) for large files`);
@@ -31,7 +34,9 @@ export const editFileTool = defineTool({
       const replaced = replaceAll ? count : 1;
       const newLength = Buffer.byteLength(text) + replaced * (Buffer.byteLength(newString) - Buffer.byteLength(oldString));
       if (newLength > MAX_LOADED_BYTES) throw new Error(`the edited file would have ${newLength} bytes, over the limit of ${MAX_LOADED_BYTES}`);
-      await replaceContent(opened, replaceAll ? text.replaceAll(oldString, () => newString) : text.replace(oldString, () => newString));
+      const edited = replaceAll ? text.replaceAll(oldString, () => newString) : text.replace(oldString, () => newString);
+      if (target.folder) await replaceInFolder(target, edited, path);
+      else await replaceContent(opened, edited);
       return `replaced ${replaced} occurrence(s) in ${target.relative}`;
     } finally {
       await opened.handle.close();

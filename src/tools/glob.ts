@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { compileGlob } from './glob-pattern.ts';
 import { openInside, walkTree } from '../workspace/safe-open.ts';
+import { FOLDER_NAMES } from '../workspace/task-folders.ts';
 import { defineTool } from './tool-types.ts';
 
 const MAX_MATCHES = 1000;
@@ -16,26 +17,40 @@ export const globTool = defineTool({
   inputSchema: z.object({ pattern: z.string().min(1).describe('Glob pattern relative to the working folder') }),
   async execute({ pattern }, ctx) {
     const matcher = compileGlob(pattern);
-    // Patterns, and the paths found, are relative to the working folder.
-    const root = (await openInside(ctx.workspace.root, ctx.workspace.cwd, '.', 'dir', ctx.workspace.calls)).handle;
+    const ws = ctx.workspace;
+    // Patterns, and the paths found, are relative to the working folder. The task's own folders
+    // (`.memory/`, `.skills/<name>/`) are searched when the pattern starts with their name.
+    const atRoot = ws.cwd === ws.root;
+    const trees = [
+      { root: ws.root, dir: ws.cwd, prefix: '', calls: ws.calls },
+      ...(atRoot ? (ws.folders ?? []) : [])
+        .filter((f) => pattern.startsWith(`${f.at.split('/')[0]}/`))
+        .map((f) => ({ root: f.root, dir: f.root, prefix: `${f.at}/`, calls: f.calls })),
+    ];
     const paths: string[] = [];
     let walked = 0;
     let stopped = '';
-    try {
-      for await (const entry of walkTree(root, { skip: SKIPPED_FOLDERS, signal: ctx.signal })) {
-        if (++walked > MAX_WALKED) {
-          stopped = `[stopped after looking at ${MAX_WALKED} entries; narrow the pattern]`;
-          break;
+    for (const tree of trees) {
+      const root = (await openInside(tree.root, tree.dir, '.', 'dir', tree.calls)).handle;
+      try {
+        const skipTop = tree.prefix === '' && atRoot && ws.folders ? FOLDER_NAMES : undefined;
+        for await (const entry of walkTree(root, { skip: SKIPPED_FOLDERS, skipTop, signal: ctx.signal })) {
+          if (++walked > MAX_WALKED) {
+            stopped = `[stopped after looking at ${MAX_WALKED} entries; narrow the pattern]`;
+            break;
+          }
+          const found = tree.prefix + entry.relative;
+          if (!matcher.test(found)) continue;
+          if (paths.length >= MAX_MATCHES) {
+            stopped = `[more than ${MAX_MATCHES} matches; narrow the pattern]`;
+            break;
+          }
+          paths.push(found);
         }
-        if (!matcher.test(entry.relative)) continue;
-        if (paths.length >= MAX_MATCHES) {
-          stopped = `[more than ${MAX_MATCHES} matches; narrow the pattern]`;
-          break;
-        }
-        paths.push(entry.relative);
+      } finally {
+        await root.close();
       }
-    } finally {
-      await root.close();
+      if (stopped) break;
     }
     if (paths.length === 0) return stopped ? `no paths match "${pattern}"\n${stopped}` : `no paths match "${pattern}"`;
     paths.sort();

@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { compileGlob } from './glob-pattern.ts';
 import { MAX_WALKED, SKIPPED_FOLDERS } from './glob.ts';
 import { openEntry, openInside, readHead, walkTree, type Opened } from '../workspace/safe-open.ts';
-import { defineTool } from './tool-types.ts';
+import { FOLDER_NAMES } from '../workspace/task-folders.ts';
+import { callsOf, defineTool } from './tool-types.ts';
 import { compileSafeRegex } from './user-regex.ts';
 
 const MAX_MATCHES = 500;
@@ -27,7 +28,12 @@ export const grepTool = defineTool({
     const only = glob ? compileGlob(glob) : null;
     const { root, cwd } = ctx.workspace;
     const target = await ctx.workspace.resolve(p, { mustExist: true });
-    const opened = await openInside(root, target.real, p, 'any', ctx.workspace.calls);
+    const opened = await openInside(target.root, target.real, p, 'any', callsOf(ctx.workspace, target));
+    // Matches are named relative to the working folder, as the model names paths; in a task folder
+    // (`.memory/`, `.skills/<name>/`) by the place the tools see it at.
+    const shownOf = (real: string) => path.relative(cwd, target.folder ? path.join(root, target.folder.at, path.relative(target.root, real)) : real);
+    // The workspace's own `.memory` and `.skills` are not the task's: a search from the root skips them.
+    const skipTop = target.real === root && ctx.workspace.folders ? FOLDER_NAMES : undefined;
     const out: string[] = [];
     let note = '';
     // Returns false once enough matches were found.
@@ -47,13 +53,12 @@ export const grepTool = defineTool({
     };
     try {
       if (opened.stat.isFile()) {
-        search(opened, await smallText(opened), path.relative(cwd, target.real));
+        search(opened, await smallText(opened), shownOf(target.real));
       } else {
-        // Matches are named relative to the working folder, as the model names paths.
-        const base = path.relative(cwd, target.real);
+        const base = shownOf(target.real);
         let files = 0;
         let walked = 0;
-        for await (const entry of walkTree(opened.handle, { skip: SKIPPED_FOLDERS, signal: ctx.signal })) {
+        for await (const entry of walkTree(opened.handle, { skip: SKIPPED_FOLDERS, skipTop, signal: ctx.signal })) {
           if (++walked > MAX_WALKED) {
             note = `[stopped after looking at ${MAX_WALKED} entries]`;
             break;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { entriesOf, openInside } from '../workspace/safe-open.ts';
-import { defineTool } from './tool-types.ts';
+import { folderEntries } from '../workspace/task-folders.ts';
+import { callsOf, defineTool } from './tool-types.ts';
 
 const MAX_ENTRIES = 1000;
 /** Entries counted (not kept) past the shown ones, so a folder of millions stays cheap. */
@@ -14,14 +15,18 @@ export const listFilesTool = defineTool({
     path: z.string().optional().describe('Folder relative to the working folder'),
   }),
   async execute({ path = '.' }, ctx) {
+    // The root shows the task's own folders (`.memory/`, `.skills/`); `.skills` lists its skills.
+    const changed = folderEntries(ctx.workspace, path);
+    const names: string[] = [...(changed?.add ?? [])];
+    let total = names.length;
+    if (changed?.virtual) return names.sort().join('\n') || '(empty folder)';
     const target = await ctx.workspace.resolve(path, { mustExist: true });
-    const opened = await openInside(ctx.workspace.root, target.real, path, 'dir', ctx.workspace.calls).catch((err: Error) => {
+    const opened = await openInside(target.root, target.real, path, 'dir', callsOf(ctx.workspace, target)).catch((err: Error) => {
       throw /not a folder/.test(err.message) ? new Error(`"${path}" is a file, not a folder`) : err;
     });
-    const names: string[] = [];
-    let total = 0;
     try {
       for await (const e of entriesOf(opened.handle)) {
+        if (changed?.hide.has(e.name)) continue;
         if (++total > MAX_COUNTED || ctx.signal.aborted) break;
         if (names.length < MAX_ENTRIES) names.push(e.isDirectory() ? `${e.name}/` : e.isSymbolicLink() ? `${e.name}@` : e.name);
       }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { openInside, readHead } from '../workspace/safe-open.ts';
-import { defineTool } from './tool-types.ts';
+import { callsOf, defineTool } from './tool-types.ts';
 
 const MAX_BYTES = 256 * 1024;
 const MAX_LINE = 2000;
@@ -20,7 +20,7 @@ export const readFileTool = defineTool({
   async execute({ path, offset = 1, limit = DEFAULT_LIMIT }, ctx) {
     const target = await ctx.workspace.resolve(path, { mustExist: true });
     ctx.checkPath?.('read_file', path, target.real);
-    const opened = await openInside(ctx.workspace.root, target.real, path, 'read', ctx.workspace.calls).catch((err: Error) => {
+    const opened = await openInside(target.root, target.real, path, 'read', callsOf(ctx.workspace, target)).catch((err: Error) => {
       throw /is a directory/.test(err.message) ? new Error(`"${path}" is a directory; use list_files`) : err;
     });
     try {

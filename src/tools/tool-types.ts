@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { Sandbox } from '../sandbox/sandbox.ts';
+import type { ResolvedPath } from '../workspace/path-guard.ts';
 import type { Workspace } from '../workspace/workspace.ts';
 
 export interface ToolLimits {
@@ -62,3 +63,8 @@ export function defineTool<I>(tool: WorkspaceTool<I>): WorkspaceTool<I> {
  * tool answers with an error instead of running the process out of heap.
  */
 export const MAX_LOADED_BYTES = 10 * 1024 * 1024;
+
+/** How a resolved path's folders are looked up: its task folder's calls, or the workspace's. */
+export function callsOf(ws: Workspace, target: ResolvedPath) {
+  return (target.folder && ws.folders?.find((f) => f.at === target.folder!.at)?.calls) ?? ws.calls;
+}

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { openInside, replaceContent } from '../workspace/safe-open.ts';
+import { replaceInFolder } from '../workspace/task-folders.ts';
 import { defineTool, MAX_LOADED_BYTES } from './tool-types.ts';
 
 export const writeFileTool = defineTool({
@@ -15,6 +16,11 @@ export const writeFileTool = defineTool({
     if (bytes > MAX_LOADED_BYTES) throw new Error(`content of ${bytes} bytes is over the limit of ${MAX_LOADED_BYTES} bytes per write`);
     const target = await ctx.workspace.resolve(path, { mustExist: false });
     ctx.checkPath?.('write_file', path, target.real);
+    // A task folder (`.memory/`): an atomic replacement, within the folder's bound; `.skills/`: refused.
+    if (target.folder) {
+      await replaceInFolder(target, content, path);
+      return `wrote ${bytes} bytes to ${target.relative}`;
+    }
     // Folders are created and the file opened through descriptors, so a folder swapped for a link
     // meanwhile makes the write fail instead of creating anything outside.
     const opened = await openInside(ctx.workspace.root, target.real, path, 'write', ctx.workspace.calls);

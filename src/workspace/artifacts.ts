@@ -54,7 +54,7 @@ function relativeOf(root: string, cwd: string, p: string): string | null {
 function skipReason(err: unknown): SkippedPath['reason'] {
   if (!(err instanceof PathError)) return 'unreadable';
   if (err.reason === 'is_a_directory') return 'not_a_regular_file';
-  if (err.reason === 'name_too_long') return 'invalid_path';
+  if (err.reason === 'name_too_long' || err.reason === 'read_only' || err.reason === 'folder_full') return 'invalid_path';
   return err.reason;
 }
 

@@ -245,8 +245,9 @@ export interface TreeEntry {
 }
 
 export interface WalkOptions {
-  /** Folder names never descended into (their entries are not reported). */
+  /** Folder names never descended into (their entries are not reported); `skipTop`: the first folder's entries left out whole. */
   skip?: ReadonlySet<string>;
+  skipTop?: ReadonlySet<string>;
   maxDepth?: number;
   signal?: AbortSignal;
 }
@@ -259,6 +260,7 @@ export interface WalkOptions {
 export async function* walkTree(dir: FileHandle, opts: WalkOptions = {}, prefix = '', depth = 0): AsyncGenerator<TreeEntry> {
   for await (const dirent of entriesOf(dir)) {
     if (opts.signal?.aborted) return;
+    if (depth === 0 && opts.skipTop?.has(dirent.name)) continue;
     const relative = prefix ? `${prefix}/${dirent.name}` : dirent.name;
     yield { relative, dirent, parent: dir };
     if (!dirent.isDirectory() || opts.skip?.has(dirent.name) || depth >= (opts.maxDepth ?? 64)) continue;

@@ -16,6 +16,25 @@ export interface Workspace {
   calls: FileCalls;
   /** The download URL of a file of it, by its path relative to the root. */
   urlOf(relative: string): string;
+  /** The task's own folders beside it, seen below its root (`.memory`, `.skills/<name>`: task-folders.ts). */
+  folders?: TaskFolder[];
+}
+
+/**
+ * A folder beside the shared workspace that a task's tools see at a fixed place below its root:
+ * its memory at `.memory/`, each of its skills at `.skills/<name>/` (task-folders.ts).
+ */
+export interface TaskFolder {
+  /** Where the tools see it, relative to the workspace root: `.memory` or `.skills/<name>`. */
+  at: string;
+  /** Its real path on the host. */
+  root: string;
+  /** The file tools may write it (the memory); a skill's folder is read-only. */
+  writable: boolean;
+  /** A writable folder's bound (MEMORY_MAX_BYTES): a write that would take it past is refused. */
+  maxBytes?: number;
+  /** How its paths are looked up (its own file system's, file-calls.ts). */
+  calls: FileCalls;
 }
 
 /** Where a tenant's workspaces live: `WORKSPACES_DIR` itself, or `WORKSPACES_DIR/@<tenant>` with API keys. */

@@ -14,6 +14,7 @@ export function childEnv(dir: string, modelUrl: string, apiKey: string): Record<
     DATABASE_PATH: path.join(dir, 'db.sqlite'),
     WORKSPACES_DIR: path.join(dir, 'workspaces'),
     AGENTS_DIR: path.join(dir, 'agents'),
+    SKILLS_DIR: path.join(dir, 'skills'),
     OPENAI_BASE_URL: modelUrl,
     OPENAI_API_KEY: apiKey,
     BASH_SANDBOX: 'none',

@@ -43,6 +43,7 @@ export async function startService(
     ...(databaseUrl && { DATABASE_URL: databaseUrl }),
     WORKSPACES_DIR: path.join(dir, 'workspaces'),
     AGENTS_DIR: path.join(dir, 'agents'),
+    SKILLS_DIR: path.join(dir, 'skills'),
     OPENAI_BASE_URL: model.url,
     OPENAI_API_KEY: TEST_API_KEY,
     MODEL_MAX_RETRIES: '0',

@@ -54,6 +54,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/skills": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The skills of SKILLS_DIR (Agent Skills: a folder with its SKILL.md) and the definitions that preload them */
+        get: operations["listSkills"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/tasks": {
         parameters: {
             query?: never;
@@ -578,6 +595,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/memory/{scope}/{key}/{type}/files/{path}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a memory folder's file, or list the folder (empty path)
+         * @description The memory a definition with `memory: user | parent | definition` keeps for that user, parent task or itself (in the caller’s tenant). With an empty path: every file and folder of it, as JSON, and its size. Otherwise the file, served as workspace files are (a link, FIFO or folder is refused). 404 for a memory never written.
+         */
+        get: operations["getMemoryFile"];
+        /**
+         * Write a file of a memory folder
+         * @description The raw body becomes the file (folders are made), replacing one there atomically: the tasks of that memory see the old file or the new one, never half. 413 when the folder would hold more than MEMORY_MAX_BYTES (or the body is over MAX_UPLOAD_BYTES); nothing is changed then.
+         */
+        put: operations["putMemoryFile"];
+        post?: never;
+        /** Delete a file or folder of a memory folder, or the whole memory (empty path) (admin) */
+        delete: operations["deleteMemoryFile"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/users/{userId}": {
         parameters: {
             query?: never;
@@ -589,8 +631,8 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * Erase a user: purge every task of theirs, keep their usage under an opaque id (admin)
-         * @description Every task of the user (in this tenant) is purged as DELETE /tasks/:id does; their usage records, roll-ups and standing budget stay, with userId replaced by `erased:<first 16 hex of sha256(userId)>`. 409 user_has_unfinished_tasks while one of their tasks runs, waits or is paused (cancel them first). Erasing again finds nothing: { tasks: 0, events: 0 }.
+         * Erase a user: purge every task of theirs and remove their memories, keep their usage under an opaque id (admin)
+         * @description Every task of the user (in this tenant) is purged as DELETE /tasks/:id does, and their memory folders (definitions with `memory: user`) are removed; their usage records, roll-ups and standing budget stay, with userId replaced by `erased:<first 16 hex of sha256(userId)>`. 409 user_has_unfinished_tasks while one of their tasks runs, waits or is paused (cancel them first). Erasing again finds nothing: { tasks: 0, events: 0, memories: 0 }.
          */
         delete: operations["eraseUser"];
         options?: never;
@@ -1165,6 +1207,9 @@ export interface components {
                 ask?: boolean;
             };
             omitProjectInstructions?: boolean;
+            skills?: string[];
+            /** @enum {string} */
+            memory?: "user" | "parent" | "definition";
             mcpServers?: string[];
             hooks?: {
                 PreToolUse?: {
@@ -1443,6 +1488,14 @@ export interface components {
             subagent_type: string;
             model: string | null;
             workspace: string;
+            skills?: string[];
+            memory?: {
+                /** @enum {string} */
+                scope: "user" | "parent" | "definition";
+                key: string;
+                type: string;
+                url: string;
+            };
         };
         StepStartedData: {
             step: number;
@@ -1612,6 +1665,7 @@ export interface components {
                 };
             }[];
             tools?: string[];
+            skills?: string[];
             cwd?: string;
             network?: "none" | {
                 allow: string[];
@@ -1743,6 +1797,71 @@ export interface operations {
                 content: {
                     "application/json": {
                         agents: components["schemas"]["AgentSummary"][];
+                    };
+                };
+            };
+            /** @description Missing or wrong API key (only while API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit, queue limit or auth-failure limit was reached; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected failure of the service */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Shutting down, overloaded, or the database cannot be written; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listSkills: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every valid skill, by name */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        skills: {
+                            name: string;
+                            description: string;
+                            license?: string;
+                            compatibility?: string;
+                            promptBytes: number;
+                            agents: string[];
+                        }[];
                     };
                 };
             };
@@ -4898,6 +5017,314 @@ export interface operations {
             };
         };
     };
+    getMemoryFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                scope: "user" | "parent" | "definition";
+                key: string;
+                type: string;
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file (its Content-Type from its extension), or for an empty path the listing, as JSON */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                    "application/json": {
+                        files: components["schemas"]["WorkspaceFile"][];
+                        truncated: boolean;
+                        bytes: number;
+                    };
+                };
+            };
+            /** @description Invalid request: `error.details` names each field and what is wrong with it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong API key (only while API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such task, workspace, file or route for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A segment of the URL, or a name in a workspace path, is too long (uri_too_long) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit, queue limit or auth-failure limit was reached; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected failure of the service */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Shutting down, overloaded, or the database cannot be written; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putMemoryFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                scope: "user" | "parent" | "definition";
+                key: string;
+                type: string;
+                path: string;
+            };
+            cookie?: never;
+        };
+        /** @description The file's bytes, as they are */
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            /** @description An existing file was replaced */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceFile"];
+                };
+            };
+            /** @description The file was created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceFile"];
+                };
+            };
+            /** @description Invalid request: `error.details` names each field and what is wrong with it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong API key (only while API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Outside the key's role (forbidden): read keys only read, submit keys may not delete or change budgets, webhooks and keys */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than BODY_LIMIT_BYTES */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A segment of the URL, or a name in a workspace path, is too long (uri_too_long) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit, queue limit or auth-failure limit was reached; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected failure of the service */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Shutting down, overloaded, or the database cannot be written; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The disk is full: nothing was changed; retry after Retry-After seconds */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteMemoryFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                scope: "user" | "parent" | "definition";
+                key: string;
+                type: string;
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done; no content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request: `error.details` names each field and what is wrong with it */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or wrong API key (only while API_KEYS is set) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Outside the key's role (forbidden): read keys only read, submit keys may not delete or change budgets, webhooks and keys */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such task, workspace, file or route for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A segment of the URL, or a name in a workspace path, is too long (uri_too_long) */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A rate limit, queue limit or auth-failure limit was reached; retry after Retry-After seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected failure of the service */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Shutting down, overloaded, or the database cannot be written; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     eraseUser: {
         parameters: {
             query?: never;
@@ -4918,6 +5345,7 @@ export interface operations {
                     "application/json": {
                         tasks: number;
                         events: number;
+                        memories: number;
                         erasedAs: string;
                     };
                 };

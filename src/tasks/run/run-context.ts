@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import type { AgentDefinition } from '../../definitions/agent-definition.ts';
 import type { AgentRegistry } from '../../definitions/agent-registry.ts';
+import type { PreloadedSkill, SkillRegistry } from '../../definitions/skills.ts';
+import type { TaskMemory } from '../../shapes/memory.ts';
 import type { EventLog } from '../../events/event-log.ts';
 import type { ModelProvider } from '../../loop/model-provider.ts';
 import type { Metrics } from '../../metrics/metrics.ts';
@@ -25,8 +27,12 @@ export interface RunnerDeps {
   metrics: Metrics;
   logger: Logger;
   now: () => number;
-  /** Folder holding the workspaces of a tenant. */
+  /** Folder holding the workspaces of a tenant (and its memories, `#memory`). */
   workspacesDirOf: WorkspacesDirOf;
+  /** The skills of SKILLS_DIR that definitions preload. */
+  skills: SkillRegistry;
+  /** MEMORY_MAX_BYTES: the bound of each memory folder. */
+  memoryMaxBytes: number;
   limits: { bashTimeoutMs: number; bashMaxOutputBytes: number; modelMaxRetries: number; modelStallTimeoutMs: number };
   /** How long an approval waits for its answer unless the task says otherwise (APPROVAL_TIMEOUT_MS). */
   approvalTimeoutMs: number;
@@ -61,6 +67,8 @@ export interface TaskRun {
   def: AgentDefinition;
   workspace: Workspace;
   signal: AbortSignal;
+  /** A model task's skills (as its system prompt carries them) and memory, seen at `.skills/` and `.memory/`. */
+  folders?: { skills: PreloadedSkill[]; memory: TaskMemory | null };
 }
 
 /** Why a task is stopped by someone: its code (the task's `error.code`) and message. */

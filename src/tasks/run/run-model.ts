@@ -4,6 +4,7 @@ import { guardModel } from '../../loop/model-guard.ts';
 import { errorMessage, runAgent, type AgentRunResult, type AnsweredCall, type DecidedCall } from '../../loop/run-agent.ts';
 import { buildSystemPrompt } from '../../loop/system-prompt.ts';
 import { readProjectInstructions } from '../../workspace/project-instructions.ts';
+import { readMemoryIndex } from '../../workspace/memory.ts';
 import type { ApprovalPause, CreateTaskBody, Fork, Pause } from '../../shapes/task.ts';
 import { iso } from '../../shapes/time.ts';
 import { loadShellParser } from '../../definitions/shell-commands.ts';
@@ -52,7 +53,7 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
     }),
   });
   const shellTypes = new Set(types.filter((t) => t.kind === 'shell').map((t) => t.type));
-  const base = { root: workspace.root, cwd: workspace.cwd };
+  const base = { root: workspace.root, cwd: workspace.cwd, folders: workspace.folders };
   const decide = callDecider(limits, { shell: needsSubjects(limits.permissions, 'bash') ? await loadShellParser() : null, shellTypes, base });
   const checkPath = pathChecker(limits, base);
   // The definition's MCP servers and the commands' proxy live as long as this run, whatever ends it.
@@ -152,6 +153,8 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
           tools: tools.map((t) => t.name),
           ...(workspace.cwd !== workspace.root && { cwd: path.relative(workspace.root, workspace.cwd) }),
           project: def.omitProjectInstructions ? null : await readProjectInstructions(workspace),
+          skills: run.folders?.skills,
+          memory: run.folders?.memory && { scope: run.folders.memory.scope, index: await readMemoryIndex(workspace) },
         }),
       messages: await conversationOf(ctx, row, body, watch),
       beforeCall: async (): Promise<Pause | null> => {

@@ -13,6 +13,7 @@ import { createRunContext, type RunContext, type RunnerDeps, type TaskRun } from
 import { runExternal } from './run-external.ts';
 import { runModel } from './run-model.ts';
 import { runShell } from './run-shell.ts';
+import { openTaskFolders, type TaskFolders } from './task-folders.ts';
 import { abortCode } from './task-abort.ts';
 
 export type { RunnerDeps } from './run-context.ts';
@@ -78,10 +79,13 @@ export function createTaskRunner(deps: RunnerDeps) {
       const shared = await openWorkspace(deps.workspacesDirOf(row.tenant), row.parentTaskId);
       let workspace = shared;
       let refused: Ending | null = null;
+      let folders: TaskFolders | null = null;
       try {
         // Its own copy of the workspace, taken now (a resumed task finds the one it has).
         if (worktree) workspace = await enterWorktree(shared, worktree, row.id, deps.now());
         if (body.options?.cwd) workspace = await enterFolder(workspace, body.options.cwd);
+        // A model task's skills and memory, seen below the workspace root (last: over the rest).
+        if (def.kind === 'model') workspace = (folders = await openTaskFolders(deps, row, def, body, workspace)).workspace;
       } catch (err) {
         // A link (or a file) on its way leads out, or is no folder: checked only now the task starts.
         if (err instanceof WorktreeError) refused = failed(err.code, `options.isolation: ${err.message}`);
@@ -89,10 +93,17 @@ export function createTaskRunner(deps: RunnerDeps) {
         else throw err;
       }
       if (resumed) events.append(row, 'task.resumed', { fromStep: row.steps + 1, attempt: row.resumes, reason: opts.resumeReason ?? 'restart' });
-      else events.append(row, 'task.started', { subagent_type: row.subagentType, model, workspace: workspace.root });
+      else
+        events.append(row, 'task.started', {
+          subagent_type: row.subagentType,
+          model,
+          workspace: workspace.root,
+          ...(folders?.skills.length && { skills: folders.skills.map((s) => s.name) }),
+          ...(folders?.memory && { memory: folders.memory }),
+        });
       // A model run's first write (its first step's start) takes the event along: one commit less.
       if (!refused && def.kind === 'model') events.hold(row.id);
-      const taskRun: TaskRun = { row, body, def, workspace, signal };
+      const taskRun: TaskRun = { row, body, def, workspace, signal, ...(folders && { folders: { skills: folders.skills, memory: folders.memory } }) };
       const outcome =
         refused ??
         (def.kind === 'shell'

@@ -5,6 +5,7 @@ import { LEAD_TOOLS, type AgentRegistry } from '../../definitions/agent-registry
 import { pathGlobProblem } from '../../definitions/permissions.ts';
 import { offeredTools } from '../../definitions/tool-set.ts';
 import { isInside } from '../../workspace/path-guard.ts';
+import { FOLDER_NAMES } from '../../workspace/task-folders.ts';
 import { AppError, notFound } from '../../errors/app-error.ts';
 import { checkClientTools } from '../../tools/client-tool.ts';
 import { compileOutputSchema } from '../../tools/complete.ts';
@@ -88,6 +89,22 @@ export function checkAgainstDefinition(registry: AgentRegistry, body: CreateTask
           ? null
           : 'outside the workspace';
     if (problem) invalid.push({ field: 'body.options.cwd', message: `"${cwd.slice(0, 200)}" is ${problem}: name a folder relative to the workspace root` });
+  }
+  // The task's own folders (task-folders.ts) are no place to work in.
+  if (cwd !== undefined && FOLDER_NAMES.has(path.posix.normalize(cwd).split('/')[0])) {
+    invalid.push({
+      field: 'body.options.cwd',
+      message: `"${cwd.slice(0, 200)}" is inside .memory or .skills, the task's own folders: name a folder of the workspace`,
+    });
+  }
+  for (const [i, name] of (body.options?.skills ?? []).entries()) {
+    // Only narrowing: a skill the definition does not preload is no skill of the task.
+    if (!def.skills?.includes(name)) {
+      invalid.push({
+        field: `body.options.skills.${i}`,
+        message: `"${name.slice(0, 64)}" is not a skill of "${def.type}" (its skills: ${def.skills?.join(', ') || 'none'})`,
+      });
+    }
   }
   for (const key of Object.keys(body.options?.permissions ?? {})) {
     const problem = pathGlobProblem(key);

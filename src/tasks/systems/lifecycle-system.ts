@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { lstat, readdir, rename, rm } from 'node:fs/promises';
+import { readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { AppError } from '../../errors/app-error.ts';
@@ -8,6 +8,7 @@ import type { LifecycleStore } from '../../store/lifecycle-store.ts';
 import type { TaskRow } from '../../store/schema.ts';
 import type { StorageGuard } from '../../store/storage-guard.ts';
 import { createTicker } from '../../util/ticker.ts';
+import { eraseUserMemories, newestIn, removeMemories } from '../../workspace/memory.ts';
 
 /** Tasks one transaction purges: short enough that no write waits long behind it. */
 const BATCH = 50;
@@ -33,6 +34,8 @@ export interface LifecycleDeps {
   /** WORKSPACES_DIR, and whether it holds a folder per tenant (`@<tenant>`, with API_KEYS). */
   workspacesDir: string;
   multiTenant: boolean;
+  /** MEMORY_RETENTION_DAYS: memory folders nothing was written to that long are removed; null: kept. */
+  memoryRetentionDays: number | null;
   /**
    * After content was removed: its old bytes out of the database's files where the engine allows
    * (SQLite's WAL); false when that could not be done now.
@@ -40,32 +43,10 @@ export interface LifecycleDeps {
   scrub?: () => Promise<boolean>;
 }
 
-/** Entries of a workspace looked at for their times; a bigger one counts as in use (kept). */
-const MAX_ENTRIES = 10_000;
-
-/** The newest modification time in a folder tree (links not followed), or null past MAX_ENTRIES. */
-async function newestIn(dir: string): Promise<number | null> {
-  let newest = 0;
-  let seen = 0;
-  const stack = [dir];
-  while (stack.length > 0) {
-    const d = stack.pop()!;
-    const st = await lstat(d);
-    newest = Math.max(newest, st.mtimeMs);
-    if (!st.isDirectory()) continue;
-    for (const e of await readdir(d, { withFileTypes: true })) {
-      if (++seen > MAX_ENTRIES) return null;
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) stack.push(p);
-      else newest = Math.max(newest, (await lstat(p)).mtimeMs);
-    }
-  }
-  return newest;
-}
-
 /**
  * Data lifecycle: purging a finished task's content (`DELETE /tasks/:id`), erasing a user
- * (`DELETE /users/:userId`), and the retention sweep (RETENTION_DAYS), each keeping the money:
+ * (`DELETE /users/:userId`: their tasks and their memory folders), and the retention sweeps
+ * (RETENTION_DAYS, WORKSPACE_RETENTION_DAYS, MEMORY_RETENTION_DAYS), each keeping the money:
  * usage records, billed calls and roll-ups stay, an erased user's under `erased:<hash>`.
  */
 export function createLifecycleSystem(deps: LifecycleDeps) {
@@ -74,6 +55,7 @@ export function createLifecycleSystem(deps: LifecycleDeps) {
   const run = () => {
     sweeping ??= sweep()
       .then(() => sweepWorkspaces())
+      .then(() => sweepMemories())
       .then(() => undefined)
       .catch((err: unknown) => deps.logger.error({ err }, 'the retention sweep failed; it runs again within the hour'))
       .finally(() => (sweeping = null));
@@ -107,16 +89,36 @@ export function createLifecycleSystem(deps: LifecycleDeps) {
    * renamed away (atomically), so a task that starts meanwhile gets a fresh folder, never half of
    * an old one.
    */
-  async function sweepWorkspaces(): Promise<number> {
-    if (deps.workspaceRetentionDays === null) return 0;
-    const cutoff = deps.now() - deps.workspaceRetentionDays * DAY_MS;
-    const tenants: Array<{ tenant: string; dir: string }> = deps.multiTenant
+  /** Each tenant's workspaces folder (`WORKSPACES_DIR` itself without API_KEYS). */
+  async function tenantDirs(): Promise<Array<{ tenant: string; dir: string }>> {
+    return deps.multiTenant
       ? (await readdir(deps.workspacesDir).catch(() => []))
           .filter((n) => n.startsWith('@'))
           .map((n) => ({ tenant: n.slice(1), dir: path.join(deps.workspacesDir, n) }))
       : [{ tenant: 'default', dir: deps.workspacesDir }];
+  }
+
+  /** The folder of a tenant's workspaces and memories. */
+  const tenantDir = (tenant: string) => (deps.multiTenant ? path.join(deps.workspacesDir, `@${tenant}`) : deps.workspacesDir);
+
+  /** Removes memory folders nothing was written to for MEMORY_RETENTION_DAYS. */
+  async function sweepMemories(): Promise<number> {
+    if (deps.memoryRetentionDays === null) return 0;
+    const cutoff = deps.now() - deps.memoryRetentionDays * DAY_MS;
     let removed = 0;
-    for (const { tenant, dir } of tenants) {
+    for (const { dir } of await tenantDirs()) {
+      removed += await removeMemories(dir, { untouchedSince: cutoff });
+      await new Promise((r) => setImmediate(r));
+    }
+    if (removed > 0) deps.logger.info({ removed }, 'removed memory folders past MEMORY_RETENTION_DAYS');
+    return removed;
+  }
+
+  async function sweepWorkspaces(): Promise<number> {
+    if (deps.workspaceRetentionDays === null) return 0;
+    const cutoff = deps.now() - deps.workspaceRetentionDays * DAY_MS;
+    let removed = 0;
+    for (const { tenant, dir } of await tenantDirs()) {
       for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
         // `@tenant` and `#worktrees` folders are not workspaces; a link is never followed.
         if (!entry.isDirectory() || /^[@#.]/.test(entry.name)) continue;
@@ -128,6 +130,8 @@ export function createLifecycleSystem(deps: LifecycleDeps) {
         const away = path.join(dir, `.removing-${randomUUID()}`);
         await rename(folder, away);
         await rm(away, { recursive: true, force: true });
+        // The parent's memories (`memory: parent`) go with its workspace.
+        await removeMemories(dir, { scope: 'parent', key: entry.name });
         removed++;
       }
       await new Promise((r) => setImmediate(r));
@@ -154,7 +158,7 @@ export function createLifecycleSystem(deps: LifecycleDeps) {
      * Erases a user of the tenant: every task purged, its usage kept under `erased:<hash>`. 409
      * while one of its tasks has not finished.
      */
-    async eraseUser(tenant: string, userId: string): Promise<{ tasks: number; events: number; erasedAs: string }> {
+    async eraseUser(tenant: string, userId: string): Promise<{ tasks: number; events: number; memories: number; erasedAs: string }> {
       const erased = erasedIdOf(userId);
       const { ids, unfinished } = await lifecycle.tasksOfUser(tenant, userId);
       if (unfinished > 0)
@@ -167,20 +171,23 @@ export function createLifecycleSystem(deps: LifecycleDeps) {
         events += done.events;
       }
       await lifecycle.eraseUsage(tenant, userId, erased);
+      // Their memory folders (`memory: user`), of every definition.
+      const memories = await eraseUserMemories(tenantDir(tenant), userId);
       deps.metrics.tasksPurged('erasure', tasks);
       await scrub();
-      return { tasks, events, erasedAs: erased };
+      return { tasks, events, memories, erasedAs: erased };
     },
 
     start(): void {
-      if ((deps.retentionDays === null && deps.workspaceRetentionDays === null) || ticker.running) return;
+      if ((deps.retentionDays === null && deps.workspaceRetentionDays === null && deps.memoryRetentionDays === null) || ticker.running) return;
       ticker.start();
       run();
     },
 
-    /** One sweep of tasks, and one of workspaces, now (tests, and `start`). */
+    /** One sweep of tasks, one of workspaces and one of memories, now (tests, and `start`). */
     sweep,
     sweepWorkspaces,
+    sweepMemories,
 
     async close(): Promise<void> {
       ticker.stop();
