@@ -235,6 +235,19 @@ describe.each(transports)('@subagentd/client streams over $transport', (over) =>
     await expect(stopped).rejects.toMatchObject({ name: 'AbortError' });
   });
 
+  it("reads the skills, and writes, reads, lists and deletes a user's memory", async () => {
+    const c = client();
+    expect(await c.skills.list()).toEqual([]);
+    const written = await c.memory.put('user', 'u-client-mem', 'general', 'notes/MEMORY.md', 'remember this');
+    expect(written).toMatchObject({ path: 'notes/MEMORY.md', size: 13, url: '/memory/user/u-client-mem/general/files/notes/MEMORY.md' });
+    expect(await (await c.memory.get('user', 'u-client-mem', 'general', 'notes/MEMORY.md')).text()).toBe('remember this');
+    const listing = await c.memory.list('user', 'u-client-mem', 'general');
+    expect(listing.bytes).toBe(13);
+    expect(listing.files.map((f) => f.path)).toEqual(['notes', 'notes/MEMORY.md']);
+    await c.memory.delete('user', 'u-client-mem', 'general');
+    await expect(c.memory.list('user', 'u-client-mem', 'general')).rejects.toMatchObject({ status: 404 });
+  });
+
   it('purges a task, erases a user, makes and revokes a key, and reads the audit log', async () => {
     const c = client();
     scriptWriter('CLIENT-LIFE', 0);
@@ -249,7 +262,7 @@ describe.each(transports)('@subagentd/client streams over $transport', (over) =>
       ).id,
     );
     expect((await c.tasks.purge(done.id)).purged).toBe(true);
-    expect(await c.users.erase('u-client-life')).toMatchObject({ tasks: 1, erasedAs: expect.stringMatching(/^erased:[0-9a-f]{16}$/) });
+    expect(await c.users.erase('u-client-life')).toMatchObject({ tasks: 1, memories: 0, erasedAs: expect.stringMatching(/^erased:[0-9a-f]{16}$/) });
     const made = await c.keys.create({ role: 'read', name: 'from the client' });
     expect((await c.keys.list()).map((k) => k.id)).toContain(made.id);
     const reader = client({ apiKey: made.key });

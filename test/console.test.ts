@@ -38,6 +38,10 @@ describe.skipIf(missing !== null)('the console in a browser', () => {
       '---\nname: careful\ndescription: Refuses rm\nhooks:\n  PreToolUse:\n    - matcher: bash\n      command: |\n        if grep -q \'"rm \'; then echo "rm is not allowed" >&2; exit 2; fi\n---\n',
     );
     writeFileSync(path.join(dir, 'agents', 'lead.md'), '---\nname: lead\ndescription: Runs subagents at once\nmaxDepth: 1\nbackground: true\n---\nDelegate.\n');
+    // And one with a skill and a memory, for the task page's facts.
+    mkdirSync(path.join(dir, 'skills', 'house-style'), { recursive: true });
+    writeFileSync(path.join(dir, 'skills', 'house-style', 'SKILL.md'), '---\nname: house-style\ndescription: How we write.\n---\nShort sentences.\n');
+    writeFileSync(path.join(dir, 'agents', 'writer.md'), '---\nname: writer\ndescription: Writes\nskills: [house-style]\nmemory: user\n---\n');
     svc = await startService({ dir, env: { API_KEYS: `${KEY}:acme` } });
     browser = await chromium.launch({ executablePath: browserBin, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
@@ -127,6 +131,23 @@ describe.skipIf(missing !== null)('the console in a browser', () => {
     const done = (await api('GET', `/tasks/${id}`)).json();
     expect(done).toMatchObject({ status: 'completed', summary: 'All done from the console' });
   }, 60_000);
+
+  it("shows a task's skills and memory", async () => {
+    svc.model.script('CONSOLE-SKILLS', [{ toolCalls: [{ name: 'complete', args: { summary: 'written with skills', paths: [] } }] }]);
+    const created = await api(
+      'POST',
+      '/tasks?wait=true',
+      taskBody({ subagent_type: 'writer', prompt: 'CONSOLE-SKILLS', context: { parentTaskId: 'T-console-skills', userId: 'u-writer' } }),
+    );
+    const task = JSON.parse(created.body.trim());
+    await page.goto(`${svc.url}/ui#/tasks/${task.id}`);
+    await page.locator('.summary', { hasText: 'written with skills' }).waitFor({ timeout: 15_000 });
+    await page.locator('dd.memory').waitFor({ timeout: 15_000 });
+    expect(await page.textContent('dd.skills')).toBe('house-style');
+    expect(await page.textContent('dd.memory')).toContain('per user: u-writer');
+    await page.screenshot({ path: path.join(shots, '4-skills.png') });
+    expect(problems).toEqual([]);
+  });
 
   it('cancels a running task and sends it a steering message from its page', async () => {
     svc.model.script('CONSOLE-SLOW', [{ toolCalls: [{ name: 'bash', args: { command: 'sleep 30' } }] }]);

@@ -105,6 +105,8 @@ export function TaskPage({ id }: { id: string }) {
   const [steer, setSteer] = useState('');
   const [transcript, setTranscript] = useState<unknown[] | null>(null);
   const [diff, setDiff] = useState<string | null>(null);
+  // What the run started with (its `task.started` event): its preloaded skills and memory folder.
+  const [started, setStarted] = useState<{ skills?: string[]; memory?: { scope: string; key: string; type: string; url: string } } | null>(null);
   const [now, setNow] = useState(Date.now());
   /** The tasks of its workspace, for the tree of the children it started (nesting). */
   const [family, setFamily] = useState<Task[]>([]);
@@ -137,6 +139,7 @@ export function TaskPage({ id }: { id: string }) {
     const onMessage = (m: Parameters<typeof timeline.add>[0]) => {
       timeline.add(m);
       if (m.type === 'task.finished') setTask(m.data);
+      if (m.type === 'task.started') setStarted(m.data);
       if (!frame.current) frame.current = requestAnimationFrame(() => ((frame.current = 0), setVersion((v) => v + 1)));
     };
     follow(`/tasks/${encodeURIComponent(id)}/events`, 0, onMessage, stop.signal).catch(report);
@@ -183,6 +186,29 @@ export function TaskPage({ id }: { id: string }) {
         </dd>
         <dt>Now</dt>
         <dd class="liveness">{finished ? task.status : liveness(task, now)}</dd>
+        {started?.skills && (
+          <>
+            <dt>Skills</dt>
+            <dd class="skills">{started.skills.join(', ')}</dd>
+          </>
+        )}
+        {started?.memory && (
+          <>
+            <dt>Memory</dt>
+            <dd class="memory">
+              {started.memory.scope === 'definition' ? `${started.memory.type}'s own` : `per ${started.memory.scope}: ${started.memory.key}`} ·{' '}
+              <a
+                href="#"
+                onClick={(e) => {
+                  e.preventDefault();
+                  void download(`${started.memory!.url}MEMORY.md`, 'MEMORY.md').catch(report);
+                }}
+              >
+                MEMORY.md
+              </a>
+            </dd>
+          </>
+        )}
       </dl>
       {error && <p class="error">{error}</p>}
       {task.error && (

@@ -5,6 +5,9 @@ import { readEventStream } from './event-stream.ts';
 import { IDLE_CLOSE_CODE, readSocket, socketConstructor, type SocketConstructor, type SocketEnd } from './socket.ts';
 import type {
   AgentSummary,
+  MemoryListing,
+  MemoryScope,
+  SkillSummary,
   ApprovalDecision,
   AuditPage,
   CreateKeyBody,
@@ -163,6 +166,8 @@ const DEFAULT_IDLE_MS = 45_000;
 /** Never less, however short the heartbeats: a busy machine's pauses are not dead connections. */
 const MIN_IDLE_MS = 1_000;
 const filePath = (p: string) => p.split('/').filter(Boolean).map(seg).join('/');
+/** The files route of a memory folder, without its trailing slash. */
+const memoryRoute = (scope: string, key: string, type: string) => `/memory/${seg(scope)}/${seg(key)}/${seg(type)}/files`;
 
 /**
  * A typed client of subagentd's HTTP API. Every method answers the route's body, typed from the
@@ -464,6 +469,27 @@ export function createSubagentClient(options: SubagentClientOptions) {
     },
     agents: {
       list: async (o?: RequestOptions) => (await get<{ agents: AgentSummary[] }>('/agents', undefined, o)).agents,
+    },
+    skills: {
+      /** `GET /skills`: the skills definitions may preload, by name. */
+      list: async (o?: RequestOptions) => (await get<{ skills: SkillSummary[] }>('/skills', undefined, o)).skills,
+    },
+    /**
+     * A definition's memory folder (`/memory/:scope/:key/:type/files/*`): `key` is the user id, the
+     * parent task id, or `-` for scope `definition`; `type` the subagent type.
+     */
+    memory: {
+      /** Its files, and its size against MEMORY_MAX_BYTES. */
+      list: (scope: MemoryScope, key: string, type: string, o?: RequestOptions) => get<MemoryListing>(`${memoryRoute(scope, key, type)}/`, undefined, o),
+      /** A file: the answer, to read as text, bytes or a stream. */
+      get: (scope: MemoryScope, key: string, type: string, path: string, o?: RequestOptions) =>
+        send({ method: 'GET', path: `${memoryRoute(scope, key, type)}/${filePath(path)}`, idempotent: true, signal: o?.signal }),
+      /** Writes a file atomically (created or replaced; 413 past MEMORY_MAX_BYTES). */
+      put: (scope: MemoryScope, key: string, type: string, path: string, body: UploadBody, o?: RequestOptions) =>
+        json<WorkspaceFile>({ method: 'PUT', path: `${memoryRoute(scope, key, type)}/${filePath(path)}`, body, idempotent: true, signal: o?.signal }),
+      /** Removes a file or folder, or (no path) the whole memory; an admin key. */
+      delete: (scope: MemoryScope, key: string, type: string, path = '', o?: RequestOptions) =>
+        json<void>({ method: 'DELETE', path: `${memoryRoute(scope, key, type)}/${filePath(path)}`, idempotent: true, signal: o?.signal }),
     },
     workspaces: {
       /** `PUT /workspaces/:parentTaskId/files/*`: the body becomes the file (created or replaced). */

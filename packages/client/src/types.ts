@@ -34,6 +34,12 @@ export type TaskEvent = Exclude<StreamMessage, { type: 'heartbeat' }>;
 export type EventType = TaskEvent['type'];
 export type EventData<T extends EventType> = Extract<TaskEvent, { type: T }>['data'];
 export type AgentSummary = Schemas['AgentSummary'];
+/** A skill of the service's SKILLS_DIR (`GET /skills`): what it adds to a prompt, and which definitions preload it. */
+export type SkillSummary = Answer<'listSkills', 200>['skills'][number];
+/** Whose a definition's memory is: one folder per user, per parent task, or the definition's own (key `-`). */
+export type MemoryScope = 'user' | 'parent' | 'definition';
+/** A memory folder's files and size (`GET /memory/:scope/:key/:type/files/`). */
+export type MemoryListing = Answer<'getMemoryFile', 200>;
 export type WorkspaceFile = Schemas['WorkspaceFile'];
 export type WorkspaceListing = Schemas['WorkspaceListing'];
 export type UsageQuery = Query<'getUsage'>;
