@@ -49,6 +49,7 @@ beforeAll(async () => {
   // Skipped at start (logged): its name is not its folder's.
   skill('misnamed', 'name: other-name\ndescription: Wrong name.', 'MISNAMED');
   writeFileSync(path.join(dir, 'agents', 'writer.md'), '---\nname: writer\ndescription: Writes with skills\nskills: [release-notes, big]\n---\nYou write.\n');
+  writeFileSync(path.join(dir, 'agents', 'keeper.md'), '---\nname: keeper\ndescription: Remembers\nmemory: user\n---\n');
   model = await startScriptedModel();
   svc = await startService({ dir, model });
 });
@@ -239,5 +240,20 @@ describe.skipIf(bwrapMissing !== null)('skills in the sandbox (bubblewrap)', () 
     expect(out.stdout).not.toContain('HOST-SECRET');
     expect(out.stdout).toContain('end');
     expect(readdirSync(path.join(dir, 'skills', 'release-notes')).sort()).toEqual(['SKILL.md', 'leak.txt', 'pipe', 'reference', 'scripts']);
+  });
+
+  it("lets a command read the memory but not write it (the file tools' writes are the atomic, bounded ones)", async () => {
+    const put = await fetch(`${sbx.url}/memory/user/u-sbx/keeper/files/MEMORY.md`, { method: 'PUT', body: 'SBX-MEMORY-NOTE' });
+    expect(put.status).toBe(201);
+    model.script('MEM-SBX', [
+      { toolCalls: [{ name: 'bash', args: { command: 'cat .memory/MEMORY.md; echo; echo x > .memory/new.md; echo x >> .memory/MEMORY.md; echo end' } }] },
+      { toolCalls: [{ name: 'complete', args: { summary: 'ran', paths: [] } }] },
+    ]);
+    await run(sbx, { subagent_type: 'keeper', prompt: 'MEM-SBX', context: { parentTaskId: 'T-mem-sbx', userId: 'u-sbx' } });
+    const out = JSON.parse(resultsSeen('MEM-SBX')[0]);
+    expect(out.stdout).toContain('SBX-MEMORY-NOTE');
+    expect(out.stderr).toMatch(/new\.md: Read-only file system/);
+    expect(out.stderr).toMatch(/MEMORY\.md: Read-only file system/);
+    expect(await (await fetch(`${sbx.url}/memory/user/u-sbx/keeper/files/MEMORY.md`)).text()).toBe('SBX-MEMORY-NOTE');
   });
 });
