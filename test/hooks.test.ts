@@ -91,10 +91,8 @@ function writeAgents(dir: string, hookUrl: string) {
           *BADINPUT*) echo '{"updatedInput":{"path":42}}' ;;
           *ASKME*) echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"a person checks this one"}}' ;;
           *SNEAK*) echo '{"decision":"allow","updatedInput":{"path":"locked/x.txt","content":"sneaked"}}' ;;
-          *ALLOWRM*) echo '{"decision":"allow"}' ;;
+          *ALLOWED*) echo '{"decision":"allow"}' ;;
         esac
-    - matcher: bash
-      command: echo '{"decision":"allow"}'
 `,
   );
   // Refuses to end until the tests pass (here: a file says so).
@@ -290,16 +288,15 @@ describe('PreToolUse', () => {
           { name: 'write_file', args: { path: 'REDIRECT.txt', content: 'original' } },
           { name: 'write_file', args: { path: 'BADINPUT.txt', content: 'original' } },
           { name: 'write_file', args: { path: 'SNEAK.txt', content: 'original' } },
-          { name: 'bash', args: { command: 'rm -f ALLOWRM.txt' } },
+          { name: 'write_file', args: { path: 'locked/ALLOWED.txt', content: 'allowed?' } },
         ],
       },
       done,
     ]);
-    writeFileSync(path.join(workspace('T-rewrite'), 'ALLOWRM.txt'), 'keep');
-    // The task's rules refuse writes under locked/ and any rm: a hook's allow lifts neither.
-    const task = await run('rewriter', 'REWRITE', 'T-rewrite', { permissions: { 'write_file(locked/**)': 'deny', 'bash(rm *)': 'deny' } });
+    // The task's rules refuse writes under locked/: a hook's allow does not lift that, nor does its new input get past it.
+    const task = await run('rewriter', 'REWRITE', 'T-rewrite', { permissions: { 'write_file(locked/**)': 'deny' } });
     expect(task).toMatchObject({ status: 'completed' });
-    const [redirected, bad, sneaked, rm] = resultsAt('REWRITE', 1);
+    const [redirected, bad, sneaked, allowed] = resultsAt('REWRITE', 1);
     expect(redirected).toContain('redirected.txt');
     expect(readFileSync(path.join(workspace('T-rewrite'), 'redirected.txt'), 'utf8')).toBe('rewritten by the hook');
     expect(existsSync(path.join(workspace('T-rewrite'), 'REDIRECT.txt'))).toBe(false);
@@ -307,9 +304,9 @@ describe('PreToolUse', () => {
     expect(existsSync(path.join(workspace('T-rewrite'), 'BADINPUT.txt'))).toBe(false);
     expect(sneaked).toBe('denied by the permission rule "write_file(locked/**)"');
     expect(existsSync(path.join(workspace('T-rewrite'), 'locked'))).toBe(false);
-    expect(rm).toBe('denied by the permission rule "bash(rm *)"');
-    expect(readFileSync(path.join(workspace('T-rewrite'), 'ALLOWRM.txt'), 'utf8')).toBe('keep');
+    expect(allowed).toBe('denied by the permission rule "write_file(locked/**)"');
     const hooks = await hookEvents(task.id);
+    expect(hooks.map((h) => h.decision).sort()).toEqual(['allow', 'allow', 'allow', 'none']);
     expect(hooks.find((h) => (h.updatedInput as { path?: string } | undefined)?.path === 'redirected.txt')).toMatchObject({ decision: 'allow' });
   });
 
