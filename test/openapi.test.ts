@@ -120,6 +120,7 @@ describe('the OpenAPI document', () => {
       'tool.answered',
       'network.request',
       'hook.ran',
+      'outcome.evaluated',
       'task.finished',
       'heartbeat',
     ]);

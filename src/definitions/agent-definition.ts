@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { permissionsSchema } from '../shapes/permissions.ts';
 import { hooksSchema } from '../hooks/hook-spec.ts';
 import { memoryScopeSchema } from '../shapes/memory.ts';
-import { effortSchema, maxOutputTokensSchema, networkPolicySchema, topPSchema } from '../shapes/task.ts';
+import { effortSchema, maxOutputTokensSchema, networkPolicySchema, outcomeSpecSchema, topPSchema } from '../shapes/task.ts';
 
 /**
  * An MCP server of a definition: a command started per task inside its sandbox (`env`: names of
@@ -58,6 +58,8 @@ export const agentDefinitionSchema = z.object({
   network: networkPolicySchema.optional(),
   /** Commands or URLs told of its tool calls before and after they run, and of its `complete` (the front matter's `hooks`). */
   hooks: hooksSchema.optional(),
+  /** How every task of it has its `complete` checked (the front matter's `outcome`); a task's own adds to it. */
+  outcome: outcomeSpecSchema.optional(),
   /** MCP servers whose tools its model gets, by name (`mcp__<name>__<tool>`). */
   mcpServers: z.record(z.string(), mcpServerSpecSchema).optional(),
   /** Which MCP tools: names or `mcp__<server>` prefixes of the front matter's `tools` (absent: all), less those of `disallowedTools`. */
@@ -97,6 +99,7 @@ export const agentSummarySchema = agentDefinitionSchema.pick({
   compactAtTokens: true,
   permissions: true,
   network: true,
+  outcome: true,
   omitProjectInstructions: true,
   skills: true,
   memory: true,

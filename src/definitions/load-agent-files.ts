@@ -4,7 +4,7 @@ import { VFile } from 'vfile';
 import { matter } from 'vfile-matter';
 import { z } from 'zod';
 import { permissionsSchema } from '../shapes/permissions.ts';
-import { effortSchema, maxOutputTokensSchema, networkPolicySchema, topPSchema } from '../shapes/task.ts';
+import { effortSchema, maxOutputTokensSchema, networkPolicySchema, outcomeSpecSchema, topPSchema } from '../shapes/task.ts';
 import { workspaceToolNames } from '../tools/workspace-tools.ts';
 import { mcpServerSpecSchema, type AgentDefinition } from './agent-definition.ts';
 import { DEFAULT_COMPACT_AT_TOKENS, FORBIDDEN_TOOLS, resolveCompactionModel, resolveModelName, resolveTools, type ModelNames } from './agent-registry.ts';
@@ -72,6 +72,8 @@ export const agentFileSchema = z
     network: networkPolicySchema.optional(),
     /** `PreToolUse`, `PostToolUse`, `Stop`: each a list of `{ matcher?, command | url, timeoutMs? }`. */
     hooks: hooksSchema.optional(),
+    /** How its tasks' `complete` is checked: `{ rubric?, verify?: { command, timeoutMs? }, maxIterations?, graderModel? }`. */
+    outcome: outcomeSpecSchema.optional(),
     /** MCP servers whose tools the model gets (`mcp__<name>__<tool>`): `{ command, args?, env? }` or `{ url, headers? }`. */
     mcpServers: z
       .record(z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, 'a server name is 1-32 characters of A-Z, a-z, 0-9, "_" or "-"'), mcpServerSpecSchema)
@@ -140,6 +142,10 @@ export function loadAgentFiles(dir: string, names: ModelNames): { definitions: A
         continue;
       }
       if (fm.kind === 'acp') {
+        if (fm.outcome) {
+          errors.push({ file, field: 'outcome', message: 'an ACP agent calls no complete to check: outcome is for model agents' });
+          continue;
+        }
         definitions.push({
           type: fm.name,
           description: fm.description,
@@ -170,6 +176,7 @@ export function loadAgentFiles(dir: string, names: ModelNames): { definitions: A
         tools: resolveTools(fm.tools && withoutMcp(fm.tools), fm.disallowedTools && withoutMcp(fm.disallowedTools)),
         ...(fm.mcpServers && { mcpServers: fm.mcpServers }),
         ...(fm.network && { network: fm.network }),
+        ...(fm.outcome && { outcome: fm.outcome }),
         ...(fm.tools && { mcpAllow: fm.tools.filter(isMcp) }),
         ...(fm.disallowedTools?.some(isMcp) && { mcpDeny: fm.disallowedTools.filter(isMcp) }),
         instructions: String(vfile.value).trim(),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { taskMemorySchema } from '../shapes/memory.ts';
-import { approvalRequestSchema, pauseSchema, progressSchema, taskOutputSchema, usageSchema } from '../shapes/task.ts';
+import { approvalRequestSchema, criterionSchema, pauseSchema, progressSchema, taskOutputSchema, usageSchema } from '../shapes/task.ts';
 
 const step = z.number().int().min(1);
 
@@ -90,6 +90,16 @@ export const eventDataSchemas = {
       durationMs: z.number().int().min(0),
     })
     .describe("a hook of the task's definition ran (before a tool call, after it, or at `complete`)"),
+  'outcome.evaluated': z
+    .object({
+      iteration: z.number().int().min(1),
+      satisfied: z.boolean(),
+      criteria: z.array(criterionSchema),
+      by: z
+        .enum(['verify', 'grader'])
+        .describe('what decided: the verify command when it failed (the grader is then not asked), else the grader when there is a rubric'),
+    })
+    .describe('the task called complete and its outcome was checked; not satisfied with iterations left, the worker reads the feedback and goes on'),
   'task.finished': taskOutputSchema,
 } as const;
 

@@ -95,6 +95,11 @@ export interface RunAgentOptions<S = unknown> {
    * permission rules then decide), after it, and at `complete`.
    */
   hooks?: TaskHooks;
+  /**
+   * A `complete` that succeeded, checked against the task's outcome: null accepts it (the run
+   * ends); a string refuses it, and the model reads it as the tool's error (the run goes on).
+   */
+  checkComplete?: (done: CompleteResult) => Promise<string | null>;
   /** The permission rules' answer for one call (`allow` for every call without it). */
   decide?: (call: { toolName: string; input: unknown }) => CallRuling | Promise<CallRuling>;
   /**

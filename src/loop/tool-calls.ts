@@ -6,8 +6,9 @@ import { completeForModel, type CompleteResult } from '../tools/complete.ts';
 import type { AnsweredCall, RunAgentOptions, RunSetup } from './agent-types.ts';
 
 /**
- * Runs one call of a tool and records its result (`onComplete`: `complete` succeeded). The hooks
- * after it may add to a result; those of `complete` (Stop) may refuse it, and the run goes on.
+ * Runs one call of a tool and records its result (`onComplete`: `complete` succeeded, and the
+ * outcome's check, when there is one, accepted it). The hooks after it may add to a result;
+ * those of `complete` (Stop) may refuse it, and the run goes on.
  */
 export async function runCall<S>(
   c: { step: number; toolCallId: string; toolName: string; input: unknown; tool: WorkspaceTool; index?: number },
@@ -26,6 +27,9 @@ export async function runCall<S>(
       const reasons = await opts.hooks.after({ ...hooked, output });
       if (reasons.length > 0) output = withReasons(output, reasons);
     }
+    // The task's outcome checks the work: not satisfied, `complete` is an error the model reads.
+    const unmet = finished && opts.checkComplete && !opts.signal.aborted ? await opts.checkComplete(finished) : null;
+    if (unmet !== null) throw new Error(unmet);
     if (finished && !opts.signal.aborted) onComplete(finished);
     record({ toolCallId: c.toolCallId, toolName: c.toolName, output: finished ? completeForModel(finished) : output, isError: false });
   } catch (err) {

@@ -1,11 +1,13 @@
 import { z } from 'zod';
 import { artifactSchema, skippedPathSchema, stopReasonSchema } from './artifact.ts';
+import { outcomeResultSchema, outcomeSpecSchema } from './outcome.ts';
 import { permissionsSchema } from './permissions.ts';
 import { usageSchema } from './usage.ts';
 
 // The contract's request and task shapes, composing the shared ones beside them.
 export * from './artifact.ts';
 export * from './usage.ts';
+export * from './outcome.ts';
 
 /** Ids that reach paths and queries: `[A-Za-z0-9._:-]`, 1..128 chars, and never `.` or `..`. */
 export const contextIdSchema = z
@@ -183,6 +185,7 @@ export const taskOptionsSchema = z.object({
     .enum(['shared', 'worktree'])
     .optional()
     .describe('worktree: the task works on its own copy of the workspace, taken when it starts; POST /tasks/:id/apply writes its changes back'),
+  outcome: outcomeSpecSchema.optional().describe("check complete before trusting it (a verify command, a rubric, or both); adds to the definition's"),
 });
 export type TaskOptions = z.infer<typeof taskOptionsSchema>;
 
@@ -398,6 +401,7 @@ export const taskOutputSchema = z.object({
     .boolean()
     .describe('started by its parent task with run_in_background: the parent went on meanwhile, and its end cancels the child (parent_ended)'),
   changes: changesSchema.nullable().describe('a worktree task (options.isolation "worktree") once finished: what it changed; null otherwise'),
+  outcome: outcomeResultSchema.nullable().describe("a task with an outcome (its own or its definition's): its checks' result; null otherwise"),
   error: taskErrorSchema.nullable(),
   replayOf: z.string().nullable().describe('a replay (POST /tasks/{id}/replay): the task it replays; null otherwise'),
   replay: replayStateSchema.nullable(),

@@ -96,6 +96,8 @@ export const tasks = pgTable(
     worktree: text('worktree'),
     /** A replay (POST /tasks/:id/replay): the task it replays, how, where it left the record, and once it ended how it compares (JSON); null otherwise. */
     replay: text('replay'),
+    /** A task with an outcome (JSON): where its checks of `complete` stand; null otherwise. */
+    outcome: text('outcome'),
   },
   (t) => [
     index('tasks_tenant_id').on(t.tenant, t.id),

@@ -3,6 +3,7 @@ import type {
   ApprovalRequest,
   Artifact,
   CreateTaskBody,
+  OutcomeResult,
   Pause,
   SkippedPath,
   StopReason,
@@ -113,6 +114,8 @@ export const tasks = sqliteTable(
     worktree: text('worktree', { mode: 'json' }).$type<WorktreeState>(),
     /** A replay (POST /tasks/:id/replay): the task it replays, how, where it left the record, and once it ended how it compares; null otherwise. */
     replay: text('replay', { mode: 'json' }).$type<ReplayState>(),
+    /** A task with an outcome: where its checks of `complete` stand, once the first ran (or the run ended); null otherwise. */
+    outcome: text('outcome', { mode: 'json' }).$type<OutcomeResult>(),
   },
   (t) => [
     index('tasks_tenant_id').on(t.tenant, t.id),

@@ -6,6 +6,7 @@ import { columnsOf, rowReader } from './rows.ts';
 import { tasks, type NewTaskRow, type TaskRow } from './schema.ts';
 import type { SqlClient } from './sql-client.ts';
 import { createChildStore } from './child-store.ts';
+import { createOutcomeStore } from './outcome-store.ts';
 import { createPauseStore } from './pause-store.ts';
 import { createTranscriptStore } from './transcript-store.ts';
 
@@ -191,6 +192,7 @@ export function createTaskStore(sql: SqlClient) {
 
   const store = {
     ...createPauseStore(sql),
+    ...createOutcomeStore(sql),
     ...createTranscriptStore(sql),
     ...createChildStore(sql),
     /**

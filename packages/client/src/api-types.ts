@@ -869,6 +869,17 @@ export interface components {
                 patchUrl: string;
                 appliedAt: string | null;
             } | null;
+            outcome: {
+                /** @enum {string} */
+                status: "satisfied" | "failed" | "max_iterations_reached";
+                iterations: number;
+                criteria: {
+                    name: string;
+                    passed: boolean;
+                    note: string;
+                }[];
+                feedback: string | null;
+            } | null;
             error: components["schemas"]["TaskError"] | null;
             replayOf: string | null;
             replay: {
@@ -1206,6 +1217,15 @@ export interface components {
                 allow: string[];
                 ask?: boolean;
             };
+            outcome?: {
+                rubric?: string;
+                verify?: {
+                    command: string;
+                    timeoutMs?: number;
+                };
+                maxIterations?: number;
+                graderModel?: string;
+            };
             omitProjectInstructions?: boolean;
             skills?: string[];
             /** @enum {string} */
@@ -1451,6 +1471,24 @@ export interface components {
         } | {
             seq: number;
             /** @constant */
+            type: "outcome.evaluated";
+            taskId: string;
+            parentSeq?: number;
+            at: string;
+            data: {
+                iteration: number;
+                satisfied: boolean;
+                criteria: {
+                    name: string;
+                    passed: boolean;
+                    note: string;
+                }[];
+                /** @enum {string} */
+                by: "verify" | "grader";
+            };
+        } | {
+            seq: number;
+            /** @constant */
             type: "task.finished";
             taskId: string;
             parentSeq?: number;
@@ -1673,6 +1711,15 @@ export interface components {
             };
             /** @enum {string} */
             isolation?: "shared" | "worktree";
+            outcome?: {
+                rubric?: string;
+                verify?: {
+                    command: string;
+                    timeoutMs?: number;
+                };
+                maxIterations?: number;
+                graderModel?: string;
+            };
         };
     };
     responses: never;

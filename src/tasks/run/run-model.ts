@@ -26,6 +26,7 @@ import { createTaskObserver, type TaskObserver } from './task-observer.ts';
 import { createReplayer } from './replayer.ts';
 import { hasCommandHooks } from '../../hooks/hook-spec.ts';
 import { createTaskHooks } from '../../hooks/task-hooks.ts';
+import { createOutcomeCheck, outcomeOf } from './task-outcome.ts';
 
 /**
  * A task of a model agent: the agent loop over the definition's tools, from the task's stored
@@ -65,6 +66,7 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
   let result: AgentRunResult<Pause>;
   /** Set when a step's calls asked for approval: the pause and the calls it waits on. */
   const asked: { waiting?: WaitingCalls } = {};
+  let outcome: ReturnType<typeof createOutcomeCheck> | null | undefined;
   try {
     const network = limits.network;
     // Servers and a proxy to start first: the task's start event is not held that long.
@@ -137,6 +139,9 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
         maxRetries: deps.limits.modelMaxRetries,
         reader: () => deps.modelProvider.reader(id),
       });
+    // The outcome's checks of `complete`: its grader is billed to the task at the grader's price.
+    const spec = outcomeOf(def, body);
+    outcome = spec && createOutcomeCheck(ctx, { row, spec, grader: guarded(spec.graderModel ?? model), toolContext });
     // A fork speaks with its parent's system prompt, exactly (the provider's prompt cache applies).
     const forked = row.subagentType === 'fork' ? await forkOf(ctx, row, body) : null;
     /** Whether steering messages waited at the last check before a call (undefined: not checked since the last take). */
@@ -170,6 +175,7 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
         await confirmLease();
       },
       doneSteps: row.steps,
+      ...(outcome && { checkComplete: outcome.check }),
       decide,
       ...(hooks && { hooks }),
       onAsk: (step, calls) => {
@@ -206,6 +212,8 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
   }
 
   if (result.stoppedBy && !signal.aborted) return { pause: result.stoppedBy, waiting: asked.waiting };
+  // Not stored when the task was taken over: its new owner ends it.
+  if (outcome && !signal.aborted) await outcome.ended();
   const delivered = {
     summary: result.complete?.summary ?? (result.finalText || null),
     artifacts: result.complete?.artifacts ?? [],

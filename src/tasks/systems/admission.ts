@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { allowedHosts } from '../../network/policy.ts';
 import { modelMessageSchema as aiModelMessageSchema } from 'ai';
+import type { AgentDefinition } from '../../definitions/agent-definition.ts';
 import { LEAD_TOOLS, type AgentRegistry } from '../../definitions/agent-registry.ts';
 import { pathGlobProblem } from '../../definitions/permissions.ts';
 import { offeredTools } from '../../definitions/tool-set.ts';
@@ -119,6 +120,7 @@ export function checkAgainstDefinition(registry: AgentRegistry, body: CreateTask
       invalid.push({ field: 'body.options.clientTools', message: `"${def.type}" has no model of the service to offer caller-run tools to` });
     else invalid.push(...checkClientTools(body.options.clientTools, SERVICE_TOOL_NAMES));
   }
+  invalid.push(...outcomeProblems(def, body, models));
   if (body.options?.outputSchema !== undefined) {
     const compiled = compileOutputSchema(body.options.outputSchema);
     if ('error' in compiled) invalid.push({ field: 'body.options.outputSchema', message: `not a valid JSON Schema: ${compiled.error}` });
@@ -126,6 +128,27 @@ export function checkAgainstDefinition(registry: AgentRegistry, body: CreateTask
   if (invalid.length > 0) {
     throw new AppError(400, 'invalid_request', `invalid request: ${invalid.map((i) => i.field).join(', ')}`, invalid);
   }
+}
+
+/** What is wrong with a task's `options.outcome` against its definition (the schema checked its fields). */
+function outcomeProblems(def: AgentDefinition, body: CreateTaskBody, models?: Pick<ModelProvider, 'resolve'>): Array<{ field: string; message: string }> {
+  const given = body.options?.outcome;
+  if (!given) return [];
+  const field = 'body.options.outcome';
+  if (def.kind !== 'model') return [{ field, message: `"${def.type}" runs no model of the service: it calls no complete to check` }];
+  const problems: Array<{ field: string; message: string }> = [];
+  if (given.graderModel !== undefined) {
+    if (given.rubric === undefined && def.outcome?.rubric === undefined) {
+      problems.push({ field: `${field}.graderModel`, message: 'a grader model grades a rubric: give outcome.rubric too' });
+    }
+    try {
+      models?.resolve(given.graderModel);
+    } catch (err) {
+      if (!(err instanceof UnknownProviderError)) throw err;
+      problems.push({ field: `${field}.graderModel`, message: err.message });
+    }
+  }
+  return problems;
 }
 
 /**
@@ -266,6 +289,7 @@ export function newTaskRow(
     waitingOnChild: 0,
     worktree: null,
     replay: null,
+    outcome: null,
     purgedAt: null,
     background: false,
     ...lineage,

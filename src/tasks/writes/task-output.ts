@@ -35,6 +35,7 @@ export function toTaskOutput(row: TaskRow, progress: Progress | null = null): Ta
           appliedAt: iso(row.worktree.appliedAt),
         }
       : null,
+    outcome: row.outcome,
     error: row.errorCode ? { code: row.errorCode, message: row.errorMessage ?? '' } : null,
     replayOf: row.replay?.of ?? null,
     replay: row.replay ?? null,
@@ -58,6 +59,7 @@ export function compactOutput(row: TaskRow): ChildOutput {
     output: row.output ?? null,
     artifacts: (row.artifacts ?? []).map((a) => ({ relativePath: a.relativePath, size: a.size, fsType: a.fsType })),
     ...(row.worktree && { changes: { added: row.worktree.added, modified: row.worktree.modified, deleted: row.worktree.deleted } }),
+    ...(row.outcome && { outcome: { status: row.outcome.status, iterations: row.outcome.iterations } }),
     ...(row.errorCode && { error: { code: row.errorCode, message: row.errorMessage ?? '' } }),
   };
 }
