@@ -72,6 +72,8 @@ export function compactTaskOutput(t: TaskOutput) {
     artifacts: t.artifacts.map((a) => ({ relativePath: a.relativePath, size: a.size, fsType: a.fsType })),
     // A worktree task's changes, to be applied (tasks.apply) by whoever decides.
     ...(t.changes ? { changes: { added: t.changes.added, modified: t.changes.modified, deleted: t.changes.deleted } } : {}),
+    // Whether its outcome (a verify command, a rubric) was met: a summary is not taken on its word.
+    ...(t.outcome ? { outcome: { status: t.outcome.status, iterations: t.outcome.iterations } } : {}),
     ...(t.error ? { error: t.error } : {}),
   };
 }
