@@ -9,11 +9,17 @@ const intFrom = (def: number, min = 1) => z.coerce.number().int().min(min).defau
 /** A provider's name, as a model id's prefix (`<provider>:<model>`). */
 const PROVIDER_NAME = /^[a-z][a-z0-9-]*$/;
 
+/**
+ * The kinds of connection a provider name can stand for (`PROVIDERS`' `type`): one file each in
+ * loop/providers/, named in model-provider.ts's KITS (the type checker asks for each one here).
+ */
+export const PROVIDER_TYPES = ['openai', 'openai-compatible', 'anthropic', 'google'] as const;
+
 /** `PROVIDERS`: named connections beside the built-in `openai`, `anthropic` and `google`. */
 const providersSchema = z.record(
   z.string().regex(PROVIDER_NAME, 'a provider name is a-z, 0-9 and "-", starting with a letter'),
   z.strictObject({
-    type: z.enum(['openai', 'openai-compatible', 'anthropic', 'google']),
+    type: z.enum(PROVIDER_TYPES),
     baseURL: z.url({ protocol: /^https?$/ }),
     // The variable holding its key (the key itself never sits in PROVIDERS).
     apiKeyEnv: z

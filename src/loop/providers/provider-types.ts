@@ -1,9 +1,10 @@
 /** What every provider file gives: how to reach the provider, read its raw chunks, and ask it for a model's settings. */
 import type { LanguageModelV3, LanguageModelV3CallOptions } from '@ai-sdk/provider';
+import { PROVIDER_TYPES } from '../../config/config.ts';
 import type { TokenUsage as Usage } from '../../shapes/usage.ts';
 
-/** The kinds of connection a provider name can stand for (`PROVIDERS`' `type`). */
-export const PROVIDER_TYPES = ['openai', 'openai-compatible', 'anthropic', 'google'] as const;
+/** The kinds of connection a provider name can stand for: the configuration's list (`PROVIDERS`' `type`). */
+export { PROVIDER_TYPES };
 export type ProviderType = (typeof PROVIDER_TYPES)[number];
 
 /** The reasoning setting of a definition or a task, in each provider's own terms when sent. */
