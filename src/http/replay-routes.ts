@@ -1,14 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import {
-  replayBatchBodySchema,
-  replayBodySchema,
-  replayStateSchema,
-  replayVariantSchema,
-  taskAcceptedSchema,
-  taskIdParamsSchema,
-  taskStatusSchema,
-} from '../shapes/task.ts';
+import { taskAcceptedSchema, taskIdParamsSchema, taskStatusSchema } from '../shapes/task.ts';
+import { replayBatchBodySchema, replayBodySchema, replayStateSchema, replayVariantSchema } from '../shapes/replay.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { errors, json } from './openapi.ts';
 
@@ -56,7 +49,7 @@ export const replayRoutes: FastifyPluginAsyncZod<{ tasks: TaskService }> = async
       },
     },
     async (request, reply) => {
-      const row = await tasks.replay(request.tenant, request.params.id, request.body);
+      const row = await tasks.replays.one(request.tenant, request.params.id, request.body);
       return reply
         .status(202)
         .header('location', `/tasks/${row.id}`)

@@ -1,4 +1,4 @@
-import type { ReplayBatchRow, ReplayVariant } from '../shapes/task.ts';
+import type { ReplayBatchRow, ReplayVariant } from '../shapes/replay.ts';
 import { rowReader } from './rows.ts';
 import { replayBatches, tasks, type TaskRow } from './schema.ts';
 import type { SqlClient } from './sql-client.ts';

@@ -10,11 +10,9 @@ import type {
   TaskBudget,
   TokenCounts,
   ToolAnswer,
-  ReplayBatchRow,
-  ReplayState,
-  ReplayVariant,
   WorktreeState,
 } from '../shapes/task.ts';
+import type { ReplayBatchRow, ReplayState, ReplayVariant } from '../shapes/replay.ts';
 import type { ModelMessage } from 'ai';
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 import { sql } from 'drizzle-orm';

@@ -1,6 +1,7 @@
 import { ulid } from '../util/ids.ts';
 import { tokenFields, usageOf, type TokenUsage } from '../shapes/usage.ts';
-import type { ReplayState, WorktreeState } from '../shapes/task.ts';
+import type { WorktreeState } from '../shapes/task.ts';
+import type { ReplayState } from '../shapes/replay.ts';
 import { addToRollups, rollupParams, withRollupsSql, type RollupDelta } from './rollups.ts';
 import { columnsOf, rowReader } from './rows.ts';
 import { tasks, type NewTaskRow, type TaskRow } from './schema.ts';
@@ -9,6 +10,7 @@ import { createChildStore } from './child-store.ts';
 import { createOutcomeStore } from './outcome-store.ts';
 import { createPauseStore } from './pause-store.ts';
 import { createTranscriptStore } from './transcript-store.ts';
+import { createWorktreeStore } from './worktree-store.ts';
 
 export interface TaskFilter {
   parentTaskId?: string;
@@ -184,7 +186,8 @@ function taskValues(row: NewTaskRow): unknown[] {
  * statements are the same on SQLite and PostgreSQL, but for a step's end, a call's bill and a task's
  * start and end, which PostgreSQL writes in one statement each (data-modifying WITH clauses, which
  * SQLite has not); `in(tx)` gives the store inside a transaction. Its pauses and approvals are
- * pause-store.ts's, its conversation and inbox transcript-store.ts's: one store to its callers.
+ * pause-store.ts's, its conversation and inbox transcript-store.ts's, its worktree's state
+ * worktree-store.ts's: one store to its callers.
  */
 export function createTaskStore(sql: SqlClient) {
   /** Every write that is more than one statement runs in a transaction of its own, or the caller's. */
@@ -194,6 +197,7 @@ export function createTaskStore(sql: SqlClient) {
     ...createPauseStore(sql),
     ...createOutcomeStore(sql),
     ...createTranscriptStore(sql),
+    ...createWorktreeStore(sql),
     ...createChildStore(sql),
     /**
      * Stores a new task (with its owner and lease when the admitting instance holds it while it
@@ -338,29 +342,6 @@ export function createTaskStore(sql: SqlClient) {
         tx.send(RECORD_USAGE, add);
         addToRollups(tx, taskId, rollup);
       });
-    },
-
-    /**
-     * Replaces a worktree task's state if it is still `before` (compare and set, so two instances
-     * applying at once cannot both win); false when it changed meanwhile.
-     */
-    async updateWorktree(taskId: string, before: WorktreeState, after: WorktreeState): Promise<boolean> {
-      return (await sql.run('UPDATE tasks SET worktree = ? WHERE id = ? AND worktree = ?', [JSON.stringify(after), taskId, JSON.stringify(before)])) > 0;
-    },
-
-    /** Finished worktree tasks whose copy is still there and that ended before `endedBefore` (oldest first). */
-    async worktreesEndedBefore(endedBefore: number, limit: number): Promise<TaskRow[]> {
-      const rows = await sql.all(
-        `SELECT * FROM tasks WHERE worktree IS NOT NULL AND completed_at < ? AND worktree LIKE '%"removedAt":null%' ORDER BY completed_at LIMIT ?`,
-        [endedBefore, limit],
-      );
-      return rows.map(taskOf);
-    },
-
-    /** Worktree tasks whose apply was claimed and not recorded as done (worktree-system.ts marks them `applying`). */
-    async worktreesApplying(limit: number): Promise<TaskRow[]> {
-      const rows = await sql.all(`SELECT * FROM tasks WHERE worktree IS NOT NULL AND worktree LIKE '%"applying":{%' LIMIT ?`, [limit]);
-      return rows.map(taskOf);
     },
 
     /** The model the task runs on now (after a fallback), on the task and its record (run inside the event's transaction). */

@@ -1,6 +1,7 @@
 import { monotonicUlid } from '../util/ids.ts';
 import { notFound, shuttingDown } from '../errors/app-error.ts';
-import type { CreateTaskBody, Progress, ReplayBatchBody, ReplayBody, TaskBudget, TaskOutput, ToolResultBody } from '../shapes/task.ts';
+import type { CreateTaskBody, Progress, TaskBudget, TaskOutput, ToolResultBody } from '../shapes/task.ts';
+import type { ReplayBatchBody, ReplayBody } from '../shapes/replay.ts';
 import { CHANNELS } from '../store/cluster-store.ts';
 import { nextPage } from '../store/paging.ts';
 import type { TaskRow } from '../store/schema.ts';
@@ -23,7 +24,7 @@ import { createRecoverySystem } from './systems/recovery-system.ts';
 import { createSteering } from './systems/steering.ts';
 import { createReplaySystem } from './systems/replay-system.ts';
 import { clusterScheduler, localScheduler } from './systems/scheduler.ts';
-import { TaskAbort } from './run/task-abort.ts';
+import { controlledAbort, TaskAbort } from './run/task-abort.ts';
 import { toTaskOutput } from './writes/task-output.ts';
 import { createTaskResources, type TaskServiceDeps } from './systems/task-resources.ts';
 
@@ -186,13 +187,9 @@ export function createTaskService(deps: TaskServiceDeps) {
       await steering.offer(await service.get(tenant, id), prompt);
     },
 
-    /** Runs a finished model task again on another model or definition (replay-system.ts): the new task. */
-    async replay(tenant: string, id: string, body: ReplayBody): Promise<TaskRow> {
-      return replays.start(tenant, await service.get(tenant, id), body);
-    },
-
-    /** Replays of several tasks on several variants (replay-system.ts), and a batch as it is now. */
+    /** Replays (replay-system.ts): a finished model task run again (`one`), a batch of them, a batch as it is now. */
     replays: {
+      one: async (tenant: string, id: string, body: ReplayBody) => replays.start(tenant, await service.get(tenant, id), body),
       start: (tenant: string, body: ReplayBatchBody) => replays.startBatch(tenant, body),
       get: (tenant: string, id: string) => replays.batch(tenant, id),
     },
@@ -293,16 +290,8 @@ export function createTaskService(deps: TaskServiceDeps) {
 
     /** What another instance asked of this one (PostgreSQL `subagentd_control`). */
     control(payload: string): void {
-      let message: { op?: unknown; id?: unknown; code?: unknown; message?: unknown };
-      try {
-        message = JSON.parse(payload) as typeof message;
-      } catch {
-        return;
-      }
-      if (message.op !== 'cancel' || typeof message.id !== 'string') return;
-      const why =
-        message.code === 'parent_ended' && typeof message.message === 'string' ? { code: 'parent_ended' as const, message: message.message } : CANCELLED;
-      dispatch.abort(message.id, new TaskAbort(why.code, why.message));
+      const asked = controlledAbort(payload);
+      if (asked) dispatch.abort(asked.id, asked.abort);
     },
 
     /** Another instance stored, resumed or released a task, or freed a slot: start what may start. */

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import type { ReplayState } from '../../shapes/task.ts';
+import type { ReplayState } from '../../shapes/replay.ts';
 import type { TaskRow } from '../../store/schema.ts';
 import { openInside } from '../../workspace/safe-open.ts';
 import { openWorkspace } from '../../workspace/workspace.ts';

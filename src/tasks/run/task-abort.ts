@@ -19,3 +19,19 @@ export class TaskAbort extends Error {
 export function abortCode(signal: AbortSignal): TaskAbort {
   return signal.reason instanceof TaskAbort ? signal.reason : new TaskAbort('cancelled', 'the task was cancelled');
 }
+
+/**
+ * A cancel another instance asked of this one (PostgreSQL `subagentd_control`): the task's id and
+ * the abort, or null for any other message.
+ */
+export function controlledAbort(payload: string): { id: string; abort: TaskAbort } | null {
+  let message: { op?: unknown; id?: unknown; code?: unknown; message?: unknown };
+  try {
+    message = JSON.parse(payload) as typeof message;
+  } catch {
+    return null;
+  }
+  if (message.op !== 'cancel' || typeof message.id !== 'string') return null;
+  const ended = message.code === 'parent_ended' && typeof message.message === 'string';
+  return { id: message.id, abort: ended ? new TaskAbort('parent_ended', message.message as string) : new TaskAbort('cancelled', 'the task was cancelled') };
+}

@@ -1,5 +1,6 @@
 import { AppError, notFound } from '../../errors/app-error.ts';
-import { MAX_REPLAY_ROWS, type CreateTaskBody, type ReplayBatchBody, type ReplayBatchRow, type ReplayBody, type ReplayState } from '../../shapes/task.ts';
+import { type CreateTaskBody } from '../../shapes/task.ts';
+import { MAX_REPLAY_ROWS, type ReplayBatchBody, type ReplayBatchRow, type ReplayBody, type ReplayState } from '../../shapes/replay.ts';
 import type { TaskRow } from '../../store/schema.ts';
 import { ulid } from '../../util/ids.ts';
 import type { TaskResources } from './task-resources.ts';
