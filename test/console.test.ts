@@ -261,7 +261,15 @@ describe.skipIf(missing !== null)('the console in a browser', () => {
     await page.goto(`${svc.url}/ui#/tasks`);
     await page.fill('input[name=parentTaskId]', 'T-console-tree');
     await page.press('input[name=parentTaskId]', 'Enter');
-    await page.locator(`tr[data-task="${helpers[1]}"]`).waitFor({ timeout: 10_000 });
+    // Filtered: until the list holds only this tree (the unfiltered one, drawn first, has these rows too).
+    await page.waitForFunction(
+      (ids) => {
+        const trs = [...document.querySelectorAll('table.tasks tbody tr')];
+        return trs.length === ids.length && trs.every((tr) => ids.includes(tr.getAttribute('data-task') ?? ''));
+      },
+      [lead.id, ...helpers],
+      { timeout: 10_000 },
+    );
     // The lead, then its children one level in, oldest first, each marked as in the background.
     const rows = page.locator('table.tasks tbody tr');
     expect(await rows.evaluateAll((trs) => trs.map((tr) => [tr.getAttribute('data-task'), tr.getAttribute('data-depth')]))).toEqual([
