@@ -4,6 +4,7 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, taskBody, type TestService } from './support/harness';
+import { until } from './support/until';
 
 /**
  * The console (GET /ui) in a real browser: Debian's chromium driven by playwright-core, against
@@ -262,16 +263,13 @@ describe.skipIf(missing !== null)('the console in a browser', () => {
     await page.fill('input[name=parentTaskId]', 'T-console-tree');
     await page.press('input[name=parentTaskId]', 'Enter');
     // Filtered: until the list holds only this tree (the unfiltered one, drawn first, has these rows too).
-    await page.waitForFunction(
-      (ids) => {
-        const trs = [...document.querySelectorAll('table.tasks tbody tr')];
-        return trs.length === ids.length && trs.every((tr) => ids.includes(tr.getAttribute('data-task') ?? ''));
-      },
-      [lead.id, ...helpers],
-      { timeout: 10_000 },
-    );
-    // The lead, then its children one level in, oldest first, each marked as in the background.
     const rows = page.locator('table.tasks tbody tr');
+    const tree = [lead.id, ...helpers];
+    await until(async () => {
+      const shown = await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-task') ?? ''));
+      return shown.length === tree.length && shown.every((id) => tree.includes(id));
+    }, 10_000);
+    // The lead, then its children one level in, oldest first, each marked as in the background.
     expect(await rows.evaluateAll((trs) => trs.map((tr) => [tr.getAttribute('data-task'), tr.getAttribute('data-depth')]))).toEqual([
       [lead.id, '0'],
       [helpers[0], '1'],
@@ -285,7 +283,8 @@ describe.skipIf(missing !== null)('the console in a browser', () => {
     expect(await page.locator('.subagents li').evaluateAll((lis) => lis.map((li) => li.getAttribute('data-task')))).toEqual(helpers);
     expect(await page.textContent('.subagents')).toContain('Helper 1');
     await page.locator('.subagents li a').first().click();
-    await page.waitForSelector('.summary');
+    // The child's page replaces the lead's (whose summary shows until then).
+    await page.locator('.summary', { hasText: 'helper 1' }).waitFor({ timeout: 10_000 });
     expect(await page.textContent('.summary')).toBe('helper 1');
     expect(problems).toEqual([]);
   }, 30_000);
