@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { decideCall, deniedWhole, globMatches, UNPARSED_RULE } from './permissions.ts';
+import { globMatches } from '../util/glob-matches.ts';
+import { decideCall, deniedWhole, UNPARSED_RULE } from './permissions.ts';
 
 describe('permission rules', () => {
   it('matches a glob against one simple command: * is anything, slashes and spaces included', () => {

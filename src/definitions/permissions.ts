@@ -1,3 +1,4 @@
+import { globMatches } from '../util/glob-matches.ts';
 import type { PermissionDecision, Permissions } from '../shapes/permissions.ts';
 import { compileGlob } from '../tools/glob-pattern.ts';
 import type { SafeRegex } from '../tools/user-regex.ts';
@@ -56,33 +57,6 @@ export function pathGlobProblem(key: string): string | null {
 
 /** Does a rule's glob match one subject: a simple command (bash) or a workspace-relative path? */
 const globHit = (tool: string, glob: string, subject: string) => (tool === 'bash' ? globMatches(glob, subject) : (pathGlob(glob)?.test(subject) ?? false));
-
-/**
- * `*` matches any run of characters (`/` and spaces included); everything else itself.
- * The greedy two-pointer match: time at most the product of the two lengths, no regex, no backtracking blow-up.
- */
-export function globMatches(glob: string, text: string): boolean {
-  let g = 0;
-  let t = 0;
-  let star = -1;
-  let mark = 0;
-  while (t < text.length) {
-    if (g < glob.length && glob[g] !== '*' && glob[g] === text[t]) {
-      g++;
-      t++;
-    } else if (g < glob.length && glob[g] === '*') {
-      star = g++;
-      mark = t;
-    } else if (star !== -1) {
-      g = star + 1;
-      t = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (g < glob.length && glob[g] === '*') g++;
-  return g === glob.length;
-}
 
 /**
  * The most specific rule of one source matching a call: a `<tool>(<glob>)` rule over the plain tool

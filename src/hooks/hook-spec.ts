@@ -4,7 +4,7 @@
  * calls `complete` (`Stop`).
  */
 import { z } from 'zod';
-import { globMatches } from '../definitions/permissions.ts';
+import { globMatches } from '../util/glob-matches.ts';
 
 export const HOOK_EVENTS = ['PreToolUse', 'PostToolUse', 'Stop'] as const;
 export type HookEvent = (typeof HOOK_EVENTS)[number];
