@@ -4,6 +4,7 @@ import { taskAcceptedSchema, taskIdParamsSchema, taskStatusSchema } from '../sha
 import { replayBatchBodySchema, replayBodySchema, replayStateSchema, replayVariantSchema } from '../shapes/replay.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { errors, json } from './openapi.ts';
+import { accepted } from './tasks-routes.ts';
 
 const replayBatchSchema = z.object({
   id: z.string(),
@@ -49,11 +50,7 @@ export const replayRoutes: FastifyPluginAsyncZod<{ tasks: TaskService }> = async
       },
     },
     async (request, reply) => {
-      const row = await tasks.replays.one(request.tenant, request.params.id, request.body);
-      return reply
-        .status(202)
-        .header('location', `/tasks/${row.id}`)
-        .send({ id: row.id, status: row.status, streamUrl: `/tasks/${row.id}/stream` });
+      return accepted(reply, await tasks.replays.one(request.tenant, request.params.id, request.body));
     },
   );
 

@@ -1,5 +1,7 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { FastifyReply } from 'fastify';
+import type { TaskRow } from '../store/schema.ts';
 import { z } from 'zod';
 import {
   createTaskBodySchema,
@@ -79,10 +81,7 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
         return reply.send(body as never);
       }
       if (!created) return reply.status(200).send(tasks.output(row));
-      return reply
-        .status(202)
-        .header('location', `/tasks/${row.id}`)
-        .send({ id: row.id, status: row.status, streamUrl: `/tasks/${row.id}/stream` });
+      return accepted(reply, row);
     },
   );
 
@@ -230,3 +229,11 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
     async (request) => tasks.output(await tasks.submitToolResult(request.tenant, request.params.id, request.params.requestId, request.body)),
   );
 };
+
+/** `202 Accepted` for a new task: where to read it (`Location`) and to follow it (`streamUrl`). */
+export function accepted(reply: FastifyReply, row: Pick<TaskRow, 'id' | 'status'>) {
+  return reply
+    .status(202)
+    .header('location', `/tasks/${row.id}`)
+    .send({ id: row.id, status: row.status, streamUrl: `/tasks/${row.id}/stream` });
+}

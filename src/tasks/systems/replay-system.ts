@@ -21,7 +21,8 @@ const FINISHED: ReadonlySet<TaskRow['status']> = new Set(['completed', 'aborted'
  */
 export function createReplaySystem(res: TaskResources, opts: { submit: Submit }) {
   const { deps } = res;
-  const kindOf = (row: TaskRow) => (row.subagentType === 'shell' ? 'shell' : (deps.registry.get(row.subagentType)?.kind ?? 'model'));
+  // A definition removed since: admission answers for it (an unknown type).
+  const kindOf = (row: TaskRow) => deps.registry.get(row.subagentType)?.kind ?? 'model';
 
   /** The new task's body and its replay state, or the contract's refusal (409 unfinished or purged, 400 not a model task). */
   function prepare(original: TaskRow, body: ReplayBody): { body: CreateTaskBody; replay: ReplayState } {

@@ -23,7 +23,7 @@ export function createSteering(res: TaskResources) {
       if (row.status !== 'queued' && row.status !== 'running' && row.status !== 'paused') {
         throw new AppError(409, 'task_finished', `task ${id} is ${row.status}; continue it with a new task whose task_id is ${id}`);
       }
-      const kind = row.subagentType === 'shell' ? 'shell' : deps.registry.get(row.subagentType)?.kind;
+      const kind = deps.registry.get(row.subagentType)?.kind;
       if (kind === 'shell') throw new AppError(400, 'not_steerable', 'a shell task has no model to steer');
       if (kind === 'acp') throw new AppError(400, 'not_steerable', 'an external ACP agent cannot be given messages during its turn');
       const offer = await deps.storage.write(() =>
