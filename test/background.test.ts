@@ -219,7 +219,10 @@ describe('a task started in the background', () => {
     for (const n of [1, 2]) svc.model.script(`BG-HANG-${n}`, [call('bash', { command: 'sleep 30' })]);
     const lead = await submit({ subagent_type: 'lead', prompt: 'BG-CLOSE-LEAD', context: { parentTaskId: 'T-bg-close', userId: 'u' } });
     expect(await end(lead.id)).toMatchObject({ status: 'completed' });
-    const [closed, left] = await childrenOf('T-bg-close', lead.id);
+    // Both were started in one step, so the list's order between them is not theirs: tell them by name.
+    const children = await childrenOf('T-bg-close', lead.id);
+    const closed = children.find((c: { description: string }) => c.description === 'Hang 1');
+    const left = children.find((c: { description: string }) => c.description === 'Hang 2');
     expect(json(resultsSeen('BG-CLOSE-LEAD')[2])).toMatchObject({
       task_id: closed.id,
       status: 'aborted',
