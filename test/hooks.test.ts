@@ -121,6 +121,20 @@ function writeAgents(dir: string, hookUrl: string) {
   );
   agent('stuck', `hooks:\n  PreToolUse:\n    - command: echo started > hook-started.txt; sleep 600\n      timeoutMs: 600000\n`);
   agent('remote', `hooks:\n  PreToolUse:\n    - matcher: write_file\n      url: ${hookUrl}\n      timeoutMs: 500\n`);
+  // A hook sees the task's skills as its bash does: read-only at .skills/<name>.
+  mkdirSync(path.join(dir, 'skills', 'style-guide'), { recursive: true });
+  writeFileSync(path.join(dir, 'skills', 'style-guide', 'SKILL.md'), '---\nname: style-guide\ndescription: How we write\n---\nSTYLE-GUIDE-BODY\n');
+  agent(
+    'skilled',
+    `skills: [style-guide]
+hooks:
+  PreToolUse:
+    - matcher: list_files
+      command: |
+        cat .skills/style-guide/SKILL.md > hook-skill.txt
+        { echo x > .skills/style-guide/new.md; } 2> hook-skill-err.txt
+`,
+  );
   // What a hook sees of the service: its environment.
   agent('nosy', `hooks:\n  PreToolUse:\n    - matcher: list_files\n      command: env > hook-env.txt\n`);
   // Where it can write: only ever run inside bubblewrap (the service runs as root on some machines).
@@ -146,7 +160,7 @@ beforeAll(async () => {
   receiver = await startHookReceiver();
   dir = mkdtempSync(path.join(tmpdir(), 'subagentd-hooks-'));
   writeAgents(dir, receiver.url);
-  svc = await startService({ model, dir, env: { HOOK_SECRET, WEBHOOK_ALLOW_PRIVATE: 'true' } });
+  svc = await startService({ model, dir, env: { HOOK_SECRET, WEBHOOK_ALLOW_PRIVATE: 'true', SKILLS_DIR: path.join(dir, 'skills') } });
 });
 afterAll(async () => {
   await svc?.close();
@@ -257,7 +271,7 @@ describe('PreToolUse', () => {
   it('sends no URL hook to a loopback address unless WEBHOOK_ALLOW_PRIVATE: the hook fails, blocking nothing', async () => {
     const d = mkdtempSync(path.join(tmpdir(), 'subagentd-hooks-guard-'));
     writeAgents(d, receiver.url);
-    const guarded = await startService({ model, dir: d, env: { HOOK_SECRET } });
+    const guarded = await startService({ model, dir: d, env: { HOOK_SECRET, SKILLS_DIR: path.join(d, 'skills') } });
     try {
       model.script('REMOTE-GUARD', [{ toolCalls: [{ name: 'write_file', args: { path: 'frozen/release.txt', content: 'v2' } }] }, done]);
       const { id } = (
@@ -477,7 +491,7 @@ describe.skipIf(missing !== null)('a command hook in the sandbox (bubblewrap)', 
   beforeAll(async () => {
     const d = mkdtempSync(path.join(tmpdir(), 'subagentd-hooks-bwrap-'));
     writeAgents(d, receiver.url);
-    boxed = await startService({ model, dir: d, env: { BASH_SANDBOX: 'bwrap', HOOK_SECRET } });
+    boxed = await startService({ model, dir: d, env: { BASH_SANDBOX: 'bwrap', HOOK_SECRET, SKILLS_DIR: path.join(d, 'skills') } });
   });
   afterAll(async () => {
     const d = boxed?.dir;
@@ -504,6 +518,22 @@ describe.skipIf(missing !== null)('a command hook in the sandbox (bubblewrap)', 
     expect(env).not.toContain(TEST_API_KEY);
     expect(env).not.toContain(HOOK_SECRET);
     expect(env).not.toContain('OPENAI_API_KEY=');
+  });
+
+  it('reads a skill of the task, as its bash does, and cannot write into it', async () => {
+    model.script('SKILLED', [{ toolCalls: [{ name: 'list_files', args: {} }] }, done]);
+    const { id } = (
+      await boxed.inject({
+        method: 'POST',
+        url: '/tasks',
+        payload: taskBody({ subagent_type: 'skilled', prompt: 'SKILLED', context: { parentTaskId: 'T-skilled', userId: 'u' } }),
+      })
+    ).json();
+    expect(await taskEnd(boxed, id)).toMatchObject({ status: 'completed' });
+    const ws = path.join(boxed.config.workspacesDir, 'T-skilled');
+    expect(readFileSync(path.join(ws, 'hook-skill.txt'), 'utf8')).toContain('STYLE-GUIDE-BODY');
+    expect(readFileSync(path.join(ws, 'hook-skill-err.txt'), 'utf8')).toContain('Read-only file system');
+    expect(existsSync(path.join(boxed.dir, 'skills', 'style-guide', 'new.md'))).toBe(false);
   });
 });
 

@@ -3,7 +3,8 @@ import { Webhook } from 'standardwebhooks';
 import { Agent, request } from 'undici';
 import { resolveTarget, WebhookTargetError } from '../network/safe-target.ts';
 import { runCommand } from '../sandbox/run-command.ts';
-import type { Sandbox } from '../sandbox/sandbox.ts';
+import { commandLaunch } from '../tools/bash.ts';
+import type { ToolContext } from '../tools/tool-types.ts';
 import { ulid } from '../util/ids.ts';
 import { commandAnswer, readAnswer, type HookAnswer } from './hook-answer.ts';
 import { DEFAULT_HOOK_TIMEOUT_MS, type HookEvent, type HookSpec } from './hook-spec.ts';
@@ -11,14 +12,10 @@ import { DEFAULT_HOOK_TIMEOUT_MS, type HookEvent, type HookSpec } from './hook-s
 /** Most bytes of a hook's answer read (a command's output, a URL's body): an `updatedInput` fits, a flood does not. */
 export const MAX_HOOK_ANSWER_BYTES = 1024 * 1024;
 
-/** Where a task's hooks run: its sandbox, workspace and egress as its commands have them, and how URLs are reached. */
+/** Where a task's hooks run: its tools' context (commands as its bash runs them), and how URLs are reached. */
 export interface HookPlace {
-  sandbox: Sandbox;
-  workspace: { root: string; cwd: string };
-  /** The task's egress proxy (its network policy): a command hook reaches what bash reaches, nothing more. */
-  egress?: { dir: string; port: number };
-  /** The task's signal: a cancelled task kills its hooks. */
-  signal: AbortSignal;
+  /** The task's sandbox, workspace, egress (its network policy) and signal (a cancelled task kills its hooks). */
+  tools: Pick<ToolContext, 'sandbox' | 'workspace' | 'egress' | 'signal'>;
   /** The Standard Webhooks secret URL hooks are signed with (HOOK_SECRET); null: none set. */
   secret: string | null;
   /** WEBHOOK_ALLOW_PRIVATE: a URL may resolve to a private or loopback address. */
@@ -43,19 +40,19 @@ export async function runHook(hook: HookSpec, event: HookEvent, payload: string,
 }
 
 async function runCommandHook(command: string, event: HookEvent, payload: string, timeoutMs: number, place: HookPlace): Promise<HookAnswer> {
-  const { sandbox, workspace } = place;
-  if (sandbox.kind === 'unavailable') return { decision: 'failed', reason: `commands cannot run here: ${sandbox.reason}` };
-  // As bash runs: the task's sandbox (workspace, limits, clean environment, no start-up file), its
-  // working folder and egress, the event on standard input.
+  const { tools } = place;
+  if (tools.sandbox.kind === 'unavailable') return { decision: 'failed', reason: `commands cannot run here: ${tools.sandbox.reason}` };
+  // As bash runs (its sandbox, limits, clean environment, no start-up file, working folder, egress,
+  // skills and memory), the event on standard input.
   const r = await runCommand({
     command,
-    cwd: workspace.cwd,
+    cwd: tools.workspace.cwd,
     timeoutMs,
     maxOutputBytes: MAX_HOOK_ANSWER_BYTES,
-    signal: place.signal,
+    signal: tools.signal,
     input: payload,
-    launch: (argv) => sandbox.wrap(workspace.root, argv, { cwd: workspace.cwd, ...(place.egress && { egress: place.egress }) }),
-    limiter: sandbox.limiter,
+    launch: await commandLaunch(tools),
+    limiter: tools.sandbox.limiter,
   });
   if (r.timedOut) return { decision: 'timeout', reason: `no answer within ${timeoutMs} ms; its processes were killed` };
   if (r.aborted) return { decision: 'failed', reason: 'the task was stopped' };
@@ -99,7 +96,7 @@ async function postHook(href: string, event: HookEvent, payload: string, timeout
         'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
         'webhook-signature': new Webhook(place.secret).sign(id, at, payload),
       },
-      signal: AbortSignal.any([place.signal, timeout]),
+      signal: AbortSignal.any([place.tools.signal, timeout]),
     });
     const chunks: Buffer[] = [];
     let read = 0;
@@ -115,7 +112,7 @@ async function postHook(href: string, event: HookEvent, payload: string, timeout
     return readAnswer(event, Buffer.concat(chunks).toString('utf8'));
   } catch (err) {
     if (timeout.aborted) return { decision: 'timeout', reason: `no answer within ${timeoutMs} ms` };
-    if (place.signal.aborted) return { decision: 'failed', reason: 'the task was stopped' };
+    if (place.tools.signal.aborted) return { decision: 'failed', reason: 'the task was stopped' };
     return { decision: 'failed', reason: (err as Error).message };
   } finally {
     void dispatcher.close().catch(() => {});

@@ -2,7 +2,22 @@ import path from 'node:path';
 import { z } from 'zod';
 import { prepareMountPoints } from '../workspace/task-folders.ts';
 import { runCommand } from '../sandbox/run-command.ts';
-import { defineTool } from './tool-types.ts';
+import type { Launch } from '../sandbox/sandbox.ts';
+import { defineTool, type ToolContext } from './tool-types.ts';
+
+/**
+ * How a command of the task starts (bash's, and its definition's hooks'): in the task's sandbox
+ * over its workspace, from its working folder, with its egress, and its skills and memory
+ * read-only at their places below the workspace root (bubblewrap only: a bare command sees the
+ * workspace as it is). Memory is written with the file tools, whose writes are atomic and bounded.
+ */
+export async function commandLaunch(ctx: Pick<ToolContext, 'sandbox' | 'workspace' | 'egress'>): Promise<(argv: string[]) => Launch> {
+  const folders = ctx.sandbox.kind === 'bwrap' ? (ctx.workspace.folders ?? []) : [];
+  if (folders.length > 0) await prepareMountPoints(ctx.workspace);
+  const readOnly = folders.map((f) => ({ source: f.root, dest: path.join(ctx.workspace.root, f.at) }));
+  return (argv) =>
+    ctx.sandbox.wrap(ctx.workspace.root, argv, { cwd: ctx.workspace.cwd, ...(ctx.egress && { egress: ctx.egress }), ...(readOnly.length && { readOnly }) });
+}
 
 export const bashTool = defineTool({
   name: 'bash',
@@ -17,20 +32,13 @@ export const bashTool = defineTool({
   async execute({ command, timeoutMs }, ctx) {
     if (ctx.sandbox.kind === 'unavailable') throw new Error(`bash is unavailable on this service: ${ctx.sandbox.reason}`);
     const limit = Math.min(timeoutMs ?? ctx.limits.bashTimeoutMs, ctx.limits.bashTimeoutMs);
-    // The task's skills and memory, read-only at their places below the workspace root (bubblewrap
-    // only: a bare command sees the workspace as it is). Memory is written with the file tools,
-    // whose writes are atomic and bounded.
-    const folders = ctx.sandbox.kind === 'bwrap' ? (ctx.workspace.folders ?? []) : [];
-    if (folders.length > 0) await prepareMountPoints(ctx.workspace);
-    const readOnly = folders.map((f) => ({ source: f.root, dest: path.join(ctx.workspace.root, f.at) }));
     const r = await runCommand({
       command,
       cwd: ctx.workspace.cwd,
       timeoutMs: limit,
       maxOutputBytes: ctx.limits.bashMaxOutputBytes,
       signal: ctx.signal,
-      launch: (argv) =>
-        ctx.sandbox.wrap(ctx.workspace.root, argv, { cwd: ctx.workspace.cwd, ...(ctx.egress && { egress: ctx.egress }), ...(readOnly.length && { readOnly }) }),
+      launch: await commandLaunch(ctx),
       limiter: ctx.sandbox.limiter,
       onOutput: ctx.onActivity,
     });

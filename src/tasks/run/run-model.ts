@@ -114,10 +114,7 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
       createTaskHooks({
         hooks: def.hooks,
         place: {
-          sandbox: deps.sandbox,
-          workspace: base,
-          ...(egress && { egress: egress.inside }),
-          signal,
+          tools: toolContext,
           secret: deps.hooks?.secret ?? null,
           allowPrivate: deps.hooks?.allowPrivate ?? false,
           now: deps.now,
