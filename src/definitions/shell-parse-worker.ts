@@ -23,6 +23,8 @@ export function createParseThread() {
       w.once('message', () => resolve());
       w.once('error', reject);
     });
+    // Started ahead of its first line, a thread that fails to load is only an error when a line waits on it.
+    ready.catch(() => {});
     w.on('error', () => {
       if (worker === w) worker = null;
     });
@@ -32,7 +34,13 @@ export function createParseThread() {
   const parse = (line: string, deadline: Deadline): Promise<RawNode | null> => {
     const job = queue.then(async (): Promise<RawNode | null> => {
       const w = worker ?? start();
-      await ready;
+      // A thread that does not come up (a machine too loaded to load the grammar) refuses the line,
+      // as a parse past its time does, rather than holding every later line behind it.
+      if (!(await upWithin(ready!, THREAD_START_MS))) {
+        if (worker === w) worker = null;
+        void w.terminate();
+        return null;
+      }
       const ms = deadline.left();
       const id = ++next;
       return new Promise((resolve) => {
@@ -40,8 +48,9 @@ export function createParseThread() {
           () => {
             w.off('message', onMessage);
             // A parse cannot be interrupted: the thread goes, and the next line gets a new one.
-            if (worker === w) worker = null;
             void w.terminate();
+            // The next thread loads now, while nothing waits for it.
+            if (worker === w) start();
             resolve(null);
           },
           Math.max(1, ms),
@@ -61,6 +70,15 @@ export function createParseThread() {
   };
   return { parse };
 }
+
+/** How long a new parse thread may take to load its grammar before the line it serves is refused. */
+const THREAD_START_MS = 15_000;
+
+const upWithin = (ready: Promise<void>, ms: number): Promise<boolean> => {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  return Promise.race([ready.then(() => true), late]).finally(() => clearTimeout(timer));
+};
 
 /**
  * A line's time to parse, the lines it nests included: it starts when the thread first takes the
