@@ -1,5 +1,5 @@
 /**
- * `npm run bench [goals|compare|stream|load|crash|usage|tracing|instances|worktree|egress|providers|hooks|background]`: the benchmarks of BENCHMARKS.md
+ * `npm run bench [goals|compare|stream|load|crash|usage|tracing|instances|worktree|egress|providers|hooks|background|replay]`: the benchmarks of BENCHMARKS.md
  * (`goals`: only those of issue 16, each next to the bare loop's figure from the same run). Everything
  * runs on this machine over loopback: the service and the bare loop as their own processes, the
  * scripted model server and the clients in this one.
@@ -19,6 +19,7 @@ import { benchWorktree } from './worktree.ts';
 import { benchEgress } from './egress.ts';
 import { benchHooks } from './hooks.ts';
 import { benchBackground } from './background.ts';
+import { benchReplay } from './replay.ts';
 
 /** The `general` agent's first model request when issue 16 was filed ("5.8 KB"): no regression past it. */
 const REQUEST_BYTES_BEFORE = 5843;
@@ -262,6 +263,20 @@ async function benchmarks(which: string) {
     console.log('|---|---:|---:|---:|---:|');
     const base = r.rows[0].p50;
     for (const row of r.rows) console.log(`| ${row.name} | ${f(row.p50, 0)} | ${f(row.min, 0)} | ${f(row.max, 0)} | ${f(row.p50 / base, 2)}× |`);
+    console.log();
+  }
+  if (which === 'all' || which === 'replay') {
+    const r = await benchReplay();
+    console.log(
+      `A ${r.steps}-step task (writes, reads, listings, a bash line every fifth step) on a workspace of ${r.files} files, then its replay with recorded tools on the same model; the model answers at once; medians of ${r.rounds} alternating rounds`,
+    );
+    console.log('| run | wall ms | service CPU ms | statements | database growth KiB |');
+    console.log('|---|---:|---:|---:|---:|');
+    for (const [name, x] of [
+      ['the original (every tool run)', r.original],
+      ['its replay (every call from the record, in a worktree copy)', r.replay],
+    ] as const)
+      console.log(`| ${name} | ${f(x.wallMs, 0)} | ${f(x.cpuMs, 0)} | ${x.statements} | ${f(x.dbBytes / 1024, 0)} |`);
     console.log();
   }
   if (!onPostgres && (which === 'all' || which === 'usage')) {
