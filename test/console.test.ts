@@ -204,6 +204,42 @@ describe.skipIf(missing !== null)('the console in a browser', () => {
     expect(problems).toEqual([]);
   }, 30_000);
 
+  it('lists batches of replays and shows one as a table of comparisons', async () => {
+    // Two tasks, replayed on two models: the second model writes another summary.
+    svc.model.script('CONSOLE-REPLAY', (ctx) => ({
+      toolCalls: [{ name: 'complete', args: { summary: ctx.model === 'replay-b' ? 'another summary' : 'the summary', paths: [] } }],
+    }));
+    const ids: string[] = [];
+    for (const n of [1, 2]) {
+      const body = taskBody({ prompt: `CONSOLE-REPLAY ${n}`, context: { parentTaskId: 'T-console-replay', userId: 'u-replay' } });
+      ids.push(JSON.parse((await api('POST', '/tasks?wait=true', { ...body, options: { model: 'replay-a' } })).body.trim()).id);
+    }
+    const started = await api('POST', '/replays', { taskIds: ids, variants: [{ model: 'replay-a' }, { model: 'replay-b' }] });
+    expect(started.statusCode, started.body).toBe(202);
+    const batch = started.json().id as string;
+
+    await page.goto(`${svc.url}/ui#/replays`);
+    const listed = page.locator(`tr[data-batch="${batch}"]`);
+    await listed.waitFor({ timeout: 15_000 });
+    expect(await listed.locator('td').allTextContents()).toEqual([batch, 'replay-a, replay-b', '4', expect.stringMatching(/ago$/)]);
+    await listed.locator('a').click();
+    // Read again while replays run: every row ends completed, the other model's summary differs.
+    await page.locator('h2 .status.completed').waitFor({ timeout: 20_000 });
+    const rows = page.locator('table.replays tbody tr');
+    expect(await rows.count()).toBe(4);
+    const cells = await Promise.all([0, 1, 2, 3].map((i) => rows.nth(i).locator('td').allTextContents()));
+    expect(cells.map((c) => [c[0], c[1], c[3], c[4], c[5], c[9]])).toEqual(
+      ids.flatMap((id) => [
+        [id, 'replay-a', 'completed', 'never', '1 → 1', 'yes'],
+        [id, 'replay-b', 'completed', 'never', '1 → 1', 'no'],
+      ]),
+    );
+    const { rows: answered } = (await api('GET', `/replays/${batch}`)).json();
+    expect(await rows.nth(1).getAttribute('data-replay')).toBe(answered[1].replayTaskId);
+    await page.screenshot({ path: path.join(shots, '4-replays.png'), fullPage: true });
+    expect(problems).toEqual([]);
+  }, 40_000);
+
   it("filtered by a parent, the list follows its stream: a new task's row appears with every timer stopped", async () => {
     // A tab of its own whose timers only run when the test says: no poll can bring the row.
     const live = await browser.newPage();

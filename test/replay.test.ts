@@ -255,6 +255,12 @@ describe('POST /replays', () => {
     const rowCosts = batch.rows.reduce((sum: number, r: any) => sum + r.replay.comparison.costMicroUsd.replay, 0);
     expect(rowCosts).toBe(billed);
     expect(billed).toBe(90_000);
+    // The batch is listed, newest first, with its variants and its count of replays.
+    const listed = (await svc.inject({ url: '/replays?limit=1' })).json();
+    expect(listed.batches).toEqual([
+      { id: started.json().id, createdAt: batch.createdAt, variants: [{ model: 'first-model' }, { model: 'second-model' }], replays: 10 },
+    ]);
+    expect((await svc.inject({ url: '/replays?limit=0' })).statusCode).toBe(400);
     // Every recorded command was answered from the record: the log has the originals' 5 lines.
     expect(readFileSync(path.join(workspace('T-replay-batch'), 'log.txt'), 'utf8')).toBe('ran\n'.repeat(5));
   });

@@ -24,6 +24,18 @@ const replayBatchSchema = z.object({
   ),
 });
 
+const replayBatchListSchema = z.object({
+  batches: z.array(
+    z.object({
+      id: z.string(),
+      createdAt: z.string(),
+      variants: z.array(replayVariantSchema),
+      replays: z.number().int().describe('the rows: one per task and variant'),
+    }),
+  ),
+  nextCursor: z.string().nullable(),
+});
+
 /** Replays: a finished model task run again on another model or definition, its recorded tool results answering. */
 export const replayRoutes: FastifyPluginAsyncZod<{ tasks: TaskService }> = async (app, { tasks }) => {
   app.post(
@@ -71,6 +83,24 @@ export const replayRoutes: FastifyPluginAsyncZod<{ tasks: TaskService }> = async
       },
     },
     async (request, reply) => reply.status(202).send({ id: await tasks.replays.start(request.tenant, request.body) }),
+  );
+
+  app.get(
+    '/replays',
+    {
+      config: { access: 'read' },
+      schema: {
+        operationId: 'listReplays',
+        summary: "The tenant's batches of replays, newest first",
+        description: 'Each batch with its variants and how many replays it holds; GET /replays/{id} answers its rows. Paged as GET /tasks is.',
+        querystring: z.object({
+          limit: z.coerce.number().int().min(1).max(200).default(50),
+          cursor: z.string().max(64).optional().describe("the last page's nextCursor"),
+        }),
+        response: { 200: json('A page of batches', replayBatchListSchema), ...errors(400) },
+      },
+    },
+    async (request) => tasks.replays.list(request.tenant, request.query.limit, request.query.cursor),
   );
 
   app.get(

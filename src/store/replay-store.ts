@@ -47,6 +47,14 @@ export function createReplayStore(sql: SqlClient) {
       return raw && readBatch(raw);
     },
 
+    /** The tenant's batches, newest first, from before `cursor` (a batch id), at most `limit + 1` (paging.ts). */
+    async list(tenant: string, limit: number, cursor?: string): Promise<ReplayBatch[]> {
+      const rows = cursor
+        ? await sql.all('SELECT * FROM replay_batches WHERE tenant = ? AND id < ? ORDER BY id DESC LIMIT ?', [tenant, cursor, limit + 1])
+        : await sql.all('SELECT * FROM replay_batches WHERE tenant = ? ORDER BY id DESC LIMIT ?', [tenant, limit + 1]);
+      return rows.map(readBatch);
+    },
+
     /** The tenant's finished tasks with their content (not purged) that match, oldest first, at most `limit`. */
     async finished(tenant: string, filter: ReplayFilter, limit: number): Promise<TaskRow[]> {
       const where = [`tenant = ?`, `status IN ('completed', 'aborted', 'error')`, 'purged_at IS NULL'];

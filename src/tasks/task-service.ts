@@ -192,6 +192,7 @@ export function createTaskService(deps: TaskServiceDeps) {
       one: async (tenant: string, id: string, body: ReplayBody) => replays.start(tenant, await service.get(tenant, id), body),
       start: (tenant: string, body: ReplayBatchBody) => replays.startBatch(tenant, body),
       get: (tenant: string, id: string) => replays.batch(tenant, id),
+      list: (tenant: string, limit: number, cursor?: string) => replays.batches(tenant, limit, cursor),
     },
 
     /** The conversation of a task as the model saw it (the system prompt aside). */

@@ -1,11 +1,12 @@
 /**
  * The console: a small single-page app served by the service at /ui. Routes live in the URL's
- * hash (#/tasks, #/tasks/<id>, #/usage, #/settings), so a reload keeps the page and nothing but
+ * hash (#/tasks, #/tasks/<id>, #/usage, #/replays, #/replays/<id>, #/settings), so a reload keeps the page and nothing but
  * /ui is ever asked of the server for navigation.
  */
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, key } from './api.ts';
+import { ReplaysPage } from './replays-page.tsx';
 import { SettingsPage } from './settings-page.tsx';
 import { TaskPage } from './task-page.tsx';
 import { TasksPage } from './tasks-page.tsx';
@@ -67,6 +68,9 @@ function App() {
         <a href="#/usage" class={section === 'usage' ? 'active' : ''}>
           Usage
         </a>
+        <a href="#/replays" class={section === 'replays' ? 'active' : ''}>
+          Replays
+        </a>
         <a href="#/settings" class={section === 'settings' ? 'active' : ''}>
           Budgets &amp; webhooks
         </a>
@@ -79,6 +83,8 @@ function App() {
           <TaskPage id={decodeURIComponent(id)} />
         ) : section === 'usage' ? (
           <UsagePage />
+        ) : section === 'replays' ? (
+          <ReplaysPage id={id ? decodeURIComponent(id) : undefined} />
         ) : section === 'settings' ? (
           <SettingsPage />
         ) : (

@@ -1,6 +1,7 @@
 import { AppError, notFound } from '../../errors/app-error.ts';
 import { type CreateTaskBody } from '../../shapes/task.ts';
 import { MAX_REPLAY_ROWS, type ReplayBatchBody, type ReplayBatchRow, type ReplayBody, type ReplayState } from '../../shapes/replay.ts';
+import { nextPage } from '../../store/paging.ts';
 import type { TaskRow } from '../../store/schema.ts';
 import { ulid } from '../../util/ids.ts';
 import type { TaskResources } from './task-resources.ts';
@@ -119,6 +120,15 @@ export function createReplaySystem(res: TaskResources, opts: { submit: Submit })
         await deps.storage.write(() => deps.replays.setRow(id, n, row));
       }
       return id;
+    },
+
+    /** The tenant's batches, newest first: each one's variants and how many replays it holds (GET /replays/{id} answers the rows). */
+    async batches(tenant: string, limit: number, cursor?: string) {
+      const { rows, nextCursor } = nextPage(await deps.replays.list(tenant, limit, cursor), limit);
+      return {
+        batches: rows.map((b) => ({ id: b.id, createdAt: new Date(b.createdAt).toISOString(), variants: b.variants, replays: b.rows.length })),
+        nextCursor,
+      };
     },
 
     /** A batch's rows with each replay as it is now; `running` while one of them has not ended. */
