@@ -254,7 +254,9 @@ describe.skipIf(missing !== null)('the console in a browser', () => {
     await live.press('input[name=parentTaskId]', 'Enter');
     await streamed;
     await live.locator('.hint', { hasText: 'No task matches.' }).waitFor();
-    await live.clock.pauseAt((await live.evaluate(() => Date.now())) + 1);
+    // A moment ahead that a loaded machine cannot have passed before the call (the past is an
+    // error), and well before the 30 s fallback poll.
+    await live.clock.pauseAt((await live.evaluate(() => Date.now())) + 5000);
 
     svc.model.script('CONSOLE-LIVE', [{ toolCalls: [{ name: 'complete', args: { summary: 'live', paths: [] } }] }]);
     const id = (

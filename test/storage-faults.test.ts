@@ -59,10 +59,12 @@ describe.skipIf(process.env.TEST_DATABASE === 'postgres')('a full disk', () => {
     svc.model.script('BEFORE-FULL', [{ toolCalls: [{ name: 'complete', args: { summary: 'fine', paths: [] } }], usage: { input: 10, output: 1 } }]);
     expect((await svc.inject({ method: 'POST', url: '/tasks?wait=true', payload: taskBody({ prompt: 'BEFORE-FULL' }) })).json().status).toBe('completed');
 
-    // A task whose first step is billed, then the disk fills while its tool runs.
+    // A task whose first step is billed, then the disk fills while its tool runs (long enough that
+    // a loaded machine fills it before the step ends: else no write is left to fail).
     svc.model.script('DURING-FULL', [
-      { toolCalls: [{ name: 'bash', args: { command: 'sleep 1' } }], usage: { input: 40, output: 4 } },
-      { toolCalls: [{ name: 'list_files', args: {} }], usage: { input: 50, output: 5 } },
+      { toolCalls: [{ name: 'bash', args: { command: 'sleep 4' } }], usage: { input: 40, output: 4 } },
+      // Its text needs new room in SQLite's WAL: a write that fits in the WAL's old pages succeeds on a full disk.
+      { text: 'a long answer '.repeat(100_000), toolCalls: [{ name: 'list_files', args: {} }], usage: { input: 50, output: 5 } },
       { toolCalls: [{ name: 'complete', args: { summary: 'never', paths: [] } }] },
     ]);
     const id = (await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ prompt: 'DURING-FULL' }) })).json().id;
