@@ -12,6 +12,7 @@ const SLOW = [
   'test/console.test.ts',
   'test/crash-recovery.test.ts',
   'test/background-crash.test.ts',
+  'test/candidates-crash.test.ts',
   'test/resume.test.ts',
   'test/approvals-restart.test.ts',
   'test/approvals-interrupted.test.ts',

@@ -121,6 +121,9 @@ describe('the OpenAPI document', () => {
       'network.request',
       'hook.ran',
       'outcome.evaluated',
+      'candidate.started',
+      'candidate.finished',
+      'candidate.selected',
       'task.finished',
       'heartbeat',
     ]);

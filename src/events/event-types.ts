@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { taskMemorySchema } from '../shapes/memory.ts';
-import { approvalRequestSchema, criterionSchema, pauseSchema, progressSchema, taskOutputSchema, usageSchema } from '../shapes/task.ts';
+import { approvalRequestSchema, criterionSchema, outcomeResultSchema, pauseSchema, progressSchema, taskOutputSchema, usageSchema } from '../shapes/task.ts';
 
 const step = z.number().int().min(1);
 
@@ -100,6 +100,20 @@ export const eventDataSchemas = {
         .describe('what decided: the verify command when it failed (the grader is then not asked), else the grader when there is a rubric'),
     })
     .describe('the task called complete and its outcome was checked; not satisfied with iterations left, the worker reads the feedback and goes on'),
+  'candidate.started': z
+    .object({ taskId: z.string(), model: z.string().nullable(), index: z.number().int().min(0) })
+    .describe('a task with options.candidates started one of its attempts (a child task on its own copy of the snapshot)'),
+  'candidate.finished': z
+    .object({
+      taskId: z.string(),
+      status: z.enum(['completed', 'aborted', 'error']),
+      outcome: outcomeResultSchema.nullable(),
+      costMicroUsd: z.number().int(),
+    })
+    .describe('an attempt ended; its outcome is what the selection compares'),
+  'candidate.selected': z
+    .object({ taskId: z.string(), reason: z.string().describe('why this attempt was kept (first satisfied; most criteria passed, the cheapest)') })
+    .describe("the attempt kept: the task's summary, output, artifacts and changes are its"),
   'task.finished': taskOutputSchema,
 } as const;
 

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { modelIdsSchema } from './model-ids.ts';
 import { replayStateSchema } from './replay.ts';
 import { artifactSchema, skippedPathSchema, stopReasonSchema } from './artifact.ts';
+import { candidateSchema, candidatesSpecSchema } from './candidates.ts';
 import { outcomeResultSchema, outcomeSpecSchema } from './outcome.ts';
 import { approvalRequestSchema, pauseSchema } from './pause.ts';
 import { permissionsSchema } from './permissions.ts';
@@ -12,6 +13,7 @@ export * from './artifact.ts';
 export * from './usage.ts';
 export * from './outcome.ts';
 export * from './pause.ts';
+export * from './candidates.ts';
 
 /** Ids that reach paths and queries: `[A-Za-z0-9._:-]`, 1..128 chars, and never `.` or `..`. */
 export const contextIdSchema = z
@@ -118,6 +120,9 @@ export const taskOptionsSchema = z.object({
     .optional()
     .describe('worktree: the task works on its own copy of the workspace, taken when it starts; POST /tasks/:id/apply writes its changes back'),
   outcome: outcomeSpecSchema.optional().describe("check complete before trusting it (a verify command, a rubric, or both); adds to the definition's"),
+  candidates: candidatesSpecSchema
+    .optional()
+    .describe('run n attempts at once from one snapshot of the workspace and keep one (with isolation "worktree" and an outcome only)'),
 });
 export type TaskOptions = z.infer<typeof taskOptionsSchema>;
 
@@ -254,6 +259,7 @@ export const taskOutputSchema = z.object({
     .describe('started by its parent task with run_in_background: the parent went on meanwhile, and its end cancels the child (parent_ended)'),
   changes: changesSchema.nullable().describe('a worktree task (options.isolation "worktree") once finished: what it changed; null otherwise'),
   outcome: outcomeResultSchema.nullable().describe("a task with an outcome (its own or its definition's): its checks' result; null otherwise"),
+  candidates: z.array(candidateSchema).nullable().describe('a task with options.candidates: its attempts, the selected one marked; null otherwise'),
   error: taskErrorSchema.nullable(),
   replayOf: z.string().nullable().describe('a replay (POST /tasks/{id}/replay): the task it replays; null otherwise'),
   replay: replayStateSchema.nullable(),

@@ -98,6 +98,8 @@ export const tasks = pgTable(
     replay: text('replay'),
     /** A task with an outcome (JSON): where its checks of `complete` stand; null otherwise. */
     outcome: text('outcome'),
+    /** A task with `options.candidates` (JSON): its attempts as last seen, the selected one marked; null otherwise. */
+    candidates: text('candidates'),
   },
   (t) => [
     index('tasks_tenant_id').on(t.tenant, t.id),

@@ -2,6 +2,7 @@ import type {
   ApprovalAnswer,
   ApprovalRequest,
   Artifact,
+  Candidate,
   CreateTaskBody,
   OutcomeResult,
   Pause,
@@ -114,6 +115,8 @@ export const tasks = sqliteTable(
     replay: text('replay', { mode: 'json' }).$type<ReplayState>(),
     /** A task with an outcome: where its checks of `complete` stand, once the first ran (or the run ended); null otherwise. */
     outcome: text('outcome', { mode: 'json' }).$type<OutcomeResult>(),
+    /** A task with `options.candidates`: its attempts (child tasks) as last seen, the selected one marked; null otherwise. */
+    candidates: text('candidates', { mode: 'json' }).$type<Candidate[]>(),
   },
   (t) => [
     index('tasks_tenant_id').on(t.tenant, t.id),

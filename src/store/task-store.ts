@@ -39,6 +39,8 @@ export interface FinishFields {
   worktree?: WorktreeState | null;
   /** A replay: where it left the record and how it compares with its original. */
   replay?: ReplayState | null;
+  /** The model it ended with, when not the one it started with (a task with candidates: the selected one's). */
+  model?: string | null;
 }
 
 const taskOf = rowReader(tasks);
@@ -373,7 +375,7 @@ export function createTaskStore(sql: SqlClient) {
         // The row as it ends (nothing else of the transaction changes it).
         const ended = await tx.get(
           `UPDATE tasks SET status = ?, summary = ?, artifacts = ?, skipped = ?, output = ?, stop_reason = ?, error_code = ?,
-             error_message = ?, completed_at = ?, worktree = ?, replay = COALESCE(?, replay)
+             error_message = ?, completed_at = ?, worktree = ?, replay = COALESCE(?, replay), model = COALESCE(?, model)
            WHERE id = ? AND status IN ('queued', 'running', 'paused') AND (owner IS NULL OR owner = CAST(? AS TEXT)) RETURNING *`,
           [
             f.status,
@@ -387,6 +389,7 @@ export function createTaskStore(sql: SqlClient) {
             f.completedAt,
             f.worktree ? JSON.stringify(f.worktree) : null,
             f.replay ? JSON.stringify(f.replay) : null,
+            f.model ?? null,
             taskId,
             owner,
           ],

@@ -144,6 +144,53 @@ async function takeCopy(sharedRoot: string, dest: string): Promise<Omit<Manifest
   return inThread({ op: 'copy', root: sharedRoot, dest, maxEntries: MAX_WORKTREE_ENTRIES, maxBytes: MAX_WORKTREE_BYTES });
 }
 
+/**
+ * A candidate's copy (`options.candidates`), cloned from `snapshotDir`, the copy its task took of the
+ * shared workspace: the same walk as a copy of the workspace (clones where the filesystem offers
+ * them), each file keeping in the manifest the marks its shared file had when the snapshot was
+ * taken, so the candidate's changes and an apply's conflicts are judged against the workspace as
+ * the snapshot saw it. A copy already there (a resumed task made it) is kept.
+ */
+export async function cloneWorktree(snapshotDir: string, dest: string, now: number): Promise<void> {
+  if (await readManifest(dest)) return;
+  const snapshot = await readManifest(snapshotDir);
+  const root = snapshot && (await realRoot(snapshotDir).catch(() => null));
+  if (!snapshot || !root) throw new WorktreeError('the snapshot of the workspace is gone');
+  const copied = await takeCopy(root, dest).catch(async (err: unknown) => {
+    await rm(dest, { recursive: true, force: true }).catch(() => {});
+    if (err instanceof WorktreeError) throw err;
+    throw new WorktreeError(`the snapshot could not be copied (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  });
+  const files: Manifest['files'] = {};
+  for (const [p, marks] of Object.entries(copied.files)) {
+    const shared = snapshot.files[p]?.shared;
+    if (shared) files[p] = { shared, copy: marks.copy };
+  }
+  const temp = `${manifestPath(dest)}.${process.pid}.tmp`;
+  await writeFile(temp, JSON.stringify({ takenAt: snapshot.takenAt ?? now, files }), { mode: 0o600 });
+  await rename(temp, manifestPath(dest));
+}
+
+/**
+ * Makes the copy in `from` (and its manifest) the copy in `to`, replacing what `to` held (a
+ * candidate's copy becomes its task's). Each step can be done again: run again after a crash, it
+ * finishes the move; once the manifest moved (the last step) there is nothing left to do.
+ */
+export async function adoptWorktree(from: string, to: string): Promise<void> {
+  const there = (p: string) =>
+    lstat(p).then(
+      () => true,
+      () => false,
+    );
+  if (!(await there(manifestPath(from)))) return;
+  await rm(manifestPath(to), { force: true });
+  if (await there(from)) {
+    await rm(to, { recursive: true, force: true });
+    await rename(from, to);
+  }
+  await rename(manifestPath(from), manifestPath(to));
+}
+
 /** The regular files the task added, modified and deleted in its copy (sorted); null when the copy is gone. */
 export async function changesOf(dir: string): Promise<Pick<WorktreeState, 'added' | 'modified' | 'deleted'> | null> {
   const manifest = await readManifest(dir);

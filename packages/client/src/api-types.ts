@@ -884,6 +884,25 @@ export interface components {
                 }[];
                 feedback: string | null;
             } | null;
+            candidates: {
+                taskId: string;
+                model: string | null;
+                /** @enum {string} */
+                status: "queued" | "running" | "paused" | "completed" | "aborted" | "error";
+                outcome: {
+                    /** @enum {string} */
+                    status: "satisfied" | "failed" | "max_iterations_reached";
+                    iterations: number;
+                    criteria: {
+                        name: string;
+                        passed: boolean;
+                        note: string;
+                    }[];
+                    feedback: string | null;
+                } | null;
+                costMicroUsd: number;
+                selected: boolean;
+            }[] | null;
             error: components["schemas"]["TaskError"] | null;
             replayOf: string | null;
             replay: {
@@ -1493,6 +1512,53 @@ export interface components {
         } | {
             seq: number;
             /** @constant */
+            type: "candidate.started";
+            taskId: string;
+            parentSeq?: number;
+            at: string;
+            data: {
+                taskId: string;
+                model: string | null;
+                index: number;
+            };
+        } | {
+            seq: number;
+            /** @constant */
+            type: "candidate.finished";
+            taskId: string;
+            parentSeq?: number;
+            at: string;
+            data: {
+                taskId: string;
+                /** @enum {string} */
+                status: "completed" | "aborted" | "error";
+                outcome: {
+                    /** @enum {string} */
+                    status: "satisfied" | "failed" | "max_iterations_reached";
+                    iterations: number;
+                    criteria: {
+                        name: string;
+                        passed: boolean;
+                        note: string;
+                    }[];
+                    feedback: string | null;
+                } | null;
+                costMicroUsd: number;
+            };
+        } | {
+            seq: number;
+            /** @constant */
+            type: "candidate.selected";
+            taskId: string;
+            parentSeq?: number;
+            at: string;
+            data: {
+                taskId: string;
+                reason: string;
+            };
+        } | {
+            seq: number;
+            /** @constant */
             type: "task.finished";
             taskId: string;
             parentSeq?: number;
@@ -1723,6 +1789,12 @@ export interface components {
                 };
                 maxIterations?: number;
                 graderModel?: string;
+            };
+            candidates?: {
+                n: number;
+                models?: string[];
+                /** @enum {string} */
+                pick?: "first_satisfied" | "best";
             };
         };
     };

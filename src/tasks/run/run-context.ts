@@ -90,6 +90,8 @@ export interface ChildStart {
   matches?: (child: TaskRow) => boolean;
   /** It runs on while its lead goes on, and ends when its lead does. */
   background?: boolean;
+  /** The depth its tree may reach, when not its parent's (a candidate stands in for its parent: one more). */
+  maxDepth?: number;
 }
 
 /** What a task's lead tools (`task`, `wait`, `send_input`, `close_agent`) ask of the task service (nesting), bound once the service exists. */

@@ -6,10 +6,11 @@ import { storageFaultOf } from '../../store/storage-guard.ts';
 import { TaskTakenOver } from '../../store/task-store.ts';
 import { PathError } from '../../workspace/path-guard.ts';
 import { enterFolder, openWorkspace } from '../../workspace/workspace.ts';
-import { changesOf, enterWorktree, removeWorktree, worktreeDir, WorktreeError } from '../../workspace/worktree.ts';
+import { changesOf, cloneWorktree, enterWorktree, removeWorktree, worktreeDir, WorktreeError } from '../../workspace/worktree.ts';
 import { failed, type Ending } from '../writes/finish-task.ts';
 import { compareReplay } from './replay-comparison.ts';
 import { createRunContext, type RunContext, type RunnerDeps, type TaskRun } from './run-context.ts';
+import { candidateOf, runCandidates } from './run-candidates.ts';
 import { runExternal } from './run-external.ts';
 import { runModel } from './run-model.ts';
 import { runShell } from './run-shell.ts';
@@ -57,6 +58,8 @@ export function createTaskRunner(deps: RunnerDeps) {
     // The models to try in turn: the task's own list, or the definition's model and its fallbacks.
     const chain = def?.kind === 'model' ? modelChain(body.options?.model, def.model, def.fallbackModels) : [];
     const model = chain[0] ?? null;
+    // A task with candidates calls no model itself: its attempts do (run-candidates.ts).
+    const candidates = def?.kind === 'model' && body.options?.candidates !== undefined;
     const resumed = row.status === 'running';
     const startedAt = resumed ? (row.startedAt ?? deps.now()) : deps.now();
     const worktree = body.options?.isolation === 'worktree' ? worktreeDir(deps.workspacesDirOf(row.tenant), row.id) : null;
@@ -67,7 +70,7 @@ export function createTaskRunner(deps: RunnerDeps) {
       try {
         // Through the write queue: a database restart waits, and a start whose COMMIT answer was
         // lost is written again (it finds itself) rather than ending the task.
-        if (!resumed) await deps.storage.write(() => store.markStarted(row, model, startedAt, owner));
+        if (!resumed) await deps.storage.write(() => store.markStarted(row, candidates ? null : model, startedAt, owner));
       } finally {
         opts.onStarted?.();
       }
@@ -81,11 +84,15 @@ export function createTaskRunner(deps: RunnerDeps) {
       let refused: Ending | null = null;
       let folders: TaskFolders | null = null;
       try {
-        // Its own copy of the workspace, taken now (a resumed task finds the one it has).
+        // An attempt of a task with candidates clones its task's snapshot rather than the workspace as it is now.
+        const snapshotOf = worktree && candidateOf(row);
+        if (snapshotOf) await cloneWorktree(worktreeDir(deps.workspacesDirOf(row.tenant), snapshotOf), worktree, deps.now());
+        // Its own copy of the workspace, taken now (a resumed task finds the one it has); a task with
+        // candidates keeps it untouched, as the snapshot its attempts clone.
         if (worktree) workspace = await enterWorktree(shared, worktree, row.id, deps.now());
-        if (body.options?.cwd) workspace = await enterFolder(workspace, body.options.cwd);
+        if (body.options?.cwd && !candidates) workspace = await enterFolder(workspace, body.options.cwd);
         // A model task's skills and memory, seen below the workspace root (last: over the rest).
-        if (def.kind === 'model') workspace = (folders = await openTaskFolders(deps, row, def, body, workspace)).workspace;
+        if (def.kind === 'model' && !candidates) workspace = (folders = await openTaskFolders(deps, row, def, body, workspace)).workspace;
       } catch (err) {
         // A link (or a file) on its way leads out, or is no folder: checked only now the task starts.
         if (err instanceof WorktreeError) refused = failed(err.code, `options.isolation: ${err.message}`);
@@ -96,13 +103,13 @@ export function createTaskRunner(deps: RunnerDeps) {
       else
         events.append(row, 'task.started', {
           subagent_type: row.subagentType,
-          model,
+          model: candidates ? null : model,
           workspace: workspace.root,
           ...(folders?.skills.length && { skills: folders.skills.map((s) => s.name) }),
           ...(folders?.memory && { memory: folders.memory }),
         });
       // A model run's first write (its first step's start) takes the event along: one commit less.
-      if (!refused && def.kind === 'model') events.hold(row.id);
+      if (!refused && def.kind === 'model' && !candidates) events.hold(row.id);
       const taskRun: TaskRun = { row, body, def, workspace, signal, ...(folders && { folders: { skills: folders.skills, memory: folders.memory } }) };
       const outcome =
         refused ??
@@ -110,7 +117,9 @@ export function createTaskRunner(deps: RunnerDeps) {
           ? await runShell(ctx, taskRun)
           : def.kind === 'acp'
             ? await runExternal(ctx, taskRun)
-            : await runModel(ctx, { ...taskRun, model, fallbackModels: chain.slice(1), takeMessages, trace, confirmLease: opts.confirmLease }));
+            : candidates
+              ? await runCandidates(ctx, { ...taskRun, model })
+              : await runModel(ctx, { ...taskRun, model, fallbackModels: chain.slice(1), takeMessages, trace, confirmLease: opts.confirmLease }));
       if ('pause' in outcome) {
         const paused = await pause(ctx, row, outcome, log);
         trace.end(paused, null);

@@ -18,6 +18,7 @@ import type { TaskRow } from '../../store/schema.ts';
 import type { StorageFault } from '../../store/storage-guard.ts';
 import type { QueueRoom, TaskStore } from '../../store/task-store.ts';
 import type { Scheduler } from './scheduler.ts';
+import { outcomeOf } from '../run/task-outcome.ts';
 
 /** How long an Idempotency-Key answers with its first task. */
 const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
@@ -122,6 +123,7 @@ export function checkAgainstDefinition(registry: AgentRegistry, body: CreateTask
     else invalid.push(...checkClientTools(body.options.clientTools, SERVICE_TOOL_NAMES));
   }
   invalid.push(...outcomeProblems(def, body, models));
+  invalid.push(...candidatesProblems(def, body, models));
   if (body.options?.outputSchema !== undefined) {
     const compiled = compileOutputSchema(body.options.outputSchema);
     if ('error' in compiled) invalid.push({ field: 'body.options.outputSchema', message: `not a valid JSON Schema: ${compiled.error}` });
@@ -147,6 +149,34 @@ function outcomeProblems(def: AgentDefinition, body: CreateTaskBody, models?: Pi
     } catch (err) {
       if (!(err instanceof UnknownProviderError)) throw err;
       problems.push({ field: `${field}.graderModel`, message: err.message });
+    }
+  }
+  return problems;
+}
+
+/**
+ * What is wrong with a task's `options.candidates`: attempts run on worktrees of one snapshot and
+ * are compared by their outcome, so both are required; a follow-up continues one conversation.
+ */
+function candidatesProblems(def: AgentDefinition, body: CreateTaskBody, models?: Pick<ModelProvider, 'resolve'>): Array<{ field: string; message: string }> {
+  const given = body.options?.candidates;
+  if (!given) return [];
+  const field = 'body.options.candidates';
+  if (def.kind !== 'model') return [{ field, message: `"${def.type}" runs no model of the service: its attempts could not be checked by an outcome` }];
+  const problems: Array<{ field: string; message: string }> = [];
+  if (body.options?.isolation !== 'worktree') {
+    problems.push({ field, message: 'candidates need options.isolation "worktree": each attempt works on its own copy of the workspace' });
+  }
+  if (!outcomeOf(def, body)) {
+    problems.push({ field, message: `candidates need an outcome (options.outcome, or one of "${def.type}"): it is what the attempts are compared by` });
+  }
+  if (body.task_id) problems.push({ field: 'body.task_id', message: 'a follow-up continues one conversation: candidates start fresh attempts' });
+  for (const [i, id] of (given.models ?? []).entries()) {
+    try {
+      models?.resolve(id);
+    } catch (err) {
+      if (!(err instanceof UnknownProviderError)) throw err;
+      problems.push({ field: `${field}.models.${i}`, message: err.message });
     }
   }
   return problems;
@@ -291,6 +321,7 @@ export function newTaskRow(
     worktree: null,
     replay: null,
     outcome: null,
+    candidates: null,
     purgedAt: null,
     background: false,
     ...lineage,

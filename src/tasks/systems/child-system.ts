@@ -40,7 +40,12 @@ export function createChildSystem(res: TaskResources, peers: ChildPeers) {
       const byCall = await found(parent, how.callKey);
       if (byCall) return byCall;
       const key = atPlace ? how.callKey : how.key;
-      const lineage: Lineage = { depth: parent.depth + 1, parentTask: parent.id, maxDepth: parent.maxDepth, background: how.background ?? false };
+      const lineage: Lineage = {
+        depth: parent.depth + 1,
+        parentTask: parent.id,
+        maxDepth: how.maxDepth ?? parent.maxDepth,
+        background: how.background ?? false,
+      };
       try {
         return (await peers.submit(parent.tenant, body, { idempotencyKey: key, lineage })).row;
       } catch (err) {
@@ -77,10 +82,11 @@ export function createChildSystem(res: TaskResources, peers: ChildPeers) {
 
     /**
      * A task ended (any way): its background children that have not are cancelled, each ending
-     * `aborted` / `parent_ended`. Only a task of a tree (`maxDepth`) may have any: no read for the others.
+     * `aborted` / `parent_ended`. Only a task of a tree (`maxDepth`) or with candidates may have any: no read for the others.
      */
     parentEnded(row: TaskRow): void {
-      if (row.maxDepth === 0 || (row.status !== 'completed' && row.status !== 'aborted' && row.status !== 'error')) return;
+      if ((row.maxDepth === 0 && !row.request.options?.candidates) || (row.status !== 'completed' && row.status !== 'aborted' && row.status !== 'error'))
+        return;
       void store
         .backgroundNotEnded(row.id)
         .then((rows) => cancelBackground(rows, () => ({ code: 'parent_ended', message: `its lead ${row.id} ended (${row.status})` })))

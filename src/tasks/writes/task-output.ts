@@ -36,6 +36,7 @@ export function toTaskOutput(row: TaskRow, progress: Progress | null = null): Ta
         }
       : null,
     outcome: row.outcome,
+    candidates: row.candidates,
     error: row.errorCode ? { code: row.errorCode, message: row.errorMessage ?? '' } : null,
     replayOf: row.replay?.of ?? null,
     replay: row.replay ?? null,

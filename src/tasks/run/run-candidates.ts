@@ -1,0 +1,257 @@
+/** `options.candidates`: n attempts at once from one snapshot of the workspace, each checked by the outcome, one kept. */
+import { setTimeout as sleep } from 'node:timers/promises';
+import path from 'node:path';
+import { isEndedStatus, type Artifact, type Candidate, type CreateTaskBody } from '../../shapes/task.ts';
+import type { TaskRow } from '../../store/schema.ts';
+import type { Append } from '../../events/event-log.ts';
+import { adoptWorktree, taskFileUrl, worktreeDir, worktreeRoot, WorktreeError } from '../../workspace/worktree.ts';
+import { endingOfAbort, failed, type Ending } from '../writes/finish-task.ts';
+import { stoppedForGood, untilAborted } from './child-tool.ts';
+import type { ChildTasks, RunContext, TaskRun } from './run-context.ts';
+import { abortCode } from './task-abort.ts';
+
+/** How often a paused attempt (a budget, an approval) is looked at again until it ends. */
+const PAUSED_POLL_MS = 1000;
+
+/** What the selection compares of an attempt that ended. */
+export type Ended = Pick<Candidate, 'taskId' | 'status' | 'outcome' | 'costMicroUsd'>;
+
+const passedOf = (c: Ended) => c.outcome?.criteria.filter((k) => k.passed).length ?? 0;
+const satisfied = (c: Ended) => c.status === 'completed' && c.outcome?.status === 'satisfied';
+
+/**
+ * `best`: among the attempts that completed, the satisfied ones first, then the most criteria
+ * passed, ties the cheapest (then the first started). Null when none completed. The reason says
+ * why, for `candidate.selected`.
+ */
+export function pickBest(ended: Ended[]): { taskId: string; reason: string } | null {
+  const ranked = ended
+    .map((c, i) => ({ c, i }))
+    .filter(({ c }) => c.status === 'completed')
+    .sort((a, b) => Number(satisfied(b.c)) - Number(satisfied(a.c)) || passedOf(b.c) - passedOf(a.c) || a.c.costMicroUsd - b.c.costMicroUsd || a.i - b.i);
+  const top = ranked[0]?.c;
+  if (!top) return null;
+  const total = top.outcome?.criteria.length ?? 0;
+  const tied = ranked.filter(({ c }) => satisfied(c) === satisfied(top) && passedOf(c) === passedOf(top)).length;
+  const why = `${satisfied(top) ? 'satisfied, ' : 'none satisfied: '}most criteria passed (${passedOf(top)} of ${total})`;
+  return { taskId: top.taskId, reason: tied > 1 ? `${why}, the cheapest of ${tied}` : why };
+}
+
+/** The body of attempt `i`: the task's own, without candidates or a budget of its own (the task's counts them all), on its model. */
+export function candidateBody(body: CreateTaskBody, model: string | undefined): CreateTaskBody {
+  const { candidates: _, budget: __, ...options } = body.options ?? {};
+  return { ...body, options: { ...options, isolation: 'worktree', ...(model !== undefined && { model }) } };
+}
+
+/**
+ * Runs a task with candidates (task-runner.ts took its copy of the workspace: the snapshot). Its
+ * attempts are child tasks started in the background, each on a copy of the snapshot made before it
+ * is queued, found again by their place after a crash or a takeover (nothing starts twice); the task
+ * lends its slot while it waits. Each attempt that ends is recorded with `candidate.finished`;
+ * `first_satisfied` keeps the first satisfied one and cancels the others, `best` waits for all and
+ * keeps the best (pickBest). The kept attempt's copy becomes the task's, and its summary, output,
+ * artifacts and outcome the task's. A cancel, a timeout or the task's end stops the attempts.
+ */
+export async function runCandidates(ctx: RunContext, run: TaskRun & { model: string | null }): Promise<Ending> {
+  const { deps } = ctx;
+  const { row, body, signal } = run;
+  const spec = body.options!.candidates!;
+  const children = deps.children;
+  if (!children) return failed('internal_error', 'this service starts no child tasks');
+  const tenantDir = deps.workspacesDirOf(row.tenant);
+  let list: Candidate[] = row.candidates ?? [];
+  /** The list stored with the events that report it, one transaction. */
+  const write = (events: (append: Append) => void) =>
+    ctx.writes.owned(row, async (s, append) => {
+      await s.setCandidates(row.id, list);
+      events(append);
+    });
+
+  children.waiting(row.id, true);
+  try {
+    if (!list.some((c) => c.selected)) {
+      const started = await startAll(ctx, children, run);
+      if ('error' in started) return started.error;
+      const known = new Set(list.map((c) => c.taskId));
+      const fresh = started.rows.filter(({ child }) => !known.has(child.id));
+      if (fresh.length > 0) {
+        list = [...list, ...fresh.map(({ child, model }) => entry(child, model))];
+        await write((append) => {
+          for (const { child, model, index } of fresh) append(row, 'candidate.started', { taskId: child.id, model, index });
+        });
+      }
+    }
+
+    // Each attempt's end, looked for once; those that ended before a crash are reported now.
+    const ends = new Map(list.filter((c) => !isEndedStatus(c.status)).map((c) => [c.taskId, endOf(children, c.taskId, signal)]));
+    let chosen = list.find((c) => c.selected) ?? null;
+    if (chosen) await cancelOthers(children, row, list, chosen.taskId);
+    while (ends.size > 0) {
+      const next = await untilAborted(Promise.race([...ends.values()]), signal);
+      if (!next) break;
+      ends.delete(next.id);
+      list = list.map((c) => (c.taskId === next.id ? { ...c, ...seen(next, c.model) } : c));
+      const now = list.find((c) => c.taskId === next.id)!;
+      const selectNow = !chosen && spec.pick === 'first_satisfied' && satisfied(now);
+      if (selectNow) list = list.map((c) => ({ ...c, selected: c.taskId === now.taskId }));
+      await write((append) => {
+        append(row, 'candidate.finished', {
+          taskId: now.taskId,
+          status: now.status as 'completed' | 'aborted' | 'error',
+          outcome: now.outcome,
+          costMicroUsd: now.costMicroUsd,
+        });
+        if (selectNow) append(row, 'candidate.selected', { taskId: now.taskId, reason: 'first satisfied' });
+      });
+      if (selectNow) {
+        chosen = now;
+        await cancelOthers(children, row, list, now.taskId);
+      }
+    }
+    if (signal.aborted) {
+      // Stopped by someone (a cancel, a timeout): its attempts go too. At a shutdown or a lost lease
+      // they run on, and the resumed task finds them again.
+      if (stoppedForGood(signal)) await stopAll(children, row, list, abortCode(signal).message);
+      return endingOfAbort(abortCode(signal));
+    }
+
+    if (!chosen) {
+      const best = pickBest(list);
+      if (!best) {
+        return failed('no_candidate', `none of the ${list.length} attempts completed (${list.map((c) => `${c.taskId}: ${c.status}`).join(', ')})`);
+      }
+      list = list.map((c) => ({ ...c, selected: c.taskId === best.taskId }));
+      await write((append) => append(row, 'candidate.selected', best));
+      chosen = list.find((c) => c.selected)!;
+    }
+    return await keep(ctx, row, chosen, tenantDir);
+  } finally {
+    children.waiting(row.id, false);
+  }
+}
+
+/** A new entry of the list: the attempt as just started. */
+const entry = (child: TaskRow, model: string | null): Candidate => ({
+  taskId: child.id,
+  ...seen(child, model),
+  selected: false,
+});
+
+/** What the list keeps of an attempt as it is now. */
+const seen = (child: TaskRow, model: string | null) => ({
+  model: child.model ?? model,
+  status: child.status,
+  outcome: isEndedStatus(child.status) ? child.outcome : null,
+  costMicroUsd: child.costMicroUsd,
+});
+
+/** The key of attempt `index` of task `taskId`: where a resumed task finds it, and how the attempt knows its snapshot. */
+export const candidateKey = (taskId: string, index: number) => `candidate:${taskId}:${index}`;
+
+/**
+ * The task whose attempt `row` is (its copy is cloned from that task's snapshot when it starts, not
+ * taken from the shared workspace); null for any other task.
+ */
+export const candidateOf = (row: Pick<TaskRow, 'parentTask' | 'idempotencyKey'>): string | null =>
+  row.parentTask && row.idempotencyKey?.startsWith(`candidate:${row.parentTask}:`) ? row.parentTask : null;
+
+/** Starts (or, resumed, finds by their place) the n attempts; each clones the snapshot when it starts (task-runner.ts). */
+async function startAll(
+  ctx: RunContext,
+  children: ChildTasks,
+  run: TaskRun & { model: string | null },
+): Promise<{ rows: Array<{ child: TaskRow; model: string | null; index: number }> } | { error: Ending }> {
+  const { row, body } = run;
+  const spec = body.options!.candidates!;
+  const rows: Array<{ child: TaskRow; model: string | null; index: number }> = [];
+  try {
+    for (let index = 0; index < spec.n; index++) {
+      const assigned = spec.models?.[index % spec.models.length];
+      const key = candidateKey(row.id, index);
+      const child = await children.start(row, candidateBody(body, assigned), {
+        key,
+        callKey: key,
+        background: true,
+        // It stands in for its task: it may nest as deep as the task could have.
+        maxDepth: row.maxDepth > 0 ? row.maxDepth + 1 : 0,
+      });
+      rows.push({ child, model: assigned ?? run.model, index });
+    }
+    return { rows };
+  } catch (err) {
+    // Nothing is compared unless all started: those that did are stopped.
+    await Promise.all(
+      rows.map(({ child }) =>
+        children.cancel(row.tenant, child.id, { code: 'parent_ended', message: `its task ${row.id} could not start its attempts` }).catch(() => undefined),
+      ),
+    );
+    const message = err instanceof WorktreeError ? err.message : ctx.scrub(err instanceof Error ? err.message : String(err));
+    return { error: failed(err instanceof WorktreeError ? err.code : 'candidates_failed', `the attempts could not be started: ${message}`) };
+  }
+}
+
+/** Resolves with the attempt once it ended for good (a paused one is looked at again until it ends); null once `signal` aborts. */
+async function endOf(children: ChildTasks, id: string, signal: AbortSignal): Promise<TaskRow> {
+  for (;;) {
+    const row = await untilAborted(children.ended(id), signal);
+    if (!row) return new Promise<TaskRow>(() => {}); // never: the loop's own wait sees the abort
+    if (isEndedStatus(row.status)) return row;
+    await sleep(PAUSED_POLL_MS, undefined, { signal }).catch(() => undefined);
+  }
+}
+
+/** Cancels the attempts that have not ended, but `keep`. */
+async function cancelOthers(children: ChildTasks, row: TaskRow, list: Candidate[], keep: string): Promise<void> {
+  const others = list.filter((c) => c.taskId !== keep && !isEndedStatus(c.status));
+  await Promise.all(
+    others.map((c) =>
+      children
+        .cancel(row.tenant, c.taskId, { code: 'cancelled', message: `another attempt of task ${row.id}, ${keep}, was satisfied first` })
+        .catch(() => undefined),
+    ),
+  );
+}
+
+/** Stops every attempt that has not ended: its task was cancelled or timed out. */
+async function stopAll(children: ChildTasks, row: TaskRow, list: Candidate[], why: string): Promise<void> {
+  await Promise.all(
+    list
+      .filter((c) => !isEndedStatus(c.status))
+      .map((c) => children.cancel(row.tenant, c.taskId, { code: 'cancelled', message: `its task ${row.id} was stopped: ${why}` }).catch(() => undefined)),
+  );
+}
+
+/**
+ * The kept attempt's copy becomes the task's (its changes are then the task's, applied by POST
+ * /tasks/:id/apply), its artifacts are served from there; its summary, output and outcome are the task's.
+ */
+async function keep(ctx: RunContext, row: TaskRow, chosen: Candidate, tenantDir: string): Promise<Ending> {
+  const { deps } = ctx;
+  const child = (await deps.store.getById(chosen.taskId))!;
+  const own = worktreeDir(tenantDir, row.id);
+  await adoptWorktree(worktreeDir(tenantDir, child.id), own);
+  if (child.worktree && child.worktree.removedAt === null) {
+    await deps.store.updateWorktree(child.id, child.worktree, { ...child.worktree, removedAt: deps.now() });
+  }
+  const root = await worktreeRoot(own);
+  const artifacts = (child.artifacts ?? []).map((a: Artifact): Artifact => ({
+    ...a,
+    ...(root && { path: path.join(root, a.relativePath) }),
+    url: taskFileUrl(row.id, a.relativePath),
+  }));
+  if (child.outcome) {
+    const outcome = child.outcome;
+    await ctx.writes.owned(row, (s) => s.setOutcome(row.id, outcome));
+  }
+  return {
+    status: 'completed',
+    summary: child.summary,
+    artifacts,
+    skipped: child.skipped ?? [],
+    output: child.output ?? null,
+    stopReason: child.stopReason,
+    errorCode: null,
+    errorMessage: null,
+    model: child.model,
+  };
+}
