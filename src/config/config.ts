@@ -248,7 +248,12 @@ function toConfig(env: z.output<typeof configSchema>, raw: Record<string, string
   };
 }
 
-/** `key` or `key:tenant`, comma separated; a bare key is its own tenant. */
+/**
+ * A tenant's name: its workspaces are the folder `@<tenant>` (memory included), so a name with `/`
+ * or `..` would reach another tenant's folder or leave the workspaces.
+ */
+const TENANT_NAME = /^(?!\.)[A-Za-z0-9._\-+=@]{1,128}$/;
+
 /** `API_KEYS`: `key`, `key:tenant` or `key:tenant:role`, comma separated (role `admin` by default). */
 export function parseApiKeys(raw: string | undefined): Map<string, KeyGrant> | null {
   if (!raw || !raw.trim()) return null;
@@ -261,6 +266,11 @@ export function parseApiKeys(raw: string | undefined): Map<string, KeyGrant> | n
     if (!key || !tenant) throw new ConfigError(`API_KEYS: empty key or tenant in entry "${entry.includes(':') ? '…' : ''}"`);
     if (rest.length > 0 || !KEY_ROLES.includes(role as KeyRole))
       throw new ConfigError(`API_KEYS: the role of an entry must be one of ${KEY_ROLES.join(', ')} (entry of tenant "${tenant}")`);
+    if (!TENANT_NAME.test(tenant))
+      throw new ConfigError(
+        `API_KEYS: a tenant's name is a folder's name on disk (its workspaces and memory): 1-128 letters, digits and . _ - + = @, not starting with "." ` +
+          `(a bare key is its own tenant: give a key with other characters one, key:tenant)`,
+      );
     keys.set(key, { tenant, role: role as KeyRole });
   }
   return keys;
