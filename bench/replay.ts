@@ -86,10 +86,22 @@ export async function benchReplay(rounds = 7) {
       }
     }
     const sum = (runs: Run[]) => ({
-      wallMs: pct(runs.map((x) => x.wallMs), 50),
-      cpuMs: pct(runs.map((x) => x.cpuMs), 50),
-      statements: pct(runs.map((x) => x.statements), 50),
-      dbBytes: pct(runs.map((x) => x.dbBytes), 50),
+      wallMs: pct(
+        runs.map((x) => x.wallMs),
+        50,
+      ),
+      cpuMs: pct(
+        runs.map((x) => x.cpuMs),
+        50,
+      ),
+      statements: pct(
+        runs.map((x) => x.statements),
+        50,
+      ),
+      dbBytes: pct(
+        runs.map((x) => x.dbBytes),
+        50,
+      ),
     });
     return { rounds, steps: STEPS, files: FILES, original: sum(originals), replay: sum(replays) };
   } finally {

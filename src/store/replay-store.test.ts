@@ -11,7 +11,13 @@ describe('the replay store', () => {
     close = sys.close;
     const replays = createReplayStore(sys.db.sql);
     const batch = (id: string, tenant: string) =>
-      replays.insert({ id, tenant, createdAt: sys.clock.now, variants: [{ model: 'm' }], rows: [{ taskId: 't', variant: 0, replayTaskId: null, error: null }] });
+      replays.insert({
+        id,
+        tenant,
+        createdAt: sys.clock.now,
+        variants: [{ model: 'm' }],
+        rows: [{ taskId: 't', variant: 0, replayTaskId: null, error: null }],
+      });
     for (const id of ['rpb_1', 'rpb_2', 'rpb_3']) await batch(id, 'acme');
     await batch('rpb_4', 'other');
 

@@ -1,4 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
+import { Pager } from './pager.tsx';
 import { api, ApiError } from './api.ts';
 import { age, money, tokens } from './format.ts';
 
@@ -175,14 +176,7 @@ function BatchList() {
         </tbody>
       </table>
       {page && page.batches.length === 0 && <p class="hint">No batch of replays yet.</p>}
-      <div class="pager">
-        <button disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
-          Newer
-        </button>
-        <button disabled={!page?.nextCursor} onClick={() => page?.nextCursor && setCursors([...cursors, page.nextCursor])}>
-          Older
-        </button>
-      </div>
+      <Pager cursors={cursors} setCursors={setCursors} next={page?.nextCursor} />
     </section>
   );
 }

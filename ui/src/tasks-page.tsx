@@ -1,4 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
+import { Pager } from './pager.tsx';
 import { api, ApiError, follow } from './api.ts';
 import { age, money, tokens } from './format.ts';
 import { treeOf } from './tree.ts';
@@ -154,14 +155,7 @@ export function TasksPage() {
         </tbody>
       </table>
       {page && page.tasks.length === 0 && <p class="hint">No task matches.</p>}
-      <div class="pager">
-        <button disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
-          Newer
-        </button>
-        <button disabled={!page?.nextCursor} onClick={() => page?.nextCursor && setCursors([...cursors, page.nextCursor])}>
-          Older
-        </button>
-      </div>
+      <Pager cursors={cursors} setCursors={setCursors} next={page?.nextCursor} />
     </section>
   );
 }
