@@ -24,6 +24,7 @@ const SLOW = [
   'test/network.test.ts',
   'test/postgres-driver.test.ts',
   'test/sandbox.test.ts',
+  'test/container-sandbox.test.ts',
   'test/security.test.ts',
   'test/liveness.test.ts',
   'test/client.test.ts',

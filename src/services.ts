@@ -29,7 +29,8 @@ import { createTaskRunner } from './tasks/run/task-runner.ts';
 import { createLiveness } from './tasks/run/liveness.ts';
 import { createTracing } from './telemetry/tracing.ts';
 import { createTaskService, type TaskService } from './tasks/task-service.ts';
-import { sandboxFor, type Sandbox } from './sandbox/sandbox.ts';
+import type { Sandbox } from './sandbox/sandbox.ts';
+import { sandboxFor } from './sandbox/sandbox-for.ts';
 import { workspaceLayout, type WorkspacesDirOf } from './workspace/workspace.ts';
 
 export interface ServiceDeps {
@@ -344,6 +345,8 @@ export function createServices(deps: ServiceDeps): Services {
       return recoveredAll;
     },
     async recover() {
+      // SANDBOX=container: the engine answers, and the containers a killed run of this instance left are gone.
+      await sandbox.prepare?.();
       const recovered = await tasks.recover();
       recoveredAll = true;
       dispatcher.start();
@@ -360,6 +363,7 @@ export function createServices(deps: ServiceDeps): Services {
       await reader.close();
       storage.close();
       sandbox.limiter?.close();
+      await sandbox.close?.();
     },
   };
 }

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCommandLimiter } from '../src/sandbox/command-cgroup';
 import { runCommand } from '../src/sandbox/run-command';
-import { createSandbox } from '../src/sandbox/sandbox';
+import { createSandbox, unavailable } from '../src/sandbox/sandbox';
 import { startChildService } from './support/child-service';
 import { startService, taskBody, TEST_API_KEY, type TestService } from './support/harness';
 import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
@@ -188,13 +188,7 @@ describe('without a usable sandbox', () => {
   let bare: TestService;
   beforeAll(async () => {
     bare = await startService({
-      sandbox: {
-        kind: 'unavailable',
-        reason: 'bwrap not found',
-        wrap: () => {
-          throw new Error('no');
-        },
-      },
+      sandbox: unavailable('bwrap not found'),
     });
   });
   afterAll(() => bare.close());

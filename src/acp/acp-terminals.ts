@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createOutputCapture } from '../sandbox/output-capture.ts';
 import { requestedEnv } from '../sandbox/host-programs.ts';
-import { runCommand, type CommandResult } from '../sandbox/run-command.ts';
+import type { CommandResult } from '../sandbox/run-command.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import type { Workspace } from '../workspace/workspace.ts';
 
@@ -65,19 +65,21 @@ export function createTerminals(opts: {
         capture,
         stop,
         result: null,
-        done: runCommand({
-          command,
-          cwd,
-          timeoutMs: opts.timeoutMs,
-          maxOutputBytes: limit,
-          signal: stop.signal,
-          launch: (argv) => opts.sandbox.wrap(opts.workspace.root, argv, { env, cwd, ...(opts.egress && { egress: opts.egress }) }),
-          limiter: opts.sandbox.limiter,
-          onOutput: (chunk) => {
-            capture.write(chunk);
-            opts.onActivity();
+        done: opts.sandbox.run(
+          opts.workspace.root,
+          {
+            command,
+            cwd,
+            timeoutMs: opts.timeoutMs,
+            maxOutputBytes: limit,
+            signal: stop.signal,
+            onOutput: (chunk) => {
+              capture.write(chunk);
+              opts.onActivity();
+            },
           },
-        }),
+          { env, cwd, ...(opts.egress && { egress: opts.egress }) },
+        ),
       };
       void terminal.done.then((r) => (terminal.result = r));
       terminals.set(id, terminal);

@@ -30,3 +30,31 @@ describe('loadConfig', () => {
     expect(loadConfig({ MAX_CONCURRENT_TASKS: '5', MAX_CONCURRENT_PER_TENANT: '2' }).maxConcurrentPerTenant).toBe(2);
   });
 });
+
+describe('SANDBOX=container', () => {
+  it('needs SANDBOX_IMAGE, and reads DOCKER_HOST and the TLS settings', () => {
+    expect(() => loadConfig({ SANDBOX: 'container' })).toThrow(/SANDBOX_IMAGE: is required with SANDBOX=container/);
+    const c = loadConfig({
+      SANDBOX: 'container',
+      SANDBOX_IMAGE: 'debian:bookworm',
+      DOCKER_HOST: 'tcp://engine.internal:2376',
+      DOCKER_TLS_VERIFY: '1',
+      DOCKER_CERT_PATH: '/etc/docker-certs',
+    });
+    expect(c).toMatchObject({
+      sandbox: 'container',
+      sandboxImage: 'debian:bookworm',
+      docker: { host: 'tcp://engine.internal:2376', tlsVerify: true, certPath: '/etc/docker-certs' },
+    });
+    expect(loadConfig({}).sandbox).toBe('bwrap');
+  });
+
+  it('refuses a malformed image, DOCKER_HOST, or TLS without its files, naming the variable', () => {
+    expect(() => loadConfig({ SANDBOX: 'container', SANDBOX_IMAGE: 'Debian;rm -rf /' })).toThrow(/SANDBOX_IMAGE: must be an image reference/);
+    expect(() => loadConfig({ SANDBOX: 'container', SANDBOX_IMAGE: 'debian', DOCKER_HOST: 'http://x' })).toThrow(/DOCKER_HOST: must be unix:\/\/\/path/);
+    expect(() => loadConfig({ SANDBOX: 'container', SANDBOX_IMAGE: 'debian', DOCKER_HOST: 'tcp://x:2376', DOCKER_TLS_VERIFY: '1' })).toThrow(
+      /DOCKER_CERT_PATH: is required with DOCKER_TLS_VERIFY=1/,
+    );
+    expect(() => loadConfig({ SANDBOX: 'vm' })).toThrow(/SANDBOX:/);
+  });
+});

@@ -31,6 +31,18 @@ const providersSchema = z.record(
   }),
 );
 
+/**
+ * An image reference as Docker reads one (`[registry/]name[:tag][@digest]`, lower-case name):
+ * SANDBOX_IMAGE and a definition's `image`.
+ */
+export const imageRefSchema = z
+  .string()
+  .max(255)
+  .regex(
+    /^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::\d+)?(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/,
+    'must be an image reference such as debian:bookworm or registry.example.com/tools/python:3.12',
+  );
+
 /** The environment, validated once at boot. Every key is documented in `.env.example`. */
 export const configSchema = z.object({
   PORT: intFrom(8787, 0).pipe(z.number().max(65535)),
@@ -122,6 +134,16 @@ export const configSchema = z.object({
   RECOVERY_MODE: z.enum(['resume', 'interrupt']).default('resume'),
   MAX_RESUMES: intFrom(2, 0),
   BASH_SANDBOX: z.enum(['auto', 'bwrap', 'none']).default('auto'),
+  // `container`: commands run in a container per task run through the Docker Engine API.
+  SANDBOX: z.enum(['bwrap', 'container']).default('bwrap'),
+  SANDBOX_IMAGE: imageRefSchema.optional(),
+  SANDBOX_CPUS: z.coerce.number().positive().max(1024).optional(),
+  DOCKER_HOST: z
+    .string()
+    .regex(/^(unix:\/\/\/.+|tcp:\/\/[^/\s]+:\d{1,5})$/, 'must be unix:///path/to/socket or tcp://host:port')
+    .default('unix:///var/run/docker.sock'),
+  DOCKER_TLS_VERIFY: z.enum(['0', '1']).optional(),
+  DOCKER_CERT_PATH: z.string().min(1).optional(),
   SANDBOX_MAX_PROCESSES: intFrom(256),
   SANDBOX_MAX_FILE_BYTES: intFrom(1024 * 1024 * 1024, 1024),
   SANDBOX_MAX_MEMORY_BYTES: intFrom(1024 * 1024 * 1024, 16 * 1024 * 1024),
@@ -228,6 +250,10 @@ function toConfig(env: z.output<typeof configSchema>, raw: Record<string, string
     trustProxy: env.TRUST_PROXY,
     maxResumes: env.MAX_RESUMES,
     bashSandbox: env.BASH_SANDBOX,
+    sandbox: env.SANDBOX,
+    sandboxImage: env.SANDBOX_IMAGE ?? null,
+    sandboxCpus: env.SANDBOX_CPUS ?? null,
+    docker: { host: env.DOCKER_HOST, tlsVerify: env.DOCKER_TLS_VERIFY === '1', certPath: env.DOCKER_CERT_PATH ? path.resolve(env.DOCKER_CERT_PATH) : null },
     sandboxMaxProcesses: env.SANDBOX_MAX_PROCESSES,
     sandboxMaxFileBytes: env.SANDBOX_MAX_FILE_BYTES,
     sandboxMaxMemoryBytes: env.SANDBOX_MAX_MEMORY_BYTES,
@@ -290,6 +316,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   }
   const config = toConfig(parsed.data, cleaned);
+  if (config.sandbox === 'container' && !config.sandboxImage) {
+    throw new ConfigError(
+      'invalid configuration:\n  SANDBOX_IMAGE: is required with SANDBOX=container (the image of definitions that name none, and of shell tasks)',
+    );
+  }
+  if (config.sandbox === 'container' && config.docker.tlsVerify && !config.docker.certPath) {
+    throw new ConfigError('invalid configuration:\n  DOCKER_CERT_PATH: is required with DOCKER_TLS_VERIFY=1 (the folder of ca.pem, cert.pem and key.pem)');
+  }
   const known = ['openai', 'anthropic', 'google', ...Object.keys(config.providers)];
   if (!known.includes(config.defaultProvider)) {
     throw new ConfigError(`invalid configuration:\n  DEFAULT_PROVIDER: unknown provider "${config.defaultProvider}"; known providers: ${known.join(', ')}`);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { imageRefSchema } from '../config/config.ts';
 import { permissionsSchema } from '../shapes/permissions.ts';
 import { hooksSchema } from '../hooks/hook-spec.ts';
 import { memoryScopeSchema } from '../shapes/memory.ts';
@@ -56,6 +57,8 @@ export const agentDefinitionSchema = z.object({
   permissions: permissionsSchema.optional(),
   /** What its commands reach (the front matter's `network`): nothing (absent, `none`) or the hosts of `allow`. */
   network: networkPolicySchema.optional(),
+  /** SANDBOX=container: the image its commands run in (SANDBOX_IMAGE otherwise). */
+  image: imageRefSchema.optional(),
   /** Commands or URLs told of its tool calls before and after they run, and of its `complete` (the front matter's `hooks`). */
   hooks: hooksSchema.optional(),
   /** How every task of it has its `complete` checked (the front matter's `outcome`); a task's own adds to it. */
@@ -99,6 +102,7 @@ export const agentSummarySchema = agentDefinitionSchema.pick({
   compactAtTokens: true,
   permissions: true,
   network: true,
+  image: true,
   outcome: true,
   omitProjectInstructions: true,
   skills: true,

@@ -1,4 +1,8 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { loadAgentFiles } from './load-agent-files.ts';
 import { builtinAgents, createAgentRegistry, resolveModelName, resolveTools } from './agent-registry.ts';
 
 const names = { defaultModel: 'big', smallModel: 'small-one' };
@@ -30,5 +34,20 @@ describe('createAgentRegistry', () => {
     expect(registry.types()).toEqual(['general', 'explore', 'plan', 'shell']);
     expect(registry.get('general')!.description).toBe('mine');
     expect(registry.get('nope')).toBeUndefined();
+  });
+});
+
+describe('a definition’s image (SANDBOX=container)', () => {
+  it('is loaded from the front matter, and a malformed one is refused naming the field', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'subagentd-image-def-'));
+    try {
+      writeFileSync(path.join(dir, 'py.md'), '---\nname: py\ndescription: Python work\nimage: registry.example.com/tools/python:3.12\n---\nUse python.\n');
+      writeFileSync(path.join(dir, 'bad.md'), '---\nname: bad\ndescription: Bad image\nimage: "Python 3; rm -rf /"\n---\nx\n');
+      const { definitions, errors } = loadAgentFiles(dir, names);
+      expect(definitions.map((d) => [d.type, d.image])).toEqual([['py', 'registry.example.com/tools/python:3.12']]);
+      expect(errors).toEqual([expect.objectContaining({ name: 'bad', field: 'image', message: expect.stringContaining('must be an image reference') })]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -12,6 +12,7 @@ import { pathGlobProblem } from './permissions.ts';
 import { HOOK_EVENTS, hooksSchema } from '../hooks/hook-spec.ts';
 import { skillNameSchema } from './skills.ts';
 import { memoryScopeSchema } from '../shapes/memory.ts';
+import { imageRefSchema } from '../config/config.ts';
 
 /** Names a definition may mention: every workspace tool, `complete`, and the forbidden ones (removed). */
 const KNOWN_TOOLS = new Set<string>([...workspaceToolNames, 'complete', ...FORBIDDEN_TOOLS]);
@@ -70,6 +71,8 @@ export const agentFileSchema = z
     compactAtTokens: z.number().int().min(1000).optional(),
     /** What its commands reach: `none` (default) or `{ allow: [host patterns] }` through the service's proxy. */
     network: networkPolicySchema.optional(),
+    /** SANDBOX=container: the image its commands run in (SANDBOX_IMAGE otherwise). */
+    image: imageRefSchema.optional(),
     /** `PreToolUse`, `PostToolUse`, `Stop`: each a list of `{ matcher?, command | url, timeoutMs? }`. */
     hooks: hooksSchema.optional(),
     /** How its tasks' `complete` is checked: `{ rubric?, verify?: { command, timeoutMs? }, maxIterations?, graderModel? }`. */
@@ -160,6 +163,7 @@ export function loadAgentFiles(dir: string, names: ModelNames): { definitions: A
           acp: { command: fm.command!, args: fm.args, env: fm.env, permission: fm.permission },
           // What the agent reaches: its provider's host among them (absent: the host's network).
           ...(fm.network && { network: fm.network }),
+          ...(fm.image && { image: fm.image }),
         });
         continue;
       }
@@ -176,6 +180,7 @@ export function loadAgentFiles(dir: string, names: ModelNames): { definitions: A
         tools: resolveTools(fm.tools && withoutMcp(fm.tools), fm.disallowedTools && withoutMcp(fm.disallowedTools)),
         ...(fm.mcpServers && { mcpServers: fm.mcpServers }),
         ...(fm.network && { network: fm.network }),
+        ...(fm.image && { image: fm.image }),
         ...(fm.outcome && { outcome: fm.outcome }),
         ...(fm.tools && { mcpAllow: fm.tools.filter(isMcp) }),
         ...(fm.disallowedTools?.some(isMcp) && { mcpDeny: fm.disallowedTools.filter(isMcp) }),

@@ -2,8 +2,7 @@
 import { Webhook } from 'standardwebhooks';
 import { Agent, request } from 'undici';
 import { resolveTarget, WebhookTargetError } from '../network/safe-target.ts';
-import { runCommand } from '../sandbox/run-command.ts';
-import { commandLaunch } from '../tools/bash.ts';
+import { runTaskCommand } from '../tools/bash.ts';
 import type { ToolContext } from '../tools/tool-types.ts';
 import { ulid } from '../util/ids.ts';
 import { commandAnswer, readAnswer, type HookAnswer } from './hook-answer.ts';
@@ -44,15 +43,13 @@ async function runCommandHook(command: string, event: HookEvent, payload: string
   if (tools.sandbox.kind === 'unavailable') return { decision: 'failed', reason: `commands cannot run here: ${tools.sandbox.reason}` };
   // As bash runs (its sandbox, limits, clean environment, no start-up file, working folder, egress,
   // skills and memory), the event on standard input.
-  const r = await runCommand({
+  const r = await runTaskCommand(tools, {
     command,
     cwd: tools.workspace.cwd,
     timeoutMs,
     maxOutputBytes: MAX_HOOK_ANSWER_BYTES,
     signal: tools.signal,
     input: payload,
-    launch: await commandLaunch(tools),
-    limiter: tools.sandbox.limiter,
   });
   if (r.timedOut) return { decision: 'timeout', reason: `no answer within ${timeoutMs} ms; its processes were killed` };
   if (r.aborted) return { decision: 'failed', reason: 'the task was stopped' };

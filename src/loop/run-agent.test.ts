@@ -80,7 +80,7 @@ async function run(
     workspace: await openWorkspace(dir, marker),
     signal,
     limits: { bashTimeoutMs: 1000, bashMaxOutputBytes: 1000 },
-    sandbox: { kind: 'none', wrap: (_ws, argv) => ({ argv, env: { PATH: '/usr/bin:/bin' } }) },
+    sandbox: { kind: 'none', wrap: (_ws, argv) => ({ argv, env: { PATH: '/usr/bin:/bin' } }), run: () => Promise.reject(new Error('no commands here')) },
   };
   const provider = createModelProvider({ connections: { openai: { type: 'openai', baseURL: model.url, api: 'chat' } }, defaultProvider: 'openai' });
   const result = await runAgent({

@@ -2,7 +2,15 @@ import { spawn } from 'node:child_process';
 import { createOutputCapture } from './output-capture.ts';
 import type { CommandLimiter } from './command-cgroup.ts';
 import { bashArgv } from './host-programs.ts';
-import type { Launch } from './sandbox.ts';
+
+/**
+ * How to start a confined program on the host: `argv[0]` is an absolute path and `env` is built by
+ * the service, so nothing a request carries chooses the host-side program or its variables.
+ */
+export interface Launch {
+  argv: string[];
+  env: Record<string, string>;
+}
 
 export interface CommandResult {
   exitCode: number;

@@ -3,31 +3,54 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createCommandLimiter, type CommandLimiter } from './command-cgroup.ts';
-import type { Logger } from 'pino';
-import type { Config } from '../config/config.ts';
 import { isInside } from '../workspace/path-guard.ts';
+import type { Workspace } from '../workspace/workspace.ts';
 import { bashArgv, HOST_ENV, isRefusedName, SYSTEM_PATH, systemProgram } from './host-programs.ts';
+import { runCommand, type CommandResult, type Launch, type RunCommandOptions } from './run-command.ts';
+
+export type { Launch } from './run-command.ts';
 
 export type SandboxMode = 'auto' | 'bwrap' | 'none';
 
-/**
- * How to start a confined program on the host: `argv[0]` is an absolute path and `env` is built by
- * the service, so nothing a request carries chooses the host-side program or its variables.
- */
-export interface Launch {
-  argv: string[];
-  env: Record<string, string>;
-}
+/** One bash command to run: what runCommand takes but how it is started, which the sandbox decides. */
+export type CommandSpec = Omit<RunCommandOptions, 'launch' | 'limiter'>;
 
-/** How workspace commands are run: inside bubblewrap, bare, or not at all (bwrap wanted but missing). */
+/**
+ * How workspace commands are run: inside bubblewrap, bare, in a container per task run
+ * (container-sandbox.ts), or not at all (the sandbox asked for cannot be had).
+ */
 export interface Sandbox {
-  kind: 'bwrap' | 'none' | 'unavailable';
+  kind: 'bwrap' | 'none' | 'container' | 'unavailable';
   /** Why commands cannot run, when `kind` is `unavailable`. */
   reason?: string;
-  /** How to start `argv` (its program by absolute path, or a name looked up inside) confined to `workspace`. */
+  /**
+   * How to start `argv` (its program by absolute path, or a name looked up inside) confined to
+   * `workspace`, as a host process (MCP command servers, ACP agents); a container throws (not yet).
+   */
   wrap(workspace: string, argv: string[], extra?: WrapExtra): Launch;
+  /** Runs one bash command confined to `workspace` (bash, shell tasks, hooks, verify, ACP terminals). */
+  run(workspace: string, command: CommandSpec, extra?: WrapExtra): Promise<CommandResult>;
   /** Caps each command's processes and memory (cgroups where the kernel offers them). */
   limiter?: CommandLimiter;
+  /** The sandbox of one task run (a container: the run's own, made at its first command); absent: this one. */
+  forRun?(run: SandboxRun): RunSandbox;
+  /** Before the first run (the service's start): the engine reached, what a killed instance left removed. */
+  prepare?(): Promise<void>;
+  /** At the service's end: what its runs still hold removed. */
+  close?(): Promise<void>;
+}
+
+/** What a task run's sandbox is made for: the task, its image and its workspace (with its task folders). */
+export interface SandboxRun {
+  taskId: string;
+  /** The definition's `image`; SANDBOX_IMAGE otherwise. */
+  image?: string;
+  workspace: Workspace;
+}
+
+/** A task run's sandbox, released when the run ends however it ends. */
+export interface RunSandbox extends Sandbox {
+  release(): Promise<void>;
 }
 
 /** What an external agent process needs beyond a command's confinement. */
@@ -163,7 +186,7 @@ function bwrapArgs(workspace: string, hide: string[], tmpBytes: number, argv: st
  * The whole environment of a confined program: the service's PATH, HOME, LANG and TERM, then the
  * variables asked for except those that choose programs or load code.
  */
-function programEnv(workspace: string, extra: WrapExtra): Record<string, string> {
+export function programEnv(workspace: string, extra: WrapExtra): Record<string, string> {
   const env: Record<string, string> = { PATH: SYSTEM_PATH, HOME: extra.home ?? workspace, LANG: 'C.UTF-8', TERM: 'dumb' };
   for (const [k, v] of Object.entries(extra.env ?? {})) if (!isRefusedName(k)) env[k] = v;
   // Set last: a command's own variables cannot point the proxy elsewhere.
@@ -187,57 +210,37 @@ export function createSandbox(opts: SandboxOptions): Sandbox {
     ...(limiter.memory ? [] : [`ulimit -v ${Math.floor(opts.maxMemoryBytes / 1024)}`]),
   ];
   const limits = (argv: string[]) => bashArgv(`${ulimits.join('; ')}; exec "$@"`, 'sandbox', ...argv);
+  /** A command as runCommand runs it, started the way `wrap` says. */
+  const runWith =
+    (wrap: Sandbox['wrap']): Sandbox['run'] =>
+    (workspace, command, extra) =>
+      runCommand({ ...command, launch: (argv) => wrap(workspace, argv, extra), limiter });
   if (opts.mode === 'none') {
     // Bare on the host: the program itself is a host process, so it gets the service's variables only.
     // No network namespace to confine it either: an egress policy has nothing to enforce (its
     // proxy is not offered; the command has the host's network, as every command does here).
-    return { kind: 'none', wrap: (ws, argv, extra = {}) => ({ argv: limits(argv), env: programEnv(ws, { ...extra, egress: undefined }) }), limiter };
+    const wrap: Sandbox['wrap'] = (ws, argv, extra = {}) => ({ argv: limits(argv), env: programEnv(ws, { ...extra, egress: undefined }) });
+    return { kind: 'none', wrap, run: runWith(wrap), limiter };
   }
   const bwrap = systemProgram('bwrap');
   const problem = bwrapWorks(bwrap);
   if (problem) {
-    return {
-      kind: 'unavailable',
-      reason: `${problem}. Install bubblewrap (apt-get install bubblewrap) or set BASH_SANDBOX=none to run commands without a sandbox`,
-      wrap: () => {
-        throw new Error('sandbox unavailable');
-      },
-    };
+    return unavailable(`${problem}. Install bubblewrap (apt-get install bubblewrap) or set BASH_SANDBOX=none to run commands without a sandbox`);
   }
   // Hide every host folder the service uses, except a folder that holds the system itself.
   const hide = opts.hide.map((p) => path.resolve(p)).filter((p) => p !== '/');
-  return {
-    kind: 'bwrap',
-    // The launcher gets HOST_ENV; whatever the program is given is set inside by --setenv.
-    wrap: (workspace, argv, extra) => ({ argv: [bwrap!, ...bwrapArgs(workspace, hide, opts.tmpBytes, limits(argv), extra)], env: { ...HOST_ENV } }),
-    limiter,
-  };
+  // The launcher gets HOST_ENV; whatever the program is given is set inside by --setenv.
+  const wrap: Sandbox['wrap'] = (workspace, argv, extra) => ({
+    argv: [bwrap!, ...bwrapArgs(workspace, hide, opts.tmpBytes, limits(argv), extra)],
+    env: { ...HOST_ENV },
+  });
+  return { kind: 'bwrap', wrap, run: runWith(wrap), limiter };
 }
 
-/**
- * The sandbox the configuration asks for, hiding the service's own folders (its working folder,
- * the database's folder, every workspace, the definitions) from commands. Says at start what
- * commands will and will not be confined by; throws when BASH_SANDBOX=bwrap cannot be had.
- */
-export function sandboxFor(config: Config, logger: Logger): Sandbox {
-  const sandbox = createSandbox({
-    mode: config.bashSandbox,
-    hide: [process.cwd(), path.dirname(path.resolve(config.databasePath)), config.workspacesDir, config.agentsDir, config.skillsDir],
-    maxProcesses: config.sandboxMaxProcesses,
-    maxFileBytes: config.sandboxMaxFileBytes,
-    maxMemoryBytes: config.sandboxMaxMemoryBytes,
-    tmpBytes: config.sandboxTmpBytes,
-  });
-  if (sandbox.kind === 'unavailable' && config.bashSandbox === 'bwrap') {
-    throw new Error(`BASH_SANDBOX=bwrap but ${sandbox.reason}`);
-  }
-  if (sandbox.kind === 'unavailable') logger.error({ reason: sandbox.reason }, 'bash and shell tasks are refused');
-  if (sandbox.kind === 'none') logger.warn('BASH_SANDBOX=none: commands run without a sandbox, confined only by their working folder');
-  if (sandbox.limiter?.reason) {
-    logger.warn(
-      { reason: sandbox.limiter.reason, pids: sandbox.limiter.pids, memory: sandbox.limiter.memory },
-      'commands are capped by ulimit where a cgroup is missing: -u does not bind root, -v counts address space',
-    );
-  }
-  return sandbox;
+/** A sandbox that runs nothing, saying why. */
+export function unavailable(reason: string): Sandbox {
+  const refuse = () => {
+    throw new Error('sandbox unavailable');
+  };
+  return { kind: 'unavailable', reason, wrap: refuse, run: refuse };
 }

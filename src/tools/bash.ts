@@ -1,22 +1,26 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { prepareMountPoints } from '../workspace/task-folders.ts';
-import { runCommand } from '../sandbox/run-command.ts';
-import type { Launch } from '../sandbox/sandbox.ts';
+import type { CommandResult } from '../sandbox/run-command.ts';
+import type { CommandSpec } from '../sandbox/sandbox.ts';
 import { defineTool, type ToolContext } from './tool-types.ts';
 
 /**
- * How a command of the task starts (bash's, and its definition's hooks'): in the task's sandbox
- * over its workspace, from its working folder, with its egress, and its skills and memory
- * read-only at their places below the workspace root (bubblewrap only: a bare command sees the
- * workspace as it is). Memory is written with the file tools, whose writes are atomic and bounded.
+ * Runs a command of the task (bash's, and its definition's hooks'): in the task's sandbox over its
+ * workspace, from its working folder, with its egress, and its skills and memory read-only at
+ * their places below the workspace root (bubblewrap binds them per command, a container when it
+ * is made; a bare command sees the workspace as it is). Memory is written with the file tools,
+ * whose writes are atomic and bounded.
  */
-export async function commandLaunch(ctx: Pick<ToolContext, 'sandbox' | 'workspace' | 'egress'>): Promise<(argv: string[]) => Launch> {
+export async function runTaskCommand(ctx: Pick<ToolContext, 'sandbox' | 'workspace' | 'egress'>, command: CommandSpec): Promise<CommandResult> {
   const folders = ctx.sandbox.kind === 'bwrap' ? (ctx.workspace.folders ?? []) : [];
   if (folders.length > 0) await prepareMountPoints(ctx.workspace);
   const readOnly = folders.map((f) => ({ source: f.root, dest: path.join(ctx.workspace.root, f.at) }));
-  return (argv) =>
-    ctx.sandbox.wrap(ctx.workspace.root, argv, { cwd: ctx.workspace.cwd, ...(ctx.egress && { egress: ctx.egress }), ...(readOnly.length && { readOnly }) });
+  return ctx.sandbox.run(ctx.workspace.root, command, {
+    cwd: ctx.workspace.cwd,
+    ...(ctx.egress && { egress: ctx.egress }),
+    ...(readOnly.length && { readOnly }),
+  });
 }
 
 export const bashTool = defineTool({
@@ -32,14 +36,12 @@ export const bashTool = defineTool({
   async execute({ command, timeoutMs }, ctx) {
     if (ctx.sandbox.kind === 'unavailable') throw new Error(`bash is unavailable on this service: ${ctx.sandbox.reason}`);
     const limit = Math.min(timeoutMs ?? ctx.limits.bashTimeoutMs, ctx.limits.bashTimeoutMs);
-    const r = await runCommand({
+    const r = await runTaskCommand(ctx, {
       command,
       cwd: ctx.workspace.cwd,
       timeoutMs: limit,
       maxOutputBytes: ctx.limits.bashMaxOutputBytes,
       signal: ctx.signal,
-      launch: await commandLaunch(ctx),
-      limiter: ctx.sandbox.limiter,
       onOutput: ctx.onActivity,
     });
     if (r.aborted) throw new Error('command cancelled');

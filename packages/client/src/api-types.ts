@@ -1240,6 +1240,7 @@ export interface components {
                 allow: string[];
                 ask?: boolean;
             };
+            image?: string;
             outcome?: {
                 rubric?: string;
                 verify?: {

@@ -9,6 +9,7 @@ import { createLiveApprovals } from './live-approval.ts';
 import { startTaskEgress } from './task-egress.ts';
 import { allowedHosts } from '../../network/policy.ts';
 import { taskLimits } from './task-limits.ts';
+import { CONTAINER_ACP } from '../../sandbox/container-sandbox.ts';
 
 /**
  * A task of an external ACP agent: one prompt turn is its one step. Its updates become events as
@@ -20,6 +21,7 @@ export async function runExternal(ctx: RunContext, { row, body, def, workspace, 
   const { events } = deps;
   if (!def.acp) return failed('internal_error', `definition "${def.type}" has no ACP command`);
   if (deps.sandbox.kind === 'unavailable') return failed('sandbox_unavailable', deps.sandbox.reason ?? 'no sandbox');
+  if (deps.sandbox.kind === 'container') return failed('sandbox_unavailable', CONTAINER_ACP);
   const step = 1;
   const approvals = createLiveApprovals(ctx, row, signal);
   const deltas = createDeltaCoalescer((s, text) => events.append(row, 'text.delta', { step: s, text }));

@@ -111,15 +111,23 @@ export function createTaskRunner(deps: RunnerDeps) {
       // A model run's first write (its first step's start) takes the event along: one commit less.
       if (!refused && def.kind === 'model' && !candidates) events.hold(row.id);
       const taskRun: TaskRun = { row, body, def, workspace, signal, ...(folders && { folders: { skills: folders.skills, memory: folders.memory } }) };
-      const outcome =
-        refused ??
-        (def.kind === 'shell'
-          ? await runShell(ctx, taskRun)
-          : def.kind === 'acp'
-            ? await runExternal(ctx, taskRun)
-            : candidates
-              ? await runCandidates(ctx, { ...taskRun, model })
-              : await runModel(ctx, { ...taskRun, model, fallbackModels: chain.slice(1), takeMessages, trace, confirmLease: opts.confirmLease }));
+      // The run's own sandbox (SANDBOX=container: its container, removed however the run ends).
+      const box = refused ? null : (deps.sandbox.forRun?.({ taskId: row.id, ...(def.image && { image: def.image }), workspace }) ?? null);
+      const runCtx = box ? { ...ctx, deps: { ...deps, sandbox: box } } : ctx;
+      let outcome: Awaited<ReturnType<typeof runModel>>;
+      try {
+        outcome =
+          refused ??
+          (def.kind === 'shell'
+            ? await runShell(runCtx, taskRun)
+            : def.kind === 'acp'
+              ? await runExternal(runCtx, taskRun)
+              : candidates
+                ? await runCandidates(runCtx, { ...taskRun, model })
+                : await runModel(runCtx, { ...taskRun, model, fallbackModels: chain.slice(1), takeMessages, trace, confirmLease: opts.confirmLease }));
+      } finally {
+        await box?.release();
+      }
       if ('pause' in outcome) {
         const paused = await pause(ctx, row, outcome, log);
         trace.end(paused, null);

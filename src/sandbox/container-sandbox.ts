@@ -1,0 +1,348 @@
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import type Docker from 'dockerode';
+import type { Logger } from 'pino';
+import { prepareMountPoints } from '../workspace/task-folders.ts';
+import { isInside } from '../workspace/path-guard.ts';
+import { bashArgv } from './host-programs.ts';
+import { createOutputCapture } from './output-capture.ts';
+import { TIMEOUT_EXIT_CODE, type CommandResult } from './run-command.ts';
+import { programEnv, type CommandSpec, type RunSandbox, type Sandbox, type SandboxRun, type WrapExtra } from './sandbox.ts';
+
+/** How the Docker Engine API is reached (DOCKER_HOST and its TLS files, read at start). */
+export type EngineAddress = { socketPath: string } | { host: string; port: number; tls: { ca: Buffer; cert: Buffer; key: Buffer } | null };
+
+export interface ContainerSandboxOptions {
+  engine: EngineAddress;
+  /** SANDBOX_IMAGE: a definition without `image` runs its commands in it. */
+  image: string;
+  /** Containers are labelled with it; a start removes those its instance left (killed, crashed). */
+  instanceId: string;
+  maxProcesses: number;
+  maxFileBytes: number;
+  maxMemoryBytes: number;
+  tmpBytes: number;
+  /** SANDBOX_CPUS: CPUs a run's container may use (absent: no cap). */
+  cpus: number | null;
+  logger: Logger;
+}
+
+/** What a container sandbox does not run yet: long-lived programs of a task (they run as host processes under bubblewrap). */
+export const CONTAINER_MCP = 'MCP command servers do not run in container sandboxes yet (SANDBOX=container): use a URL server, or SANDBOX=bwrap';
+export const CONTAINER_ACP = 'ACP agents do not run in container sandboxes yet (SANDBOX=container): use SANDBOX=bwrap';
+
+/** The label every sandbox container carries: the instance that made it. */
+export const INSTANCE_LABEL = 'io.subagentd.instance';
+const TASK_LABEL = 'io.subagentd.task';
+
+/** bash inside the image: commands are bash commands, so an image needs it (at /bin/bash, as Debian's, Ubuntu's, Alpine's with bash). */
+const BASH = '/bin/bash';
+
+/**
+ * Kills every process of session $1 (a command's: the exec's first process leads one) but
+ * itself, by /proc (no procps in the image needed): what a command leaves running dies with it,
+ * as bubblewrap's PID namespace makes it on the host. A process that made a session of its own
+ * (setsid) is left to the container's end, within its limits.
+ */
+const KILL_SESSION = `sid=$1; [ "$sid" = "$$" ] || kill -KILL "$sid" 2>/dev/null; for s in /proc/[0-9]*/stat; do read -r st < "$s" 2>/dev/null || continue; set -- \${st##*) }; p=\${s#/proc/}; p=\${p%/stat}; [ "$4" = "$sid" ] && [ "$p" != "$$" ] && kill -KILL "$p" 2>/dev/null; done`;
+
+/**
+ * The command's first process: says its pid (its session's id) on stderr's first line, sets the
+ * same ulimits as bubblewrap's (-u binds a non-root user, -f bounds a file; memory and processes
+ * are the container's cgroup), runs the command, then ends what it left behind.
+ */
+function wrapper(opts: ContainerSandboxOptions): string {
+  return [
+    `printf '%s\\n' "$$" >&2`,
+    `ulimit -u ${opts.maxProcesses} 2>/dev/null`,
+    `ulimit -f ${Math.floor(opts.maxFileBytes / 1024)}`,
+    `"$@"`,
+    `c=$?`,
+    `k() { ${KILL_SESSION}; }`,
+    `k "$$"`,
+    `exit $c`,
+  ].join('\n');
+}
+
+/**
+ * SANDBOX=container: every command of a task run in one container of its own, made at the run's
+ * first command through the Docker Engine API (Docker's or podman's) from the definition's image:
+ * the workspace (or worktree) its only writable mount at the same path, the task's folders
+ * read-only over it, the root read-only, a private /tmp, no network, no capability, the service's
+ * processes, memory, file and CPU caps, the clean environment bubblewrap gives. Commands are execs
+ * in it; the container is removed when the run ends, and at start whatever a killed instance left.
+ */
+export function createContainerSandbox(opts: ContainerSandboxOptions): Sandbox {
+  // The client is loaded by the first run that needs it: a process in bwrap mode never holds it.
+  let client: Promise<Docker> | null = null;
+  const engine = () =>
+    (client ??= import('dockerode').then(
+      ({ default: Client }) =>
+        new Client(
+          'socketPath' in opts.engine
+            ? { socketPath: opts.engine.socketPath, host: undefined }
+            : { host: opts.engine.host, port: opts.engine.port, protocol: opts.engine.tls ? 'https' : 'http', ...(opts.engine.tls ?? {}) },
+        ),
+    ));
+  const live = new Set<RunSandbox>();
+  let swept: Promise<void> | null = null;
+  const sweep = () =>
+    (swept ??= (async () => {
+      const docker = await engine();
+      await docker.ping().catch((err: unknown) => {
+        throw new Error(`SANDBOX=container but the engine at DOCKER_HOST does not answer: ${(err as Error).message}`);
+      });
+      const left = await docker.listContainers({ all: true, filters: { label: [`${INSTANCE_LABEL}=${opts.instanceId}`] } });
+      await Promise.all(
+        left.map((c) =>
+          docker
+            .getContainer(c.Id)
+            .remove({ force: true })
+            .catch(() => {}),
+        ),
+      );
+      if (left.length > 0) opts.logger.warn({ containers: left.length }, 'removed the sandbox containers a stopped instance left');
+    })().catch((err: unknown) => {
+      // Asked again by the next run: the engine may be back by then.
+      swept = null;
+      throw err;
+    }));
+  const refuse = () => {
+    throw new Error('commands run in a task run’s container (SANDBOX=container)');
+  };
+  return {
+    kind: 'container',
+    wrap: refuse,
+    run: refuse,
+    prepare: sweep,
+    forRun(run) {
+      const box = runSandbox(engine, opts, run, sweep, () => live.delete(box));
+      live.add(box);
+      return box;
+    },
+    async close() {
+      await Promise.all([...live].map((b) => b.release()));
+    },
+  };
+}
+
+function runSandbox(engine: () => Promise<Docker>, opts: ContainerSandboxOptions, run: SandboxRun, sweep: () => Promise<void>, forget: () => void): RunSandbox {
+  const root = run.workspace.root;
+  let made: Promise<{ container: Docker.Container; path: string | null }> | null = null;
+  let released = false;
+  const make = () =>
+    (made ??= (async () => {
+      // After the sweep (a run resumed at start must not lose its container to it).
+      await sweep();
+      const docker = await engine();
+      const image = run.image ?? opts.image;
+      const info = await docker
+        .getImage(image)
+        .inspect()
+        .catch((err: unknown) => {
+          throw new Error(`the sandbox image ${image} is not on the engine (${(err as Error).message}): pull or build it there`);
+        });
+      // The image's own PATH (a JDK's, a Python's), else the one bubblewrap gives.
+      const imagePath = (info.Config?.Env ?? []).find((e) => e.startsWith('PATH='))?.slice(5) ?? null;
+      const folders = run.workspace.folders ?? [];
+      if (folders.length > 0) await prepareMountPoints(run.workspace);
+      const container = await docker.createContainer({
+        Image: image,
+        Entrypoint: ['sleep'],
+        Cmd: ['infinity'],
+        Labels: { [INSTANCE_LABEL]: opts.instanceId, [TASK_LABEL]: run.taskId },
+        User: `${process.getuid?.() ?? 0}:${process.getgid?.() ?? 0}`,
+        WorkingDir: root,
+        Hostname: 'sandbox',
+        Env: [],
+        NetworkDisabled: true,
+        HostConfig: {
+          NetworkMode: 'none',
+          ReadonlyRootfs: true,
+          Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${opts.tmpBytes},mode=1777` },
+          Mounts: [
+            { Type: 'bind', Source: root, Target: root, ReadOnly: false },
+            ...folders.map((f) => ({ Type: 'bind' as const, Source: f.root, Target: path.join(root, f.at), ReadOnly: true })),
+          ],
+          CapDrop: ['ALL'],
+          SecurityOpt: ['no-new-privileges'],
+          Init: true,
+          Memory: opts.maxMemoryBytes,
+          MemorySwap: opts.maxMemoryBytes,
+          PidsLimit: opts.maxProcesses,
+          ...(opts.cpus && { NanoCpus: Math.round(opts.cpus * 1e9) }),
+          // Explicit: an engine's defaults may be above what it may set (podman on these machines).
+          Ulimits: [
+            { Name: 'nofile', Soft: 1024, Hard: 1024 },
+            { Name: 'nproc', Soft: opts.maxProcesses, Hard: opts.maxProcesses },
+          ],
+        },
+      });
+      // Released while it was being made: it goes at once.
+      if (released) {
+        await container.remove({ force: true }).catch(() => {});
+        throw new Error('the task run has ended');
+      }
+      await container.start();
+      return { container, path: imagePath };
+    })());
+  const box: RunSandbox = {
+    kind: 'container',
+    wrap: () => {
+      throw new Error(`${CONTAINER_MCP}; ${CONTAINER_ACP}`);
+    },
+    async run(workspace, command, extra) {
+      if (!isInside(workspace, root)) throw new Error(`${workspace} is not the run's workspace`);
+      const started = Date.now();
+      let c: Awaited<typeof made>;
+      try {
+        c = await make();
+      } catch (err) {
+        return failedToStart(started, (err as Error).message);
+      }
+      return execIn(c.container, opts, command, commandEnv(workspace, extra ?? {}, c.path), started);
+    },
+    async release() {
+      if (released) return;
+      released = true;
+      forget();
+      const c = await made?.catch(() => null);
+      await c?.container.remove({ force: true }).catch((err: unknown) => opts.logger.warn({ err, taskId: run.taskId }, 'could not remove a sandbox container'));
+    },
+  };
+  return box;
+}
+
+/** bubblewrap's environment for the command, the image's PATH when it has one. */
+function commandEnv(workspace: string, extra: WrapExtra, imagePath: string | null): string[] {
+  const env = programEnv(workspace, { ...extra, egress: undefined });
+  if (imagePath) env.PATH = imagePath;
+  return Object.entries(env).map(([k, v]) => `${k}=${v}`);
+}
+
+function failedToStart(started: number, message: string): CommandResult {
+  return {
+    exitCode: 127,
+    stdout: '',
+    stderr: `failed to start: ${message}`,
+    truncated: { stdout: false, stderr: false },
+    timedOut: false,
+    aborted: false,
+    durationMs: Date.now() - started,
+  };
+}
+
+/**
+ * One command as an exec in the run's container: its output captured within the budget, its
+ * session killed at its timeout or its abort (a second exec), its exit code read once it ends.
+ */
+async function execIn(
+  container: Docker.Container,
+  opts: ContainerSandboxOptions,
+  command: CommandSpec,
+  env: string[],
+  started: number,
+): Promise<CommandResult> {
+  const withInput = command.input !== undefined;
+  const argv = bashArgv(command.command).slice(1);
+  const exec = await container.exec({
+    Cmd: [BASH, '--noprofile', '--norc', '-c', wrapper(opts), 'sandbox', BASH, ...argv],
+    Env: env,
+    WorkingDir: command.cwd,
+    AttachStdin: withInput,
+    AttachStdout: true,
+    AttachStderr: true,
+    Tty: false,
+  });
+  const stream = await exec.start({ hijack: true, stdin: withInput });
+  const stdout = createOutputCapture(command.maxOutputBytes);
+  const stderr = createOutputCapture(command.maxOutputBytes);
+  let session: string | null = null;
+  let head = '';
+  let timedOut = false;
+  let aborted = false;
+  let killing = false;
+  const kill = () => {
+    killing = true;
+    if (session === null) return; // killed as soon as it says which it is
+    void container
+      .exec({ Cmd: [BASH, '--noprofile', '--norc', '-c', KILL_SESSION, 'kill', session], AttachStdout: true, AttachStderr: true })
+      .then((k) => k.start({ hijack: true, stdin: false }))
+      .then((s) => {
+        s.on('error', () => {});
+        s.resume();
+        setTimeout(() => s.destroy(), 5000).unref();
+      })
+      .catch(() => {});
+    // A process that left the session may hold the streams open: stop waiting for them.
+    setTimeout(() => stream.destroy(), 500).unref();
+  };
+  const sink = (onChunk: (b: Buffer) => void) =>
+    new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        onChunk(chunk);
+        cb();
+      },
+    });
+  const out = sink((b) => {
+    stdout.write(b);
+    command.onOutput?.(b);
+  });
+  const err = sink((b) => {
+    if (session === null) {
+      // The wrapper's first line: the session to kill.
+      head += b.toString('latin1');
+      const nl = head.indexOf('\n');
+      if (nl < 0) return;
+      session = head.slice(0, nl);
+      b = Buffer.from(head.slice(nl + 1), 'latin1');
+      if (killing) kill();
+      if (b.length === 0) return;
+    }
+    stderr.write(b);
+    command.onOutput?.(b);
+  });
+  // Docker's multiplexed stream (an 8-byte header per frame) split into stdout and stderr by the client's own reader.
+  (container.modem as { demuxStream(s: NodeJS.ReadableStream, o: Writable, e: Writable): void }).demuxStream(stream, out, err);
+  if (withInput) stream.end(command.input);
+  const timer = setTimeout(() => {
+    timedOut = true;
+    kill();
+  }, command.timeoutMs);
+  const onAbort = () => {
+    aborted = true;
+    kill();
+  };
+  if (command.signal?.aborted) onAbort();
+  command.signal?.addEventListener('abort', onAbort, { once: true });
+  await new Promise<void>((resolve) => {
+    stream.on('end', resolve);
+    stream.on('close', resolve);
+    stream.on('error', () => resolve());
+  });
+  clearTimeout(timer);
+  command.signal?.removeEventListener('abort', onAbort);
+  const code = await exitCode(exec);
+  const o = stdout.result();
+  const e = stderr.result();
+  return {
+    exitCode: timedOut ? TIMEOUT_EXIT_CODE : code,
+    stdout: o.text,
+    stderr: e.text,
+    truncated: { stdout: o.truncated, stderr: e.truncated },
+    timedOut,
+    aborted,
+    durationMs: Date.now() - started,
+  };
+}
+
+/** The exec's exit code once the engine has it (podman answers `Running` a moment after the stream ends). */
+async function exitCode(exec: Docker.Exec): Promise<number> {
+  for (let i = 0; i < 50; i++) {
+    const info = await exec.inspect().catch(() => null);
+    if (!info) return 137;
+    if (!info.Running && info.ExitCode !== null) return info.ExitCode;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return 137;
+}

@@ -1,0 +1,185 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { childEnv, startChildService, type ChildService } from './support/child-service';
+import { BASE_IMAGE, containersOf, DOCKER_HOST, engineClient, engineMissing, imageSize, imageWith } from './support/container-engine';
+import { startService, taskBody, taskEnd, TEST_API_KEY, type TestService } from './support/harness';
+import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
+import { until } from './support/until';
+
+const docker = engineClient();
+const missing = await engineMissing(docker);
+if (missing) {
+  console.warn(`[container sandbox tests] skipped: ${missing}. .ci/run starts podman's API socket and makes the base image (.ci/podman-service).`);
+}
+const withEngine = describe.skipIf(missing !== null);
+
+/** Two small images of the base, told apart by one file: the default (SANDBOX_IMAGE) and a definition's own. */
+const DEFAULT_IMAGE = 'localhost/subagentd-test-sandbox:alpha';
+const OWN_IMAGE = 'localhost/subagentd-test-sandbox:beta';
+const INSTANCE = `container-test-${process.pid}`;
+
+let svc: TestService;
+let dir: string;
+beforeAll(async () => {
+  if (missing) return;
+  await imageWith(docker, DEFAULT_IMAGE, { 'opt/flavour': 'alpha\n' });
+  await imageWith(docker, OWN_IMAGE, { 'opt/flavour': 'beta\n', 'usr/local/bin/beta-tool': '#!/bin/sh\necho beta tool ran\n' });
+  const sizes = await Promise.all([BASE_IMAGE, DEFAULT_IMAGE, OWN_IMAGE].map(async (t) => `${t} ${(await imageSize(docker, t)) / 1e6} MB`));
+  console.info(`[container sandbox tests] images: ${sizes.join(', ')}`);
+  dir = mkdtempSync(path.join(tmpdir(), 'subagentd-container-'));
+  mkdirSync(path.join(dir, 'agents'));
+  writeFileSync(
+    path.join(dir, 'agents', 'beta.md'),
+    `---\nname: beta\ndescription: runs its commands in its own image\ntools: bash\nimage: ${OWN_IMAGE}\n---\nUse bash.\n`,
+  );
+  svc = await startService({ dir, env: { SANDBOX: 'container', SANDBOX_IMAGE: DEFAULT_IMAGE, DOCKER_HOST, INSTANCE_ID: INSTANCE } });
+}, 120_000);
+afterAll(async () => {
+  await svc?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** POST /tasks over HTTP, waiting for the end. */
+async function post(body: Record<string, unknown>, wait = true): Promise<any> {
+  const res = await fetch(`${svc.url}/tasks${wait ? '?wait=true' : ''}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return res.json();
+}
+const shell = (command: string, over: Record<string, unknown> = {}) =>
+  post(taskBody({ subagent_type: 'shell', prompt: undefined, command, context: { parentTaskId: 'T-ctr', userId: 'u-1' }, ...over }));
+
+/** A model task of `type` whose one bash call runs `command`; what the call returned. */
+async function bashOnce(type: string, command: string, marker: string, timeoutMs?: number): Promise<{ task: any; result: any }> {
+  let seen = '';
+  svc.model.script(marker, (ctx) => {
+    if (ctx.turn === 0) return { toolCalls: [{ name: 'bash', args: { command, ...(timeoutMs && { timeoutMs }) } }] };
+    seen = ctx.toolResults[0]?.content ?? '';
+    return { toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] };
+  });
+  const task = await post(taskBody({ subagent_type: type, prompt: marker, context: { parentTaskId: 'T-ctr', userId: 'u-1' } }));
+  return { task, result: JSON.parse(seen) };
+}
+
+withEngine('the container sandbox (SANDBOX=container)', () => {
+  it('runs a shell task in the default image, and the file it writes is served by the files route', async () => {
+    const out = await shell('cat /opt/flavour; hostname; echo "made inside" > inside.txt');
+    expect(out).toMatchObject({ status: 'completed', output: { exitCode: 0, stdout: 'alpha\nsandbox\n' } });
+    const file = await fetch(`${svc.url}/tasks/${out.id}/files/inside.txt`);
+    expect(file.status).toBe(200);
+    expect(await file.text()).toBe('made inside\n');
+  });
+
+  it("runs a definition's bash in its own image, and the default's in the default", async () => {
+    const own = await bashOnce('beta', 'cat /opt/flavour; beta-tool', 'CTR-OWN-IMAGE');
+    expect(own.task.status).toBe('completed');
+    expect(own.result).toMatchObject({ exitCode: 0, stdout: 'beta\nbeta tool ran\n' });
+    const general = await bashOnce('general', 'cat /opt/flavour; command -v beta-tool || echo no beta-tool', 'CTR-DEFAULT-IMAGE');
+    expect(general.result).toMatchObject({ exitCode: 0, stdout: 'alpha\nno beta-tool\n' });
+  });
+
+  it('leaves only the workspace writable: the root is read-only, /tmp private to the run', async () => {
+    const out = await shell('echo ok > here.txt && cat here.txt; touch /usr/pwned 2>&1; touch /etc/pwned 2>&1; echo run > /tmp/mark && cat /tmp/mark');
+    expect(out.output.stdout).toContain('ok\n');
+    expect(out.output.stdout).toMatch(/\/usr\/pwned': Read-only file system/);
+    expect(out.output.stdout).toMatch(/\/etc\/pwned': Read-only file system/);
+    expect(out.output.stdout).toContain('run\n');
+    // Another task run: another container, another /tmp.
+    const next = await shell('cat /tmp/mark 2>&1 || echo absent');
+    expect(next.output.stdout).toContain('absent');
+  });
+
+  it('has no network: not the service on loopback, not an outside address, no interface but lo', async () => {
+    const port = new URL(svc.url).port;
+    const out = await shell(
+      `(echo > /dev/tcp/127.0.0.1/${port}) 2>/dev/null && echo LOOPBACK || echo no-loopback; ` +
+        `(timeout 3 bash -c 'echo > /dev/tcp/1.1.1.1/80') 2>/dev/null && echo OUTSIDE || echo no-outside; ls /sys/class/net`,
+    );
+    expect(out.output.stdout).toBe('no-loopback\nno-outside\nlo\n');
+  });
+
+  it('passes no variable of the service: only PATH, HOME (the workspace), LANG and TERM; no provider key; no capability', async () => {
+    const out = await shell('env | cut -d= -f1 | sort | tr "\\n" " "; echo; echo "$HOME"; grep CapEff /proc/self/status');
+    const names = out.output.stdout.split('\n')[0].trim().split(' ');
+    expect(names.filter((v: string) => !['PWD', 'SHLVL', '_', 'OLDPWD', 'HOSTNAME', 'container'].includes(v)).sort()).toEqual(['HOME', 'LANG', 'PATH', 'TERM']);
+    expect(out.output.stdout).toContain(path.join(svc.config.workspacesDir, 'T-ctr'));
+    expect(out.output.stdout).toMatch(/CapEff:\s+0+\n/);
+    expect(JSON.stringify(out)).not.toContain(TEST_API_KEY);
+  });
+
+  it('kills a command at its timeout, what it left running too, and the task goes on', async () => {
+    const { task, result } = await bashOnce('general', 'sleep 4747 & sleep 4848', 'CTR-TIMEOUT', 1000);
+    expect(task.status).toBe('completed');
+    expect(result).toMatchObject({ exitCode: 124, timedOut: true });
+    // The engine here is this machine's: its processes are ours to see.
+    await until(async () => !/sleep (4747|4848)\b/.test(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })), 20_000);
+  });
+
+  it('stops the command of a cancelled task, and no container is left once tasks end', async () => {
+    const task = await post(
+      taskBody({
+        subagent_type: 'shell',
+        prompt: undefined,
+        command: 'echo started > started.txt; sleep 4949',
+        context: { parentTaskId: 'T-cancel', userId: 'u-1' },
+      }),
+      false,
+    );
+    const started = path.join(svc.config.workspacesDir, 'T-cancel', 'started.txt');
+    await until(async () => existsSync(started), 30_000);
+    expect((await containersOf(docker, INSTANCE)).length).toBeGreaterThan(0);
+    const res = await fetch(`${svc.url}/tasks/${task.id}/cancel`, { method: 'POST' });
+    expect(res.status).toBeLessThan(300);
+    const ended = await taskEnd(svc, task.id);
+    expect(ended).toMatchObject({ status: 'aborted', error: { code: 'cancelled' } });
+    await until(async () => (await containersOf(docker, INSTANCE)).length === 0, 30_000);
+  });
+});
+
+withEngine('containers a killed service left', () => {
+  let model: ScriptedModel;
+  let home: string;
+  let child: ChildService | null = null;
+  beforeAll(async () => {
+    model = await startScriptedModel();
+    home = mkdtempSync(path.join(tmpdir(), 'subagentd-container-kill-'));
+  });
+  afterAll(async () => {
+    child?.child.kill('SIGKILL');
+    await child?.exited;
+    await model.close();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  it('are removed by the next start of the same instance', async () => {
+    const instance = `${INSTANCE}-killed`;
+    const env = {
+      ...childEnv(home, model.url, TEST_API_KEY),
+      SANDBOX: 'container',
+      SANDBOX_IMAGE: DEFAULT_IMAGE,
+      DOCKER_HOST,
+      INSTANCE_ID: instance,
+      // The task the kill interrupts ends at the next start rather than running again (in a new container).
+      RECOVERY_MODE: 'interrupt',
+    };
+    child = await startChildService(env);
+    const res = await fetch(`${child.url}/tasks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(taskBody({ subagent_type: 'shell', prompt: undefined, command: 'sleep 4343' })),
+    });
+    expect(res.status).toBe(202);
+    await until(async () => (await containersOf(docker, instance)).some((c) => c.State === 'running'), 30_000);
+    child.child.kill('SIGKILL');
+    await child.exited;
+    const left = await containersOf(docker, instance);
+    expect(left).toHaveLength(1);
+    child = await startChildService(env);
+    await until(async () => (await containersOf(docker, instance)).length === 0, 30_000);
+  });
+});
