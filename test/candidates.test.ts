@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModel, type ScriptedTurn, type TurnContext } from '../scripted-model/server';
+import { createSubagentClient, createTaskTool, type TaskOutput } from '@subagentd/client';
 import { startService, storedEvents, taskBody, type TestService } from './support/harness';
 import { until } from './support/until';
 
@@ -183,6 +184,36 @@ describe('candidates', () => {
       await until(async () => (await get(`/tasks/${t.id}`)).status !== 'running');
       expect(await get(`/tasks/${t.id}`)).toMatchObject({ status: 'aborted', error: { code: 'cancelled', message: expect.stringContaining(id) } });
     }
+  });
+
+  it("the client's task tool starts its subagents with candidates and an outcome; the parent model reads the kept attempt and whether it was met", async () => {
+    model.script('CAND-TOOL', (ctx: TurnContext) =>
+      ctx.turn === 0 ? write('answer.txt', ctx.model === 'model-c' ? 'right' : 'wrong') : complete(`by ${ctx.model}`, ['answer.txt']),
+    );
+    const client = createSubagentClient({ baseUrl: svc.url });
+    await expect(createTaskTool({ client, context: { parentTaskId: 'T-cand-tool', userId: 'u' }, candidates: { n: 2 } })).rejects.toThrow(/give outcome/);
+    const tool = await createTaskTool({
+      client,
+      context: { parentTaskId: 'T-cand-tool', userId: 'u' },
+      outcome,
+      candidates: { n: 2, models: ['model-a', 'model-c'] },
+    });
+    let last: unknown;
+    const run = tool.execute!({ subagent_type: 'general', description: 'answer', prompt: 'CAND-TOOL' }, { toolCallId: 'call_cand', messages: [] });
+    for await (const out of run as AsyncIterable<unknown>) last = out;
+    const done = last as TaskOutput;
+    expect(done).toMatchObject({ status: 'completed', summary: 'by model-c', changes: { added: ['answer.txt'] } });
+    const seen = (await tool.toModelOutput!({
+      toolCallId: 'call_cand',
+      input: { subagent_type: 'general', description: 'answer', prompt: 'CAND-TOOL' },
+      output: done,
+    })) as { value: any };
+    expect(seen.value).toMatchObject({
+      status: 'completed',
+      summary: 'by model-c',
+      outcome: { status: 'satisfied', iterations: 1 },
+      candidates: { attempts: 2, selected: done.candidates!.find((c) => c.model === 'model-c')!.taskId },
+    });
   });
 
   it('refuses candidates without a worktree, without an outcome, for a shell task, outside 2..8, and on a follow-up', async () => {

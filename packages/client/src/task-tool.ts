@@ -1,7 +1,7 @@
 import { asSchema, tool, type JSONValue, type Tool } from 'ai';
 import { z } from 'zod';
 import type { SubagentClient } from './client.ts';
-import type { AgentSummary, ApprovalDecision, ClientToolSpec, StreamMessage, TaskOutput, ToolResult } from './types.ts';
+import type { AgentSummary, ApprovalDecision, CandidatesSpec, ClientToolSpec, OutcomeSpec, StreamMessage, TaskOutput, ToolResult } from './types.ts';
 
 /** What the parent's task tool inherits from the parent task (the tool call id comes per call). */
 export interface TaskToolContext {
@@ -35,6 +35,16 @@ export interface TaskToolOptions {
    * them; what they return (or the error they throw) goes back to the subagent as the tool's result.
    */
   clientTools?: Record<string, Tool>;
+  /**
+   * How every subagent this tool starts has its `complete` checked (`options.outcome`: a verify
+   * command, a rubric graded by another model): the parent model reads whether it was met.
+   */
+  outcome?: OutcomeSpec;
+  /**
+   * Run each subagent as `n` attempts at once and keep the best (`options.candidates`; needs
+   * `outcome`): its subagents then work in worktrees, their changes applied by whoever decides.
+   */
+  candidates?: CandidatesSpec;
 }
 
 /** An approval request of a subagent, as `onApproval` is asked it. */
@@ -74,6 +84,8 @@ export function compactTaskOutput(t: TaskOutput) {
     ...(t.changes ? { changes: { added: t.changes.added, modified: t.changes.modified, deleted: t.changes.deleted } } : {}),
     // Whether its outcome (a verify command, a rubric) was met: a summary is not taken on its word.
     ...(t.outcome ? { outcome: { status: t.outcome.status, iterations: t.outcome.iterations } } : {}),
+    // A task with candidates: how many attempts ran, and the one kept.
+    ...(t.candidates ? { candidates: { attempts: t.candidates.length, selected: t.candidates.find((c) => c.selected)?.taskId ?? null } } : {}),
     ...(t.error ? { error: t.error } : {}),
   };
 }
@@ -90,7 +102,8 @@ const INSTRUCTIONS =
  * twice), yields progress as preliminary results, and ends with the TaskOutput. When the parent's
  * abort signal fires the task is cancelled. The model sees only `compactTaskOutput`.
  */
-export async function createTaskTool({ client, context, agents, only, permissions, onApproval, clientTools = {} }: TaskToolOptions) {
+export async function createTaskTool({ client, context, agents, only, permissions, onApproval, clientTools = {}, outcome, candidates }: TaskToolOptions) {
+  if (candidates && !outcome) throw new Error('createTaskTool: candidates are compared by their outcome: give outcome too');
   const all = agents ?? (await client.agents.list());
   const offered = all.filter((a) => !only || only.includes(a.type));
   if (offered.length === 0) throw new Error('createTaskTool: the service offers no subagent type to choose from');
@@ -154,6 +167,8 @@ export async function createTaskTool({ client, context, agents, only, permission
             ...(input.isolation && { isolation: input.isolation }),
             ...(specs.length > 0 && !shell && { clientTools: specs }),
             ...(permissions && { permissions }),
+            ...(outcome && !shell && { outcome }),
+            ...(candidates && !shell && !input.task_id && { candidates, isolation: 'worktree' as const }),
           },
         },
         { signal: abortSignal },

@@ -19,6 +19,14 @@ export type TaskStatus = TaskOutput['status'];
 export type TaskList = Schemas['TaskList'];
 export type ListTasksQuery = Query<'listTasks'>;
 export type TaskBudget = Schemas['TaskBudget'];
+/** `options.outcome`: how a task's `complete` is checked (a verify command, a rubric). */
+export type OutcomeSpec = NonNullable<NonNullable<CreateTaskBody['options']>['outcome']>;
+/** `options.candidates`: n attempts at once from one snapshot, one kept. */
+export type CandidatesSpec = NonNullable<NonNullable<CreateTaskBody['options']>['candidates']>;
+/** A task's outcome once checked (TaskOutput `outcome`). */
+export type Outcome = NonNullable<TaskOutput['outcome']>;
+/** One attempt of a task with candidates (TaskOutput `candidates`). */
+export type Candidate = NonNullable<TaskOutput['candidates']>[number];
 /** The answer to an approval request: `allow` (optionally with a replaced `input`) or `deny` (with the `message` the model reads). */
 export type ApprovalDecision = JsonBody<'answerApproval'>;
 /** The result of a caller-run tool's call: `{ output }` (what the model reads) or `{ error }` (a tool error it reads). */
