@@ -166,6 +166,41 @@ describe.skipIf(missing !== null)('the console in a browser', () => {
     expect((await api('GET', `/tasks/${id}`)).json().error.code).toBe('cancelled');
   }, 60_000);
 
+  it("shows a task's outcome and its candidates side by side, and the selected attempt's diff", async () => {
+    svc.model.script('CONSOLE-CAND', (ctx) =>
+      ctx.turn === 0
+        ? { toolCalls: [{ name: 'write_file', args: { path: 'answer.txt', content: ctx.model === 'cons-b' ? 'right' : 'wrong' } }] }
+        : { toolCalls: [{ name: 'complete', args: { summary: `answered by ${ctx.model}`, paths: ['answer.txt'] } }] },
+    );
+    const created = await api(
+      'POST',
+      '/tasks?wait=true',
+      taskBody({
+        prompt: 'CONSOLE-CAND',
+        context: { parentTaskId: 'T-console-cand', userId: 'u-console' },
+        options: {
+          isolation: 'worktree',
+          outcome: { verify: { command: 'grep -q right answer.txt' }, maxIterations: 1 },
+          candidates: { n: 2, models: ['cons-a', 'cons-b'] },
+        },
+      }),
+    );
+    const task = JSON.parse(created.body.trim());
+    expect(task.status).toBe('completed');
+    await page.goto(`${svc.url}/ui#/tasks/${task.id}`);
+    await page.locator('.candidates tr.selected').waitFor({ timeout: 15_000 });
+    expect(await page.textContent('.candidates tr.selected .model')).toBe('cons-b');
+    expect(await page.textContent('.candidates tr.selected .outcome-status')).toBe('satisfied');
+    expect(await page.locator('.candidates tbody tr').count()).toBe(2);
+    expect(await page.textContent('.candidates tr:not(.selected) .outcome-status')).toBe('max iterations reached');
+    expect(await page.textContent('.outcome .iterations')).toBe('after 1 check');
+    expect(await page.textContent('.criteria tr[data-criterion=verify]')).toContain('yes');
+    await page.getByText('Show the diff').click();
+    await page.locator('pre.diff', { hasText: '+right' }).waitFor({ timeout: 15_000 });
+    await page.screenshot({ path: path.join(shots, '10-candidates.png'), fullPage: true });
+    expect(problems).toEqual([]);
+  });
+
   it('shows what the hooks decided beside each call', async () => {
     svc.model.script('CONSOLE-HOOKS', [
       { toolCalls: [{ name: 'bash', args: { command: 'rm notes.txt' } }] },

@@ -4,6 +4,7 @@ import { age, duration, money, pretty, tokens } from './format.ts';
 import type { Task } from './tasks-page.tsx';
 import { createTimeline, hookSays, type Item } from './timeline.ts';
 import { descendantsOf } from './tree.ts';
+import { CandidatesView, OutcomeView } from './outcome-view.tsx';
 
 const FINISHED = new Set(['completed', 'aborted', 'error']);
 /** Items drawn at first: the latest ones (a task of 5,000 events stays quick); the rest on demand. */
@@ -217,6 +218,8 @@ export function TaskPage({ id }: { id: string }) {
         </p>
       )}
       {task.summary && <p class="summary">{task.summary}</p>}
+      {task.outcome && <OutcomeView outcome={task.outcome} />}
+      {task.candidates && <CandidatesView candidates={task.candidates} />}
 
       {pending.length > 0 && (
         <div class="pending">
@@ -307,7 +310,7 @@ export function TaskPage({ id }: { id: string }) {
       )}
       {task.changes && (
         <>
-          <h3>Changes (worktree)</h3>
+          <h3>Changes (worktree{task.candidates ? ', the selected attempt' : ''})</h3>
           <button
             class="link"
             onClick={() =>

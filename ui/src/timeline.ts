@@ -86,7 +86,7 @@ export function createTimeline() {
         items.push({ kind: 'plan', entries: d.entries ?? [] });
         break;
       case 'task.started':
-        note(m.type, `started as ${d.subagent_type} on ${d.model}`);
+        note(m.type, `started as ${d.subagent_type}${d.model ? ` on ${d.model}` : ''}`);
         break;
       case 'task.finished':
         note(m.type, `finished: ${d.status}${d.error ? ` (${d.error.code}: ${d.error.message})` : ''}`);
@@ -128,6 +128,18 @@ export function createTimeline() {
         break;
       case 'message.received':
         note(m.type, `steering message delivered: ${d.text}`);
+        break;
+      case 'outcome.evaluated':
+        note(m.type, `check ${d.iteration} (${d.by}): ${d.satisfied ? 'satisfied' : 'not satisfied'}`);
+        break;
+      case 'candidate.started':
+        note(m.type, `attempt ${d.index + 1} started on ${d.model ?? 'the default model'}: ${d.taskId}`);
+        break;
+      case 'candidate.finished':
+        note(m.type, `attempt ${d.taskId} ${d.status}${d.outcome ? `, outcome ${d.outcome.status}` : ''}`);
+        break;
+      case 'candidate.selected':
+        note(m.type, `kept ${d.taskId}: ${d.reason}`);
         break;
       case 'heartbeat':
         break;
