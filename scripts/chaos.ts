@@ -18,7 +18,9 @@
  *     the run applies them from any instance while it kills them): in the end each task's files
  *     are in the shared workspace all or none, all once `appliedAt` is set;
  *   - nested children (a tenth of the tasks are leads that start a child) end and are billed like
- *     the rest.
+ *     the rest;
+ *   - tasks with candidates (a tenth: two attempts in worktrees, checked by a verify command) end
+ *     with one attempt selected, and no attempt is started twice whatever kills them.
  * Prints the figures as one JSON object; exits 1 when the ledger does not hold.
  *
  * CHAOS_SECONDS (default 60): how long faults are injected while tasks are submitted.
@@ -45,9 +47,11 @@ const LATE_KILL_MS = 5000;
 const NAMES = ['a', 'b', 'c'] as const;
 /** What a worktree task writes: enough that a kill lands inside its apply now and then. */
 const WORKTREE_FILES = 20;
-type Kind = 'plain' | 'ask' | 'worktree' | 'lead';
-/** Six plain tasks in ten, two that ask, one in a worktree, one lead with a child. */
-const kindOf = (i: number): Kind => (['plain', 'plain', 'ask', 'plain', 'worktree', 'plain', 'plain', 'ask', 'plain', 'lead'] as const)[i % 10];
+type Kind = 'plain' | 'ask' | 'worktree' | 'lead' | 'candidates';
+/** Five plain tasks in ten, two that ask, one in a worktree, one lead with a child, one with two candidates. */
+const kindOf = (i: number): Kind => (['plain', 'plain', 'ask', 'plain', 'worktree', 'plain', 'candidates', 'ask', 'plain', 'lead'] as const)[i % 10];
+/** The attempts of a task with candidates. */
+const CANDIDATES = 2;
 type Name = (typeof NAMES)[number];
 
 /** mulberry32: a small seeded generator, so a run's fault sequence can be replayed. */
@@ -127,6 +131,12 @@ async function main() {
       : { toolCalls: [{ name: 'complete', args: { summary: 'led', paths: [] } }], usage: { input: 200, output: 20 } },
   );
 
+  model.script('CHAOS-CAND-', (ctx) =>
+    ctx.turn === 0
+      ? { toolCalls: [{ name: 'write_file', args: { path: 'cand.txt', content: ctx.model } }], usage: { input: 100, output: 10 } }
+      : { toolCalls: [{ name: 'complete', args: { summary: 'attempted', paths: ['cand.txt'] } }], usage: { input: 200, output: 20 } },
+  );
+
   const { DATABASE_PATH: _unused, ...shared } = childEnv(dir, model.url, 'unused');
   mkdirSync(shared.AGENTS_DIR, { recursive: true });
   writeFileSync(path.join(shared.AGENTS_DIR, 'lead.md'), '---\nname: lead\ndescription: Starts a child\nmaxDepth: 1\n---\nDelegate.\n');
@@ -182,8 +192,14 @@ async function main() {
   const workspaceOf = (i: number) => `T-chaos-${kindOf(i) === 'worktree' ? `wt-${i}` : i % 8}`;
   async function submit(i: number) {
     const kind = kindOf(i);
-    const prompt = { plain: `CHAOS-${i}`, ask: `CHAOS-ASK-${i}`, worktree: `CHAOS-WT-${i}`, lead: `CHAOS-LEAD-${i}` }[kind];
-    const options = { plain: undefined, ask: { permissions: { bash: 'ask' } }, worktree: { isolation: 'worktree' }, lead: undefined }[kind];
+    const prompt = { plain: `CHAOS-${i}`, ask: `CHAOS-ASK-${i}`, worktree: `CHAOS-WT-${i}`, lead: `CHAOS-LEAD-${i}`, candidates: `CHAOS-CAND-${i}` }[kind];
+    const options = {
+      plain: undefined,
+      ask: { permissions: { bash: 'ask' } },
+      worktree: { isolation: 'worktree' },
+      lead: undefined,
+      candidates: { isolation: 'worktree', outcome: { verify: { command: 'test -f cand.txt' } }, candidates: { n: CANDIDATES } },
+    }[kind];
     const key = `chaos-${SEED}-${i}`;
     for (let attempt = 0; attempt < 6; attempt++) {
       const live = NAMES.filter((n) => !down.has(n) && instances.has(n));
@@ -316,7 +332,13 @@ async function main() {
   }
   operating = false;
   await operator;
-  for (const c of await childrenOf()) submitted.set(c.id, `CHAOS-KID-${/CHAOS-LEAD-(\d+)/.exec(submitted.get(c.parent_task) ?? '')?.[1]}`);
+  // A lead's child asks as CHAOS-KID-<i>; an attempt asks its task's own prompt.
+  const attemptsOf = new Map<string, number>();
+  for (const c of await childrenOf()) {
+    const parent = submitted.get(c.parent_task) ?? '';
+    if (kinds.get(c.parent_task) === 'candidates') attemptsOf.set(c.parent_task, (attemptsOf.get(c.parent_task) ?? 0) + 1);
+    submitted.set(c.id, kinds.get(c.parent_task) === 'candidates' ? parent : `CHAOS-KID-${/CHAOS-LEAD-(\d+)/.exec(parent)?.[1]}`);
+  }
   // Webhooks of the last ends go out (a delivery claimed by a killed instance waits for its claim to expire).
   const sent = Date.now() + 60_000;
   while (Date.now() < sent) {
@@ -348,7 +370,9 @@ async function main() {
   // One snapshot for every read: a paused instance may still bill a late call while they run, and
   // its report row and the task's total (one transaction) must be seen together or not at all.
   await db.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-  const tasks = (await db.query(`SELECT id, status, error_code, resumes, input_tokens, completed_at, worktree FROM tasks WHERE id = ANY($1)`, [ids])).rows;
+  const tasks = (
+    await db.query(`SELECT id, status, error_code, resumes, input_tokens, completed_at, worktree, candidates FROM tasks WHERE id = ANY($1)`, [ids])
+  ).rows;
   const events = (await db.query(`SELECT task_id, seq, type FROM task_events WHERE task_id = ANY($1) ORDER BY task_id, seq`, [ids])).rows;
   const reports = (await db.query(`SELECT task_id, input_tokens, at FROM usage_reports WHERE task_id = ANY($1)`, [ids])).rows;
   const deliveries = (await db.query(`SELECT id, task_id, status FROM webhook_deliveries WHERE event = 'task.finished' AND task_id = ANY($1)`, [ids])).rows;
@@ -388,7 +412,10 @@ async function main() {
         faults.some((f) => f.kind === 'kill' && s.authorization === `Bearer chaos-key-${f.name}` && s.at <= f.until + 50 && f.at - s.at <= LATE_KILL_MS),
       );
       const excusable = killedSoonAfter.reduce((sum, s) => sum + s.inputTokens, 0);
-      if (servedTokens - billed > excusable) violations.push(`${t.id}: ${servedTokens - billed} served tokens unbilled, ${excusable} excusable by a kill`);
+      if (servedTokens - billed > excusable)
+        violations.push(
+          `${t.id}: ${servedTokens - billed} served tokens unbilled, ${excusable} excusable by a kill (${prompt}, ${t.status}${t.error_code ? `/${t.error_code}` : ''})`,
+        );
       unbilledTokens += Math.max(0, servedTokens - billed);
     }
     // Usage after the end: only a call in flight at an instance paused past its lease.
@@ -409,7 +436,7 @@ async function main() {
   if (unexpectedExits.length > 0) violations.push(...unexpectedExits.map((e) => `an instance exited on its own: ${e}`));
 
   // No approved call ran twice: each approved command appends one line.
-  const ledger = { approvedCalls: 0, approvedRanTwice: 0, applies: 0, appliesWhole: 0 };
+  const ledger = { approvedCalls: 0, approvedRanTwice: 0, applies: 0, appliesWhole: 0, candidatesSelected: 0, attemptsStartedTwice: 0 };
   const workspaces = shared.WORKSPACES_DIR;
   for (const [id, kind] of kinds) {
     const i = /(\d+)$/.exec(submitted.get(id)!)![1];
@@ -420,6 +447,20 @@ async function main() {
       if (runs > 1) {
         ledger.approvedRanTwice++;
         violations.push(`${id}: its approved command ran ${runs} times`);
+      }
+    }
+    if (kind === 'candidates') {
+      // Its attempts, started once each; completed, it kept one of them.
+      const row = tasks.find((t) => t.id === id);
+      const list = (row?.candidates ? (typeof row.candidates === 'string' ? JSON.parse(row.candidates) : row.candidates) : []) as Array<{ selected: boolean }>;
+      const attempts = attemptsOf.get(id) ?? 0;
+      if (attempts > CANDIDATES) {
+        ledger.attemptsStartedTwice += attempts - CANDIDATES;
+        violations.push(`${id}: ${attempts} attempts started, ${CANDIDATES} asked for`);
+      }
+      if (row?.status === 'completed') {
+        if (list.filter((c) => c.selected).length === 1) ledger.candidatesSelected++;
+        else violations.push(`${id}: completed with ${list.filter((c) => c.selected).length} attempts selected`);
       }
     }
     if (kind === 'worktree') {
@@ -452,11 +493,14 @@ async function main() {
     unbilledTokensWithinKillWindow: unbilledTokens,
     usageRowsAfterEnd: lateRows,
     webhooks: { deliveries: deliveries.length, receivedIds: received.size, duplicates: [...received.values()].reduce((n, c) => n + c - 1, 0) },
-    kinds: Object.fromEntries((['plain', 'ask', 'worktree', 'lead'] as const).map((k) => [k, [...kinds.values()].filter((v) => v === k).length])),
+    kinds: Object.fromEntries((['plain', 'ask', 'worktree', 'lead', 'candidates'] as const).map((k) => [k, [...kinds.values()].filter((v) => v === k).length])),
     children: tasks.length - kinds.size,
     // Children started again by a lead resumed past its `task` call (a new call id, a new child).
-    childrenStartedTwice:
-      new Set(tasks.map((t) => submitted.get(t.id))).size < tasks.length ? tasks.length - new Set(tasks.map((t) => submitted.get(t.id))).size : 0,
+    // (A task with candidates and its attempts share a prompt: they are counted in the ledger instead.)
+    childrenStartedTwice: (() => {
+      const others = tasks.filter((t) => !submitted.get(t.id)!.startsWith('CHAOS-CAND-')).map((t) => submitted.get(t.id));
+      return others.length - new Set(others).size;
+    })(),
     ledger,
     violations: violations.length,
   };
