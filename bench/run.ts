@@ -1,5 +1,5 @@
 /**
- * `npm run bench [goals|compare|stream|load|crash|usage|tracing|instances|worktree|egress|providers|hooks|background|replay]`: the benchmarks of BENCHMARKS.md
+ * `npm run bench [goals|compare|stream|load|crash|usage|tracing|instances|worktree|egress|providers|hooks|background|replay|candidates]`: the benchmarks of BENCHMARKS.md
  * (`goals`: only those of issue 16, each next to the bare loop's figure from the same run). Everything
  * runs on this machine over loopback: the service and the bare loop as their own processes, the
  * scripted model server and the clients in this one.
@@ -20,6 +20,7 @@ import { benchEgress } from './egress.ts';
 import { benchHooks } from './hooks.ts';
 import { benchBackground } from './background.ts';
 import { benchReplay } from './replay.ts';
+import { benchAttempts, benchSnapshot } from './candidates.ts';
 
 /** The `general` agent's first model request when issue 16 was filed ("5.8 KB"): no regression past it. */
 const REQUEST_BYTES_BEFORE = 5843;
@@ -263,6 +264,29 @@ async function benchmarks(which: string) {
     console.log('|---|---:|---:|---:|---:|');
     const base = r.rows[0].p50;
     for (const row of r.rows) console.log(`| ${row.name} | ${f(row.p50, 0)} | ${f(row.min, 0)} | ${f(row.max, 0)} | ${f(row.p50 / base, 2)}× |`);
+    console.log();
+  }
+  if (which === 'all' || which === 'candidates') {
+    const s = await benchSnapshot();
+    const mib = (b: number) => f(b / 1024 ** 2, 1);
+    console.log(
+      `The snapshot of a task with candidates: ${s.files.toLocaleString('en')} files (${mib(s.bytes)} MiB), copied once, then cloned for each of n = ${s.n} attempts; medians of ${s.rounds} rounds on ${s.fs}`,
+    );
+    console.log('| step | ms | bytes used on disk (statfs) |');
+    console.log('|---|---:|---:|');
+    console.log(`| the snapshot (one copy of the workspace) | ${f(s.snapshotMs, 0)} | ${mib(s.snapshotDiskBytes)} MiB |`);
+    console.log(
+      `| ${s.n} clones of it, one after the other | ${f(s.clonesInTurnMs, 0)} | ${mib(s.clonesDiskBytes)} MiB (du counts ${mib(s.duBytes)} MiB in all) |`,
+    );
+    console.log(`| ${s.n} clones of it at once (as the attempts start) | ${f(s.clonesAtOnceMs, 0)} | |`);
+    console.log();
+    const r = await benchAttempts();
+    console.log(
+      `n = 3 attempts against one, on the same script (write, a command, complete; each answer after ${r.answerMs} ms; a verify command; ${r.files} files in the workspace); ${r.rounds} alternating rounds, wall time submit to end`,
+    );
+    console.log('| run | p50 ms | min ms | max ms | ÷ one attempt |');
+    console.log('|---|---:|---:|---:|---:|');
+    for (const row of r.rows) console.log(`| ${row.name} | ${f(row.p50, 0)} | ${f(row.min, 0)} | ${f(row.max, 0)} | ${f(row.p50 / r.rows[0].p50, 2)}× |`);
     console.log();
   }
   if (which === 'all' || which === 'replay') {

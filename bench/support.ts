@@ -58,6 +58,8 @@ export async function startBenchService(env: Record<string, string>, opts: { dir
     model,
     url: svc.url,
     pid: svc.child.pid!,
+    /** Where its files are (its workspaces under `workspaces/`). */
+    dir,
     async close() {
       svc.child.kill('SIGTERM');
       await svc.exited;
