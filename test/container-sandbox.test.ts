@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -35,7 +35,21 @@ beforeAll(async () => {
     path.join(dir, 'agents', 'beta.md'),
     `---\nname: beta\ndescription: runs its commands in its own image\ntools: bash\nimage: ${OWN_IMAGE}\n---\nUse bash.\n`,
   );
-  svc = await startService({ dir, env: { SANDBOX: 'container', SANDBOX_IMAGE: DEFAULT_IMAGE, DOCKER_HOST, INSTANCE_ID: INSTANCE } });
+  // The limits low enough to be reached, as test/sandbox.test.ts's cases reach bubblewrap's.
+  const limits = { SANDBOX_MAX_PROCESSES: '40', SANDBOX_MAX_FILE_BYTES: String(1024 * 1024), SANDBOX_MAX_MEMORY_BYTES: String(256 * 1024 * 1024) };
+  // Its hook reads the event on its standard input, in the definition's image.
+  writeFileSync(
+    path.join(dir, 'agents', 'beta-hooked.md'),
+    `---\nname: beta-hooked\ndescription: hooked\ntools: bash\nimage: ${OWN_IMAGE}\nhooks:\n  PreToolUse:\n    - matcher: bash\n      command: |\n        if grep -q 'rm -rf'; then echo "refused in $(cat /opt/flavour)" >&2; exit 2; fi\n---\nUse bash.\n`,
+  );
+  writeFileSync(
+    path.join(dir, 'agents', 'missing.md'),
+    '---\nname: missing\ndescription: an image nobody built\ntools: bash\nimage: localhost/subagentd-no-such-image:1\n---\nx\n',
+  );
+  svc = await startService({ dir, env: { SANDBOX: 'container', SANDBOX_IMAGE: DEFAULT_IMAGE, DOCKER_HOST, INSTANCE_ID: INSTANCE, ...limits } });
+  writeFileSync(path.join(dir, 'host-secret.txt'), 'HOST SECRET');
+  mkdirSync(path.join(svc.config.workspacesDir, 'T-other'), { recursive: true });
+  writeFileSync(path.join(svc.config.workspacesDir, 'T-other', 'private.txt'), 'OTHER PARENT DATA');
 }, 120_000);
 afterAll(async () => {
   await svc?.close();
@@ -83,6 +97,26 @@ withEngine('the container sandbox (SANDBOX=container)', () => {
     expect(general.result).toMatchObject({ exitCode: 0, stdout: 'alpha\nno beta-tool\n' });
   });
 
+  it("runs a definition's command hooks and an outcome's verify command in the run's container", async () => {
+    let refusal = '';
+    svc.model.script('CTR-HOOK', (ctx) => {
+      if (ctx.turn === 0) return { toolCalls: [{ name: 'bash', args: { command: 'rm -rf /tmp/x' } }] };
+      refusal = ctx.toolResults[0]?.content ?? '';
+      return { toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] };
+    });
+    await post(taskBody({ subagent_type: 'beta-hooked', prompt: 'CTR-HOOK', context: { parentTaskId: 'T-ctr', userId: 'u-1' } }));
+    expect(refusal).toContain('refused in beta');
+    svc.model.script('CTR-VERIFY', [{ toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] }]);
+    const verified = await post(
+      taskBody({
+        prompt: 'CTR-VERIFY',
+        context: { parentTaskId: 'T-ctr', userId: 'u-1' },
+        options: { outcome: { verify: { command: 'grep -q alpha /opt/flavour' } } },
+      }),
+    );
+    expect(verified.outcome).toMatchObject({ status: 'satisfied', criteria: [{ name: 'verify', passed: true }] });
+  });
+
   it('leaves only the workspace writable: the root is read-only, /tmp private to the run', async () => {
     const out = await shell('echo ok > here.txt && cat here.txt; touch /usr/pwned 2>&1; touch /etc/pwned 2>&1; echo run > /tmp/mark && cat /tmp/mark');
     expect(out.output.stdout).toContain('ok\n');
@@ -117,7 +151,7 @@ withEngine('the container sandbox (SANDBOX=container)', () => {
     expect(task.status).toBe('completed');
     expect(result).toMatchObject({ exitCode: 124, timedOut: true });
     // The engine here is this machine's: its processes are ours to see.
-    await until(async () => !/sleep (4747|4848)\b/.test(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })), 20_000);
+    await until(async () => !/sleep (4747|4848)\b/.test(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })), 20_000);
   });
 
   it('stops the command of a cancelled task, and no container is left once tasks end', async () => {
@@ -138,6 +172,58 @@ withEngine('the container sandbox (SANDBOX=container)', () => {
     const ended = await taskEnd(svc, task.id);
     expect(ended).toMatchObject({ status: 'aborted', error: { code: 'cancelled' } });
     await until(async () => (await containersOf(docker, INSTANCE)).length === 0, 30_000);
+  });
+});
+
+withEngine('the bubblewrap attack corpus, in a container', () => {
+  it("sees nothing of the host: links to the service's files lead nowhere, a hard link cannot be made, other workspaces are not there", async () => {
+    const ws = path.join(svc.config.workspacesDir, 'T-ctr');
+    mkdirSync(ws, { recursive: true });
+    const secret = path.join(dir, 'host-secret.txt');
+    rmSync(path.join(ws, 'to-secret'), { force: true });
+    symlinkSync(secret, path.join(ws, 'to-secret'));
+    const out = await shell(
+      `cat to-secret 2>&1; cat ${secret} 2>&1; ln ${secret} stolen 2>&1 || echo FAILED; ls ${svc.config.workspacesDir}; ` +
+        `cat ${path.join(svc.config.workspacesDir, 'T-other', 'private.txt')} 2>&1; head -c 16 ${svc.config.databasePath} 2>&1; echo`,
+    );
+    expect(out.output.stdout).not.toContain('HOST SECRET');
+    expect(out.output.stdout).not.toContain('OTHER PARENT DATA');
+    expect(out.output.stdout).not.toContain('SQLite format');
+    expect(out.output.stdout).toContain('FAILED');
+    expect(out.output.stdout.split('\n')).toContain('T-ctr');
+    expect(out.output.stdout.split('\n')).not.toContain('T-other');
+  });
+
+  it("caps the run's processes and memory (its cgroup, as the command sees it) and the size of a file", async () => {
+    const out = await shell(
+      'cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max; ' +
+        'cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max; ' +
+        'head -c 3000000 /dev/zero > big.bin 2>/dev/null; stat -c %s big.bin',
+    );
+    expect(out.output.stdout.trim().split('\n').map(Number)).toEqual([40, 256 * 1024 * 1024, 1024 * 1024]);
+  });
+
+  it("reads no start-up file: not the workspace's .bashrc or profile (HOME inside)", async () => {
+    const ws = path.join(svc.config.workspacesDir, 'T-rc');
+    mkdirSync(ws, { recursive: true });
+    for (const rc of ['.bashrc', '.bash_profile', '.profile']) writeFileSync(path.join(ws, rc), `echo FROM${rc}\n`);
+    const out = await shell('echo hi', { context: { parentTaskId: 'T-rc', userId: 'u-1' } });
+    expect(out.output).toMatchObject({ exitCode: 0, stdout: 'hi\n', stderr: '' });
+  });
+
+  it('a FIFO a command leaves is refused by the files route at once, never read', async () => {
+    const out = await shell('mkfifo pipe && echo made', { context: { parentTaskId: 'T-fifo', userId: 'u-1' } });
+    expect(out.output.stdout).toBe('made\n');
+    const res = await fetch(`${svc.url}/tasks/${out.id}/files/pipe`);
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('not_a_file');
+  });
+
+  it('fails a command whose image is not on the engine, saying so (nothing is pulled)', async () => {
+    const { task, result } = await bashOnce('missing', 'echo hi', 'CTR-MISSING-IMAGE');
+    expect(task.status).toBe('completed');
+    expect(result.exitCode).toBe(127);
+    expect(result.stderr).toContain('the sandbox image localhost/subagentd-no-such-image:1 is not on the engine');
   });
 });
 

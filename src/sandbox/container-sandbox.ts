@@ -85,6 +85,8 @@ export function createContainerSandbox(opts: ContainerSandboxOptions): Sandbox {
         ),
     ));
   const live = new Set<RunSandbox>();
+  /** Containers being removed: a run's end does not wait for it (about 0.2 s), the service's end does. */
+  const removing = new Set<Promise<void>>();
   let swept: Promise<void> | null = null;
   const sweep = () =>
     (swept ??= (async () => {
@@ -116,17 +118,28 @@ export function createContainerSandbox(opts: ContainerSandboxOptions): Sandbox {
     run: refuse,
     prepare: sweep,
     forRun(run) {
-      const box = runSandbox(engine, opts, run, sweep, () => live.delete(box));
+      const box = runSandbox(engine, opts, run, sweep, (removal) => {
+        live.delete(box);
+        removing.add(removal);
+        void removal.finally(() => removing.delete(removal));
+      });
       live.add(box);
       return box;
     },
     async close() {
       await Promise.all([...live].map((b) => b.release()));
+      await Promise.all(removing);
     },
   };
 }
 
-function runSandbox(engine: () => Promise<Docker>, opts: ContainerSandboxOptions, run: SandboxRun, sweep: () => Promise<void>, forget: () => void): RunSandbox {
+function runSandbox(
+  engine: () => Promise<Docker>,
+  opts: ContainerSandboxOptions,
+  run: SandboxRun,
+  sweep: () => Promise<void>,
+  ended: (removal: Promise<void>) => void,
+): RunSandbox {
   const root = run.workspace.root;
   let made: Promise<{ container: Docker.Container; path: string | null }> | null = null;
   let released = false;
@@ -183,7 +196,13 @@ function runSandbox(engine: () => Promise<Docker>, opts: ContainerSandboxOptions
         await container.remove({ force: true }).catch(() => {});
         throw new Error('the task run has ended');
       }
-      await container.start();
+      try {
+        await container.start();
+      } catch (err) {
+        // Made but not started (a refused limit, a runtime error): not left behind.
+        await container.remove({ force: true }).catch(() => {});
+        throw err;
+      }
       return { container, path: imagePath };
     })());
   const box: RunSandbox = {
@@ -202,12 +221,19 @@ function runSandbox(engine: () => Promise<Docker>, opts: ContainerSandboxOptions
       }
       return execIn(c.container, opts, command, commandEnv(workspace, extra ?? {}, c.path), started);
     },
-    async release() {
-      if (released) return;
+    // The container goes (its processes killed) without the run waiting for the engine to finish.
+    release() {
+      if (released) return Promise.resolve();
       released = true;
-      forget();
-      const c = await made?.catch(() => null);
-      await c?.container.remove({ force: true }).catch((err: unknown) => opts.logger.warn({ err, taskId: run.taskId }, 'could not remove a sandbox container'));
+      ended(
+        (async () => {
+          const c = await made?.catch(() => null);
+          await c?.container
+            .remove({ force: true })
+            .catch((err: unknown) => opts.logger.warn({ err, taskId: run.taskId }, 'could not remove a sandbox container'));
+        })(),
+      );
+      return Promise.resolve();
     },
   };
   return box;

@@ -45,13 +45,19 @@ export async function imageWith(docker: Docker, tag: string, files: Record<strin
       writeFileSync(path.join(dir, name), text, { mode: text.startsWith('#!') ? 0o755 : 0o644 });
     }
     const tar = execFileSync('tar', ['-c', '-C', dir, '--owner=0', '--group=0', '.']);
-    const c = await docker.createContainer({ Image: BASE_IMAGE, Cmd: ['true'] });
-    try {
-      await c.putArchive(tar, { path: '/' });
-      const [repo, version] = tag.split(/:(?=[^:/]+$)/);
-      await c.commit({ repo, tag: version ?? 'latest' });
-    } finally {
-      await c.remove({ force: true });
+    // Twice at most: podman's API has been seen to drop an archive's upload on a loaded machine.
+    for (let attempt = 1; ; attempt++) {
+      const c = await docker.createContainer({ Image: BASE_IMAGE, Cmd: ['true'] });
+      try {
+        await c.putArchive(tar, { path: '/' });
+        const [repo, version] = tag.split(/:(?=[^:/]+$)/);
+        await c.commit({ repo, tag: version ?? 'latest' });
+        return;
+      } catch (err) {
+        if (attempt >= 2) throw err;
+      } finally {
+        await c.remove({ force: true });
+      }
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
