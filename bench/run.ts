@@ -1,5 +1,5 @@
 /**
- * `npm run bench [goals|compare|stream|load|crash|usage|tracing|instances|worktree|egress|providers|hooks|background|replay|candidates]`: the benchmarks of BENCHMARKS.md
+ * `npm run bench [goals|compare|stream|load|crash|usage|tracing|instances|worktree|egress|providers|hooks|background|replay|candidates|containers]`: the benchmarks of BENCHMARKS.md
  * (`goals`: only those of issue 16, each next to the bare loop's figure from the same run). Everything
  * runs on this machine over loopback: the service and the bare loop as their own processes, the
  * scripted model server and the clients in this one.
@@ -21,6 +21,7 @@ import { benchHooks } from './hooks.ts';
 import { benchBackground } from './background.ts';
 import { benchReplay } from './replay.ts';
 import { benchAttempts, benchSnapshot } from './candidates.ts';
+import { benchContainers } from './containers.ts';
 
 /** The `general` agent's first model request when issue 16 was filed ("5.8 KB"): no regression past it. */
 const REQUEST_BYTES_BEFORE = 5843;
@@ -252,6 +253,27 @@ async function benchmarks(which: string) {
         bash: 'none, each call `bash true` instead (yardstick: a command)',
       };
       for (const row of r.rows) console.log(`| ${names[row.kind]} | ${f(row.p50)} | ${f(row.p99)} | ${row.kind === 'none' ? '' : f(row.perCall, 2)} |`);
+      console.log();
+    }
+  }
+  if (which === 'all' || which === 'containers') {
+    const r = await benchContainers();
+    if ('skipped' in r) console.log(`Container sandboxes: skipped (${r.skipped})\n`);
+    else {
+      const s = r.start;
+      console.log(`A task run's container (SANDBOX=container, image ${r.image}), in-process, ${r.rounds} runs one after the other`);
+      console.log('| | p50 ms | p99 ms |');
+      console.log('|---|---:|---:|');
+      console.log(`| first command (container made and started, one exec) | ${f(s.firstP50)} | ${f(s.firstP99)} |`);
+      console.log(`| a further command (one exec) | ${f(s.execP50)} | ${f(s.execP99)} |`);
+      console.log(`| container removed at the run's end | ${f(s.removeP50)} | ${f(s.removeP99)} |`);
+      console.log();
+      console.log(`Through the service (built, over HTTP), ${r.rounds} rounds per sandbox`);
+      console.log(
+        '| sandbox | shell task `true` p50 ms | p99 ms | one bash call (p50 difference of 11 and 1 calls ÷ 10) ms | 8 shell tasks at once, wall p50 ms |',
+      );
+      console.log('|---|---:|---:|---:|---:|');
+      for (const row of r.rows) console.log(`| ${row.sandbox} | ${f(row.shellP50)} | ${f(row.shellP99)} | ${f(row.perCall, 2)} | ${f(row.eightWall)} |`);
       console.log();
     }
   }
