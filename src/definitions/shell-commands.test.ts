@@ -139,6 +139,44 @@ describe('bash(<glob>) rules per simple command', async () => {
     expect(await shell.commands("echo '$(not run)'")).toEqual(['echo $(not run)']);
   });
 
+  it('holds against the third attack run: callbacks, name references and prompt strings that run code', async () => {
+    const denylist = [
+      'compgen -C "rm -f keep1.txt" x',
+      'compgen -F f x',
+      'complete -C "rm x" ls',
+      'mapfile -t -C "rm -f" -c 1 < list',
+      'readarray -tC "rm -f" -c 1 < list',
+      'mapfile -t "$n" < list',
+      "declare -n r='a[$(rm -f keep4.txt)]'; r=1",
+      "local -n r='a[$(rm x)]'; r=1",
+      "PS4='$(rm -f keep5.txt)'; set -x; true",
+      "export PS4='$(rm x)'; bash -xc true",
+      "PS4='$(rm x)' bash -xc true",
+      "printf -v PS4 '\\x24(rm x)'; set -x; true",
+      'read PS4 < f; set -x; true',
+      'declare -n r=PS4; r=x; set -x; true',
+      'printf -v "$n" x; set -x; true',
+      'declare "$n=x"; set -x; true',
+      "env SHELLOPTS=xtrace PS4='$(rm x)' bash -c true",
+      "PROMPT_COMMAND='rm x' bash -i",
+      'bind -x \'"\\C-x":rm x\'',
+    ];
+    for (const line of denylist) expect(await decide(denyRm, line), line).not.toBe('allow');
+    // The everyday spellings of the same builtins still parse.
+    const allowed = { 'bash(*)': 'allow', 'bash(rm *)': 'deny' } as const;
+    for (const line of [
+      'compgen -c git',
+      'mapfile -t lines < notes.txt',
+      'readarray -t lines < notes.txt',
+      'declare -n ref=items; echo "${ref[0]}"',
+      'set -euo pipefail; set -x; git status',
+      'printf -v out %s done; echo "$out"',
+      'read -r line < notes.txt',
+      'export PATH="$PATH:/opt/bin"; make',
+    ])
+      expect(await decide(allowed, line), line).toBe('allow');
+  });
+
   it('parses on its own thread: the event loop runs while a hostile line parses; gives up on it, then parses the next', async () => {
     // A 64 KiB pipeline takes tree-sitter about half a second: parsed on the event loop, the timer
     // below could not run before the answer.

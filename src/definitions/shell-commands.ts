@@ -19,7 +19,19 @@
  */
 import { ShellNode, staticText, type RawNode } from './shell-node.ts';
 import { createParseThread, deadline, type Deadline } from './shell-parse-worker.ts';
-import { CODE_OPTIONS, commandName, HARMLESS_VARIABLES, OPAQUE, SHELLS, shellLine, WRAPPERS, wrappedAt } from './shell-wrappers.ts';
+import {
+  CALLBACK_OPTIONS,
+  CODE_OPTIONS,
+  commandName,
+  HARMLESS_VARIABLES,
+  OPAQUE,
+  PROMPT_VARIABLES,
+  PROMPT_VARIABLES_IN_WORD,
+  SHELLS,
+  shellLine,
+  WRAPPERS,
+  wrappedAt,
+} from './shell-wrappers.ts';
 
 /** Lines longer than this are not parsed (and so are asked): a rule's promise needs a parse. */
 export const MAX_PARSED_LINE = 64 * 1024;
@@ -115,9 +127,18 @@ async function walk(run: Run, root: ShellNode, nesting: number): Promise<boolean
         if (node.text.startsWith('((')) arithmetic = true;
         break;
       case 'declaration_command':
+        // A name that is an expansion (`declare "$n=..."`) sets a variable no word shows: PS4 perhaps.
+        if (node.namedChildren.some((c) => c && !['word', 'variable_name', 'variable_assignment'].includes(c.type))) return false;
         // `export NAME` hands a variable set earlier to every later command.
         if (node.namedChildren.some((c) => c.type === 'variable_name' || (c?.type === 'word' && !c.text.startsWith('-')))) run.out.push(node.text);
-        if (node.namedChildren.some((c) => c.type === 'word' && /^-[a-zA-Z]*[iaA]/.test(c.text))) arithmetic = true;
+        // `-n` makes a name reference: an assignment through it evaluates the subscript it names, and
+        // sets the variable it names, which must be a plain name the line shows and no prompt string.
+        if (node.namedChildren.some((c) => c.type === 'word' && /^-[a-zA-Z]*[iaAn]/.test(c.text))) arithmetic = true;
+        if (
+          node.namedChildren.some((c) => c.type === 'word' && /^-[a-zA-Z]*n/.test(c.text)) &&
+          !node.namedChildren.every((c) => c.type !== 'variable_assignment' || isPlainReference(c.childForFieldName('value')))
+        )
+          return false;
         break;
       case 'expansion':
         // `${x@P}` expands a prompt string, command substitutions included.
@@ -134,6 +155,7 @@ async function walk(run: Run, root: ShellNode, nesting: number): Promise<boolean
         // exported or set for it): each is a command of its own for the rules, unless it cannot.
         const name = node.childForFieldName('name');
         if (name?.type === 'subscript') arithmetic = true;
+        if (PROMPT_VARIABLES.test(name?.text ?? '')) return false;
         if (!HARMLESS_VARIABLES.test(name?.text ?? '')) run.out.push(node.text);
         break;
       }
@@ -144,6 +166,11 @@ async function walk(run: Run, root: ShellNode, nesting: number): Promise<boolean
   // Bash evaluates a string as arithmetic where a number is expected, and an array index in it
   // runs its command substitutions: code held in quotes meets arithmetic only on purpose.
   return !(arithmetic && quotedCode);
+}
+
+/** A name reference's target: one variable's name, written plainly, not a prompt string's. */
+function isPlainReference(value: ShellNode | null): boolean {
+  return value !== null && value.type === 'word' && /^[A-Za-z_][A-Za-z0-9_]*$/.test(value.text) && !PROMPT_VARIABLES.test(value.text);
 }
 
 /** Commands that evaluate their arguments as arithmetic or assign through names (`read 'a[$(x)]'`). */
@@ -199,6 +226,13 @@ async function expand(run: Run, cmd: Words, nesting: number): Promise<boolean> {
   const args = cmd.words.slice(1);
   if (OPAQUE.has(name)) return false;
   if (name === 'shopt' && args.includes('expand_aliases')) return false;
+  // A prompt string (`PS4`, which `set -x` expands before each command) or a shell option set
+  // from a word runs code no argument shows; so do the callbacks of compgen, complete and mapfile.
+  if (args.some((a) => a !== null && PROMPT_VARIABLES_IN_WORD.test(a))) return false;
+  if (CALLBACK_OPTIONS[name] && args.some((a) => a === null || CALLBACK_OPTIONS[name].test(a))) return false;
+  // So does a variable whose name is an expansion (`printf -v "$n" ...`, `read "$n"`).
+  if (name === 'printf' && args.some((a, i) => a === '-v' && args[i + 1] === null)) return false;
+  if ((name === 'read' || name === 'mapfile' || name === 'readarray') && args.some((a) => a === null)) return false;
   if (name === 'eval') {
     if (args.some((a) => a === null)) return false;
     return parseInto(run, args.join(' '), nesting + 1);

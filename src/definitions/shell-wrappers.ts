@@ -66,7 +66,23 @@ export const WRAPPERS: Record<string, { valued: string[]; positional?: number }>
 export const CODE_OPTIONS: Record<string, string[]> = { flock: ['-c', '--command'], script: ['-c', '--command'], su: ['-c', '--command'], watch: [] };
 
 /** Builtins whose use makes what runs unknowable from the text: aliases, hashed paths, loaded builtins. */
-export const OPAQUE = new Set(['alias', 'hash', 'enable', 'builtin_load']);
+export const OPAQUE = new Set(['alias', 'hash', 'enable', 'builtin_load', 'bind']);
+
+/** Variables whose value bash expands as a prompt, command substitutions included (`PS4` for each `set -x` line). */
+export const PROMPT_VARIABLES = /^(PS[0-4]|PROMPT_COMMAND)$/;
+/**
+ * A word that names one of them (`printf -v PS4`, `read PS4`, `declare -n r=PS4`, `export PS4=...`),
+ * or the variables that turn options such as xtrace on in a shell it starts (`SHELLOPTS`, `BASHOPTS`).
+ */
+export const PROMPT_VARIABLES_IN_WORD = /(^|[=\s,])(PS[0-4]|PROMPT_COMMAND|SHELLOPTS|BASHOPTS)(\b|$)/;
+
+/** Options of these builtins whose value is code they run (`compgen -C cmd`, `mapfile -C cmd`), alone or in a cluster. */
+export const CALLBACK_OPTIONS: Record<string, RegExp> = {
+  compgen: /^-[A-Za-z]*[CF]/,
+  complete: /^-[A-Za-z]*[CF]/,
+  mapfile: /^-[A-Za-z]*C/,
+  readarray: /^-[A-Za-z]*C/,
+};
 
 /** Variables set before a command that cannot change what it does (others are matched as commands: `GIT_CONFIG_*=...`). */
 export const HARMLESS_VARIABLES = /^(LANG|LANGUAGE|LC_[A-Z]+|TZ|TERM|NO_COLOR|FORCE_COLOR|CI|COLUMNS|LINES)$/;
