@@ -189,6 +189,16 @@ describe('POST /tasks/:id/replay', () => {
     expect(refused.json().error).toMatchObject({ code: 'not_replayable', message: expect.stringContaining('replay the task that started it') });
   });
 
+  it('refuses to replay a task that ran candidates: one replay on one model is not what it did', async () => {
+    model.script('REPLAY-CANDIDATES', [{ toolCalls: [{ name: 'complete', args: { summary: 'tried', paths: [] } }] }]);
+    const options = { isolation: 'worktree', outcome: { verify: { command: 'true' } }, candidates: { n: 2, models: ['first-model', 'second-model'] } };
+    const tried = await run(taskBody({ prompt: 'REPLAY-CANDIDATES', context: { parentTaskId: 'T-replay-candidates', userId: 'u-r' }, options }));
+    expect(tried).toMatchObject({ status: 'completed', summary: 'tried' });
+    const refused = await svc.inject({ method: 'POST', url: `/tasks/${tried.id}/replay`, payload: { model: 'second-model' } });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json().error).toMatchObject({ code: 'not_replayable', message: expect.stringContaining('ran candidates') });
+  });
+
   it('is 404 for an unknown task, 409 for one not finished or purged, 400 for a shell task or a bad body', async () => {
     const post = (id: string, payload: object = {}) => svc.inject({ method: 'POST', url: `/tasks/${id}/replay`, payload });
     expect((await post('tsk_unknown')).json()).toMatchObject({ error: { code: 'not_found' } });

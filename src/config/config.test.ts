@@ -25,6 +25,13 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('refuses one key given for two tenants or two roles', () => {
+    expect(() => loadConfig({ API_KEYS: 'k1:alice,k1:bob' })).toThrow(/one key is given twice, for tenants "alice" and "bob"/);
+    expect(() => loadConfig({ API_KEYS: 'k1:alice,k1:alice:read' })).toThrow(/one key is given twice/);
+    // The same entry twice says the same thing.
+    expect([...loadConfig({ API_KEYS: 'k1:alice,k1:alice' }).apiKeys!.values()]).toEqual([{ tenant: 'alice', role: 'admin' }]);
+  });
+
   it('defaults the per-tenant concurrency to the global one', () => {
     expect(loadConfig({ MAX_CONCURRENT_TASKS: '5' }).maxConcurrentPerTenant).toBe(5);
     expect(loadConfig({ MAX_CONCURRENT_TASKS: '5', MAX_CONCURRENT_PER_TENANT: '2' }).maxConcurrentPerTenant).toBe(2);

@@ -297,6 +297,11 @@ export function parseApiKeys(raw: string | undefined): Map<string, KeyGrant> | n
         `API_KEYS: a tenant's name is a folder's name on disk (its workspaces and memory): 1-128 letters, digits and . _ - + = @, not starting with "." ` +
           `(a bare key is its own tenant: give a key with other characters one, key:tenant)`,
       );
+    const earlier = keys.get(key);
+    if (earlier && (earlier.tenant !== tenant || earlier.role !== role))
+      throw new ConfigError(
+        `API_KEYS: one key is given twice, for tenants "${earlier.tenant}" and "${tenant}" (or two roles): each key names one tenant and role`,
+      );
     keys.set(key, { tenant, role: role as KeyRole });
   }
   return keys;

@@ -41,6 +41,13 @@ export function createReplaySystem(res: TaskResources, opts: { submit: Submit })
         `task ${id} is a child of ${original.parentTask}: it ran within its parent's limits, which a replay of it alone would not keep; replay the task that started it`,
       );
     }
+    if (original.request.options?.candidates !== undefined) {
+      throw new AppError(
+        400,
+        'not_replayable',
+        `task ${id} ran candidates: its attempts ran the models and tools, and one replay on one model is not what it did; replay it as a task without candidates (POST /tasks with its prompt)`,
+      );
+    }
     const kind = kindOf(original);
     if (kind !== 'model') throw new AppError(400, 'not_replayable', `task ${id} ran no model of the service (a ${kind} task): there is nothing to replay`);
     const request = original.request;
