@@ -186,6 +186,39 @@ describe('candidates', () => {
     }
   });
 
+  it("the task's budget counts its attempts' sum: an attempt under it alone pauses once the two together spent it", async () => {
+    // Each call costs 1,100 tokens: one attempt alone (two calls) spends 2,200. With the task's
+    // budget at 2,000 whichever attempt asks for its next call last finds the two together past it.
+    model.script('CAND-BUDGET', (ctx: TurnContext) => (ctx.turn === 0 ? write('answer.txt', 'right') : complete('spent', ['answer.txt'])));
+    const { id } = await bodyOf(
+      await post(
+        taskBody({
+          prompt: 'CAND-BUDGET',
+          context: { parentTaskId: 'T-cand-budget', userId: 'u-cand' },
+          options: { isolation: 'worktree', outcome, budget: { maxTokens: 2000 }, candidates: { n: 2 } },
+        }),
+        false,
+      ),
+    );
+    let attempts: any[] = [];
+    await until(async () => {
+      attempts = ((await get('/tasks?parentTaskId=T-cand-budget')).tasks as any[]).filter((t) => t.parentTask === id);
+      return attempts.length === 2 && attempts.every((t) => t.status === 'paused' || t.status === 'completed') && attempts.some((t) => t.status === 'paused');
+    });
+    const both = attempts.reduce((n, t) => n + t.usage.totalTokens, 0);
+    for (const a of attempts.filter((t) => t.status === 'paused')) {
+      // Its spend is the task's whole tree: its own tokens and the other attempt's.
+      expect(a.pause).toMatchObject({ reason: 'budget', budget: 'task', task: id, measure: 'tokens', limit: 2000, spent: both });
+      expect(a.usage.totalTokens).toBeLessThan(2000);
+    }
+    // The task waits for it meanwhile; cancelled, it takes it along.
+    expect(await get(`/tasks/${id}`)).toMatchObject({ status: 'running' });
+    await fetch(`${svc.url}/tasks/${id}/cancel`, { method: 'POST' });
+    for (const a of attempts.filter((t) => t.status === 'paused')) {
+      await until(async () => (await get(`/tasks/${a.id}`)).status === 'aborted');
+    }
+  });
+
   it("the client's task tool starts its subagents with candidates and an outcome; the parent model reads the kept attempt and whether it was met", async () => {
     model.script('CAND-TOOL', (ctx: TurnContext) =>
       ctx.turn === 0 ? write('answer.txt', ctx.model === 'model-c' ? 'right' : 'wrong') : complete(`by ${ctx.model}`, ['answer.txt']),
