@@ -1,9 +1,10 @@
 /** `npm run bench stream`: model chunk → text.delta on a WebSocket, with 1, 100 and 1,000 tasks streaming. */
 import { spawn } from 'node:child_process';
+import { loadavg } from 'node:os';
 import { createInterface } from 'node:readline';
 import WebSocket from 'ws';
 import { bareLoop } from './bare.ts';
-import { now, pct, startBenchService, cpuMsOf, warmUp, submit } from './support.ts';
+import { now, pct, startBenchService, cpuMsOf, warmUp, submit, memoryOf, loopP99Ms, sleep } from './support.ts';
 
 /**
  * Model chunk emitted → text.delta received on a WebSocket, with N tasks streaming at once; next to
@@ -62,10 +63,20 @@ export async function benchStream(tasks: number) {
 function deltaReader() {
   const latencies: number[] = [];
   let deltas = 0;
+  let opened = 0;
   const done: Promise<void>[] = [];
   return {
+    /** Sockets open so far. */
+    get opened() {
+      return opened;
+    },
+    /** Sockets asked for so far. */
+    get created() {
+      return done.length;
+    },
     open(url: string) {
       const socket = new WebSocket(url);
+      socket.once('open', () => opened++);
       done.push(
         new Promise<void>((resolve, reject) => {
           socket.on('message', (raw) => {
@@ -88,7 +99,7 @@ function deltaReader() {
 }
 
 /** The minimal relay (bench/relay.mjs) as its own process: `tasks` streams at once. */
-async function relayRun(modelUrl: string, tasks: number) {
+export async function relayRun(modelUrl: string, tasks: number) {
   const child = spawn(process.execPath, ['bench/relay.mjs'], { env: { ...process.env, OPENAI_BASE_URL: modelUrl }, stdio: ['ignore', 'pipe', 'inherit'] });
   try {
     const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
@@ -99,4 +110,172 @@ async function relayRun(modelUrl: string, tasks: number) {
   } finally {
     child.kill('SIGTERM');
   }
+}
+
+/** One round of one side of the alternating benchmark. */
+export interface StreamRound {
+  p50: number;
+  p99: number;
+  max: number;
+  chunks: number;
+  deltas: number;
+  /** Peak resident memory of the side's process during the round (sampled every 100 ms), MiB. */
+  peakRssMiB: number;
+  /** Worst one-second event-loop delay p99 of the service during the round (its /metrics), ms. */
+  loopP99Ms: number;
+  /** The side's CPU over the round, % of one core. */
+  cpuPct: number;
+  /** The machine's 1-minute load average at the round's start and end. */
+  load: [number, number];
+}
+
+/**
+ * `tasks` streams at once, live together: the service and the minimal relay in turn, `rounds`
+ * times each, in one benchmark process on one model server, so that a slow spell of this shared
+ * machine weighs on both. Every stream's first chunk waits until every stream's model request has
+ * arrived and every reader is connected (the scripted model's `waitFor`), then each task streams
+ * 20 chunks 50 ms apart (random phase): `tasks` × 20 chunks a second, all live.
+ */
+export async function benchStreamRounds(tasks: number, rounds = 3) {
+  const chunks = 20;
+  const svc = await startBenchService({
+    MAX_CONCURRENT_TASKS: String(tasks),
+    MAX_QUEUED_TASKS: String(tasks),
+    HEARTBEAT_MS: '60000',
+    MAX_QUEUED_PER_TENANT: String(tasks),
+  });
+  let gate = startGate(tasks);
+  svc.model.script('LATENCY', (ctx) => {
+    if (ctx.turn !== 0) return { toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] };
+    gate.arrived();
+    return {
+      waitFor: gate.open,
+      delayMs: Math.random() * 50,
+      chunkDelayMs: 50,
+      liveChunks: { count: chunks, make: () => `|t=${now()}|` },
+      toolCalls: [{ name: 'list_files', args: {} }],
+    };
+  });
+  await warmUp(svc.url);
+  const relay = await startRelay(svc.model.url);
+  const service: StreamRound[] = [];
+  const relayRounds: StreamRound[] = [];
+  try {
+    for (let round = 0; round < rounds; round++) {
+      gate = startGate(tasks);
+      service.push(
+        await measureRound(svc.pid, svc.url, gate, async (reader) => {
+          await Promise.all(
+            Array.from({ length: tasks }, async (_, i) =>
+              reader.open(`${svc.url.replace('http', 'ws')}${(await submit(svc.url, `LATENCY ${i}`, i)).streamUrl}`),
+            ),
+          );
+        }),
+      );
+      gate = startGate(tasks);
+      relayRounds.push(
+        await measureRound(relay.pid, null, gate, async (reader) => {
+          for (let i = 0; i < tasks; i++) reader.open(`ws://127.0.0.1:${relay.port}/?prompt=${encodeURIComponent(`LATENCY ${i}`)}`);
+        }),
+      );
+    }
+  } finally {
+    relay.close();
+    await svc.close();
+  }
+  const median = (xs: number[]) => pct(xs, 50);
+  return {
+    tasks,
+    rounds,
+    service,
+    relay: relayRounds,
+    /** Medians over the rounds; the ratio is the median of each round's service ÷ relay. */
+    p99Ratio: median(service.map((s, i) => s.p99 / relayRounds[i].p99)),
+    p50Ratio: median(service.map((s, i) => s.p50 / relayRounds[i].p50)),
+    median: {
+      serviceP50: median(service.map((s) => s.p50)),
+      serviceP99: median(service.map((s) => s.p99)),
+      relayP50: median(relayRounds.map((s) => s.p50)),
+      relayP99: median(relayRounds.map((s) => s.p99)),
+      servicePeakRssMiB: median(service.map((s) => s.peakRssMiB)),
+      serviceLoopP99Ms: median(service.map((s) => s.loopP99Ms)),
+    },
+  };
+}
+
+/** Holds the streams' first chunks until `tasks` model requests have arrived and the round says go. */
+function startGate(tasks: number) {
+  let requests = 0;
+  let release!: () => void;
+  let allArrived!: () => void;
+  const open = new Promise<void>((r) => (release = r));
+  const arrivedAll = new Promise<void>((r) => (allArrived = r));
+  return {
+    open,
+    arrivedAll,
+    arrived() {
+      if (++requests === tasks) allArrived();
+    },
+    release: () => release(),
+  };
+}
+
+/** Opens the readers (`start`), lets the streams go once all are connected and every request arrived, and reads until every socket closes. */
+async function measureRound(
+  pid: number,
+  serviceUrl: string | null,
+  gate: ReturnType<typeof startGate>,
+  start: (reader: ReturnType<typeof deltaReader>) => Promise<void>,
+): Promise<StreamRound> {
+  const load0 = loadavg()[0];
+  const reader = deltaReader();
+  let peakRss = 0;
+  const loopSamples: number[] = [];
+  if (serviceUrl) await loopP99Ms(serviceUrl);
+  const sampler = setInterval(() => (peakRss = Math.max(peakRss, memoryOf(pid).rss)), 100);
+  const scraper = serviceUrl
+    ? setInterval(
+        () =>
+          void loopP99Ms(serviceUrl).then(
+            (v) => loopSamples.push(v),
+            () => undefined,
+          ),
+        1000,
+      )
+    : null;
+  const cpu0 = cpuMsOf(pid);
+  const t0 = now();
+  try {
+    await start(reader);
+    await gate.arrivedAll;
+    while (reader.opened < reader.created) await sleep(10);
+    // The service subscribes a socket's task as it opens; a moment for the last ones.
+    await sleep(200);
+    gate.release();
+    const { latencies, deltas } = await reader.finish();
+    if (serviceUrl) loopSamples.push(await loopP99Ms(serviceUrl));
+    const wall = now() - t0;
+    return {
+      p50: pct(latencies, 50),
+      p99: pct(latencies, 99),
+      max: pct(latencies, 100),
+      chunks: latencies.length,
+      deltas,
+      peakRssMiB: peakRss,
+      loopP99Ms: loopSamples.length > 0 ? Math.max(...loopSamples) : NaN,
+      cpuPct: ((cpuMsOf(pid) - cpu0) / wall) * 100,
+      load: [load0, loadavg()[0]],
+    };
+  } finally {
+    clearInterval(sampler);
+    if (scraper) clearInterval(scraper);
+  }
+}
+
+/** The minimal relay (bench/relay.mjs) as a warm process of its own. */
+async function startRelay(modelUrl: string) {
+  const child = spawn(process.execPath, ['bench/relay.mjs'], { env: { ...process.env, OPENAI_BASE_URL: modelUrl }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const { port } = JSON.parse((await lines.next()).value as string) as { port: number };
+  return { port, pid: child.pid!, close: () => child.kill('SIGTERM') };
 }

@@ -25,6 +25,11 @@ export interface ScriptedTurn {
   usage?: { input?: number; output?: number; cached?: number; reasoning?: number; cacheWrite?: number };
   /** Wait before the first byte of the answer. */
   delayMs?: number;
+  /**
+   * Held until this settles, then `delayMs` (a benchmark starts a thousand streams together once
+   * every reader is listening).
+   */
+  waitFor?: Promise<unknown>;
   /** Wait between streamed chunks. */
   chunkDelayMs?: number;
   /** Characters per streamed text chunk (default 8, about a token or two). */
@@ -460,6 +465,7 @@ export async function startScriptedModel(opts: { port?: number; host?: string } 
     const ctx: TurnContext = { turn, model: body.model, messages: body.messages, toolResults, attempt };
     const step: ScriptedTurn | undefined = typeof found.script === 'function' ? found.script(ctx) : found.script[Math.min(turn, found.script.length - 1)];
 
+    if (step.waitFor) await Promise.race([step.waitFor, new Promise((resolve) => abort.signal.addEventListener('abort', resolve, { once: true }))]);
     await sleep(step.delayMs ?? 0, abort.signal);
     if (abort.signal.aborted) return;
     if (step.status) {
