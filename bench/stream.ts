@@ -125,6 +125,8 @@ export interface StreamRound {
   loopP99Ms: number;
   /** The side's CPU over the round, % of one core. */
   cpuPct: number;
+  /** The side's CPU time over the round (user + system), ms. */
+  cpuMs: number;
   /** The machine's 1-minute load average at the round's start and end. */
   load: [number, number];
 }
@@ -264,6 +266,7 @@ async function measureRound(
       peakRssMiB: peakRss,
       loopP99Ms: loopSamples.length > 0 ? Math.max(...loopSamples) : NaN,
       cpuPct: ((cpuMsOf(pid) - cpu0) / wall) * 100,
+      cpuMs: cpuMsOf(pid) - cpu0,
       load: [load0, loadavg()[0]],
     };
   } finally {

@@ -51,8 +51,9 @@ export async function startBenchService(env: Record<string, string>, opts: { dir
     { ...benchEnv(dir, model.url), ...env },
     // e.g. BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the service.
     process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean),
-    // What production runs: the build main() made, on bare Node.
-    { built: true },
+    // What production runs: the build main() made, on bare Node (BENCH_SERVICE_ENTRY: another
+    // build's dist/server.js, to compare two builds).
+    { built: process.env.BENCH_SERVICE_ENTRY ?? true },
   );
   return {
     model,

@@ -36,12 +36,13 @@ export interface ChildService {
 
 /**
  * Runs the service as a real child process and waits until it is ready: `src/server.ts` under tsx,
- * or with `built` the compiled `dist/server.js` on bare Node (what `npm start` runs).
+ * or with `built` the compiled `dist/server.js` on bare Node (what `npm start` runs); `built` may
+ * name another build's server.js (a benchmark comparing two builds).
  */
 export async function startChildService(
   env: Record<string, string>,
   nodeArgs: string[] = [],
-  opts: { waitReady?: boolean; built?: boolean } = {},
+  opts: { waitReady?: boolean; built?: boolean | string } = {},
 ): Promise<ChildService> {
   const port = await freePort();
   // On a PostgreSQL run, the folder's database (the same one each time the folder's service starts).
@@ -49,7 +50,9 @@ export async function startChildService(
   // A restarted service keeps its instance's name (as a container keeps its hostname), so it takes
   // its own running tasks back at once rather than when their leases expire.
   if (databaseUrl) env = { INSTANCE_ID: `test-${path.basename(path.dirname(env.DATABASE_PATH))}`, ...env, DATABASE_URL: databaseUrl };
-  const entry = opts.built ? [path.join(root, 'dist/server.js')] : ['--import', 'tsx', path.join(root, 'src/server.ts')];
+  const entry = opts.built
+    ? [typeof opts.built === 'string' ? opts.built : path.join(root, 'dist/server.js')]
+    : ['--import', 'tsx', path.join(root, 'src/server.ts')];
   const child = spawn(process.execPath, [...nodeArgs, ...entry], {
     cwd: root,
     // No load shedding: a busy test machine must not turn requests into 503 overloaded.
