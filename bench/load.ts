@@ -4,7 +4,13 @@ import { now, sleep, startBenchService, memoryOf, loopP99Ms, warmUp, submit } fr
 
 /** 1,000 tasks at once, 2 s per model step, MAX_CONCURRENT_TASKS=1000. */
 export async function benchLoad(tasks = 1000) {
-  const svc = await startBenchService({ MAX_CONCURRENT_TASKS: String(tasks), MAX_QUEUED_TASKS: String(tasks), HEARTBEAT_MS: '15000' });
+  const svc = await startBenchService({
+    MAX_CONCURRENT_TASKS: String(tasks),
+    MAX_QUEUED_TASKS: String(tasks),
+    // The 1,000 come from one tenant at once: its queue must hold them all while they start.
+    MAX_QUEUED_PER_TENANT: String(tasks),
+    HEARTBEAT_MS: '15000',
+  });
   svc.model.script('LOAD', (ctx) =>
     ctx.turn === 0
       ? { delayMs: 2000, text: 'Listing the workspace.', toolCalls: [{ name: 'list_files', args: {} }], usage: { input: 300, output: 20 } }
