@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -95,6 +95,66 @@ describe('a task with candidates killed while its attempts run', () => {
       const stream = await (await fetch(`${second.url}/tasks/${id}/events`)).text();
       const count = (type: string) => stream.split('\n').filter((l) => l === `event: ${type}`).length;
       expect([count('candidate.started'), count('candidate.finished'), count('candidate.selected'), count('task.resumed')]).toEqual([2, 2, 1, 1]);
+    } finally {
+      await kill9(second);
+    }
+  });
+});
+
+/** The folder of the copies of worktree tasks (one tenant here), wherever the tenant's workspaces are. */
+function worktreesDir(): string {
+  const found = readdirSync(path.join(dir, 'workspaces'), { recursive: true, withFileTypes: true }).find((e) => e.isDirectory() && e.name === '#worktrees');
+  return path.join(found!.parentPath, found!.name);
+}
+
+describe("a task with candidates killed while the kept attempt's copy becomes its own", () => {
+  it('finishes the adoption when it resumes: the kept changes stay, nothing is copied over them', async () => {
+    const asked = new Map<string, number>();
+    model.script('CANDA-WORK', (ctx: TurnContext) => {
+      if (ctx.model === 'adopt-b') {
+        // The second attempt hangs until the kill; asked again after the restart, it gives up wrong.
+        asked.set(ctx.model, (asked.get(ctx.model) ?? 0) + 1);
+        if (asked.get(ctx.model) === 1) return { delayMs: 60_000, text: 'never arrives' };
+        return { text: 'no idea' };
+      }
+      if (ctx.turn === 0) return { toolCalls: [{ name: 'write_file', args: { path: 'base.txt', content: 'right' } }] };
+      return { toolCalls: [{ name: 'complete', args: { summary: 'done by adopt-a', paths: ['base.txt'] } }] };
+    });
+    const first = await startChildService(env);
+    const body = taskBody({
+      prompt: 'CANDA-WORK',
+      context: { parentTaskId: 'T-canda', userId: 'u' },
+      options: {
+        isolation: 'worktree',
+        outcome: { verify: { command: 'grep -q right base.txt' }, maxIterations: 1 },
+        candidates: { n: 2, models: ['adopt-a', 'adopt-b'] },
+      },
+    });
+    const id = (await post(first, body)).body.id as string;
+    let a = '';
+    await until(async () => {
+      const list = ((await json(`${first.url}/tasks/${id}`)).body.candidates ?? []) as Array<{ taskId: string; model: string; status: string }>;
+      a = list.find((c) => c.model === 'adopt-a' && c.status === 'completed')?.taskId ?? '';
+      return a !== '';
+    });
+    await kill9(first);
+    // What a kill between the moves leaves: the intent written, the task's copy replaced by the
+    // attempt's, the attempt's manifest not yet moved.
+    const wt = worktreesDir();
+    expect(readFileSync(path.join(wt, a, 'base.txt'), 'utf8')).toBe('right');
+    writeFileSync(path.join(wt, `${id}.adopting`), a);
+    rmSync(path.join(wt, `${id}.json`));
+    rmSync(path.join(wt, id), { recursive: true });
+    renameSync(path.join(wt, a), path.join(wt, id));
+
+    const second = await startChildService(env);
+    try {
+      await until(async () => (await json(`${second.url}/tasks/${id}`)).body.status === 'completed', 40_000);
+      const done = (await json(`${second.url}/tasks/${id}`)).body;
+      expect(done).toMatchObject({ summary: 'done by adopt-a', changes: { added: ['base.txt'], modified: [], deleted: [] } });
+      expect(await (await fetch(`${second.url}/tasks/${id}/files/base.txt`)).text()).toBe('right');
+      expect(existsSync(path.join(wt, `${id}.adopting`))).toBe(false);
+      expect(existsSync(path.join(wt, `${a}.json`))).toBe(false);
     } finally {
       await kill9(second);
     }

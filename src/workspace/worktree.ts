@@ -48,6 +48,8 @@ interface Manifest {
   takenAt: number;
   /** Every regular file copied: its marks in the shared workspace and in the copy. */
   files: Record<string, { shared: Mark; copy: Mark }>;
+  /** The candidate whose copy this became (adoptWorktree). */
+  adoptedFrom?: string;
 }
 
 export class WorktreeError extends Error {
@@ -73,6 +75,8 @@ export function taskFileUrl(taskId: string, relative: string): string {
  * has. Relative paths, the sandbox and artifacts then work on the copy; `relativePath`s are the same.
  */
 export async function enterWorktree(shared: Workspace, dir: string, taskId: string, now: number): Promise<Workspace> {
+  // A candidate's copy being made this one's when the process died: finished first, never copied over.
+  await finishAdoption(dir);
   const existing = await readManifest(dir);
   if (!existing) {
     const manifest = await takeCopy(shared.root, dir).catch(async (err: unknown) => {
@@ -171,24 +175,56 @@ export async function cloneWorktree(snapshotDir: string, dest: string, now: numb
   await rename(temp, manifestPath(dest));
 }
 
+/** Where an adoption under way (adoptWorktree) names the copy it moves onto `dir`: written first, removed last. */
+const adoptionPath = (dir: string) => `${dir}.adopting`;
+
 /**
  * Makes the copy in `from` (and its manifest) the copy in `to`, replacing what `to` held (a
- * candidate's copy becomes its task's). Each step can be done again: run again after a crash, it
- * finishes the move; once the manifest moved (the last step) there is nothing left to do.
+ * candidate's copy becomes its task's), all or nothing whatever kills the process: the intent
+ * (`<to>.adopting`, naming `from`) is written before anything moves and removed after the last
+ * step, and the moved manifest names where it came from. Run again, it finishes an adoption under
+ * way (enterWorktree does too, before a resumed task looks at its copy) or finds it done. Throws
+ * (WorktreeError) when `from` is gone without having been adopted (removed meanwhile).
  */
 export async function adoptWorktree(from: string, to: string): Promise<void> {
-  const there = (p: string) =>
-    lstat(p).then(
-      () => true,
-      () => false,
-    );
-  if (!(await there(manifestPath(from)))) return;
-  await rm(manifestPath(to), { force: true });
-  if (await there(from)) {
-    await rm(to, { recursive: true, force: true });
-    await rename(from, to);
+  const fromId = path.basename(from);
+  if (path.dirname(from) !== path.dirname(to)) throw new Error('a copy is adopted from beside it');
+  if (!(await there(adoptionPath(to)))) {
+    if ((await readManifest(to))?.adoptedFrom === fromId) return;
+    if (!(await readManifest(from))) throw new WorktreeError(`the copy of ${fromId} is gone`);
+    const temp = `${adoptionPath(to)}.${process.pid}.tmp`;
+    await writeFile(temp, fromId, { mode: 0o600 });
+    await rename(temp, adoptionPath(to));
   }
-  await rename(manifestPath(from), manifestPath(to));
+  await finishAdoption(to);
+}
+
+const there = (p: string) =>
+  lstat(p).then(
+    () => true,
+    () => false,
+  );
+
+/** Finishes the adoption onto `to` its intent names, if one is under way (each step can be done again). */
+async function finishAdoption(to: string): Promise<void> {
+  const fromId = await readFile(adoptionPath(to), 'utf8').catch(() => null);
+  if (fromId === null) return;
+  if (!fromId || fromId.includes('/') || fromId.startsWith('.')) throw new WorktreeError('an adoption of a copy names no copy');
+  const from = path.join(path.dirname(to), fromId);
+  const manifest = await readManifest(from);
+  if (manifest) {
+    // Until the manifest is written below, `to` has none: it is no copy to anyone but this.
+    await rm(manifestPath(to), { force: true });
+    if (await there(from)) {
+      await rm(to, { recursive: true, force: true });
+      await rename(from, to);
+    }
+    const temp = `${manifestPath(to)}.${process.pid}.tmp`;
+    await writeFile(temp, JSON.stringify({ ...manifest, adoptedFrom: fromId }), { mode: 0o600 });
+    await rename(temp, manifestPath(to));
+    await rm(manifestPath(from), { force: true });
+  }
+  await rm(adoptionPath(to), { force: true });
 }
 
 /** The regular files the task added, modified and deleted in its copy (sorted); null when the copy is gone. */
@@ -257,6 +293,7 @@ export const stagingDirOf = (dir: string) => `${dir}.staging`;
  */
 export async function removeWorktree(dir: string): Promise<void> {
   await rm(manifestPath(dir), { force: true });
+  await rm(adoptionPath(dir), { force: true });
   await rm(dir, { recursive: true, force: true });
   await rm(stagingDirOf(dir), { recursive: true, force: true });
   await rm(journalDirOf(dir), { recursive: true, force: true });

@@ -229,7 +229,12 @@ async function keep(ctx: RunContext, row: TaskRow, chosen: Candidate, tenantDir:
   const { deps } = ctx;
   const child = (await deps.store.getById(chosen.taskId))!;
   const own = worktreeDir(tenantDir, row.id);
-  await adoptWorktree(worktreeDir(tenantDir, child.id), own);
+  try {
+    await adoptWorktree(worktreeDir(tenantDir, child.id), own);
+  } catch (err) {
+    if (!(err instanceof WorktreeError)) throw err;
+    return failed(err.code, `the kept attempt's changes are lost: ${err.message}`);
+  }
   if (child.worktree && child.worktree.removedAt === null) {
     await deps.store.updateWorktree(child.id, child.worktree, { ...child.worktree, removedAt: deps.now() });
   }
