@@ -2,13 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { AppError } from '../../errors/app-error.ts';
-import type { WorktreeState } from '../../shapes/task.ts';
+import { isEndedStatus, type WorktreeState } from '../../shapes/task.ts';
 import type { TaskRow } from '../../store/schema.ts';
 import { commitJournal, readJournal, replayJournal, stageJournal } from '../../workspace/apply-journal.ts';
 import { PathError } from '../../workspace/path-guard.ts';
 import { openWorkspace } from '../../workspace/workspace.ts';
 import { conflictsOf, journalDirOf, patchOf, removeWorktree, stagingDirOf, worktreeDir, worktreeRoot } from '../../workspace/worktree.ts';
 import { createTicker } from '../../util/ticker.ts';
+import { candidateOf } from '../run/run-candidates.ts';
 import type { TaskResources } from './task-resources.ts';
 
 /** How often the copies of worktree tasks past WORKTREE_TTL_MS are looked for. */
@@ -33,7 +34,8 @@ const unclaimed = ({ applying: _, ...state }: Claimed): WorktreeState => state;
  * Worktree tasks after their end (workspace/worktree.ts does the files): `apply` writes a task's
  * changes into the shared workspace, once, refusing when a changed file moved there since the
  * copy was taken; `patch` is their unified diff; `filesRoot` serves a task's artifacts from its
- * copy; a sweep removes copies WORKTREE_TTL_MS after their task ended.
+ * copy; a sweep removes copies WORKTREE_TTL_MS after their task ended (an attempt of a task with
+ * candidates: not before that task ended too).
  *
  * An apply is crash-safe (workspace/apply-journal.ts): its journal is committed before the first
  * shared file is written, `appliedAt` is set only once every file is in place, and an apply a
@@ -239,6 +241,17 @@ export function createWorktreeSystem(res: TaskResources, opts: { ttlMs: number }
     }
   }
 
+  /**
+   * True for an attempt of a task with candidates that has not ended: the task may still keep that
+   * attempt's copy (run-candidates.ts), so it stays whatever the time since the attempt ended.
+   */
+  async function keptForItsTask(row: TaskRow): Promise<boolean> {
+    const task = candidateOf(row);
+    if (!task) return false;
+    const owner = await deps.store.getById(task);
+    return owner !== undefined && owner !== null && !isEndedStatus(owner.status);
+  }
+
   /** Removes the copies of tasks that ended WORKTREE_TTL_MS ago, a batch at a time; a pending apply is finished instead. */
   async function sweep(): Promise<number> {
     let removed = 0;
@@ -250,6 +263,10 @@ export function createWorktreeSystem(res: TaskResources, opts: { ttlMs: number }
         if (await pending(row)) {
           // Its journal holds what the apply writes: finished, not removed.
           if (!(await inTurn(row, () => settle(row)))) busy.add(row.id);
+          continue;
+        }
+        if (await keptForItsTask(row)) {
+          busy.add(row.id);
           continue;
         }
         if (row.worktree) await cleanUp(row, row.worktree);

@@ -1,0 +1,51 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startScriptedModel, type ScriptedModel, type ScriptedTurn, type TurnContext } from '../scripted-model/server';
+import { startService, taskBody, type TestService } from './support/harness';
+
+/**
+ * Candidates at their edges: copies kept while the task runs (WORKTREE_TTL_MS is one second here),
+ * the kept attempt's own id, and what admission refuses.
+ */
+let model: ScriptedModel;
+let svc: TestService;
+let dir: string;
+beforeAll(async () => {
+  model = await startScriptedModel();
+  dir = mkdtempSync(path.join(tmpdir(), 'subagentd-cand-guards-'));
+  mkdirSync(path.join(dir, 'agents'));
+  svc = await startService({ model, dir, env: { WORKTREE_TTL_MS: '1000', DEFAULT_MODEL: 'model-a' } });
+});
+afterAll(async () => {
+  await svc.close();
+  await model.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const post = (payload: object, wait = true) =>
+  fetch(`${svc.url}/tasks${wait ? '?wait=true' : ''}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload) });
+const bodyOf = (res: Response): Promise<any> => res.json();
+const write = (p: string, content: string): ScriptedTurn => ({ toolCalls: [{ name: 'write_file', args: { path: p, content } }] });
+const complete = (summary: string, paths: string[]): ScriptedTurn => ({ toolCalls: [{ name: 'complete', args: { summary, paths } }] });
+const outcome = { verify: { command: 'grep -q right answer.txt' }, maxIterations: 1 };
+const candidatesTask = (prompt: string, parentTaskId: string, candidates: object) =>
+  taskBody({ prompt, context: { parentTaskId, userId: 'u' }, options: { isolation: 'worktree', outcome, candidates } });
+
+describe('candidates at their edges', () => {
+  it('an attempt that ended keeps its copy past WORKTREE_TTL_MS while a sibling runs: the task keeps its changes', async () => {
+    model.script('CANDG-TTL', (ctx: TurnContext) => {
+      // The second attempt's first answer comes well after the first attempt's copy would have expired.
+      if (ctx.model === 'model-b') return ctx.turn === 0 ? { ...write('answer.txt', 'wrong'), delayMs: 3500 } : complete('slow b', ['answer.txt']);
+      return ctx.turn === 0 ? write('answer.txt', 'right') : complete('fast a', ['answer.txt']);
+    });
+    const res = await post(candidatesTask('CANDG-TTL', 'T-candg-ttl', { n: 2, models: ['model-a', 'model-b'] }));
+    const done = await bodyOf(res);
+    expect(done).toMatchObject({ status: 'completed', summary: 'fast a', changes: { added: ['answer.txt'] } });
+    expect(await (await fetch(`${svc.url}/tasks/${done.id}/files/answer.txt`)).text()).toBe('right');
+    // Once the task ended, the attempt it did not keep expires as any other copy does.
+    const other = done.candidates.find((c: any) => !c.selected).taskId;
+    await expect.poll(async () => (await fetch(`${svc.url}/tasks/${other}/changes.diff`)).status, { timeout: 10_000, interval: 300 }).toBe(410);
+  });
+});
