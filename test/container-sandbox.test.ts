@@ -21,12 +21,33 @@ const DEFAULT_IMAGE = 'localhost/subagentd-test-sandbox:alpha';
 const OWN_IMAGE = 'localhost/subagentd-test-sandbox:beta';
 const INSTANCE = `container-test-${process.pid}`;
 
+/** An MCP server over stdio in bash (JSON-RPC lines): one tool, `flavour`, answering what its image says. */
+const FLAVOUR_MCP = `#!/bin/bash
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\\([0-9][0-9]*\\).*/\\1/p')
+  case "$line" in
+    *'"method":"initialize"'*)
+      v=$(printf '%s' "$line" | sed -n 's/.*"protocolVersion":"\\([^"]*\\)".*/\\1/p')
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"%s","capabilities":{"tools":{}},"serverInfo":{"name":"flavour","version":"1"}}}\\n' "$id" "$v" ;;
+    *'"method":"tools/list"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"flavour","description":"what this image is","inputSchema":{"type":"object","properties":{}}}]}}\\n' "$id" ;;
+    *'"method":"tools/call"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"flavour %s, home %s"}]}}\\n' "$id" "$(cat /opt/flavour)" "$HOME" ;;
+    *'"id":'*) printf '{"jsonrpc":"2.0","id":%s,"result":{}}\\n' "$id" ;;
+  esac
+done
+`;
+
 let svc: TestService;
 let dir: string;
 beforeAll(async () => {
   if (missing) return;
   await imageWith(docker, DEFAULT_IMAGE, { 'opt/flavour': 'alpha\n' });
-  await imageWith(docker, OWN_IMAGE, { 'opt/flavour': 'beta\n', 'usr/local/bin/beta-tool': '#!/bin/sh\necho beta tool ran\n' });
+  await imageWith(docker, OWN_IMAGE, {
+    'opt/flavour': 'beta\n',
+    'usr/local/bin/beta-tool': '#!/bin/sh\necho beta tool ran\n',
+    'usr/local/bin/flavour-mcp': FLAVOUR_MCP,
+  });
   const sizes = await Promise.all([BASE_IMAGE, DEFAULT_IMAGE, OWN_IMAGE].map(async (t) => `${t} ${(await imageSize(docker, t)) / 1e6} MB`));
   console.info(`[container sandbox tests] images: ${sizes.join(', ')}`);
   dir = mkdtempSync(path.join(tmpdir(), 'subagentd-container-'));
@@ -41,6 +62,10 @@ beforeAll(async () => {
   writeFileSync(
     path.join(dir, 'agents', 'beta-hooked.md'),
     `---\nname: beta-hooked\ndescription: hooked\ntools: bash\nimage: ${OWN_IMAGE}\nhooks:\n  PreToolUse:\n    - matcher: bash\n      command: |\n        if grep -q 'rm -rf'; then echo "refused in $(cat /opt/flavour)" >&2; exit 2; fi\n---\nUse bash.\n`,
+  );
+  writeFileSync(
+    path.join(dir, 'agents', 'beta-mcp.md'),
+    `---\nname: beta-mcp\ndescription: an MCP server in its image\nimage: ${OWN_IMAGE}\nmcpServers:\n  flavour:\n    command: flavour-mcp\n---\nUse the tool.\n`,
   );
   writeFileSync(
     path.join(dir, 'agents', 'missing.md'),
@@ -115,6 +140,19 @@ withEngine('the container sandbox (SANDBOX=container)', () => {
       }),
     );
     expect(verified.outcome).toMatchObject({ status: 'satisfied', criteria: [{ name: 'verify', passed: true }] });
+  });
+
+  it("runs a definition's MCP command server in the run's container, from its image", async () => {
+    let seen = '';
+    svc.model.script('CTR-MCP', (ctx) => {
+      if (ctx.turn === 0) return { toolCalls: [{ name: 'mcp__flavour__flavour', args: {} }] };
+      seen = ctx.toolResults[0]?.content ?? '';
+      return { toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] };
+    });
+    const task = await post(taskBody({ subagent_type: 'beta-mcp', prompt: 'CTR-MCP', context: { parentTaskId: 'T-ctr', userId: 'u-1' } }));
+    expect(task.status).toBe('completed');
+    expect(seen).toContain('flavour beta');
+    expect(seen).toContain('home /tmp');
   });
 
   it('leaves only the workspace writable: the root is read-only, /tmp private to the run', async () => {

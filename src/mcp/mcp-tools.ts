@@ -165,15 +165,19 @@ function startCommand(spec: Extract<McpServerSpec, { command: string }>, opts: M
     const value = opts.serviceEnv[n];
     if (value !== undefined) env[n] = value;
   }
-  const launch = opts.sandbox.wrap(opts.workspace.root, [spec.command, ...(spec.args ?? [])], {
-    network: false,
-    ...(opts.egress && { egress: opts.egress }),
-    env,
-    home,
-    writable: [home],
-    cwd: opts.workspace.cwd,
-  });
-  const { child, exited, kill: killGroup } = spawnGroup({ argv: launch.argv, cwd: opts.workspace.cwd, env: launch.env });
+  const argv = [spec.command, ...(spec.args ?? [])];
+  const extra = { network: false, ...(opts.egress && { egress: opts.egress }), env, home, writable: [home], cwd: opts.workspace.cwd };
+  // In a container (SANDBOX=container), an exec in the run's container; else a host process under the sandbox's launcher.
+  const {
+    child,
+    exited,
+    kill: killGroup,
+  } = opts.sandbox.start
+    ? opts.sandbox.start(opts.workspace.root, argv, extra)
+    : (() => {
+        const launch = opts.sandbox.wrap(opts.workspace.root, argv, extra);
+        return spawnGroup({ argv: launch.argv, cwd: opts.workspace.cwd, env: launch.env });
+      })();
   const stderr = createOutputCapture(STDERR_BYTES);
   child.stderr.on('data', (b: Buffer) => stderr.write(b));
   const transport = stdioTransport(child);

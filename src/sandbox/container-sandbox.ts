@@ -1,9 +1,9 @@
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import type { Logger } from 'pino';
 import { prepareMountPoints } from '../workspace/task-folders.ts';
 import { isInside } from '../workspace/path-guard.ts';
+import { BASH, openExec, spawnExec } from './container-exec.ts';
 import { bashArgv } from './host-programs.ts';
 import { createOutputCapture } from './output-capture.ts';
 import { TIMEOUT_EXIT_CODE, type CommandResult } from './run-command.ts';
@@ -27,42 +27,12 @@ export interface ContainerSandboxOptions {
   logger: Logger;
 }
 
-/** What a container sandbox does not run yet: long-lived programs of a task (they run as host processes under bubblewrap). */
-export const CONTAINER_MCP = 'MCP command servers do not run in container sandboxes yet (SANDBOX=container): use a URL server, or SANDBOX=bwrap';
+/** What a container sandbox does not run yet: an ACP agent (with bubblewrap it is a host process, with its own network). */
 export const CONTAINER_ACP = 'ACP agents do not run in container sandboxes yet (SANDBOX=container): use SANDBOX=bwrap';
 
 /** The label every sandbox container carries: the instance that made it. */
 export const INSTANCE_LABEL = 'io.subagentd.instance';
 const TASK_LABEL = 'io.subagentd.task';
-
-/** bash inside the image: commands are bash commands, so an image needs it (at /bin/bash, as Debian's, Ubuntu's, Alpine's with bash). */
-const BASH = '/bin/bash';
-
-/**
- * Kills every process of session $1 (a command's: the exec's first process leads one) but
- * itself, by /proc (no procps in the image needed): what a command leaves running dies with it,
- * as bubblewrap's PID namespace makes it on the host. A process that made a session of its own
- * (setsid) is left to the container's end, within its limits.
- */
-const KILL_SESSION = `sid=$1; [ "$sid" = "$$" ] || kill -KILL "$sid" 2>/dev/null; for s in /proc/[0-9]*/stat; do read -r st < "$s" 2>/dev/null || continue; set -- \${st##*) }; p=\${s#/proc/}; p=\${p%/stat}; [ "$4" = "$sid" ] && [ "$p" != "$$" ] && kill -KILL "$p" 2>/dev/null; done`;
-
-/**
- * The command's first process: says its pid (its session's id) on stderr's first line, sets the
- * same ulimits as bubblewrap's (-u binds a non-root user, -f bounds a file; memory and processes
- * are the container's cgroup), runs the command, then ends what it left behind.
- */
-function wrapper(opts: ContainerSandboxOptions): string {
-  return [
-    `printf '%s\\n' "$$" >&2`,
-    `ulimit -u ${opts.maxProcesses} 2>/dev/null`,
-    `ulimit -f ${Math.floor(opts.maxFileBytes / 1024)}`,
-    `"$@"`,
-    `c=$?`,
-    `k() { ${KILL_SESSION}; }`,
-    `k "$$"`,
-    `exit $c`,
-  ].join('\n');
-}
 
 /**
  * SANDBOX=container: every command of a task run in one container of its own, made at the run's
@@ -208,7 +178,16 @@ function runSandbox(
   const box: RunSandbox = {
     kind: 'container',
     wrap: () => {
-      throw new Error(`${CONTAINER_MCP}; ${CONTAINER_ACP}`);
+      throw new Error(CONTAINER_ACP);
+    },
+    // A long-lived program (an MCP command server): an exec whose stdio stays open, HOME the run's /tmp.
+    start(workspace, argv, extra) {
+      return spawnExec(async (onStdout, onStderr) => {
+        if (!isInside(workspace, root)) throw new Error(`${workspace} is not the run's workspace`);
+        const c = await make();
+        const env = commandEnv(workspace, { ...extra, home: '/tmp', writable: undefined }, c.path);
+        return openExec(c.container, opts, { argv, env, cwd: extra.cwd ?? workspace, stdin: true, onStdout, onStderr });
+      });
     },
     async run(workspace, command, extra) {
       if (!isInside(workspace, root)) throw new Error(`${workspace} is not the run's workspace`);
@@ -269,86 +248,39 @@ async function execIn(
   env: string[],
   started: number,
 ): Promise<CommandResult> {
-  const withInput = command.input !== undefined;
-  const argv = bashArgv(command.command).slice(1);
-  const exec = await container.exec({
-    Cmd: [BASH, '--noprofile', '--norc', '-c', wrapper(opts), 'sandbox', BASH, ...argv],
-    Env: env,
-    WorkingDir: command.cwd,
-    AttachStdin: withInput,
-    AttachStdout: true,
-    AttachStderr: true,
-    Tty: false,
-  });
-  const stream = await exec.start({ hijack: true, stdin: withInput });
   const stdout = createOutputCapture(command.maxOutputBytes);
   const stderr = createOutputCapture(command.maxOutputBytes);
-  let session: string | null = null;
-  let head = '';
+  const withInput = command.input !== undefined;
+  const exec = await openExec(container, opts, {
+    argv: [BASH, ...bashArgv(command.command).slice(1)],
+    env,
+    cwd: command.cwd,
+    stdin: withInput,
+    onStdout: (b) => {
+      stdout.write(b);
+      command.onOutput?.(b);
+    },
+    onStderr: (b) => {
+      stderr.write(b);
+      command.onOutput?.(b);
+    },
+  });
+  if (command.input !== undefined) exec.stream.end(command.input);
   let timedOut = false;
   let aborted = false;
-  let killing = false;
-  const kill = () => {
-    killing = true;
-    if (session === null) return; // killed as soon as it says which it is
-    void container
-      .exec({ Cmd: [BASH, '--noprofile', '--norc', '-c', KILL_SESSION, 'kill', session], AttachStdout: true, AttachStderr: true })
-      .then((k) => k.start({ hijack: true, stdin: false }))
-      .then((s) => {
-        s.on('error', () => {});
-        s.resume();
-        setTimeout(() => s.destroy(), 5000).unref();
-      })
-      .catch(() => {});
-    // A process that left the session may hold the streams open: stop waiting for them.
-    setTimeout(() => stream.destroy(), 500).unref();
-  };
-  const sink = (onChunk: (b: Buffer) => void) =>
-    new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        onChunk(chunk);
-        cb();
-      },
-    });
-  const out = sink((b) => {
-    stdout.write(b);
-    command.onOutput?.(b);
-  });
-  const err = sink((b) => {
-    if (session === null) {
-      // The wrapper's first line: the session to kill.
-      head += b.toString('latin1');
-      const nl = head.indexOf('\n');
-      if (nl < 0) return;
-      session = head.slice(0, nl);
-      b = Buffer.from(head.slice(nl + 1), 'latin1');
-      if (killing) kill();
-      if (b.length === 0) return;
-    }
-    stderr.write(b);
-    command.onOutput?.(b);
-  });
-  // Docker's multiplexed stream (an 8-byte header per frame) split into stdout and stderr by the client's own reader.
-  (container.modem as { demuxStream(s: NodeJS.ReadableStream, o: Writable, e: Writable): void }).demuxStream(stream, out, err);
-  if (withInput) stream.end(command.input);
   const timer = setTimeout(() => {
     timedOut = true;
-    kill();
+    exec.kill();
   }, command.timeoutMs);
   const onAbort = () => {
     aborted = true;
-    kill();
+    exec.kill();
   };
   if (command.signal?.aborted) onAbort();
   command.signal?.addEventListener('abort', onAbort, { once: true });
-  await new Promise<void>((resolve) => {
-    stream.on('end', resolve);
-    stream.on('close', resolve);
-    stream.on('error', () => resolve());
-  });
+  const code = await exec.ended;
   clearTimeout(timer);
   command.signal?.removeEventListener('abort', onAbort);
-  const code = await exitCode(exec);
   const o = stdout.result();
   const e = stderr.result();
   return {
@@ -360,15 +292,4 @@ async function execIn(
     aborted,
     durationMs: Date.now() - started,
   };
-}
-
-/** The exec's exit code once the engine has it (podman answers `Running` a moment after the stream ends). */
-async function exitCode(exec: Docker.Exec): Promise<number> {
-  for (let i = 0; i < 50; i++) {
-    const info = await exec.inspect().catch(() => null);
-    if (!info) return 137;
-    if (!info.Running && info.ExitCode !== null) return info.ExitCode;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return 137;
 }

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { createCommandLimiter, type CommandLimiter } from './command-cgroup.ts';
 import { isInside } from '../workspace/path-guard.ts';
 import type { Workspace } from '../workspace/workspace.ts';
+import type { SpawnedGroup } from './spawn-group.ts';
 import { bashArgv, HOST_ENV, isRefusedName, SYSTEM_PATH, systemProgram } from './host-programs.ts';
 import { runCommand, type CommandResult, type Launch, type RunCommandOptions } from './run-command.ts';
 
@@ -25,9 +26,14 @@ export interface Sandbox {
   reason?: string;
   /**
    * How to start `argv` (its program by absolute path, or a name looked up inside) confined to
-   * `workspace`, as a host process (MCP command servers, ACP agents); a container throws (not yet).
+   * `workspace`, as a host process (MCP command servers, ACP agents); a container throws (ACP: not yet).
    */
   wrap(workspace: string, argv: string[], extra?: WrapExtra): Launch;
+  /**
+   * Starts a long-lived program (an MCP command server) confined to `workspace`, its stdio piped;
+   * absent: it is started on the host as `wrap` says (spawn-group.ts).
+   */
+  start?(workspace: string, argv: string[], extra: WrapExtra): SpawnedGroup;
   /** Runs one bash command confined to `workspace` (bash, shell tasks, hooks, verify, ACP terminals). */
   run(workspace: string, command: CommandSpec, extra?: WrapExtra): Promise<CommandResult>;
   /** Caps each command's processes and memory (cgroups where the kernel offers them). */

@@ -20,7 +20,6 @@ import { childTaskTool } from './child-tool.ts';
 import { leadTools } from './lead-tools.ts';
 import type { McpSession } from '../../mcp/mcp-tools.ts';
 import { startTaskEgress, type TaskEgress } from './task-egress.ts';
-import { CONTAINER_MCP } from '../../sandbox/container-sandbox.ts';
 import { TaskTakenOver } from '../../store/task-store.ts';
 
 import { createTaskObserver, type TaskObserver } from './task-observer.ts';
@@ -77,7 +76,6 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
     if (def.mcpServers && Object.keys(def.mcpServers).length > 0) {
       const commands = Object.values(def.mcpServers).some((s) => 'command' in s);
       if (commands && deps.sandbox.kind === 'unavailable') return failed('sandbox_unavailable', deps.sandbox.reason ?? 'no sandbox');
-      if (commands && deps.sandbox.kind === 'container') return failed('sandbox_unavailable', CONTAINER_MCP);
       // The MCP SDK is loaded by the first task that needs it: a process without MCP servers never holds it.
       const { McpServerFailed, openMcpServers } = await import('../../mcp/mcp-tools.ts');
       try {
