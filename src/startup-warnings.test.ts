@@ -56,4 +56,19 @@ describe('startupWarnings', () => {
     const quiet = startupWarnings(noOpenai, registry, loadPriceTable(undefined), Date.now(), models).map((w) => w.message);
     expect(quiet.filter((m) => m.includes('OPENAI_API_KEY'))).toEqual([]);
   });
+
+  it("says when a definition's image is not used (SANDBOX=bwrap), and not when it is", () => {
+    const defs = (config: ReturnType<typeof loadConfig>) =>
+      createAgentRegistry(
+        builtinAgents({ defaultModel: config.defaultModel, smallModel: config.smallModel }).map((d) =>
+          d.type === 'general' ? { ...d, image: 'python:3.12' } : d,
+        ),
+      );
+    const bwrap = loadConfig({ OPENAI_API_KEY: 'sk-x' });
+    expect(startupWarnings(bwrap, defs(bwrap), loadPriceTable(undefined)).map((w) => w.message)).toEqual([
+      expect.stringMatching(/^definitions name an image but SANDBOX=bwrap/),
+    ]);
+    const container = loadConfig({ OPENAI_API_KEY: 'sk-x', SANDBOX: 'container', SANDBOX_IMAGE: 'debian:bookworm' });
+    expect(startupWarnings(container, defs(container), loadPriceTable(undefined))).toEqual([]);
+  });
 });

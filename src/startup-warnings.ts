@@ -28,6 +28,7 @@ export function startupWarnings(config: Config, registry: AgentRegistry, prices:
       fields: { provider: config.openaiBaseUrl ?? 'https://api.openai.com/v1' },
     });
   }
+  warnings.push(...sandboxWarnings(config, registry));
   const typesByModel = new Map<string, string[]>();
   for (const def of registry.list()) {
     if (def.kind !== 'model' || !def.model) continue;
@@ -39,6 +40,29 @@ export function startupWarnings(config: Config, registry: AgentRegistry, prices:
     warnings.push({
       message: `model ${model} has no price: its calls are billed as unpriced tokens and cost budgets (maxCostUsd) never stop its tasks; give it a price in PRICES_FILE`,
       fields: { model, subagentTypes: types },
+    });
+  }
+  return warnings;
+}
+
+/**
+ * Definitions the sandbox will not serve as written: an `image` under bubblewrap (the host's tools
+ * are used instead), an ACP agent in a container sandbox (its tasks are refused).
+ */
+function sandboxWarnings(config: Config, registry: AgentRegistry): StartupWarning[] {
+  const warnings: StartupWarning[] = [];
+  const imaged = registry.list().filter((d) => d.image !== undefined);
+  if (config.sandbox === 'bwrap' && imaged.length > 0) {
+    warnings.push({
+      message: "definitions name an image but SANDBOX=bwrap: their commands run on this host, with the host's tools (SANDBOX=container uses the image)",
+      fields: { subagentTypes: imaged.map((d) => d.type) },
+    });
+  }
+  const acp = registry.list().filter((d) => d.kind === 'acp');
+  if (config.sandbox === 'container' && acp.length > 0) {
+    warnings.push({
+      message: 'ACP agents do not run in container sandboxes yet (SANDBOX=container): their tasks are refused',
+      fields: { subagentTypes: acp.map((d) => d.type) },
     });
   }
   return warnings;
