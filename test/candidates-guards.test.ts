@@ -44,6 +44,12 @@ describe('candidates at their edges', () => {
     const done = await bodyOf(res);
     expect(done).toMatchObject({ status: 'completed', summary: 'fast a', changes: { added: ['answer.txt'] } });
     expect(await (await fetch(`${svc.url}/tasks/${done.id}/files/answer.txt`)).text()).toBe('right');
+    // The kept attempt's own id says where its copy went, for an apply and a diff alike.
+    const kept = done.candidates.find((c: any) => c.selected).taskId;
+    for (const res of [await fetch(`${svc.url}/tasks/${kept}/apply`, { method: 'POST' }), await fetch(`${svc.url}/tasks/${kept}/changes.diff`)]) {
+      expect(res.status).toBe(410);
+      expect((await bodyOf(res)).error).toMatchObject({ code: 'worktree_removed', message: expect.stringContaining(`kept by its task ${done.id}`) });
+    }
     // Once the task ended, the attempt it did not keep expires as any other copy does.
     const other = done.candidates.find((c: any) => !c.selected).taskId;
     await expect.poll(async () => (await fetch(`${svc.url}/tasks/${other}/changes.diff`)).status, { timeout: 10_000, interval: 300 }).toBe(410);

@@ -193,7 +193,7 @@ export function createWorktreeSystem(res: TaskResources, opts: { ttlMs: number }
     }
     const copyRoot = state.removedAt === null ? await worktreeRoot(dir) : null;
     if (!copyRoot) {
-      throw new AppError(410, 'worktree_removed', `the copy of task ${row.id} was removed (WORKTREE_TTL_MS after its end); nothing can be applied`);
+      throw (await keptBy(row)) ?? new AppError(410, 'worktree_removed', `the copy of task ${row.id} was removed (WORKTREE_TTL_MS after its end); nothing can be applied`);
     }
     const shared = await openWorkspace(deps.workspacesDirOf(row.tenant), row.parentTaskId);
     const conflicts = await conflictsOf(shared.root, dir, state);
@@ -252,6 +252,18 @@ export function createWorktreeSystem(res: TaskResources, opts: { ttlMs: number }
     return owner !== undefined && owner !== null && !isEndedStatus(owner.status);
   }
 
+  /** The refusal for the kept attempt of a task with candidates: its copy became its task's, applied and diffed there. */
+  async function keptBy(row: TaskRow): Promise<AppError | null> {
+    const task = candidateOf(row);
+    const owner = task ? await deps.store.getById(task) : null;
+    if (!owner?.candidates?.some((c) => c.selected && c.taskId === row.id)) return null;
+    return new AppError(
+      410,
+      'worktree_removed',
+      `the copy of task ${row.id} was kept by its task ${owner.id} and moved there: apply or diff task ${owner.id} (POST /tasks/${owner.id}/apply)`,
+    );
+  }
+
   /** Removes the copies of tasks that ended WORKTREE_TTL_MS ago, a batch at a time; a pending apply is finished instead. */
   async function sweep(): Promise<number> {
     let removed = 0;
@@ -288,6 +300,10 @@ export function createWorktreeSystem(res: TaskResources, opts: { ttlMs: number }
       const state = ended(row);
       const dir = dirOf(row);
       if (state.appliedAt !== null || state.removedAt !== null || !(await worktreeRoot(dir))) {
+        if (state.appliedAt === null) {
+          const kept = await keptBy(row);
+          if (kept) throw kept;
+        }
         throw new AppError(410, 'worktree_removed', `the copy of task ${row.id} was removed (applied, or WORKTREE_TTL_MS after its end)`);
       }
       const shared = await openWorkspace(deps.workspacesDirOf(row.tenant), row.parentTaskId);
