@@ -193,7 +193,10 @@ export function createWorktreeSystem(res: TaskResources, opts: { ttlMs: number }
     }
     const copyRoot = state.removedAt === null ? await worktreeRoot(dir) : null;
     if (!copyRoot) {
-      throw (await keptBy(row)) ?? new AppError(410, 'worktree_removed', `the copy of task ${row.id} was removed (WORKTREE_TTL_MS after its end); nothing can be applied`);
+      throw (
+        (await keptBy(row)) ??
+        new AppError(410, 'worktree_removed', `the copy of task ${row.id} was removed (WORKTREE_TTL_MS after its end); nothing can be applied`)
+      );
     }
     const shared = await openWorkspace(deps.workspacesDirOf(row.tenant), row.parentTaskId);
     const conflicts = await conflictsOf(shared.root, dir, state);
