@@ -16,7 +16,7 @@ beforeAll(async () => {
   model = await startScriptedModel();
   dir = mkdtempSync(path.join(tmpdir(), 'subagentd-cand-guards-'));
   mkdirSync(path.join(dir, 'agents'));
-  svc = await startService({ model, dir, env: { WORKTREE_TTL_MS: '1000', DEFAULT_MODEL: 'model-a' } });
+  svc = await startService({ model, dir, env: { WORKTREE_TTL_MS: '1000', DEFAULT_MODEL: 'model-a', MAX_QUEUED_PER_TENANT: '4' } });
 });
 afterAll(async () => {
   await svc.close();
@@ -53,5 +53,24 @@ describe('candidates at their edges', () => {
     // Once the task ended, the attempt it did not keep expires as any other copy does.
     const other = done.candidates.find((c: any) => !c.selected).taskId;
     await expect.poll(async () => (await fetch(`${svc.url}/tasks/${other}/changes.diff`)).status, { timeout: 10_000, interval: 300 }).toBe(410);
+  });
+
+  it('refuses more models than attempts, a blank model, and more attempts than the tenant may queue (a task with two is admitted above)', async () => {
+    const refused = async (candidates: object) => {
+      const res = await post(candidatesTask('x', 'T-candg-400', candidates), false);
+      expect(res.status).toBe(400);
+      return (await bodyOf(res)).error;
+    };
+    expect(await refused({ n: 2, models: ['model-a', 'model-b', 'model-c'] })).toMatchObject({
+      code: 'invalid_request',
+      details: [{ field: 'body.options.candidates.models', message: expect.stringContaining('3 models for 2 attempts') }],
+    });
+    expect(await refused({ n: 2, models: [' ', 'model-a'] })).toMatchObject({
+      details: [{ field: 'body.options.candidates.models.0', message: expect.stringContaining('blank') }],
+    });
+    // MAX_QUEUED_PER_TENANT is 4: the task and four attempts never fit.
+    expect(await refused({ n: 4 })).toMatchObject({
+      details: [{ field: 'body.options.candidates.n', message: expect.stringContaining('MAX_QUEUED_PER_TENANT') }],
+    });
   });
 });
