@@ -12,7 +12,17 @@ import { workspacePath } from '../workspace/workspace.ts';
 import type { SubmitOptions } from './systems/admission.ts';
 import type { StopWhy } from './run/run-context.ts';
 import { createChildSystem } from './systems/child-system.ts';
-import { checkAgainstDefinition, checkQueueRoom, earlierTask, newTaskRow, queueFull, queueRoom, sessionOf, storageRefusal } from './systems/admission.ts';
+import {
+  checkAgainstDefinition,
+  checkAttemptsFit,
+  checkQueueRoom,
+  earlierTask,
+  newTaskRow,
+  queueFull,
+  queueRoom,
+  sessionOf,
+  storageRefusal,
+} from './systems/admission.ts';
 import { createApprovalSystem, type ApprovalReply } from './systems/approval-system.ts';
 import { createWorktreeSystem } from './systems/worktree-system.ts';
 import { createDispatchSystem } from './systems/dispatch-system.ts';
@@ -108,8 +118,11 @@ export function createTaskService(deps: TaskServiceDeps) {
       }
       const session = await sessionOf(store, tenant, body);
       // The cluster's queue is counted by the statement that stores the task (one round trip).
-      if (!cluster) await checkQueueRoom(scheduler, admitting, deps, tenant);
-      const room = cluster ? queueRoom(admitting, deps, tenant) : undefined;
+      // A task with candidates needs room for its attempts too (queued beside it once it starts).
+      const attempts = body.options?.candidates?.n ?? 0;
+      checkAttemptsFit(deps, attempts);
+      if (!cluster) await checkQueueRoom(scheduler, admitting, deps, tenant, attempts);
+      const room = cluster ? queueRoom(admitting, deps, tenant, attempts) : undefined;
       const lineage = opts.lineage ?? { depth: 0, parentTask: null, maxDepth: registry.get(body.subagent_type)?.maxDepth ?? 0 };
       const row = { ...newTaskRow(`tsk_${newId(now)}`, tenant, body, now, idempotency, session, traceParent ?? null, lineage), replay: opts.replay ?? null };
       // What must exist before the task starts is stored while this instance holds it (PostgreSQL:
@@ -135,7 +148,7 @@ export function createTaskService(deps: TaskServiceDeps) {
       if (!stored) {
         waiters.forget(row.id);
         // Which bound it met, counted again (it may have room by now: the answer stands).
-        await checkQueueRoom(scheduler, admitting, deps, tenant);
+        await checkQueueRoom(scheduler, admitting, deps, tenant, attempts);
         throw queueFull('the queue has no room for the task');
       }
       if (beforeQueue) {

@@ -171,7 +171,14 @@ function candidatesProblems(def: AgentDefinition, body: CreateTaskBody, models?:
     problems.push({ field, message: `candidates need an outcome (options.outcome, or one of "${def.type}"): it is what the attempts are compared by` });
   }
   if (body.task_id) problems.push({ field: 'body.task_id', message: 'a follow-up continues one conversation: candidates start fresh attempts' });
+  if (given.models && given.models.length > given.n) {
+    problems.push({ field: `${field}.models`, message: `${given.models.length} models for ${given.n} attempts: each attempt runs on one, give at most n` });
+  }
   for (const [i, id] of (given.models ?? []).entries()) {
+    if (!id.trim()) {
+      problems.push({ field: `${field}.models.${i}`, message: 'a model id is not blank' });
+      continue;
+    }
     try {
       models?.resolve(id);
     } catch (err) {
@@ -347,12 +354,29 @@ export interface QueueBounds {
  * (across the cluster on PostgreSQL, where tasks being admitted elsewhere that moment are not
  * counted). `admitting`: tasks admitted here and being stored (id → tenant), counted too.
  */
-export async function checkQueueRoom(scheduler: Scheduler, admitting: Map<string, string>, bounds: QueueBounds, tenant: string): Promise<void> {
+export async function checkQueueRoom(scheduler: Scheduler, admitting: Map<string, string>, bounds: QueueBounds, tenant: string, attempts = 0): Promise<void> {
   const waiting = await scheduler.waiting(tenant);
+  const more = attempts > 0 ? ` and the ${attempts} attempts of this one` : '';
   const queued = waiting.all + admitting.size;
-  if (queued >= bounds.maxQueued) throw queueFull(`too many queued tasks (${queued})`);
+  if (queued + attempts >= bounds.maxQueued) throw queueFull(`too many queued tasks (${queued}${more})`);
   const queuedIn = waiting.tenant + admittingIn(admitting, tenant);
-  if (queuedIn >= bounds.maxQueuedPerTenant) throw queueFull(`this tenant has ${queuedIn} queued tasks, its limit (MAX_QUEUED_PER_TENANT)`);
+  if (queuedIn + attempts >= bounds.maxQueuedPerTenant) throw queueFull(`this tenant has ${queuedIn} queued tasks${more}, its limit (MAX_QUEUED_PER_TENANT)`);
+}
+
+/**
+ * A task with candidates queues its `n` attempts beside itself: 400 when they could never fit
+ * (the checks of checkQueueRoom and queueRoom count them while others wait).
+ */
+export function checkAttemptsFit(bounds: QueueBounds, attempts: number): void {
+  const limit = Math.min(bounds.maxQueued, bounds.maxQueuedPerTenant);
+  if (attempts > 0 && attempts + 1 > limit) {
+    throw new AppError(400, 'invalid_request', 'invalid request: body.options.candidates.n', [
+      {
+        field: 'body.options.candidates.n',
+        message: `the task and its ${attempts} attempts are more than the ${limit} tasks a tenant may queue (MAX_QUEUED_PER_TENANT)`,
+      },
+    ]);
+  }
 }
 
 /** 429 `queue_full`: `why`, and when to retry. */
@@ -366,8 +390,8 @@ const admittingIn = (admitting: Map<string, string>, tenant: string) => [...admi
  * The cluster's queue bounds as the statement that stores a task checks them (task-store.ts
  * `insert`): the room left in all and for `tenant` once the tasks being admitted here count.
  */
-export function queueRoom(admitting: Map<string, string>, bounds: QueueBounds, tenant: string): QueueRoom {
-  return { all: bounds.maxQueued - admitting.size, tenant: bounds.maxQueuedPerTenant - admittingIn(admitting, tenant) };
+export function queueRoom(admitting: Map<string, string>, bounds: QueueBounds, tenant: string, attempts = 0): QueueRoom {
+  return { all: bounds.maxQueued - admitting.size - attempts, tenant: bounds.maxQueuedPerTenant - admittingIn(admitting, tenant) - attempts };
 }
 
 /** The answer to a new task while the database cannot be written. */
