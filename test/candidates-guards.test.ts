@@ -50,6 +50,13 @@ describe('candidates at their edges', () => {
       expect(res.status).toBe(410);
       expect((await bodyOf(res)).error).toMatchObject({ code: 'worktree_removed', message: expect.stringContaining(`kept by its task ${done.id}`) });
     }
+    // A follow-up of the task is refused, naming the kept attempt, whose conversation it is; that one continues.
+    const follow = await post({ ...candidatesTask('CANDG-TTL', 'T-candg-ttl', { n: 2 }), options: {}, task_id: done.id }, false);
+    expect(follow.status).toBe(400);
+    expect((await bodyOf(follow)).error).toMatchObject({
+      details: [{ field: 'body.task_id', message: expect.stringContaining(`task_id "${kept}"`) }],
+    });
+    expect((await post({ ...candidatesTask('CANDG-TTL', 'T-candg-ttl', { n: 2 }), options: {}, task_id: kept }, false)).status).toBe(202);
     // Once the task ended, the attempt it did not keep expires as any other copy does.
     const other = done.candidates.find((c: any) => !c.selected).taskId;
     await expect.poll(async () => (await fetch(`${svc.url}/tasks/${other}/changes.diff`)).status, { timeout: 10_000, interval: 300 }).toBe(410);

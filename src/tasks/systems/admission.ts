@@ -230,6 +230,18 @@ export async function sessionOf(store: TaskStore, tenant: string, body: CreateTa
   if (earlier.purgedAt !== null) {
     throw new AppError(409, 'task_purged', `task ${earlier.id} was purged: its conversation is gone, so it cannot be continued (start a fresh task)`);
   }
+  if (earlier.candidates) {
+    // Its conversation is its kept attempt's: that one is continued, by its own id.
+    const kept = earlier.candidates.find((c) => c.selected);
+    throw new AppError(400, 'invalid_request', `invalid request: body.task_id`, [
+      {
+        field: 'body.task_id',
+        message: kept
+          ? `task ${earlier.id} ran candidates: its conversation is its kept attempt's, continue that one (task_id "${kept.taskId}")`
+          : `task ${earlier.id} ran candidates and kept none: it has no conversation to continue`,
+      },
+    ]);
+  }
   if (body.fork && earlier.subagentType === 'fork') {
     throw new AppError(400, 'fork_in_fork', `task ${earlier.id} is a fork; a fork cannot fork again (continue it without fork instead)`);
   }
