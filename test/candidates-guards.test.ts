@@ -80,4 +80,30 @@ describe('candidates at their edges', () => {
       details: [{ field: 'body.options.candidates.n', message: expect.stringContaining('MAX_QUEUED_PER_TENANT') }],
     });
   });
+
+  it('a message to the task steers each of its running attempts; once it ended it is refused', async () => {
+    model.script('CANDG-STEER', (ctx: TurnContext) =>
+      ctx.turn === 0
+        ? { ...write('answer.txt', ctx.model === 'model-a' ? 'right' : 'wrong'), delayMs: 1500 }
+        : complete(`done by ${ctx.model}`, ['answer.txt']),
+    );
+    const id = (await bodyOf(await post(candidatesTask('CANDG-STEER', 'T-candg-steer', { n: 2, models: ['model-a', 'model-b'] }), false))).id as string;
+    await expect.poll(async () => (await bodyOf(await fetch(`${svc.url}/tasks/${id}`))).candidates?.length ?? 0, { timeout: 10_000 }).toBe(2);
+    const steer = () =>
+      fetch(`${svc.url}/tasks/${id}/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ prompt: 'STEER-ALL please' }),
+      });
+    expect((await steer()).status).toBe(202);
+    await expect.poll(async () => (await bodyOf(await fetch(`${svc.url}/tasks/${id}`))).status, { timeout: 20_000 }).toBe('completed');
+    // Each attempt's next call carried the message.
+    for (const m of ['model-a', 'model-b']) {
+      const asked = model.requests.filter((r) => r.body.model === m && JSON.stringify(r.body.messages).includes('CANDG-STEER'));
+      expect(asked.some((r) => JSON.stringify(r.body.messages).includes('STEER-ALL please'))).toBe(true);
+    }
+    const late = await steer();
+    expect(late.status).toBe(409);
+    expect((await bodyOf(late)).error.code).toBe('task_finished');
+  });
 });

@@ -1,6 +1,6 @@
 import { monotonicUlid } from '../util/ids.ts';
-import { notFound, shuttingDown } from '../errors/app-error.ts';
-import type { CreateTaskBody, Progress, TaskBudget, TaskOutput, ToolResultBody } from '../shapes/task.ts';
+import { AppError, notFound, shuttingDown } from '../errors/app-error.ts';
+import { isEndedStatus, type CreateTaskBody, type Progress, type TaskBudget, type TaskOutput, type ToolResultBody } from '../shapes/task.ts';
 import type { ReplayBatchBody, ReplayBody } from '../shapes/replay.ts';
 import { CHANNELS } from '../store/cluster-store.ts';
 import { nextPage } from '../store/paging.ts';
@@ -197,7 +197,18 @@ export function createTaskService(deps: TaskServiceDeps) {
      * `task_finished`. Messages wait in the database: a restart or a takeover does not lose them.
      */
     async steer(tenant: string, id: string, prompt: string): Promise<void> {
-      await steering.offer(await service.get(tenant, id), prompt);
+      const row = await service.get(tenant, id);
+      if (!row.request.options?.candidates || isEndedStatus(row.status)) return steering.offer(row, prompt);
+      // A task with candidates calls no model itself: the message goes to each attempt that runs.
+      const live: TaskRow[] = [];
+      for (const c of row.candidates ?? []) {
+        const attempt = await store.getById(c.taskId);
+        if (attempt && !isEndedStatus(attempt.status)) live.push(attempt);
+      }
+      if (live.length === 0) {
+        throw new AppError(409, 'not_steerable', `task ${row.id} runs candidates and none of its attempts is running now: there is no model to steer`);
+      }
+      for (const attempt of live) await steering.offer(attempt, prompt);
     },
 
     /** Replays (replay-system.ts): a finished model task run again (`one`), a batch of them, a batch as it is now. */
