@@ -3,7 +3,7 @@ import { createLogger } from './logging/logger.ts';
 import { createServer, type Server } from 'node:http';
 import type { Logger } from 'pino';
 import { type Config, ConfigError, loadConfig, loadDotEnv } from './config/config.ts';
-import { closeDatabase, DatabaseInUseError, DatabaseNotWritableError, idleInTransactionFor, openDatabase, type Db } from './store/database.ts';
+import { closeDatabase, DatabaseInUseError, DatabaseNotWritableError, idleInTransactionFor, openDatabase, retryWindowFor, type Db } from './store/database.ts';
 import { storageFaultOf } from './store/storage-guard.ts';
 
 /** Exit code when another process already runs on the database. */
@@ -47,7 +47,11 @@ async function listenWhileStarting(config: Config, why: string): Promise<Server>
  */
 async function openWhenUp(config: Config, logger: Logger): Promise<{ db: Db; placeholder: Server | null }> {
   const location = config.databaseUrl ?? config.databasePath;
-  const open = () => openDatabase(location, config.instanceId, { idleInTransactionMs: idleInTransactionFor(config.taskLeaseMs) });
+  const open = () =>
+    openDatabase(location, config.instanceId, {
+      idleInTransactionMs: idleInTransactionFor(config.taskLeaseMs),
+      retryWindowMs: retryWindowFor(config.taskLeaseMs),
+    });
   const deadline = Date.now() + config.databaseStartTimeoutMs;
   let placeholder: Server | null = null;
   for (let attempt = 1; ; attempt++) {

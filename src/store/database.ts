@@ -5,6 +5,7 @@ import { openSqlite, truncateWal } from './sqlite.ts';
 
 export { DatabaseInUseError, DatabaseNotWritableError, type Db } from './db.ts';
 export { openSqlite } from './sqlite.ts';
+export { retryWindowFor } from './postgres-retry.ts';
 
 /** Is `location` a PostgreSQL URL (`postgres://` or `postgresql://`) rather than a SQLite file? */
 export const isPostgresUrl = (location: string) => /^postgres(ql)?:\/\//i.test(location);

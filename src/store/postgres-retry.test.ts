@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InstanceLockLost, isRead, notApplied, retrying, transient, type RetryWatch } from './postgres-retry.ts';
+import { InstanceLockLost, isRead, notApplied, retrying, retryWindowFor, transient, type RetryWatch } from './postgres-retry.ts';
 
 const pgError = (code: string, message = 'x') => Object.assign(new Error(message), { code });
 const watch = (stopped = false): RetryWatch & { seen: unknown[] } => {
@@ -75,5 +75,33 @@ describe('retrying', () => {
     const gone = pgError('57P03');
     await expect(retrying(() => Promise.reject(gone), notApplied, watch(true))).rejects.toBe(gone);
     expect(tries).toBe(1);
+  });
+});
+
+describe('how long a statement is tried again', () => {
+  it('a third of the task lease, at most 12 s: a renewal never retries past the lease it renews', () => {
+    expect(retryWindowFor(30_000)).toBe(10_000);
+    expect(retryWindowFor(120_000)).toBe(12_000);
+    expect(retryWindowFor(3_000)).toBe(1_000);
+    expect(retryWindowFor(300)).toBe(100);
+  });
+
+  it("gives up once the watch's window has passed, the error going on as it came", async () => {
+    const refused = pgError('ECONNREFUSED');
+    const w = { ...watch(), windowMs: 120 };
+    let tries = 0;
+    await expect(
+      retrying(
+        async () => {
+          tries++;
+          throw refused;
+        },
+        notApplied,
+        w,
+      ),
+    ).rejects.toBe(refused);
+    // Waits of 50 and 100 ms fit in 120 ms only in part: tried twice, never the 12 s default's dozen.
+    expect(tries).toBeLessThanOrEqual(3);
+    expect(tries).toBeGreaterThanOrEqual(2);
   });
 });

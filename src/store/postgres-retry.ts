@@ -28,9 +28,19 @@ export function stalePlan(err: unknown): boolean {
 /**
  * How long a statement is tried again while the server restarts or fails over (a managed
  * database's failover takes seconds); past it, the error goes on as a storage fault and the
- * storage guard holds the writes. Well under TASK_LEASE_MS's default, so a lease outlives it.
+ * storage guard holds the writes. Well under TASK_LEASE_MS's default, so a lease outlives it; a
+ * shorter lease shortens it (`retryWindowFor`).
  */
 const RETRY_WINDOW_MS = 12_000;
+
+/**
+ * The retry window for a task lease of `leaseMs`: a third of it, at most RETRY_WINDOW_MS (at least
+ * 100 ms). A lease renewal tried again for longer than its lease holds the renewals after it, and
+ * the tasks it was to keep stop when the lease runs out although the database came back meanwhile.
+ */
+export function retryWindowFor(leaseMs: number): number {
+  return Math.max(100, Math.min(RETRY_WINDOW_MS, Math.floor(leaseMs / 3)));
+}
 
 /**
  * Errors after which a statement certainly did not take effect, so it can be sent again: it was
@@ -68,14 +78,16 @@ export interface RetryWatch {
   stopped(): boolean;
   /** A statement is tried again after `err`. */
   retrying(err: unknown): void;
+  /** How long a statement is tried again (default RETRY_WINDOW_MS). */
+  windowMs?: number;
 }
 
 /**
- * Runs `op` until it succeeds, fails with an error `canRepeat` refuses, or RETRY_WINDOW_MS has
+ * Runs `op` until it succeeds, fails with an error `canRepeat` refuses, or the watch's window has
  * passed (waiting 50 ms, then twice as long each time, at most a second).
  */
 export async function retrying<T>(op: () => Promise<T>, canRepeat: (err: unknown) => boolean, watch: RetryWatch): Promise<T> {
-  const deadline = Date.now() + RETRY_WINDOW_MS;
+  const deadline = Date.now() + (watch.windowMs ?? RETRY_WINDOW_MS);
   for (let wait = 50; ; wait = Math.min(wait * 2, 1000)) {
     try {
       return await op();

@@ -45,6 +45,8 @@ export interface PostgresOptions {
    * (database.ts).
    */
   idleInTransactionMs?: number;
+  /** How long a statement is tried again while the server is away (`retryWindowFor`, postgres-retry.ts). */
+  retryWindowMs?: number;
 }
 
 /**
@@ -143,6 +145,7 @@ export async function openPostgres(url: string, instanceId: string, options: Pos
   const preparing: Preparing = { on: true };
   const retryListeners: Array<(err: unknown) => void> = [];
   const watch: RetryWatch = {
+    windowMs: options.retryWindowMs,
     stopped: () => closing,
     retrying: (err) => {
       for (const l of retryListeners) l(err);
