@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -149,11 +149,35 @@ beforeAll(async () => {
   }
 }, 90_000);
 
+/**
+ * Ends every command the tests started: SIGTERM to each process group, then, for one still open
+ * after `patience` ms, what its group still runs (on stderr, to tell which process held on) and
+ * SIGKILL. Cleaning up must not hang the file: the service's own shutdown is tested elsewhere
+ * (crash-recovery, approvals-interrupted).
+ */
+async function stopAll(runs: Run[], patience: number): Promise<void> {
+  for (const run of runs) run.stop();
+  const within = (p: Promise<unknown>, ms: number) => Promise.race([p.then(() => true), new Promise<boolean>((r) => setTimeout(r, ms, false))]);
+  await Promise.all(
+    runs.map(async (run) => {
+      if (await within(run.exited, patience)) return;
+      const group = spawnSync('ps', ['-o', 'pid,stat,etime,args', '-g', String(run.child.pid)], { encoding: 'utf8' }).stdout;
+      console.error(`still running ${patience} ms after SIGTERM: ${run.child.spawnargs.at(-1)}\n${group}\n${run.stderr().slice(-2000)}`);
+      try {
+        process.kill(-run.child.pid!, 'SIGKILL');
+      } catch {
+        // Gone meanwhile.
+      }
+      // A process outside the group may still hold the output open: stop reading it.
+      for (const stream of [run.child.stdout, run.child.stderr, run.child.stdin]) stream?.destroy();
+    }),
+  );
+}
+
 afterAll(async () => {
-  for (const run of started.reverse()) run.stop();
-  await Promise.all(started.map((r) => r.exited));
+  await stopAll(started.reverse(), 20_000);
   if (dir) rmSync(dir, { recursive: true, force: true });
-});
+}, 40_000);
 
 describe("the README's examples, offline", () => {
   it('the routes, by example: every command of the walk-through, as written', async () => {
