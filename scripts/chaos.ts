@@ -9,7 +9,8 @@
  *     instance killed within LATE_KILL_MS (5 s) after, or while it died (their usage died with the
  *     process; an answer written as the kill closed its socket counts as served);
  *   - usage recorded after a task's end only for calls in flight at an instance paused past its
- *     lease (documented: the provider served them);
+ *     lease (documented: the provider served them, and a lost lease reads an answer in flight to
+ *     its end, for at most LOST_LEASE_READ_MS);
  *   - every `task.finished` delivered to the webhook receiver (at least once);
  *   - no instance exited but those the run killed;
  *   - no approved call ran twice (a tenth of the tasks ask before their command, and the run answers
@@ -35,6 +36,7 @@ import pg from 'pg';
 import { startScriptedModel } from '../scripted-model/server';
 import { childEnv, startChildService, type ChildService } from '../test/support/child-service';
 import { ensureDatabase, startTestPostgres } from '../test/support/postgres';
+import { LOST_LEASE_READ_MS } from '../src/tasks/run/task-abort';
 
 const SECONDS = Number(process.env.CHAOS_SECONDS ?? 60);
 const SEED = Number(process.env.CHAOS_SEED ?? Date.now() % 1_000_000);
@@ -423,7 +425,7 @@ async function main() {
     lateRows += late.length;
     if (late.length > 0) {
       const pausedCall = served.some((s) =>
-        faults.some((f) => f.kind === 'stop' && s.authorization === `Bearer chaos-key-${f.name}` && s.at >= f.at - LEASE_MS && s.at <= f.until + 1000),
+        faults.some((f) => f.kind === 'stop' && s.authorization === `Bearer chaos-key-${f.name}` && s.at >= f.at - LEASE_MS && s.at <= f.until + LEASE_MS + LOST_LEASE_READ_MS),
       );
       if (!pausedCall) violations.push(`${t.id}: ${late.length} usage rows after its end, no call of a paused instance to explain them`);
     }

@@ -93,4 +93,48 @@ describe.skipIf(!run)('an owner paused past its lease (a VM stopped, then woken)
     const served = model.served.filter((s) => s.prompt === 'DEPOSED').reduce((sum, s) => sum + s.inputTokens, 0);
     await until(async () => (await json(`${b.url}/tasks/${id}`)).body.usage.inputTokens === served);
   }, 90_000);
+
+  it('reads an answer still on its way when it wakes to its end, and bills it', async () => {
+    // Turn 1 as a first asks it is answered 12 s after the question: still on its way when it wakes.
+    model.script('WOKEN', (ctx) => {
+      if (ctx.turn === 0) return { toolCalls: [{ name: 'bash', args: { command: 'echo started' } }], usage: { input: 10, output: 1 } };
+      if (ctx.turn === 1)
+        return { toolCalls: [{ name: 'bash', args: { command: 'echo turn1' } }], usage: { input: 20, output: 2 }, delayMs: ctx.attempt === 1 ? 12_000 : 0 };
+      return { toolCalls: [{ name: 'complete', args: { summary: 'done', paths: [] } }], usage: { input: 40, output: 4 } };
+    });
+    const asked = (name: string) =>
+      model.requests
+        .filter((r) => r.authorization === `Bearer key-${name}` && JSON.stringify(r.body.messages).includes('WOKEN'))
+        .map((r) => r.body.messages.filter((m) => m.role === 'assistant').length);
+    // Only c and d share the database from here: another instance would take the task over first.
+    for (const svc of instances.splice(0)) {
+      svc.child.kill('SIGKILL');
+      await svc.exited;
+    }
+    const c = await instance('c');
+    const created = await json(`${c.url}/tasks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(taskBody({ prompt: 'WOKEN', context: { parentTaskId: 'T-woken', userId: 'u' } })),
+    });
+    const id = created.body.id as string;
+    await until(async () => asked('c').includes(1));
+    c.child.kill('SIGSTOP');
+    // d takes the task over and asks turn 1 again; c wakes then, its answer still coming.
+    const d = await instance('d');
+    await until(async () => asked('d').includes(1), 60_000);
+    c.child.kill('SIGCONT');
+    await until(async () => (await json(`${d.url}/tasks/${id}`)).body.status === 'completed', 60_000);
+    // c, its lease lost, read its answer to the end instead of cutting it: the provider served it...
+    const woken = () => model.served.filter((s) => s.prompt === 'WOKEN');
+    await until(async () => woken().some((s) => s.turn === 1 && s.authorization === 'Bearer key-c'), 30_000);
+    // ...and every call served, c's late one included, is billed once.
+    const served = () => woken().reduce((sum, s) => sum + s.inputTokens, 0);
+    await until(async () => (await json(`${d.url}/tasks/${id}`)).body.usage.inputTokens === served());
+    expect(
+      woken()
+        .map((s) => `${s.turn} ${s.authorization?.slice(-1)}`)
+        .sort(),
+    ).toEqual(['0 c', '1 c', '1 d', '2 d']);
+  }, 120_000);
 });

@@ -73,7 +73,7 @@ function slowModel(afterMs: number) {
 }
 
 /** Calls `model` with a signal aborted right after the call is made; what the caller then reads. */
-async function abortedCall(model: object, abortGraceMs: number) {
+async function abortedCall(model: object, abortGraceMs: number | ((reason: unknown) => number)) {
   const billed: Usage[] = [];
   const guarded = guardModel(model as never, { onUsage: (u) => billed.push(u), stallTimeoutMs: 5000, maxRetries: 0, abortGraceMs });
   const caller = new AbortController();
@@ -131,6 +131,18 @@ describe('guardModel', () => {
     expect(error).toMatchObject({ message: 'cancelled by the caller' });
     // The answer ended on its own: the call was never cut.
     expect(calls[0].signal.aborted).toBe(false);
+  });
+
+  it("chooses the grace by the abort's reason", async () => {
+    const reasons: unknown[] = [];
+    const grace = (reason: unknown) => (reasons.push(reason), (reason as Error).message.startsWith('cancelled') ? 20 : 2000);
+    const cut = await abortedCall(slowModel(300).model, grace);
+    expect(cut.billed).toEqual([]);
+    expect(reasons).toEqual([expect.objectContaining({ message: 'cancelled by the caller' })]);
+    const read = slowModel(300);
+    const { billed } = await abortedCall(read.model, () => 2000);
+    expect(billed).toHaveLength(1);
+    expect(read.calls[0].signal.aborted).toBe(false);
   });
 
   it('cuts an aborted call at the end of the grace, with the reason of the abort', async () => {

@@ -62,9 +62,9 @@ export interface ModelGuardOptions {
   maxRetries: number;
   /**
    * How long a call whose caller aborted (a cancel, a lost lease, a shutdown) is read on for its
-   * usage before it is cut: ABORT_GRACE_MS by default.
+   * usage before it is cut: ABORT_GRACE_MS by default, or chosen by the abort's reason.
    */
-  abortGraceMs?: number;
+  abortGraceMs?: number | ((reason: unknown) => number);
   /** A reader of one call's raw chunks, as the guarded model's provider sends them (OpenAI's by default). */
   reader?: () => ChunkReader;
 }
@@ -77,11 +77,11 @@ export interface ModelGuardOptions {
 export const ABORT_GRACE_MS = 200;
 
 /**
- * The signal a call is made with: it aborts `graceMs` after the caller's (at once when the caller
+ * The signal a call is made with: it aborts `grace` ms after the caller's (at once when the caller
  * had aborted before the call). `done` forgets the caller's signal once the call is over (a task's
  * signal outlives hundreds of calls).
  */
-function gracedSignal(caller: AbortSignal | undefined, graceMs: number) {
+function gracedSignal(caller: AbortSignal | undefined, grace: number | ((reason: unknown) => number)) {
   const cut = new AbortController();
   if (!caller) return { cut, done: () => {} };
   if (caller.aborted) {
@@ -90,7 +90,7 @@ function gracedSignal(caller: AbortSignal | undefined, graceMs: number) {
   }
   let timer: NodeJS.Timeout | undefined;
   const onAbort = () => {
-    timer = setTimeout(() => cut.abort(caller.reason), graceMs);
+    timer = setTimeout(() => cut.abort(caller.reason), typeof grace === 'number' ? grace : grace(caller.reason));
     timer.unref();
   };
   caller.addEventListener('abort', onAbort, { once: true });

@@ -15,7 +15,7 @@ import type { TaskRow, WaitingCalls } from '../../store/schema.ts';
 import type { ToolContext } from '../../tools/tool-types.ts';
 import { endingOfAbort, failed, type Ending } from '../writes/finish-task.ts';
 import type { ModelRun, RunContext } from './run-context.ts';
-import { abortCode } from './task-abort.ts';
+import { abortCode, abortGraceFor } from './task-abort.ts';
 import { childTaskTool } from './child-tool.ts';
 import { leadTools } from './lead-tools.ts';
 import type { McpSession } from '../../mcp/mcp-tools.ts';
@@ -134,6 +134,7 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
         onUsage: (usage) => watch.modelUsage(usage, id),
         stallTimeoutMs: deps.limits.modelStallTimeoutMs,
         maxRetries: deps.limits.modelMaxRetries,
+        abortGraceMs: abortGraceFor,
         reader: () => deps.modelProvider.reader(id),
       });
     // The outcome's checks of `complete`: its grader is billed to the task at the grader's price.

@@ -1,3 +1,5 @@
+import { ABORT_GRACE_MS } from '../../loop/model-guard.ts';
+
 /** Someone stopped the task: its caller (`cancelled`, also its lead's `close_agent`), or the end of the lead that started it in the background. */
 export type CancelCode = 'cancelled' | 'parent_ended';
 
@@ -35,3 +37,22 @@ export function controlledAbort(payload: string): { id: string; abort: TaskAbort
   const ended = message.code === 'parent_ended' && typeof message.message === 'string';
   return { id: message.id, abort: ended ? new TaskAbort('parent_ended', message.message as string) : new TaskAbort('cancelled', 'the task was cancelled') };
 }
+
+/**
+ * How long a model call in flight when its task's signal aborts is still read for its usage. A
+ * lost lease (`taken_over`, or `storage_unavailable` past it) reads the answer to its end, for at
+ * most LOST_LEASE_READ_MS: nobody waits on this instance any more, the provider is answering (an
+ * instance paused past its lease wakes mid-answer) and its bill is in the answer's last bytes. A
+ * cancel, a timeout or a shutdown cuts the call after ABORT_GRACE_MS: its caller wants the
+ * spending stopped, and a cut answer stops the provider's generation.
+ */
+export function abortGraceFor(reason: unknown): number {
+  const lost = reason instanceof TaskAbort && (reason.code === 'taken_over' || reason.code === 'storage_unavailable');
+  return lost ? LOST_LEASE_READ_MS : ABORT_GRACE_MS;
+}
+
+/**
+ * The longest a call is read on once its task's lease was lost (see `abortGraceFor`). Under the
+ * 15 s within which a SIGTERM ends the process, so that a shutdown never cuts one.
+ */
+export const LOST_LEASE_READ_MS = 10_000;
