@@ -190,4 +190,16 @@ describe('bash(<glob>) rules per simple command', async () => {
     expect(await shell.commands('git status && npm test 2>&1 | tail -n 20')).toEqual(['git status', 'npm test', 'tail -n 20']);
     // Three threads ended and three loaded: on a loaded machine each load takes seconds.
   }, 60_000);
+
+  it("takes tenants' lines in turn: one tenant's hostile lines hold another's back by one at most", async () => {
+    const [flooder, other] = await Promise.all([loadShellParser('tenant-a'), loadShellParser('tenant-b')]);
+    const order: string[] = [];
+    const hostile = Array.from({ length: 4 }, (_, i) => flooder.commands('a|'.repeat(32_000) + 'a').then((r) => (order.push(`a${i}`), r)));
+    const benign = other.commands('git status && npm test').then((r) => (order.push('b'), r));
+    expect(await benign).toEqual(['git status', 'npm test']);
+    expect(await Promise.all(hostile)).toEqual([null, null, null, null]);
+    // Served in turn: b's line waits for at most the line being parsed and the one taken after it.
+    expect(order.indexOf('b')).toBeLessThanOrEqual(2);
+    expect(order).toHaveLength(5);
+  }, 60_000);
 });

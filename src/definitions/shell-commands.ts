@@ -51,15 +51,17 @@ export interface ShellParser {
 let thread: ReturnType<typeof createParseThread> | null = null;
 
 /**
- * The parser. Its thread is shared by the process (the grammar is immutable; a thread and its
- * WebAssembly cost tens of milliseconds to start), and started when first needed.
+ * The parser, for the lines of one tenant (`key`). Its thread is shared by the process (the grammar
+ * is immutable; a thread and its WebAssembly cost tens of milliseconds to start), started when
+ * first needed, and takes the tenants' lines in turn.
  */
-export async function loadShellParser(): Promise<ShellParser> {
+export async function loadShellParser(key = ''): Promise<ShellParser> {
   thread ??= createParseThread();
   const parseThread = thread;
+  const parse: Run['parse'] = (line, budget) => parseThread.parse(line, budget, key);
   return {
     async commands(line) {
-      const run: Run = { parse: parseThread.parse, out: [], deadline: deadline(PARSE_BUDGET_MS) };
+      const run: Run = { parse, out: [], deadline: deadline(PARSE_BUDGET_MS) };
       try {
         return (await parseInto(run, joinContinuations(line), 0)) ? run.out : null;
       } catch {
