@@ -212,7 +212,8 @@ describe.skipIf(missing !== null)('the console in a browser', () => {
     await page.goto(`${svc.url}/ui#/tasks/${id}`);
     await page.locator('h2 .status', { hasText: 'completed' }).waitFor({ timeout: 15_000 });
     const call = page.locator('.timeline details.tool', { hasText: 'bash' });
-    expect(await call.locator('summary').textContent()).toContain('PreToolUse: block');
+    // The heading follows the task's row, the timeline its stream: the call's line may come after.
+    await call.locator('summary', { hasText: 'PreToolUse: block' }).waitFor({ timeout: 15_000 });
     await call.locator('summary').click();
     expect(await call.locator('.hooks').textContent()).toContain('PreToolUse hook (bash): block — rm is not allowed');
     await page.screenshot({ path: path.join(shots, '3b-hooks.png'), fullPage: true });
