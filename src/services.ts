@@ -286,6 +286,7 @@ export function createServices(deps: ServiceDeps): Services {
       ended: (id) => tasks.children.ended(id),
       cancel: (tenant, id, why) => tasks.children.cancel(tenant, id, why),
       steer: (tenant, id, message) => tasks.children.steer(tenant, id, message),
+      resume: (tenant, id) => tasks.children.resume(tenant, id),
       waiting: (id, on) => tasks.children.waiting(id, on),
     },
   });

@@ -7,7 +7,8 @@ import { startService, taskBody, type TestService } from './support/harness';
 
 /**
  * Candidates at their edges: copies kept while the task runs (WORKTREE_TTL_MS is one second here),
- * the kept attempt's own id, and what admission refuses.
+ * attempts waiting on their task's budget (PAUSED_TTL_MS one second), the kept attempt's own id,
+ * and what admission refuses.
  */
 let model: ScriptedModel;
 let svc: TestService;
@@ -16,7 +17,7 @@ beforeAll(async () => {
   model = await startScriptedModel();
   dir = mkdtempSync(path.join(tmpdir(), 'subagentd-cand-guards-'));
   mkdirSync(path.join(dir, 'agents'));
-  svc = await startService({ model, dir, env: { WORKTREE_TTL_MS: '1000', DEFAULT_MODEL: 'model-a', MAX_QUEUED_PER_TENANT: '4' } });
+  svc = await startService({ model, dir, env: { WORKTREE_TTL_MS: '1000', PAUSED_TTL_MS: '1000', DEFAULT_MODEL: 'model-a', MAX_QUEUED_PER_TENANT: '4' } });
 });
 afterAll(async () => {
   await svc.close();
@@ -60,6 +61,33 @@ describe('candidates at their edges', () => {
     // Once the task ended, the attempt it did not keep expires as any other copy does.
     const other = done.candidates.find((c: any) => !c.selected).taskId;
     await expect.poll(async () => (await fetch(`${svc.url}/tasks/${other}/changes.diff`)).status, { timeout: 10_000, interval: 300 }).toBe(410);
+  });
+
+  it("attempts paused at the task's budget wait on the task: the pause sweep ends the task, and the attempts with it, not them first", async () => {
+    // Each call is 1,100 tokens, the budget 2,000: the attempts pause before a second call, then the task.
+    const spend = { usage: { input: 1000, output: 100 } };
+    model.script('CANDG-EXPIRE', (ctx: TurnContext) =>
+      ctx.turn === 0 ? { ...write('answer.txt', 'right'), ...spend } : { ...complete('spent', ['answer.txt']), ...spend },
+    );
+    const res = await post(
+      taskBody({
+        prompt: 'CANDG-EXPIRE',
+        context: { parentTaskId: 'T-candg-expire', userId: 'u' },
+        options: { isolation: 'worktree', outcome, budget: { maxTokens: 2000 }, candidates: { n: 2 } },
+      }),
+      false,
+    );
+    const id = (await bodyOf(res)).id as string;
+    // The attempts paused first (and so longer): the sweep ends the task once it expired, which ends them.
+    await expect.poll(async () => (await bodyOf(await fetch(`${svc.url}/tasks/${id}`))).status, { timeout: 20_000, interval: 200 }).toBe('aborted');
+    const task = await bodyOf(await fetch(`${svc.url}/tasks/${id}`));
+    expect(task.error).toMatchObject({ code: 'budget_exceeded' });
+    const waited = (task.candidates as any[]).filter((c) => c.status !== 'completed');
+    expect(waited.length).toBeGreaterThan(0);
+    for (const c of waited) {
+      await expect.poll(async () => (await bodyOf(await fetch(`${svc.url}/tasks/${c.taskId}`))).status, { timeout: 10_000 }).toBe('aborted');
+      expect((await bodyOf(await fetch(`${svc.url}/tasks/${c.taskId}`))).error).toMatchObject({ code: 'parent_ended' });
+    }
   });
 
   it('refuses more models than attempts, a blank model, and more attempts than the tenant may queue (a task with two is admitted above)', async () => {

@@ -186,7 +186,7 @@ describe('candidates', () => {
     }
   });
 
-  it("the task's budget counts its attempts' sum: an attempt under it alone pauses once the two together spent it", async () => {
+  it("the task's budget counts its attempts' sum: once they wait on it the task pauses, and its resume with a raised budget resumes them", async () => {
     // Each call costs 1,100 tokens: one attempt alone (two calls) spends 2,200. With the task's
     // budget at 2,000 whichever attempt asks for its next call last finds the two together past it.
     model.script('CAND-BUDGET', (ctx: TurnContext) => (ctx.turn === 0 ? write('answer.txt', 'right') : complete('spent', ['answer.txt'])));
@@ -200,23 +200,53 @@ describe('candidates', () => {
         false,
       ),
     );
-    let attempts: any[] = [];
-    await until(async () => {
-      attempts = ((await get('/tasks?parentTaskId=T-cand-budget')).tasks as any[]).filter((t) => t.parentTask === id);
-      return attempts.length === 2 && attempts.every((t) => t.status === 'paused' || t.status === 'completed') && attempts.some((t) => t.status === 'paused');
-    });
+    // Every attempt that has not ended waits on the task's budget: the task pauses too, naming them.
+    await until(async () => (await get(`/tasks/${id}`)).status === 'paused');
+    const attempts = ((await get('/tasks?parentTaskId=T-cand-budget')).tasks as any[]).filter((t) => t.parentTask === id);
+    const paused = attempts.filter((t) => t.status === 'paused');
+    expect(paused.length).toBeGreaterThan(0);
+    expect(attempts.every((t) => t.status === 'paused' || t.status === 'completed')).toBe(true);
     const both = attempts.reduce((n, t) => n + t.usage.totalTokens, 0);
-    for (const a of attempts.filter((t) => t.status === 'paused')) {
+    for (const a of paused) {
       // Its spend is the task's whole tree: its own tokens and the other attempt's.
       expect(a.pause).toMatchObject({ reason: 'budget', budget: 'task', task: id, measure: 'tokens', limit: 2000, spent: both });
       expect(a.usage.totalTokens).toBeLessThan(2000);
     }
-    // The task waits for it meanwhile; cancelled, it takes it along.
-    expect(await get(`/tasks/${id}`)).toMatchObject({ status: 'running' });
-    await fetch(`${svc.url}/tasks/${id}/cancel`, { method: 'POST' });
-    for (const a of attempts.filter((t) => t.status === 'paused')) {
-      await until(async () => (await get(`/tasks/${a.id}`)).status === 'aborted');
-    }
+    const task = await get(`/tasks/${id}`);
+    expect(task.pause).toMatchObject({ reason: 'budget', budget: 'task', measure: 'tokens', limit: 2000, spent: both });
+    expect(task.pause.task).toBeUndefined();
+    expect([...task.pause.attempts].sort()).toEqual(paused.map((t) => t.id).sort());
+    expect(
+      task.candidates
+        .filter((c: any) => c.status === 'paused')
+        .map((c: any) => c.taskId)
+        .sort(),
+    ).toEqual(paused.map((t) => t.id).sort());
+
+    const resume = (body: unknown) =>
+      fetch(`${svc.url}/tasks/${id}/resume`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    // Bad input is the contract's 400; a budget still reached by the attempts' sum is a 409 naming it.
+    const bad = await resume({ budget: { maxTokens: 'more' } });
+    expect(bad.status).toBe(400);
+    expect((await bodyOf(bad)).error).toMatchObject({
+      code: 'invalid_request',
+      details: [expect.objectContaining({ field: expect.stringContaining('maxTokens') })],
+    });
+    const low = await resume({ budget: { maxTokens: both } });
+    expect(low.status).toBe(409);
+    expect((await bodyOf(low)).error).toMatchObject({ code: 'budget_exceeded', details: { budget: 'task', measure: 'tokens', limit: both, spent: both } });
+    expect(await get(`/tasks/${id}`)).toMatchObject({ status: 'paused' });
+
+    // Raised: the task goes on, resumes its attempts, and keeps one as it would have.
+    const raised = await resume({ budget: { maxTokens: 100_000 } });
+    expect(raised.status).toBe(202);
+    await until(async () => ['completed', 'aborted', 'error'].includes((await get(`/tasks/${id}`)).status));
+    const done = await get(`/tasks/${id}`);
+    expect(done).toMatchObject({ status: 'completed', summary: 'spent', pause: null, outcome: { status: 'satisfied' } });
+    for (const a of paused) expect(await get(`/tasks/${a.id}`)).toMatchObject({ status: 'completed', outcome: { status: 'satisfied' } });
+    expect(done.candidates.map((c: any) => c.status)).toEqual(['completed', 'completed']);
+    const events = (await storedEvents(svc, id)).map((e: any) => e.type);
+    expect(events).toEqual(expect.arrayContaining(['task.paused', 'task.resumed', 'candidate.selected', 'task.finished']));
   });
 
   it("the client's task tool starts its subagents with candidates and an outcome; the parent model reads the kept attempt and whether it was met", async () => {

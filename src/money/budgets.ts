@@ -7,8 +7,11 @@ import type { BudgetPause, TaskBudget } from '../shapes/task.ts';
 /** Whole micro-dollars of a dollar amount (budgets are given in dollars). */
 export const microUsd = (usd: number) => Math.round(usd * 1_000_000);
 
-/** What of a task its budgets are checked on. */
-export type BudgetedTask = Omit<BudgetedRow, 'budget'>;
+/**
+ * What of a task its budgets are checked on. `tree`: its own budget counts its whole tree's spend
+ * even with no nesting (a task with candidates, whose attempts spend for it).
+ */
+export type BudgetedTask = Omit<BudgetedRow, 'budget'> & { tree?: boolean };
 
 /** Does a budget limit spending (tokens or cost), not only time? */
 const spends = (b: TaskBudget) => b.maxTokens !== undefined || b.maxCostUsd !== undefined;
@@ -41,7 +44,9 @@ export function createBudgets(sql: SqlClient) {
         const ran = now - (task.startedAt ?? now) - task.pausedMs;
         // A task that may start children spends what its whole tree spends.
         const spent =
-          task.depth < task.maxDepth && spends(own) ? await store.treeSpent(task.id) : { tokens: task.totalTokens, costMicroUsd: task.costMicroUsd };
+          (task.tree || task.depth < task.maxDepth) && spends(own)
+            ? await store.treeSpent(task.id)
+            : { tokens: task.totalTokens, costMicroUsd: task.costMicroUsd };
         const hit =
           over('task', 'tokens', own.maxTokens, spent.tokens) ??
           over('task', 'costMicroUsd', own.maxCostUsd === undefined ? undefined : microUsd(own.maxCostUsd), spent.costMicroUsd) ??

@@ -11,6 +11,7 @@ export const budgetPauseSchema = z.object({
   spent: z.number().int(),
   since: z.string().describe('ISO 8601 time it paused'),
   task: z.string().optional().describe('budget "task" of an ancestor (nesting): the task whose own budget it is; its spend counts every descendant\'s'),
+  attempts: z.array(z.string()).optional().describe('a task with candidates: its attempts paused at this budget, each resumed by a resume of the task'),
 });
 export type BudgetPause = z.infer<typeof budgetPauseSchema>;
 

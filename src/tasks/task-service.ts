@@ -89,6 +89,7 @@ export function createTaskService(deps: TaskServiceDeps) {
     submit: (tenant, body, opts) => service.submit(tenant, body, opts),
     cancel: (tenant, id, why) => service.cancel(tenant, id, why),
     steer: (tenant, id, message) => service.steer(tenant, id, message),
+    resume: (tenant, id) => service.resume(tenant, id, undefined),
     setWaiting: (id, on) => dispatch.setWaiting(id, on),
   });
   // Whatever ends a task here (its run, a cancel while paused, a pause that expired, recovery) ends its background children.

@@ -994,6 +994,7 @@ export interface components {
             spent: number;
             since: string;
             task?: string;
+            attempts?: string[];
         } | {
             requestId: string;
             toolCallId: string;

@@ -1,7 +1,7 @@
 /** `options.candidates`: n attempts at once from one snapshot of the workspace, each checked by the outcome, one kept. */
 import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
-import { isEndedStatus, type Artifact, type Candidate, type CreateTaskBody } from '../../shapes/task.ts';
+import { isEndedStatus, type Artifact, type BudgetPause, type Candidate, type CreateTaskBody } from '../../shapes/task.ts';
 import type { TaskRow } from '../../store/schema.ts';
 import type { Append } from '../../events/event-log.ts';
 import { adoptWorktree, taskFileUrl, worktreeDir, worktreeRoot, WorktreeError } from '../../workspace/worktree.ts';
@@ -52,7 +52,7 @@ export function candidateBody(body: CreateTaskBody, model: string | undefined): 
  * keeps the best (pickBest). The kept attempt's copy becomes the task's, and its summary, output,
  * artifacts and outcome the task's. A cancel, a timeout or the task's end stops the attempts.
  */
-export async function runCandidates(ctx: RunContext, run: TaskRun & { model: string | null }): Promise<Ending> {
+export async function runCandidates(ctx: RunContext, run: TaskRun & { model: string | null }): Promise<Ending | { pause: BudgetPause }> {
   const { deps } = ctx;
   const { row, body, signal } = run;
   const spec = body.options!.candidates!;
@@ -82,14 +82,16 @@ export async function runCandidates(ctx: RunContext, run: TaskRun & { model: str
       }
     }
 
-    // Each attempt's end, looked for once; those that ended before a crash are reported now.
-    const ends = new Map(list.filter((c) => !isEndedStatus(c.status)).map((c) => [c.taskId, endOf(children, c.taskId, signal)]));
+    // Each attempt's next change, looked for once: its end, or a pause at a budget (`held` then: it
+    // waits on a resume of the task). Those that ended before a crash are reported now.
+    const watching = new Map<string, Promise<TaskRow>>();
+    const held = new Map<string, BudgetPause>();
+    const watch = (id: string) => watching.set(id, nextOf(children, id, held.has(id), signal));
+    for (const c of list) if (!isEndedStatus(c.status)) watch(c.taskId);
     let chosen = list.find((c) => c.selected) ?? null;
     if (chosen) await cancelOthers(children, row, list, chosen.taskId);
-    while (ends.size > 0) {
-      const next = await untilAborted(Promise.race([...ends.values()]), signal);
-      if (!next) break;
-      ends.delete(next.id);
+    /** An attempt ended: recorded, and kept at once by `first_satisfied` when satisfied (the others cancelled). */
+    const ended = async (next: TaskRow) => {
       list = list.map((c) => (c.taskId === next.id ? { ...c, ...seen(next, c.model) } : c));
       const now = list.find((c) => c.taskId === next.id)!;
       const selectNow = !chosen && spec.pick === 'first_satisfied' && satisfied(now);
@@ -103,9 +105,29 @@ export async function runCandidates(ctx: RunContext, run: TaskRun & { model: str
         });
         if (selectNow) append(row, 'candidate.selected', { taskId: now.taskId, reason: 'first satisfied' });
       });
-      if (selectNow) {
-        chosen = now;
-        await cancelOthers(children, row, list, now.taskId);
+      if (!selectNow) return chosen;
+      await cancelOthers(children, row, list, now.taskId);
+      return now;
+    };
+    while (watching.size > 0) {
+      const next = await untilAborted(Promise.race([...watching.values()]), signal);
+      if (!next) break;
+      watching.delete(next.id);
+      if (!isEndedStatus(next.status)) {
+        // Paused at a budget: resumed at once when none holds it any more (the task was resumed
+        // with a raised one), else held. No longer paused at one: it runs (or waits on an approval).
+        if (atBudget(next) && !(await children.resume(row.tenant, next.id))) held.set(next.id, next.pause as BudgetPause);
+        else held.delete(next.id);
+        watch(next.id);
+      } else {
+        chosen = await ended(next);
+      }
+      if (!chosen && held.size > 0 && held.size === watching.size) {
+        // Every attempt that has not ended waits on a budget: so does the task, freeing its slot,
+        // until the caller raises the budget (its resume resumes them) or it expires.
+        list = list.map((c) => (held.has(c.taskId) ? { ...c, status: 'paused' as const } : c));
+        await write(() => {});
+        return { pause: pauseOf(row, held) };
       }
     }
     if (signal.aborted) {
@@ -190,14 +212,30 @@ async function startAll(
   }
 }
 
-/** Resolves with the attempt once it ended for good (a paused one is looked at again until it ends); null once `signal` aborts. */
-async function endOf(children: ChildTasks, id: string, signal: AbortSignal): Promise<TaskRow> {
+/** Is the attempt paused at a budget (not an approval's)? */
+const atBudget = (row: TaskRow) => row.status === 'paused' && row.pause?.reason === 'budget';
+
+/**
+ * Resolves with the attempt once it ended, or once it is paused at a budget (`held` false) or no
+ * longer paused at one (`held` true); a pause for an approval is looked at again until it changes.
+ * Never resolves once `signal` aborts.
+ */
+async function nextOf(children: ChildTasks, id: string, held: boolean, signal: AbortSignal): Promise<TaskRow> {
   for (;;) {
     const row = await untilAborted(children.ended(id), signal);
     if (!row) return new Promise<TaskRow>(() => {}); // never: the loop's own wait sees the abort
-    if (isEndedStatus(row.status)) return row;
+    if (isEndedStatus(row.status) || atBudget(row) !== held) return row;
     await sleep(PAUSED_POLL_MS, undefined, { signal }).catch(() => undefined);
   }
+}
+
+/**
+ * The task's pause while its attempts wait on a budget: the first held attempt's, naming them all;
+ * the task's own budget is not named as an ancestor's.
+ */
+function pauseOf(row: TaskRow, held: Map<string, BudgetPause>): BudgetPause {
+  const { task, ...first } = [...held.values()][0];
+  return { ...first, ...(task !== undefined && task !== row.id && { task }), attempts: [...held.keys()] };
 }
 
 /** Cancels the attempts that have not ended, but `keep`. */

@@ -102,6 +102,11 @@ export interface ChildTasks {
   ended(id: string): Promise<TaskRow>;
   /** Stops a child (default: `cancelled`). */
   cancel(tenant: string, id: string, why?: StopWhy): Promise<void>;
+  /**
+   * Resumes a child paused at a budget: true once it goes on (or was no longer paused), false while
+   * a budget still holds it.
+   */
+  resume(tenant: string, id: string): Promise<boolean>;
   /** A steering message for a child that has not ended (409 `task_finished` once it has). */
   steer(tenant: string, id: string, message: string): Promise<void>;
   /** The task waits for a child: its slot serves others meanwhile (else nested tasks could wait on each other for ever). */

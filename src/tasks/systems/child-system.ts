@@ -10,6 +10,8 @@ export interface ChildPeers {
   submit(tenant: string, body: CreateTaskBody, opts: { idempotencyKey: string; lineage: Lineage }): Promise<{ row: TaskRow }>;
   cancel(tenant: string, id: string, why: StopWhy): Promise<TaskRow>;
   steer(tenant: string, id: string, message: string): Promise<void>;
+  /** Takes a task out of a budget pause (409 `budget_exceeded` while one is still reached). */
+  resume(tenant: string, id: string): Promise<unknown>;
   /** The dispatcher's: the task waits for children of its own, so its slot serves others. */
   setWaiting(id: string, on: boolean): void;
 }
@@ -58,6 +60,18 @@ export function createChildSystem(res: TaskResources, peers: ChildPeers) {
     ended: (id) => res.waiters.wait(id),
     cancel: async (tenant, id, why) => void (await peers.cancel(tenant, id, why ?? { code: 'cancelled', message: 'the task was cancelled' })),
     steer: (tenant, id, message) => peers.steer(tenant, id, message),
+    async resume(tenant, id) {
+      try {
+        await peers.resume(tenant, id);
+        return true;
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        if (err.code === 'budget_exceeded') return false;
+        // Resumed (or ended) meanwhile: nothing holds it.
+        if (err.code === 'task_not_paused') return true;
+        throw err;
+      }
+    },
     waiting(id, on) {
       const n = (waitingCalls.get(id) ?? 0) + (on ? 1 : -1);
       if (n > 0) waitingCalls.set(id, n);

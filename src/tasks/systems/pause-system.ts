@@ -3,6 +3,7 @@ import type { TaskBudget } from '../../shapes/task.ts';
 import type { TaskRow } from '../../store/schema.ts';
 import { TaskTakenOver } from '../../store/task-store.ts';
 import { createTicker } from '../../util/ticker.ts';
+import { candidateOf } from '../run/run-candidates.ts';
 import { aborted } from '../writes/finish-task.ts';
 import type { TaskResources } from './task-resources.ts';
 
@@ -25,6 +26,9 @@ export function createPauseSystem(res: TaskResources) {
       if (deps.storage.fault) return;
       for (const id of await store.pausedBefore(deps.now() - deps.pausedTtlMs)) {
         const row = (await store.getById(id))!;
+        // An attempt of a task with candidates paused at a budget waits on its task: a resume of the
+        // task resumes it, and the task's own pause expiring (or its cancel) ends it.
+        if (row.pause?.reason === 'budget' && candidateOf(row)) continue;
         const why = aborted(
           'budget_exceeded',
           `the task stayed paused at its ${row.pause?.reason === 'budget' ? row.pause.budget : ''} budget longer than PAUSED_TTL_MS (${deps.pausedTtlMs} ms)`,
@@ -59,7 +63,9 @@ export function createPauseSystem(res: TaskResources) {
       if (res.state.closing) throw shuttingDown();
       const now = deps.now();
       const own = budget ?? row.budget ?? undefined;
-      const still = await deps.budgets.reached({ ...row, pausedMs: row.pausedMs + (now - (row.pausedAt ?? now)) }, own, now);
+      // A task with candidates spends through its attempts: its own budget is checked against their sum.
+      const tree = row.request.options?.candidates !== undefined;
+      const still = await deps.budgets.reached({ ...row, pausedMs: row.pausedMs + (now - (row.pausedAt ?? now)), tree }, own, now);
       if (still) {
         throw new AppError(
           409,
