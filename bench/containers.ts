@@ -109,6 +109,7 @@ async function containerStarts(image: string, rounds: number): Promise<Container
     maxMemoryBytes: 1 << 30,
     tmpBytes: 64 << 20,
     cpus: null,
+    engineTimeoutMs: 60_000,
     logger: pino({ level: 'silent' }),
   });
   const first: number[] = [];

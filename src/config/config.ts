@@ -138,6 +138,8 @@ export const configSchema = z.object({
   SANDBOX: z.enum(['bwrap', 'container']).default('bwrap'),
   SANDBOX_IMAGE: imageRefSchema.optional(),
   SANDBOX_CPUS: z.coerce.number().positive().max(1024).optional(),
+  // The longest one Docker Engine API call may take: an engine that never answers fails the run's commands.
+  SANDBOX_ENGINE_TIMEOUT_MS: intFrom(60_000, 100),
   DOCKER_HOST: z
     .string()
     .regex(/^(unix:\/\/\/.+|tcp:\/\/[^/\s]+:\d{1,5})$/, 'must be unix:///path/to/socket or tcp://host:port')
@@ -253,6 +255,7 @@ function toConfig(env: z.output<typeof configSchema>, raw: Record<string, string
     sandbox: env.SANDBOX,
     sandboxImage: env.SANDBOX_IMAGE ?? null,
     sandboxCpus: env.SANDBOX_CPUS ?? null,
+    sandboxEngineTimeoutMs: env.SANDBOX_ENGINE_TIMEOUT_MS,
     docker: { host: env.DOCKER_HOST, tlsVerify: env.DOCKER_TLS_VERIFY === '1', certPath: env.DOCKER_CERT_PATH ? path.resolve(env.DOCKER_CERT_PATH) : null },
     sandboxMaxProcesses: env.SANDBOX_MAX_PROCESSES,
     sandboxMaxFileBytes: env.SANDBOX_MAX_FILE_BYTES,

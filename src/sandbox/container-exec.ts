@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { PassThrough, Writable } from 'node:stream';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import type Docker from 'dockerode';
+import { engineCall } from './engine-call.ts';
 import type { SpawnedGroup } from './spawn-group.ts';
 
 /** bash inside the image: commands are bash commands, so an image needs it (at /bin/bash, as Debian's, Ubuntu's, Alpine's with bash). */
@@ -15,10 +16,11 @@ export const BASH = '/bin/bash';
  */
 const KILL_SESSION = `sid=$1; [ "$sid" = "$$" ] || kill -KILL "$sid" 2>/dev/null; for s in /proc/[0-9]*/stat; do read -r st < "$s" 2>/dev/null || continue; set -- \${st##*) }; p=\${s#/proc/}; p=\${p%/stat}; [ "$4" = "$sid" ] && [ "$p" != "$$" ] && kill -KILL "$p" 2>/dev/null; done`;
 
-/** The limits a program's first process sets, as bubblewrap's launcher does. */
+/** The limits a program's first process sets, as bubblewrap's launcher does, and the bound of each engine call. */
 export interface ExecLimits {
   maxProcesses: number;
   maxFileBytes: number;
+  engineTimeoutMs: number;
 }
 
 /**
@@ -57,25 +59,32 @@ export async function openExec(
   limits: ExecLimits,
   run: { argv: string[]; env: string[]; cwd: string; stdin: boolean; onStdout: (b: Buffer) => void; onStderr: (b: Buffer) => void },
 ): Promise<OpenedExec> {
-  const exec = await container.exec({
-    Cmd: [BASH, '--noprofile', '--norc', '-c', wrapper(limits), 'sandbox', ...run.argv],
-    Env: run.env,
-    WorkingDir: run.cwd,
-    AttachStdin: run.stdin,
-    AttachStdout: true,
-    AttachStderr: true,
-    Tty: false,
-  });
-  const stream = (await exec.start({ hijack: true, stdin: run.stdin })) as OpenedExec['stream'];
+  const bound = limits.engineTimeoutMs;
+  const exec = await engineCall('an exec’s creation', bound, (abortSignal) =>
+    container.exec({
+      Cmd: [BASH, '--noprofile', '--norc', '-c', wrapper(limits), 'sandbox', ...run.argv],
+      Env: run.env,
+      WorkingDir: run.cwd,
+      AttachStdin: run.stdin,
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: false,
+      abortSignal,
+    }),
+  );
+  // Bounded until the engine upgrades the connection; the stream then lives as long as the program.
+  const stream = (await engineCall('an exec’s start', bound, (abortSignal) =>
+    exec.start({ hijack: true, stdin: run.stdin, abortSignal }),
+  )) as OpenedExec['stream'];
   let session: string | null = null;
   let head = '';
   let killing = false;
   const kill = () => {
     killing = true;
     if (session === null) return; // killed as soon as it says which it is
-    void container
-      .exec({ Cmd: [BASH, '--noprofile', '--norc', '-c', KILL_SESSION, 'kill', session], AttachStdout: true, AttachStderr: true })
-      .then((k) => k.start({ hijack: true, stdin: false }))
+    const cmd = [BASH, '--noprofile', '--norc', '-c', KILL_SESSION, 'kill', session];
+    void engineCall('a kill’s exec', bound, (abortSignal) => container.exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true, abortSignal }))
+      .then((k) => engineCall('a kill’s exec', bound, (abortSignal) => k.start({ hijack: true, stdin: false, abortSignal })))
       .then((s) => {
         s.on('error', () => {});
         s.resume();
@@ -111,14 +120,17 @@ export async function openExec(
     stream.on('end', resolve);
     stream.on('close', resolve);
     stream.on('error', () => resolve());
-  }).then(() => exitCode(exec));
+  }).then(() => exitCode(exec, bound));
   return { stream, kill, ended };
 }
 
-/** The exec's exit code once the engine has it (podman answers `Running` a moment after the stream ends). */
-async function exitCode(exec: Docker.Exec): Promise<number> {
+/**
+ * The exec's exit code once the engine has it (podman answers `Running` a moment after the stream
+ * ends); 137 when the engine cannot tell, or does not answer within `bound`.
+ */
+async function exitCode(exec: Docker.Exec, bound: number): Promise<number> {
   for (let i = 0; i < 50; i++) {
-    const info = await exec.inspect().catch(() => null);
+    const info = await engineCall('an exec’s inspect', bound, (abortSignal) => exec.inspect({ abortSignal })).catch(() => null);
     if (!info) return 137;
     if (!info.Running && info.ExitCode !== null) return info.ExitCode;
     await new Promise((r) => setTimeout(r, 20));

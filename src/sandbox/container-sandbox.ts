@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { prepareMountPoints } from '../workspace/task-folders.ts';
 import { isInside } from '../workspace/path-guard.ts';
 import { BASH, openExec, spawnExec } from './container-exec.ts';
+import { engineCall, EngineTimeout } from './engine-call.ts';
 import { bashArgv } from './host-programs.ts';
 import { createOutputCapture } from './output-capture.ts';
 import { TIMEOUT_EXIT_CODE, type CommandResult } from './run-command.ts';
@@ -24,6 +25,8 @@ export interface ContainerSandboxOptions {
   tmpBytes: number;
   /** SANDBOX_CPUS: CPUs a run's container may use (absent: no cap). */
   cpus: number | null;
+  /** SANDBOX_ENGINE_TIMEOUT_MS: the longest one engine call may take (see engine-call.ts). */
+  engineTimeoutMs: number;
   logger: Logger;
 }
 
@@ -33,6 +36,13 @@ export const CONTAINER_ACP = 'ACP agents do not run in container sandboxes yet (
 /** The label every sandbox container carries: the instance that made it. */
 export const INSTANCE_LABEL = 'io.subagentd.instance';
 const TASK_LABEL = 'io.subagentd.task';
+
+/**
+ * The longest the service's end waits for the removal of its runs' containers: under the 15 s
+ * within which a SIGTERM ends the process. What an engine has not removed by then, the next
+ * start's sweep removes (by INSTANCE_LABEL).
+ */
+const CLOSE_WAIT_MS = 5_000;
 
 /**
  * SANDBOX=container: every command of a task run in one container of its own, made at the run's
@@ -61,19 +71,30 @@ export function createContainerSandbox(opts: ContainerSandboxOptions): Sandbox {
   const sweep = () =>
     (swept ??= (async () => {
       const docker = await engine();
-      await docker.ping().catch((err: unknown) => {
+      const bound = opts.engineTimeoutMs;
+      await engineCall('a ping', bound, (abortSignal) =>
+        // dockerode's types omit ping's options; its code passes the signal on.
+        (docker as unknown as { ping(o: { abortSignal: AbortSignal }): Promise<unknown> }).ping({ abortSignal }),
+      ).catch((err: unknown) => {
+        if (err instanceof EngineTimeout) throw err;
         throw new Error(`SANDBOX=container but the engine at DOCKER_HOST does not answer: ${(err as Error).message}`);
       });
-      const left = await docker.listContainers({ all: true, filters: { label: [`${INSTANCE_LABEL}=${opts.instanceId}`] } });
-      await Promise.all(
+      const left = await engineCall('the list of the containers a stopped instance left', bound, (abortSignal) =>
+        docker.listContainers({ all: true, filters: { label: [`${INSTANCE_LABEL}=${opts.instanceId}`] }, abortSignal }),
+      );
+      // One the engine does not remove in time is tried again by the next start: the start goes on.
+      const removed = await Promise.all(
         left.map((c) =>
-          docker
-            .getContainer(c.Id)
-            .remove({ force: true })
-            .catch(() => {}),
+          removeContainer(docker.getContainer(c.Id), bound).then(
+            () => 1,
+            () => 0,
+          ),
         ),
       );
-      if (left.length > 0) opts.logger.warn({ containers: left.length }, 'removed the sandbox containers a stopped instance left');
+      const count = removed.reduce<number>((a, b) => a + b, 0);
+      if (count > 0) opts.logger.warn({ containers: count }, 'removed the sandbox containers a stopped instance left');
+      if (count < left.length)
+        opts.logger.warn({ containers: left.length - count }, 'could not remove sandbox containers a stopped instance left; the next start tries again');
     })().catch((err: unknown) => {
       // Asked again by the next run: the engine may be back by then.
       swept = null;
@@ -98,7 +119,13 @@ export function createContainerSandbox(opts: ContainerSandboxOptions): Sandbox {
     },
     async close() {
       await Promise.all([...live].map((b) => b.release()));
-      await Promise.all(removing);
+      let timer: NodeJS.Timeout | undefined;
+      const waited = await Promise.race([
+        Promise.all(removing).then(() => true),
+        new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), Math.min(CLOSE_WAIT_MS, opts.engineTimeoutMs)))),
+      ]);
+      clearTimeout(timer);
+      if (!waited) opts.logger.warn({ containers: removing.size }, 'sandbox containers not removed yet at the end; the next start removes them');
     },
   };
 }
@@ -113,64 +140,71 @@ function runSandbox(
   const root = run.workspace.root;
   let made: Promise<{ container: Docker.Container; path: string | null }> | null = null;
   let released = false;
+  /** Why commands can no longer run in this run: the engine stopped answering. */
+  let fault: string | null = null;
+  const noteFault = (err: unknown) => {
+    if (err instanceof EngineTimeout) fault ??= err.message;
+  };
+  const bound = opts.engineTimeoutMs;
   const make = () =>
     (made ??= (async () => {
       // After the sweep (a run resumed at start must not lose its container to it).
       await sweep();
       const docker = await engine();
       const image = run.image ?? opts.image;
-      const info = await docker
-        .getImage(image)
-        .inspect()
-        .catch((err: unknown) => {
-          throw new Error(`the sandbox image ${image} is not on the engine (${(err as Error).message}): pull or build it there`);
-        });
+      const info = await engineCall('an image’s inspect', bound, () => docker.getImage(image).inspect()).catch((err: unknown) => {
+        if (err instanceof EngineTimeout) throw err;
+        throw new Error(`the sandbox image ${image} is not on the engine (${(err as Error).message}): pull or build it there`);
+      });
       // The image's own PATH (a JDK's, a Python's), else the one bubblewrap gives.
       const imagePath = (info.Config?.Env ?? []).find((e) => e.startsWith('PATH='))?.slice(5) ?? null;
       const folders = run.workspace.folders ?? [];
       if (folders.length > 0) await prepareMountPoints(run.workspace);
-      const container = await docker.createContainer({
-        Image: image,
-        Entrypoint: ['sleep'],
-        Cmd: ['infinity'],
-        Labels: { [INSTANCE_LABEL]: opts.instanceId, [TASK_LABEL]: run.taskId },
-        User: `${process.getuid?.() ?? 0}:${process.getgid?.() ?? 0}`,
-        WorkingDir: root,
-        Hostname: 'sandbox',
-        Env: [],
-        NetworkDisabled: true,
-        HostConfig: {
-          NetworkMode: 'none',
-          ReadonlyRootfs: true,
-          Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${opts.tmpBytes},mode=1777` },
-          Mounts: [
-            { Type: 'bind', Source: root, Target: root, ReadOnly: false },
-            ...folders.map((f) => ({ Type: 'bind' as const, Source: f.root, Target: path.join(root, f.at), ReadOnly: true })),
-          ],
-          CapDrop: ['ALL'],
-          SecurityOpt: ['no-new-privileges'],
-          Init: true,
-          Memory: opts.maxMemoryBytes,
-          MemorySwap: opts.maxMemoryBytes,
-          PidsLimit: opts.maxProcesses,
-          ...(opts.cpus && { NanoCpus: Math.round(opts.cpus * 1e9) }),
-          // Explicit: an engine's defaults may be above what it may set (podman on these machines).
-          Ulimits: [
-            { Name: 'nofile', Soft: 1024, Hard: 1024 },
-            { Name: 'nproc', Soft: opts.maxProcesses, Hard: opts.maxProcesses },
-          ],
-        },
-      });
+      const container = await engineCall('a container’s creation', bound, (abortSignal) =>
+        docker.createContainer({
+          abortSignal,
+          Image: image,
+          Entrypoint: ['sleep'],
+          Cmd: ['infinity'],
+          Labels: { [INSTANCE_LABEL]: opts.instanceId, [TASK_LABEL]: run.taskId },
+          User: `${process.getuid?.() ?? 0}:${process.getgid?.() ?? 0}`,
+          WorkingDir: root,
+          Hostname: 'sandbox',
+          Env: [],
+          NetworkDisabled: true,
+          HostConfig: {
+            NetworkMode: 'none',
+            ReadonlyRootfs: true,
+            Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${opts.tmpBytes},mode=1777` },
+            Mounts: [
+              { Type: 'bind', Source: root, Target: root, ReadOnly: false },
+              ...folders.map((f) => ({ Type: 'bind' as const, Source: f.root, Target: path.join(root, f.at), ReadOnly: true })),
+            ],
+            CapDrop: ['ALL'],
+            SecurityOpt: ['no-new-privileges'],
+            Init: true,
+            Memory: opts.maxMemoryBytes,
+            MemorySwap: opts.maxMemoryBytes,
+            PidsLimit: opts.maxProcesses,
+            ...(opts.cpus && { NanoCpus: Math.round(opts.cpus * 1e9) }),
+            // Explicit: an engine's defaults may be above what it may set (podman on these machines).
+            Ulimits: [
+              { Name: 'nofile', Soft: 1024, Hard: 1024 },
+              { Name: 'nproc', Soft: opts.maxProcesses, Hard: opts.maxProcesses },
+            ],
+          },
+        }),
+      );
       // Released while it was being made: it goes at once.
       if (released) {
-        await container.remove({ force: true }).catch(() => {});
+        await removeContainer(container, bound).catch(() => {});
         throw new Error('the task run has ended');
       }
       try {
-        await container.start();
+        await engineCall('a container’s start', bound, (abortSignal) => container.start({ abortSignal }));
       } catch (err) {
-        // Made but not started (a refused limit, a runtime error): not left behind.
-        await container.remove({ force: true }).catch(() => {});
+        // Made but not started (a refused limit, a runtime error, no answer): not left behind.
+        await removeContainer(container, bound).catch(() => {});
         throw err;
       }
       return { container, path: imagePath };
@@ -184,38 +218,78 @@ function runSandbox(
     start(workspace, argv, extra) {
       return spawnExec(async (onStdout, onStderr) => {
         if (!isInside(workspace, root)) throw new Error(`${workspace} is not the run's workspace`);
-        const c = await make();
-        const env = commandEnv(workspace, { ...extra, home: '/tmp', writable: undefined }, c.path);
-        return openExec(c.container, opts, { argv, env, cwd: extra.cwd ?? workspace, stdin: true, onStdout, onStderr });
+        if (fault) throw new Error(fault);
+        try {
+          const c = await make();
+          const env = commandEnv(workspace, { ...extra, home: '/tmp', writable: undefined }, c.path);
+          return await openExec(c.container, opts, { argv, env, cwd: extra.cwd ?? workspace, stdin: true, onStdout, onStderr });
+        } catch (err) {
+          noteFault(err);
+          throw err;
+        }
       });
     },
     async run(workspace, command, extra) {
       if (!isInside(workspace, root)) throw new Error(`${workspace} is not the run's workspace`);
       const started = Date.now();
-      let c: Awaited<typeof made>;
+      // An engine that did not answer once is not waited on again by the run's next commands.
+      if (fault) return failedToStart(started, fault);
       try {
-        c = await make();
+        // A cancel or the service's end does not wait for the container: its removal follows the run's release.
+        const c = await untilAborted(make(), command.signal);
+        if (!c) return { ...failedToStart(started, 'the command was stopped before its container started'), exitCode: 137, aborted: true };
+        return await execIn(c.container, opts, command, commandEnv(workspace, extra ?? {}, c.path), started);
       } catch (err) {
+        noteFault(err);
         return failedToStart(started, (err as Error).message);
       }
-      return execIn(c.container, opts, command, commandEnv(workspace, extra ?? {}, c.path), started);
     },
+    fault: () => fault,
     // The container goes (its processes killed) without the run waiting for the engine to finish.
     release() {
       if (released) return Promise.resolve();
       released = true;
       ended(
         (async () => {
-          const c = await made?.catch(() => null);
-          await c?.container
-            .remove({ force: true })
-            .catch((err: unknown) => opts.logger.warn({ err, taskId: run.taskId }, 'could not remove a sandbox container'));
-        })(),
+          const c = await made?.catch((err: unknown) => {
+            noteFault(err);
+            return null;
+          });
+          if (c) await removeContainer(c.container, bound);
+          // Its creation was not answered in time: the engine may still make it, labelled with the task.
+          else if (made && fault) await removeByTask(await engine(), opts, run.taskId);
+        })().catch((err: unknown) => opts.logger.warn({ err, taskId: run.taskId }, 'could not remove a sandbox container; the next start removes it')),
       );
       return Promise.resolve();
     },
   };
   return box;
+}
+
+/** What `p` gives, or null as soon as `signal` aborts (`p` goes on). */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T | null> {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.resolve(null);
+  let onAbort = () => {};
+  const aborted = new Promise<null>((resolve) => {
+    onAbort = () => resolve(null);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return Promise.race([p, aborted]).finally(() => signal.removeEventListener('abort', onAbort));
+}
+
+/** Removes a container and what runs in it, bounded. */
+function removeContainer(container: Docker.Container, bound: number): Promise<unknown> {
+  return engineCall('a container’s removal', bound, (abortSignal) => container.remove({ force: true, abortSignal }));
+}
+
+/** Removes the containers of one task run of this instance, found by their labels. */
+async function removeByTask(docker: Docker, opts: ContainerSandboxOptions, taskId: string): Promise<void> {
+  const labels = [`${INSTANCE_LABEL}=${opts.instanceId}`, `${TASK_LABEL}=${taskId}`];
+  const found = await engineCall('the list of a task’s containers', opts.engineTimeoutMs, (abortSignal) =>
+    docker.listContainers({ all: true, filters: { label: labels }, abortSignal }),
+  );
+  await Promise.all(found.map((c) => removeContainer(docker.getContainer(c.Id), opts.engineTimeoutMs)));
 }
 
 /** bubblewrap's environment for the command, the image's PATH when it has one. */

@@ -25,6 +25,7 @@ export function sandboxFor(config: Config, logger: Logger): Sandbox {
       maxMemoryBytes: config.sandboxMaxMemoryBytes,
       tmpBytes: config.sandboxTmpBytes,
       cpus: config.sandboxCpus,
+      engineTimeoutMs: config.sandboxEngineTimeoutMs,
       logger,
     });
   }

@@ -57,6 +57,8 @@ export interface SandboxRun {
 /** A task run's sandbox, released when the run ends however it ends. */
 export interface RunSandbox extends Sandbox {
   release(): Promise<void>;
+  /** Why the run's commands could not run at all (SANDBOX=container: the engine stopped answering), or null. */
+  fault?(): string | null;
 }
 
 /** What an external agent process needs beyond a command's confinement. */

@@ -128,6 +128,9 @@ export function createTaskRunner(deps: RunnerDeps) {
       } finally {
         await box?.release();
       }
+      // The engine stopped answering: what the run did with no command able to run is not its result.
+      const fault = box?.fault?.();
+      if (fault && !('pause' in outcome) && !signal.aborted) outcome = failed('sandbox_unavailable', fault);
       if ('pause' in outcome) {
         const paused = await pause(ctx, row, outcome, log);
         trace.end(paused, null);
