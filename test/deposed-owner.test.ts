@@ -48,10 +48,22 @@ describe.skipIf(!run)('an owner paused past its lease (a VM stopped, then woken)
     instances.push(svc);
     return svc;
   }
-  const callsOf = (name: string) =>
+  /** The turns of `prompt`'s task that instance `name` asked the model. */
+  const callsOf = (name: string, prompt = 'DEPOSED') =>
     model.requests
-      .filter((r) => r.authorization === `Bearer key-${name}` && JSON.stringify(r.body.messages).includes('DEPOSED'))
+      .filter((r) => r.authorization === `Bearer key-${name}` && JSON.stringify(r.body.messages).includes(prompt))
       .map((r) => r.body.messages.filter((m) => m.role === 'assistant').length);
+  /** Starts `prompt`'s task on `svc` and pauses `svc` (SIGSTOP) once its second model call is in flight; the task's id. */
+  async function pausedInSecondCall(svc: ChildService, prompt: string, name: string): Promise<string> {
+    const created = await json(`${svc.url}/tasks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(taskBody({ prompt, context: { parentTaskId: `T-${prompt.toLowerCase()}`, userId: 'u' } })),
+    });
+    await until(async () => callsOf(name, prompt).includes(1));
+    svc.child.kill('SIGSTOP');
+    return created.body.id as string;
+  }
 
   it('starts no model call and no tool once another instance took its task over', async () => {
     model.script('DEPOSED', (ctx) => {
@@ -63,15 +75,8 @@ describe.skipIf(!run)('an owner paused past its lease (a VM stopped, then woken)
       return { toolCalls: [{ name: 'complete', args: { summary: 'done', paths: [] } }], usage: { input: 40, output: 4 } };
     });
     const a = await instance('a');
-    const created = await json(`${a.url}/tasks`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(taskBody({ prompt: 'DEPOSED', context: { parentTaskId: 'T-deposed', userId: 'u' } })),
-    });
-    const id = created.body.id as string;
     // a's second model call is in flight; a is paused there, past its lease.
-    await until(async () => callsOf('a').includes(1));
-    a.child.kill('SIGSTOP');
+    const id = await pausedInSecondCall(a, 'DEPOSED', 'a');
     // b takes the task over (the lease ran out) and resumes it from its last finished step.
     const b = await instance('b');
     // (A process start, a lease of 3 s and a 4 s model call: a busy machine needs far more than 10 s.)
@@ -102,27 +107,16 @@ describe.skipIf(!run)('an owner paused past its lease (a VM stopped, then woken)
         return { toolCalls: [{ name: 'bash', args: { command: 'echo turn1' } }], usage: { input: 20, output: 2 }, delayMs: ctx.attempt === 1 ? 12_000 : 0 };
       return { toolCalls: [{ name: 'complete', args: { summary: 'done', paths: [] } }], usage: { input: 40, output: 4 } };
     });
-    const asked = (name: string) =>
-      model.requests
-        .filter((r) => r.authorization === `Bearer key-${name}` && JSON.stringify(r.body.messages).includes('WOKEN'))
-        .map((r) => r.body.messages.filter((m) => m.role === 'assistant').length);
     // Only c and d share the database from here: another instance would take the task over first.
     for (const svc of instances.splice(0)) {
       svc.child.kill('SIGKILL');
       await svc.exited;
     }
     const c = await instance('c');
-    const created = await json(`${c.url}/tasks`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(taskBody({ prompt: 'WOKEN', context: { parentTaskId: 'T-woken', userId: 'u' } })),
-    });
-    const id = created.body.id as string;
-    await until(async () => asked('c').includes(1));
-    c.child.kill('SIGSTOP');
+    const id = await pausedInSecondCall(c, 'WOKEN', 'c');
     // d takes the task over and asks turn 1 again; c wakes then, its answer still coming.
     const d = await instance('d');
-    await until(async () => asked('d').includes(1), 60_000);
+    await until(async () => callsOf('d', 'WOKEN').includes(1), 60_000);
     c.child.kill('SIGCONT');
     await until(async () => (await json(`${d.url}/tasks/${id}`)).body.status === 'completed', 60_000);
     // c, its lease lost, read its answer to the end instead of cutting it: the provider served it...
