@@ -218,6 +218,40 @@ describe('outcome: rubric', () => {
     expect((await svc.inject({ method: 'POST', url: `/tasks/${id}/cancel` })).statusCode).toBe(202);
   });
 
+  it("a purge removes the outcome's text from the database: rubric, criteria and feedback; its status and checks stay", async () => {
+    model.script('PURGE-OUTCOME', (ctx) => (ctx.turn % 2 === 0 ? writeFile('a.md', `draft ${ctx.turn}`) : complete(`draft written ${ctx.turn}`, ['a.md'])));
+    model.script('RUBRIC-PURGE-SECRET', () => ({
+      text: JSON.stringify({
+        satisfied: false,
+        criteria: [{ name: 'CRITERION-SECRET', passed: false, note: 'NOTE-SECRET' }],
+        feedback: 'FEEDBACK-SECRET',
+      }),
+    }));
+    const done = await run(
+      taskBody({
+        prompt: 'PURGE-OUTCOME',
+        context: ctxOf('T-purge-outcome'),
+        options: { outcome: { rubric: 'RUBRIC-PURGE-SECRET: every claim is sourced.', graderModel: 'grader-model', maxIterations: 1 } },
+      }),
+    );
+    expect(done.outcome).toMatchObject({ status: 'max_iterations_reached', iterations: 1, feedback: 'FEEDBACK-SECRET' });
+    const purged = await svc.inject({ method: 'DELETE', url: `/tasks/${done.id}` });
+    expect(purged.statusCode, purged.body).toBe(200);
+    expect(purged.json()).toMatchObject({
+      purged: true,
+      outcome: { status: 'max_iterations_reached', iterations: 1, criteria: [{ name: '(purged)', passed: false, note: '(purged)' }], feedback: '(purged)' },
+    });
+    // Nothing of the outcome's text is left in any row of the task.
+    const rows = JSON.stringify([
+      await svc.db.sql.all('SELECT * FROM tasks WHERE id = ?', [done.id]),
+      await svc.db.sql.all('SELECT * FROM task_events WHERE task_id = ?', [done.id]),
+      await svc.db.sql.all('SELECT * FROM subagent_records WHERE task_id = ?', [done.id]),
+    ]);
+    for (const secret of ['RUBRIC-PURGE-SECRET', 'CRITERION-SECRET', 'NOTE-SECRET', 'FEEDBACK-SECRET']) expect(rows).not.toContain(secret);
+    // How it was checked stays, as the other options do.
+    expect(rows).toContain('grader-model');
+  });
+
   it('with verify and a rubric, a failing command is the verdict and the grader is not asked', async () => {
     model.script('BOTH-CHECKS', () => complete('nothing built'));
     model.script('RUBRIC-UNASKED', () => ({ text: JSON.stringify({ satisfied: true, criteria: [], feedback: '' }) }));

@@ -1,4 +1,4 @@
-import type { CreateTaskBody } from '../shapes/task.ts';
+import type { CreateTaskBody, OutcomeResult } from '../shapes/task.ts';
 import { renameUserInRollups } from './rollups.ts';
 import { tasks } from './schema.ts';
 import { rowReader } from './rows.ts';
@@ -15,12 +15,30 @@ const RETENTION_LOCK = 7_316_004;
  */
 function purgedRequest(request: CreateTaskBody, userId: string): CreateTaskBody {
   const { fork: _fork, ...kept } = request;
-  return { ...kept, prompt: '', context: { ...request.context, userId } };
+  // A rubric is the caller's text, as the prompt is; the rest of the outcome's options is how it ran.
+  const outcome = request.options?.outcome;
+  const options = outcome?.rubric !== undefined ? { ...request.options, outcome: { ...outcome, rubric: PURGED } } : request.options;
+  return { ...kept, prompt: '', context: { ...request.context, userId }, ...(options && { options }) };
+}
+
+const PURGED = '(purged)';
+
+/**
+ * What a purged task keeps of an outcome: its status, checks and which criteria passed; the
+ * criteria's names and notes (the grader's words, a command's output) and the feedback go.
+ */
+function purgedOutcome(outcome: OutcomeResult | null): OutcomeResult | null {
+  if (!outcome) return null;
+  return {
+    ...outcome,
+    criteria: outcome.criteria.map((c) => ({ name: PURGED, passed: c.passed, note: PURGED })),
+    feedback: outcome.feedback === null ? null : PURGED,
+  };
 }
 
 /**
  * Forgetting content, keeping money: a finished task's prompt, conversation, events, steering
- * messages, summary and output are removed; its usage (the task's counters, its record, its
+ * messages, summary, output and its outcome's text (rubric, criteria, feedback) are removed; its usage (the task's counters, its record, its
  * billed calls, the roll-ups) stays.
  */
 export function createLifecycleStore(sql: SqlClient) {
@@ -34,8 +52,16 @@ export function createLifecycleStore(sql: SqlClient) {
     if (row.purgedAt !== null && user === row.userId) return { events: 0 };
     await tx.run(
       `UPDATE tasks SET request = ?, user_id = ?, summary = NULL, output = NULL, waiting_calls = NULL, pause = NULL, activity = NULL,
+         outcome = ?, candidates = ?,
          error_message = CASE WHEN error_message IS NULL THEN NULL ELSE '(purged)' END, purged_at = coalesce(purged_at, ?) WHERE id = ?`,
-      [JSON.stringify(purgedRequest(row.request, user)), user, at, taskId],
+      [
+        JSON.stringify(purgedRequest(row.request, user)),
+        user,
+        row.outcome && JSON.stringify(purgedOutcome(row.outcome)),
+        row.candidates && JSON.stringify(row.candidates.map((c) => ({ ...c, outcome: purgedOutcome(c.outcome) }))),
+        at,
+        taskId,
+      ],
     );
     const events = await tx.run('DELETE FROM task_events WHERE task_id = ?', [taskId]);
     await tx.run('DELETE FROM task_messages WHERE task_id = ?', [taskId]);
