@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createOutputCapture } from '../sandbox/output-capture.ts';
 import { requestedEnv } from '../sandbox/host-programs.ts';
-import type { CommandResult } from '../sandbox/run-command.ts';
+import type { CommandResult } from '../sandbox/command-output.ts';
 import type { Sandbox } from '../sandbox/sandbox.ts';
 import type { Workspace } from '../workspace/workspace.ts';
 

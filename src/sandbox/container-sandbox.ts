@@ -6,8 +6,7 @@ import { isInside } from '../workspace/path-guard.ts';
 import { BASH, openExec, spawnExec } from './container-exec.ts';
 import { engineCall, EngineTimeout } from './engine-call.ts';
 import { bashArgv } from './host-programs.ts';
-import { createOutputCapture } from './output-capture.ts';
-import { TIMEOUT_EXIT_CODE, type CommandResult } from './run-command.ts';
+import { createCommandOutput, type CommandResult } from './command-output.ts';
 import { programEnv, type CommandSpec, type RunSandbox, type Sandbox, type SandboxRun, type WrapExtra } from './sandbox.ts';
 
 /** How the Docker Engine API is reached (DOCKER_HOST and its TLS files, read at start). */
@@ -322,22 +321,15 @@ async function execIn(
   env: string[],
   started: number,
 ): Promise<CommandResult> {
-  const stdout = createOutputCapture(command.maxOutputBytes);
-  const stderr = createOutputCapture(command.maxOutputBytes);
+  const output = createCommandOutput(command.maxOutputBytes, command.onOutput);
   const withInput = command.input !== undefined;
   const exec = await openExec(container, opts, {
     argv: [BASH, ...bashArgv(command.command).slice(1)],
     env,
     cwd: command.cwd,
     stdin: withInput,
-    onStdout: (b) => {
-      stdout.write(b);
-      command.onOutput?.(b);
-    },
-    onStderr: (b) => {
-      stderr.write(b);
-      command.onOutput?.(b);
-    },
+    onStdout: output.stdout,
+    onStderr: output.stderr,
   });
   if (command.input !== undefined) exec.stream.end(command.input);
   let timedOut = false;
@@ -355,15 +347,5 @@ async function execIn(
   const code = await exec.ended;
   clearTimeout(timer);
   command.signal?.removeEventListener('abort', onAbort);
-  const o = stdout.result();
-  const e = stderr.result();
-  return {
-    exitCode: timedOut ? TIMEOUT_EXIT_CODE : code,
-    stdout: o.text,
-    stderr: e.text,
-    truncated: { stdout: o.truncated, stderr: e.truncated },
-    timedOut,
-    aborted,
-    durationMs: Date.now() - started,
-  };
+  return output.result({ code, timedOut, aborted, started });
 }

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { createOutputCapture } from './output-capture.ts';
+import { createCommandOutput, type CommandResult } from './command-output.ts';
 import type { CommandLimiter } from './command-cgroup.ts';
 import { bashArgv } from './host-programs.ts';
 
@@ -10,16 +10,6 @@ import { bashArgv } from './host-programs.ts';
 export interface Launch {
   argv: string[];
   env: Record<string, string>;
-}
-
-export interface CommandResult {
-  exitCode: number;
-  stdout: string;
-  stderr: string;
-  truncated: { stdout: boolean; stderr: boolean };
-  timedOut: boolean;
-  aborted: boolean;
-  durationMs: number;
 }
 
 export interface RunCommandOptions {
@@ -41,9 +31,6 @@ export interface RunCommandOptions {
   input?: string;
 }
 
-/** Exit code reported for a command killed by its timeout, as coreutils' `timeout` does. */
-export const TIMEOUT_EXIT_CODE = 124;
-
 /**
  * Runs `bash -c command` in its own process group. On timeout or abort the whole group gets
  * SIGKILL, so children that outlive bash die with it. stdout/stderr are captured within a fixed budget.
@@ -56,8 +43,7 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
   // so nothing it starts can escape the cap.
   const argv = group ? bashArgv('read -r _; exec "$@"', 'gate', ...launch.argv) : launch.argv;
   return new Promise((resolve) => {
-    const stdout = createOutputCapture(opts.maxOutputBytes);
-    const stderr = createOutputCapture(opts.maxOutputBytes);
+    const output = createCommandOutput(opts.maxOutputBytes, opts.onOutput);
     let timedOut = false;
     let aborted = false;
     const child = spawn(argv[0], argv.slice(1), {
@@ -107,14 +93,8 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
     if (opts.signal?.aborted) onAbort();
     opts.signal?.addEventListener('abort', onAbort, { once: true });
 
-    child.stdout!.on('data', (b: Buffer) => {
-      stdout.write(b);
-      opts.onOutput?.(b);
-    });
-    child.stderr!.on('data', (b: Buffer) => {
-      stderr.write(b);
-      opts.onOutput?.(b);
-    });
+    child.stdout!.on('data', output.stdout);
+    child.stderr!.on('data', output.stderr);
     let done = false;
     const finish = (code: number) => {
       if (done) return;
@@ -123,20 +103,10 @@ export function runCommand(opts: RunCommandOptions): Promise<CommandResult> {
       clearTimeout(timer);
       clearTimeout(pipesTimer);
       opts.signal?.removeEventListener('abort', onAbort);
-      const out = stdout.result();
-      const err = stderr.result();
-      resolve({
-        exitCode: timedOut ? TIMEOUT_EXIT_CODE : code,
-        stdout: out.text,
-        stderr: err.text,
-        truncated: { stdout: out.truncated, stderr: err.truncated },
-        timedOut,
-        aborted,
-        durationMs: Date.now() - started,
-      });
+      resolve(output.result({ code, timedOut, aborted, started }));
     };
     child.on('error', (e) => {
-      stderr.write(Buffer.from(`failed to start: ${e.message}`));
+      output.note(`failed to start: ${e.message}`);
       finish(127);
     });
     // A background child may still hold the pipes after bash exits: the group dies with bash.

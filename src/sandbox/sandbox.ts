@@ -7,7 +7,8 @@ import { isInside } from '../workspace/path-guard.ts';
 import type { Workspace } from '../workspace/workspace.ts';
 import type { SpawnedGroup } from './spawn-group.ts';
 import { bashArgv, HOST_ENV, isRefusedName, SYSTEM_PATH, systemProgram } from './host-programs.ts';
-import { runCommand, type CommandResult, type Launch, type RunCommandOptions } from './run-command.ts';
+import type { CommandResult } from './command-output.ts';
+import { runCommand, type Launch, type RunCommandOptions } from './run-command.ts';
 
 export type { Launch } from './run-command.ts';
 

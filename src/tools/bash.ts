@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { prepareMountPoints } from '../workspace/task-folders.ts';
-import type { CommandResult } from '../sandbox/run-command.ts';
+import type { CommandResult } from '../sandbox/command-output.ts';
 import type { CommandSpec } from '../sandbox/sandbox.ts';
 import { defineTool, type ToolContext } from './tool-types.ts';
 
