@@ -1,4 +1,4 @@
-import { commitJournal, replayJournal, stageJournal } from './apply-journal.ts';
+import { commitJournal, readJournal, replayJournal, stageJournal } from './apply-journal.ts';
 import { fileCallsFor, type FileCalls } from './file-calls.ts';
 import { randomBytes } from 'node:crypto';
 import type { BigIntStats } from 'node:fs';
@@ -77,9 +77,17 @@ export function taskFileUrl(taskId: string, relative: string): string {
 export async function enterWorktree(shared: Workspace, dir: string, taskId: string, now: number): Promise<Workspace> {
   // A candidate's copy being made this one's when the process died: finished first, never copied over.
   await finishAdoption(dir);
-  const existing = await readManifest(dir);
-  if (!existing) {
-    const manifest = await takeCopy(shared.root, dir).catch(async (err: unknown) => {
+  const root = await copyOfFolder(shared.root, dir, now);
+  return worktreeWorkspace(shared.parentTaskId, root, taskId, await fileCallsFor(root));
+}
+
+/**
+ * A copy of the folder `source` in `dir`, with its manifest, taken now unless one is there (a
+ * resumed task's): its real root. Its changes, applies and removal are a worktree's.
+ */
+export async function copyOfFolder(source: string, dir: string, now: number): Promise<string> {
+  if (!(await readManifest(dir))) {
+    const manifest = await takeCopy(source, dir).catch(async (err: unknown) => {
       await rm(dir, { recursive: true, force: true }).catch(() => {});
       if (err instanceof WorktreeError) throw err;
       // Its code, never its message (which names host paths).
@@ -89,8 +97,26 @@ export async function enterWorktree(shared: Workspace, dir: string, taskId: stri
     await writeFile(temp, JSON.stringify({ ...manifest, takenAt: now }), { mode: 0o600 });
     await rename(temp, manifestPath(dir));
   }
-  const root = await realRoot(dir);
-  return worktreeWorkspace(shared.parentTaskId, root, taskId, await fileCallsFor(root));
+  return realRoot(dir);
+}
+
+/** Where an attempt of a task with candidates keeps its copy of its memory folder: beside its worktree, removed with it. */
+export const memoryCopyOf = (dir: string) => `${dir}.memory`;
+
+/**
+ * Puts the changes of the folder copy in `dir` into `target` (a kept attempt's memory), all or
+ * nothing across a crash (the apply's journal), then removes the copy. Run again after a crash, it
+ * replays the journal it committed, or finds the copy gone: done.
+ */
+export async function landFolderCopy(target: string, dir: string): Promise<void> {
+  const committed = await readJournal(journalDirOf(dir));
+  if (committed) await replayJournal({ sharedRoot: target, journalDir: journalDirOf(dir), journal: committed });
+  else {
+    const changes = await changesOf(dir);
+    if (!changes) return;
+    await applyChanges(target, dir, changes);
+  }
+  await removeWorktree(dir);
 }
 
 /** The copy as a workspace, with the calls its own file system allows. */
@@ -292,6 +318,8 @@ export const stagingDirOf = (dir: string) => `${dir}.staging`;
  * what its applies left: the journal (only once the apply is recorded) and unfinished stagings.
  */
 export async function removeWorktree(dir: string): Promise<void> {
+  // An attempt's copy of its memory goes with it (unless landed: then it is gone already).
+  if (!dir.endsWith('.memory')) await removeWorktree(memoryCopyOf(dir));
   await rm(manifestPath(dir), { force: true });
   await rm(adoptionPath(dir), { force: true });
   await rm(dir, { recursive: true, force: true });

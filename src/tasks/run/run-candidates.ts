@@ -4,11 +4,14 @@ import path from 'node:path';
 import { isEndedStatus, type Artifact, type BudgetPause, type Candidate, type CreateTaskBody } from '../../shapes/task.ts';
 import type { TaskRow } from '../../store/schema.ts';
 import type { Append } from '../../events/event-log.ts';
-import { adoptWorktree, taskFileUrl, worktreeDir, worktreeRoot, WorktreeError } from '../../workspace/worktree.ts';
+import { openMemory } from '../../workspace/memory.ts';
+import { adoptWorktree, landFolderCopy, memoryCopyOf, taskFileUrl, worktreeDir, worktreeRoot, WorktreeError } from '../../workspace/worktree.ts';
 import { endingOfAbort, failed, type Ending } from '../writes/finish-task.ts';
 import { stoppedForGood, untilAborted } from './child-tool.ts';
 import type { ChildTasks, RunContext, TaskRun } from './run-context.ts';
 import { abortCode } from './task-abort.ts';
+import { candidateKey } from './candidate-key.ts';
+import { memoryOfTask } from './task-folders.ts';
 
 /** How often a paused attempt (a budget, an approval) is looked at again until it ends. */
 const PAUSED_POLL_MS = 1000;
@@ -167,16 +170,6 @@ const seen = (child: TaskRow, model: string | null) => ({
   costMicroUsd: child.costMicroUsd,
 });
 
-/** The key of attempt `index` of task `taskId`: where a resumed task finds it, and how the attempt knows its snapshot. */
-export const candidateKey = (taskId: string, index: number) => `candidate:${taskId}:${index}`;
-
-/**
- * The task whose attempt `row` is (its copy is cloned from that task's snapshot when it starts, not
- * taken from the shared workspace); null for any other task.
- */
-export const candidateOf = (row: Pick<TaskRow, 'parentTask' | 'idempotencyKey'>): string | null =>
-  row.parentTask && row.idempotencyKey?.startsWith(`candidate:${row.parentTask}:`) ? row.parentTask : null;
-
 /** Starts (or, resumed, finds by their place) the n attempts; each clones the snapshot when it starts (task-runner.ts). */
 async function startAll(
   ctx: RunContext,
@@ -276,6 +269,11 @@ async function keep(ctx: RunContext, row: TaskRow, chosen: Candidate, tenantDir:
   if (child.worktree && child.worktree.removedAt === null) {
     await deps.store.updateWorktree(child.id, child.worktree, { ...child.worktree, removedAt: deps.now() });
   }
+  // Its memory writes, made in its own copy of the memory (task-folders.ts), land now, all or
+  // nothing; the other attempts' copies go with their worktrees, never reaching the memory.
+  const def = deps.registry.get(child.subagentType);
+  const memory = def?.kind === 'model' ? memoryOfTask(child, def) : null;
+  if (memory) await landFolderCopy(await openMemory(tenantDir, memory), memoryCopyOf(worktreeDir(tenantDir, child.id)));
   const root = await worktreeRoot(own);
   const artifacts = (child.artifacts ?? []).map((a: Artifact): Artifact => ({
     ...a,

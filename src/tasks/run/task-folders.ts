@@ -7,6 +7,8 @@ import type { TaskRow } from '../../store/schema.ts';
 import { openMemory } from '../../workspace/memory.ts';
 import { taskFolder, withTaskFolders } from '../../workspace/task-folders.ts';
 import type { TaskFolder, Workspace } from '../../workspace/workspace.ts';
+import { copyOfFolder, memoryCopyOf, worktreeDir } from '../../workspace/worktree.ts';
+import { candidateOf } from './candidate-key.ts';
 import type { RunnerDeps } from './run-context.ts';
 
 /** The skills a task has: its definition's, narrowed by `options.skills` (admission refused any other). */
@@ -32,7 +34,7 @@ export interface TaskFolders {
  * reserved for them even when it has neither (task-folders.ts of workspace/).
  */
 export async function openTaskFolders(
-  deps: Pick<RunnerDeps, 'skills' | 'workspacesDirOf' | 'memoryMaxBytes'>,
+  deps: Pick<RunnerDeps, 'skills' | 'workspacesDirOf' | 'memoryMaxBytes' | 'now'>,
   row: TaskRow,
   def: AgentDefinition,
   body: CreateTaskBody,
@@ -43,7 +45,11 @@ export async function openTaskFolders(
   for (const s of skills) folders.push(await taskFolder(skillFolder(s.name), s.dir, { writable: false }));
   const memory = memoryOfTask(row, def);
   if (memory) {
-    const root = await openMemory(deps.workspacesDirOf(row.tenant), memory);
+    const tenantDir = deps.workspacesDirOf(row.tenant);
+    const shared = await openMemory(tenantDir, memory);
+    // An attempt of a task with candidates works on its own copy of the memory, taken when it
+    // starts: only the kept attempt's writes reach the memory (run-candidates.ts), all at once.
+    const root = candidateOf(row) ? await copyOfFolder(shared, memoryCopyOf(worktreeDir(tenantDir, row.id)), deps.now()) : shared;
     folders.push(await taskFolder('.memory', root, { writable: true, maxBytes: deps.memoryMaxBytes }));
   }
   return { workspace: withTaskFolders(workspace, folders), skills: preloadSkills(skills), memory };

@@ -10,7 +10,8 @@ import { changesOf, cloneWorktree, enterWorktree, removeWorktree, worktreeDir, W
 import { failed, type Ending } from '../writes/finish-task.ts';
 import { compareReplay } from './replay-comparison.ts';
 import { createRunContext, type RunContext, type RunnerDeps, type TaskRun } from './run-context.ts';
-import { candidateOf, runCandidates } from './run-candidates.ts';
+import { candidateOf } from './candidate-key.ts';
+import { runCandidates } from './run-candidates.ts';
 import { runExternal } from './run-external.ts';
 import { runModel } from './run-model.ts';
 import { runShell } from './run-shell.ts';

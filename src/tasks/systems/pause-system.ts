@@ -3,7 +3,7 @@ import type { TaskBudget } from '../../shapes/task.ts';
 import type { TaskRow } from '../../store/schema.ts';
 import { TaskTakenOver } from '../../store/task-store.ts';
 import { createTicker } from '../../util/ticker.ts';
-import { candidateOf } from '../run/run-candidates.ts';
+import { candidateOf } from '../run/candidate-key.ts';
 import { aborted } from '../writes/finish-task.ts';
 import type { TaskResources } from './task-resources.ts';
 

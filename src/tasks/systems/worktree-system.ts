@@ -9,7 +9,7 @@ import { PathError } from '../../workspace/path-guard.ts';
 import { openWorkspace } from '../../workspace/workspace.ts';
 import { conflictsOf, journalDirOf, patchOf, removeWorktree, stagingDirOf, worktreeDir, worktreeRoot } from '../../workspace/worktree.ts';
 import { createTicker } from '../../util/ticker.ts';
-import { candidateOf } from '../run/run-candidates.ts';
+import { candidateOf } from '../run/candidate-key.ts';
 import type { TaskResources } from './task-resources.ts';
 
 /** How often the copies of worktree tasks past WORKTREE_TTL_MS are looked for. */
