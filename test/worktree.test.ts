@@ -9,11 +9,13 @@ import { serviceForTests, taskBody, taskEnd } from './support/harness';
  * back as `changes` with a diff, and POST /tasks/:id/apply writes them into the shared workspace,
  * refusing (and writing nothing) when a changed file moved there meanwhile.
  */
-const file = serviceForTests({ env: { WORKTREE_TTL_MS: '1000' } });
+const file = serviceForTests();
+/** A service whose copies expire a second after their task ended (the default keeps them a day, as a slow machine needs). */
+const expiring = serviceForTests({ env: { WORKTREE_TTL_MS: '1000' } });
 
-const post = (url: string) => file.svc.inject({ method: 'POST', url });
-const start = async (prompt: string, parentTaskId: string, options: object = { isolation: 'worktree' }) => {
-  const res = await file.svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ prompt, context: { parentTaskId, userId: 'u' }, options }) });
+const post = (url: string, on = file) => on.svc.inject({ method: 'POST', url });
+const start = async (prompt: string, parentTaskId: string, options: object = { isolation: 'worktree' }, on = file) => {
+  const res = await on.svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ prompt, context: { parentTaskId, userId: 'u' }, options }) });
   expect(res.statusCode, res.body).toBe(202);
   return res.json().id as string;
 };
@@ -104,26 +106,26 @@ describe('worktree isolation', () => {
   });
 
   it('refuses what cannot be applied: a running task, a shared one, an unknown one, a copy past WORKTREE_TTL_MS', async () => {
-    file.svc.model.script('WT-SLOW', [{ delayMs: 1500, toolCalls: [{ name: 'complete', args: { summary: 'slow', paths: [] } }] }]);
-    const running = await start('WT-SLOW', 'T-wt-refusals');
-    const early = await post(`/tasks/${running}/apply`);
+    expiring.svc.model.script('WT-SLOW', [{ delayMs: 1500, toolCalls: [{ name: 'complete', args: { summary: 'slow', paths: [] } }] }]);
+    const running = await start('WT-SLOW', 'T-wt-refusals', undefined, expiring);
+    const early = await post(`/tasks/${running}/apply`, expiring);
     expect([early.statusCode, early.json().error.code]).toEqual([409, 'task_not_finished']);
-    await taskEnd(file.svc, running);
+    await taskEnd(expiring.svc, running);
 
-    file.svc.model.script('WT-SHARED', [{ toolCalls: [{ name: 'complete', args: { summary: 'shared', paths: [] } }] }]);
-    const plain = await start('WT-SHARED', 'T-wt-refusals', {});
-    expect((await taskEnd(file.svc, plain)).changes).toBeNull();
-    const notWorktree = await post(`/tasks/${plain}/apply`);
+    expiring.svc.model.script('WT-SHARED', [{ toolCalls: [{ name: 'complete', args: { summary: 'shared', paths: [] } }] }]);
+    const plain = await start('WT-SHARED', 'T-wt-refusals', {}, expiring);
+    expect((await taskEnd(expiring.svc, plain)).changes).toBeNull();
+    const notWorktree = await post(`/tasks/${plain}/apply`, expiring);
     expect([notWorktree.statusCode, notWorktree.json().error.code]).toEqual([409, 'not_a_worktree']);
-    expect((await post('/tasks/tsk_01ARZ3NDEKTSV4RRFFQ69G5FAV/apply')).statusCode).toBe(404);
+    expect((await post('/tasks/tsk_01ARZ3NDEKTSV4RRFFQ69G5FAV/apply', expiring)).statusCode).toBe(404);
 
     // WORKTREE_TTL_MS is 1 s here: the sweep (every second then; called here too) removes the copy,
     // and the changes can no longer be applied.
     await new Promise((r) => setTimeout(r, 1100));
-    await file.svc.app.tasks.worktrees.sweep();
-    expect(existsSync(path.join(file.svc.config.workspacesDir, '#worktrees', running))).toBe(false);
-    const gone = await post(`/tasks/${running}/apply`);
+    await expiring.svc.app.tasks.worktrees.sweep();
+    expect(existsSync(path.join(expiring.svc.config.workspacesDir, '#worktrees', running))).toBe(false);
+    const gone = await post(`/tasks/${running}/apply`, expiring);
     expect([gone.statusCode, gone.json().error.code]).toEqual([410, 'worktree_removed']);
-    expect((await file.svc.inject({ url: `/tasks/${running}/changes.diff` })).statusCode).toBe(410);
+    expect((await expiring.svc.inject({ url: `/tasks/${running}/changes.diff` })).statusCode).toBe(410);
   });
 });

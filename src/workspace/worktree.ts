@@ -318,9 +318,10 @@ export const stagingDirOf = (dir: string) => `${dir}.staging`;
  * what its applies left: the journal (only once the apply is recorded) and unfinished stagings.
  */
 export async function removeWorktree(dir: string): Promise<void> {
+  // The manifest first: without it the copy is no longer one (worktreeRoot), whatever is left.
+  await rm(manifestPath(dir), { force: true });
   // An attempt's copy of its memory goes with it (unless landed: then it is gone already).
   if (!dir.endsWith('.memory')) await removeWorktree(memoryCopyOf(dir));
-  await rm(manifestPath(dir), { force: true });
   await rm(adoptionPath(dir), { force: true });
   await rm(dir, { recursive: true, force: true });
   await rm(stagingDirOf(dir), { recursive: true, force: true });

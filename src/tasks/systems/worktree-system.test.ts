@@ -112,6 +112,45 @@ describe('the worktree system', () => {
     await expect(worktrees.apply(row)).rejects.toMatchObject({ statusCode: 410, code: 'worktree_removed' });
   });
 
+  it('records a removal before it deletes a file: a copy half removed is refused (410), and the next start removes the rest', async () => {
+    const { sys, shared, worktrees } = await setup();
+    const row = await ranInCopy(sys, shared, 't-wt', 'worktree');
+    // A sweep of a process killed after it recorded the removal, before it deleted anything.
+    const removing = { ...row.worktree!, removedAt: sys.clock.now, applying: { by: 'local#dead0000', at: sys.clock.now } };
+    expect(await sys.store.updateWorktree(row.id, row.worktree!, removing)).toBe(true);
+    const recorded = (await sys.store.getById(row.id))!;
+    await expect(worktrees.apply(recorded)).rejects.toMatchObject({ statusCode: 410, code: 'worktree_removed' });
+    await expect(worktrees.patch(recorded)).rejects.toMatchObject({ statusCode: 410, code: 'worktree_removed' });
+    expect(readFileSync(path.join(shared.root, 'a.txt'), 'utf8')).toBe('a, as the copy found it\n');
+    expect(existsSync(path.join(shared.root, 'b.txt'))).toBe(true);
+    expect(existsSync(worktreeDir(dir, 't-wt'))).toBe(true);
+    await worktrees.recover();
+    expect(existsSync(worktreeDir(dir, 't-wt'))).toBe(false);
+    expect((await sys.store.getById(row.id))!.worktree).toEqual({ ...row.worktree, removedAt: removing.removedAt });
+  });
+
+  it('an apply racing the sweep: applied whole, or refused (410) with nothing written; the copy gone either way', async () => {
+    const { sys, shared, worktrees } = await setup();
+    const row = await ranInCopy(sys, shared, 't-wt', 'worktree');
+    sys.clock.now += TTL_MS + 1;
+    // The apply is under way (staging) when the sweep finds the copy expired: whichever records first wins.
+    const [applied, swept] = await Promise.all([worktrees.apply(row).catch((err: unknown) => err), worktrees.sweep()]);
+    const a = readFileSync(path.join(shared.root, 'a.txt'), 'utf8');
+    if (Array.isArray(applied)) {
+      expect(applied.sort()).toEqual(['a.txt', 'b.txt', 'c.txt']);
+      expect([a, existsSync(path.join(shared.root, 'b.txt')), swept]).toEqual(['a, changed in the copy\n', false, 0]);
+    } else {
+      expect(applied).toMatchObject({ statusCode: 410, code: 'worktree_removed' });
+      expect([a, existsSync(path.join(shared.root, 'b.txt')), existsSync(path.join(shared.root, 'c.txt')), swept]).toEqual([
+        'a, as the copy found it\n',
+        true,
+        false,
+        1,
+      ]);
+    }
+    expect(existsSync(worktreeDir(dir, 't-wt'))).toBe(false);
+  });
+
   it('takes over a claim a dead process left before it wrote anything (SQLite: one process), and applies', async () => {
     const { sys, shared, worktrees } = await setup();
     const row = await ranInCopy(sys, shared, 't-wt', 'worktree');

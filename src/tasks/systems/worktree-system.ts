@@ -84,6 +84,8 @@ export function createWorktreeSystem(res: TaskResources, opts: { ttlMs: number }
     }
   }
 
+  const removedCopy = (row: TaskRow) =>
+    new AppError(410, 'worktree_removed', `the copy of task ${row.id} was removed (applied, or WORKTREE_TTL_MS after its end)`);
   const alreadyApplied = (row: TaskRow, at: number) =>
     new AppError(409, 'already_applied', `the changes of task ${row.id} were applied at ${new Date(at).toISOString()}`);
   const beingApplied = (row: TaskRow) => new AppError(409, 'already_applied', `the changes of task ${row.id} are being applied by another request`);
@@ -91,7 +93,9 @@ export function createWorktreeSystem(res: TaskResources, opts: { ttlMs: number }
   /** The answer to a request that did not finish the apply itself: applied already, or being applied elsewhere. */
   async function notMine(row: TaskRow): Promise<never> {
     const now = ((await deps.store.getById(row.id)) ?? row).worktree;
-    throw now?.appliedAt ? alreadyApplied(row, now.appliedAt) : beingApplied(row);
+    if (now?.appliedAt) throw alreadyApplied(row, now.appliedAt);
+    // The sweep recorded the copy's removal first: as removed as if the request had come after.
+    throw now?.removedAt ? removedCopy(row) : beingApplied(row);
   }
 
   /** On SQLite one process runs: any claim not its own is a dead one's; on PostgreSQL, one of an earlier start of this instance or one not renewed. */
@@ -167,7 +171,8 @@ export function createWorktreeSystem(res: TaskResources, opts: { ttlMs: number }
   /** True when an apply of the task was claimed or committed and is not recorded as done. */
   async function pending(row: TaskRow): Promise<boolean> {
     const state: Claimed | null | undefined = row.worktree;
-    if (!state || state.appliedAt !== null) return false;
+    // A copy being removed (see `expire`) has nothing to apply.
+    if (!state || state.appliedAt !== null || state.removedAt !== null) return false;
     return state.applying !== undefined || (await readJournal(journalDirOf(dirOf(row))).catch(() => null)) !== null;
   }
 
@@ -238,7 +243,7 @@ export function createWorktreeSystem(res: TaskResources, opts: { ttlMs: number }
       for (const row of rows) {
         seen.add(row.id);
         const state = row.worktree as Claimed;
-        if (state.appliedAt !== null) await inTurn(row, () => cleanUp(row, state));
+        if (state.appliedAt !== null || state.removedAt !== null) await inTurn(row, () => cleanUp(row, state));
         else if (await inTurn(row, () => settle(row))) finished++;
       }
     }
@@ -267,6 +272,22 @@ export function createWorktreeSystem(res: TaskResources, opts: { ttlMs: number }
     );
   }
 
+  /**
+   * Removes an expired copy: first recorded as removed, with a claim (compare and set against the
+   * state the sweep read, so an apply claimed meanwhile wins and the copy stays), then its files,
+   * then the claim. From the record on, an apply's own claim fails and a diff read meanwhile is
+   * refused: neither is made of a copy half removed. A kill in between leaves the claim, and
+   * `recover` removes the rest. False when an apply got there first.
+   */
+  async function expire(row: TaskRow): Promise<boolean> {
+    const state = row.worktree;
+    if (!state) return true;
+    const marked: Claimed = { ...state, removedAt: deps.now(), applying: { by: me, at: deps.now() } };
+    if (!(await deps.store.updateWorktree(row.id, state, marked))) return false;
+    await inTurn(row, () => cleanUp(row, marked));
+    return true;
+  }
+
   /** Removes the copies of tasks that ended WORKTREE_TTL_MS ago, a batch at a time; a pending apply is finished instead. */
   async function sweep(): Promise<number> {
     let removed = 0;
@@ -284,7 +305,10 @@ export function createWorktreeSystem(res: TaskResources, opts: { ttlMs: number }
           busy.add(row.id);
           continue;
         }
-        if (row.worktree) await cleanUp(row, row.worktree);
+        if (!(await expire(row))) {
+          busy.add(row.id);
+          continue;
+        }
         removed++;
       }
       if (rows.length < SWEEP_BATCH) return removed;
@@ -307,10 +331,14 @@ export function createWorktreeSystem(res: TaskResources, opts: { ttlMs: number }
           const kept = await keptBy(row);
           if (kept) throw kept;
         }
-        throw new AppError(410, 'worktree_removed', `the copy of task ${row.id} was removed (applied, or WORKTREE_TTL_MS after its end)`);
+        throw removedCopy(row);
       }
       const shared = await openWorkspace(deps.workspacesDirOf(row.tenant), row.parentTaskId);
-      return patchOf(shared.root, dir, state);
+      const patch = await patchOf(shared.root, dir, state);
+      // Removed while it was read (the sweep records a removal before it deletes a file): refused,
+      // rather than a diff that shows the copy's files as deleted.
+      if ((await deps.store.getById(row.id))?.worktree?.removedAt !== null) throw removedCopy(row);
+      return patch;
     },
 
     /** Where a task's files are served from: its copy while there is one, else its shared workspace (applied there). */
