@@ -50,6 +50,31 @@ export interface PostgresOptions {
 }
 
 /**
+ * The pool of statement connections. No error of one of its connections can end the process: an
+ * idle one the server dropped is replaced by the pool; a checked-out one fails its statements,
+ * which the code that took it handles. Every connection carries a listener from its first moment
+ * for the gap between: the server's farewell (a restart's 57P01) can come in the same packet as
+ * the end of the connection's start, after the pool has taken its idle listener away and before
+ * the code that asked for the connection runs (a promise's continuation waits for the packet's
+ * end), and an 'error' event without a listener throws.
+ */
+export function createPool(url: string, options: PostgresOptions = {}): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    types,
+    // A statement goes out without waiting for the answers of those before it on its connection
+    // (`send`); only a transaction has more than one statement in flight.
+    pipeline: true,
+    max: 10,
+    connectionTimeoutMillis: 10_000,
+    ...(options.idleInTransactionMs && { idle_in_transaction_session_timeout: options.idleInTransactionMs }),
+  });
+  pool.on('error', () => undefined);
+  pool.on('connect', (conn) => conn.on('error', () => undefined));
+  return pool;
+}
+
+/**
  * Opens a PostgreSQL database through a connection pool and applies `migrations-pg/` (under an
  * advisory lock, so processes starting together do not race).
  */
@@ -107,18 +132,7 @@ export async function openPostgres(url: string, instanceId: string, options: Pos
       `another subagentd process runs as instance "${instanceId}" on the database ${redactUrl(url)}; give each instance its own INSTANCE_ID`,
     );
   }
-  const pool = new pg.Pool({
-    connectionString: url,
-    types,
-    // A statement goes out without waiting for the answers of those before it on its connection
-    // (`send`); only a transaction has more than one statement in flight.
-    pipeline: true,
-    max: 10,
-    connectionTimeoutMillis: 10_000,
-    ...(options.idleInTransactionMs && { idle_in_transaction_session_timeout: options.idleInTransactionMs }),
-  });
-  // An idle connection the server dropped is replaced by the pool; its error must not kill the process.
-  pool.on('error', () => undefined);
+  const pool = createPool(url, options);
   try {
     const lock = await pool.connect();
     const unheard = () => undefined;
