@@ -202,4 +202,16 @@ describe('bash(<glob>) rules per simple command', async () => {
     expect(order.indexOf('b')).toBeLessThanOrEqual(2);
     expect(order).toHaveLength(5);
   }, 60_000);
+
+  it('drops the lines of a task that ended while they waited, unparsed; the next task of the tenant is served', async () => {
+    const ended = new AbortController();
+    const [task, next] = await Promise.all([loadShellParser('tenant-c', ended.signal), loadShellParser('tenant-c')]);
+    // Its hostile line is being parsed when the task ends; the line behind it was waiting.
+    const hostile = task.commands('a|'.repeat(32_000) + 'a');
+    const waiting = task.commands('git status');
+    ended.abort();
+    expect(await waiting).toBeNull();
+    expect(await hostile).toBeNull();
+    expect(await next.commands('git status')).toEqual(['git status']);
+  }, 60_000);
 });

@@ -51,14 +51,15 @@ export interface ShellParser {
 let thread: ReturnType<typeof createParseThread> | null = null;
 
 /**
- * The parser, for the lines of one tenant (`key`). Its thread is shared by the process (the grammar
- * is immutable; a thread and its WebAssembly cost tens of milliseconds to start), started when
- * first needed, and takes the tenants' lines in turn.
+ * The parser, for the lines of one tenant (`key`) and one task (`signal`: once it aborts, its lines
+ * still waiting are dropped, as unparseable). Its thread is shared by the process (the grammar is
+ * immutable; a thread and its WebAssembly cost tens of milliseconds to start), started when first
+ * needed, and takes the tenants' lines in turn.
  */
-export async function loadShellParser(key = ''): Promise<ShellParser> {
+export async function loadShellParser(key = '', signal?: AbortSignal): Promise<ShellParser> {
   thread ??= createParseThread();
   const parseThread = thread;
-  const parse: Run['parse'] = (line, budget) => parseThread.parse(line, budget, key);
+  const parse: Run['parse'] = (line, budget) => parseThread.parse(line, budget, key, signal);
   return {
     async commands(line) {
       const run: Run = { parse, out: [], deadline: deadline(PARSE_BUDGET_MS) };

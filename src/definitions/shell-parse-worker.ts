@@ -45,11 +45,15 @@ export function createParseThread() {
     });
     return w;
   };
-  /** The line's tree, or null for a syntax error or a parse past `deadline` (counted once the thread is up). */
-  const parse = (line: string, deadline: Deadline, key = ''): Promise<RawNode | null> =>
+  /**
+   * The line's tree, or null for a syntax error or a parse past `deadline` (counted once the thread
+   * is up). A line whose `signal` aborted before its turn (its task ended) is dropped unparsed: a
+   * tenant cannot keep the queue long with tasks it cancels.
+   */
+  const parse = (line: string, deadline: Deadline, key = '', signal?: AbortSignal): Promise<RawNode | null> =>
     new Promise((resolve) => {
       const jobs = waiting.get(key) ?? [];
-      jobs.push(() => parseNow(line, deadline).then(resolve, () => resolve(null)));
+      jobs.push(async () => resolve(signal?.aborted ? null : await parseNow(line, deadline).catch(() => null)));
       waiting.set(key, jobs);
       void serve();
     });

@@ -55,7 +55,7 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
   });
   const shellTypes = new Set(types.filter((t) => t.kind === 'shell').map((t) => t.type));
   const base = { root: workspace.root, cwd: workspace.cwd, folders: workspace.folders };
-  const decide = callDecider(limits, { shell: needsSubjects(limits.permissions, 'bash') ? await loadShellParser(row.tenant) : null, shellTypes, base });
+  const decide = callDecider(limits, { shell: needsSubjects(limits.permissions, 'bash') ? await loadShellParser(row.tenant, signal) : null, shellTypes, base });
   const checkPath = pathChecker(limits, base);
   // The definition's MCP servers and the commands' proxy live as long as this run, whatever ends it.
   let mcp: McpSession | null = null;
