@@ -32,6 +32,7 @@ import { createTaskService, type TaskService } from './tasks/task-service.ts';
 import type { Sandbox } from './sandbox/sandbox.ts';
 import { sandboxFor } from './sandbox/sandbox-for.ts';
 import { workspaceLayout, type WorkspacesDirOf } from './workspace/workspace.ts';
+import { createReadOns } from './loop/model-guard.ts';
 
 export interface ServiceDeps {
   config: Config;
@@ -260,7 +261,9 @@ export function createServices(deps: ServiceDeps): Services {
   // Running tasks, and the task service over them.
   const liveness = createLiveness(now);
   const tracing = createTracing();
+  const readOns = createReadOns();
   const runner = createTaskRunner({
+    readOns,
     ...runnerSettings(config),
     liveness,
     tracing,
@@ -292,6 +295,7 @@ export function createServices(deps: ServiceDeps): Services {
   });
   const tasks = createTaskService({
     ...taskServiceSettings(config),
+    readOns,
     liveness,
     store,
     replays: createReplayStore(db.sql),

@@ -99,7 +99,7 @@ describe.skipIf(!run)('an owner paused past its lease (a VM stopped, then woken)
     await until(async () => (await json(`${b.url}/tasks/${id}`)).body.usage.inputTokens === served);
   }, 90_000);
 
-  it('reads an answer still on its way when it wakes to its end, and bills it', async () => {
+  it('reads an answer still on its way when it wakes to its end and bills it, even told to shut down meanwhile', async () => {
     // Turn 1 as a first asks it is answered 12 s after the question: still on its way when it wakes.
     model.script('WOKEN', (ctx) => {
       if (ctx.turn === 0) return { toolCalls: [{ name: 'bash', args: { command: 'echo started' } }], usage: { input: 10, output: 1 } };
@@ -118,6 +118,11 @@ describe.skipIf(!run)('an owner paused past its lease (a VM stopped, then woken)
     const d = await instance('d');
     await until(async () => callsOf('d', 'WOKEN').includes(1), 60_000);
     c.child.kill('SIGCONT');
+    // c learns it lost the task, then is stopped (SIGTERM) while it reads the answer on: its
+    // shutdown waits for the answer and its bill.
+    await until(async () => c.output().includes("the task's lease was lost"), 30_000);
+    c.child.kill('SIGTERM');
+    expect(await c.exited).toEqual({ code: 0, signal: null });
     await until(async () => (await json(`${d.url}/tasks/${id}`)).body.status === 'completed', 60_000);
     // c, its lease lost, read its answer to the end instead of cutting it: the provider served it...
     const woken = () => model.served.filter((s) => s.prompt === 'WOKEN');

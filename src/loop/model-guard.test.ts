@@ -25,7 +25,7 @@ function fakeModel(parts: Array<Record<string, unknown>>) {
 
 async function drain(parts: Array<Record<string, unknown>>) {
   const billed: Usage[] = [];
-  const model = guardModel(fakeModel(parts) as never, { onUsage: (u) => billed.push(u), stallTimeoutMs: 5000, maxRetries: 0 });
+  const model = guardModel(fakeModel(parts) as never, { onUsage: (u) => void billed.push(u), stallTimeoutMs: 5000, maxRetries: 0 });
   const { stream } = await (model as unknown as { doStream(o: object): Promise<{ stream: ReadableStream }> }).doStream({});
   const seen: string[] = [];
   for (const reader = stream.getReader(); ;) {
@@ -75,7 +75,7 @@ function slowModel(afterMs: number) {
 /** Calls `model` with a signal aborted right after the call is made; what the caller then reads. */
 async function abortedCall(model: object, abortGraceMs: number | ((reason: unknown) => number)) {
   const billed: Usage[] = [];
-  const guarded = guardModel(model as never, { onUsage: (u) => billed.push(u), stallTimeoutMs: 5000, maxRetries: 0, abortGraceMs });
+  const guarded = guardModel(model as never, { onUsage: (u) => void billed.push(u), stallTimeoutMs: 5000, maxRetries: 0, abortGraceMs });
   const caller = new AbortController();
   const called = (guarded as unknown as { doStream(o: object): Promise<{ stream: ReadableStream }> }).doStream({ abortSignal: caller.signal });
   caller.abort(new Error('cancelled by the caller'));
@@ -157,7 +157,7 @@ describe('guardModel', () => {
   it('makes no call for a caller that aborted before it', async () => {
     const { model, calls } = slowModel(0);
     const billed: Usage[] = [];
-    const guarded = guardModel(model as never, { onUsage: (u) => billed.push(u), stallTimeoutMs: 5000, maxRetries: 0 });
+    const guarded = guardModel(model as never, { onUsage: (u) => void billed.push(u), stallTimeoutMs: 5000, maxRetries: 0 });
     const signal = AbortSignal.abort(new Error('gone'));
     const answer = (guarded as unknown as { doStream(o: object): Promise<{ stream: ReadableStream }> }).doStream({ abortSignal: signal });
     await expect(answer).rejects.toMatchObject({ message: 'gone' });

@@ -23,6 +23,8 @@ export class IncompleteStreamError extends Error {
   }
 }
 
+const noop = () => {};
+
 const CONTENT_PARTS = new Set(['text-delta', 'tool-input-start', 'tool-input-delta', 'tool-call', 'reasoning-delta', 'finish']);
 
 const int = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.round(v) : 0);
@@ -55,7 +57,7 @@ export interface ModelGuardOptions {
    * its end part, or when it is cut, aborted or fails after a usage chunk arrived. Never called for
    * a call that reported none.
    */
-  onUsage(usage: Usage): void;
+  onUsage(usage: Usage): void | Promise<unknown>;
   /** Cut a call that sends no content for this long (keep-alive comments and lone bytes do not count). */
   stallTimeoutMs: number;
   /** Extra attempts for an answer that delivered nothing usable (an HTML or empty 200). */
@@ -67,6 +69,29 @@ export interface ModelGuardOptions {
   abortGraceMs?: number | ((reason: unknown) => number);
   /** A reader of one call's raw chunks, as the guarded model's provider sends them (OpenAI's by default). */
   reader?: () => ChunkReader;
+  /** Told of each call read on after its caller aborted, so that a shutdown waits for its usage. */
+  readOns?: ReadOns;
+}
+
+/** The calls being read on for their usage after their caller aborted (see `gracedSignal`). */
+export interface ReadOns {
+  /** `ended` settles once the call is over: read to its end, or cut at the end of its grace. */
+  track(ended: Promise<void>): void;
+  /** Settles once no call is being read on, those that start meanwhile included. */
+  drained(): Promise<void>;
+}
+
+export function createReadOns(): ReadOns {
+  const open = new Set<Promise<void>>();
+  return {
+    track(ended) {
+      open.add(ended);
+      void ended.finally(() => open.delete(ended));
+    },
+    async drained() {
+      while (open.size > 0) await Promise.all(open);
+    },
+  };
 }
 
 /**
@@ -81,7 +106,7 @@ export const ABORT_GRACE_MS = 200;
  * had aborted before the call). `done` forgets the caller's signal once the call is over (a task's
  * signal outlives hundreds of calls).
  */
-function gracedSignal(caller: AbortSignal | undefined, grace: number | ((reason: unknown) => number)) {
+function gracedSignal(caller: AbortSignal | undefined, grace: number | ((reason: unknown) => number), readOns?: ReadOns) {
   const cut = new AbortController();
   if (!caller) return { cut, done: () => {} };
   if (caller.aborted) {
@@ -89,9 +114,11 @@ function gracedSignal(caller: AbortSignal | undefined, grace: number | ((reason:
     return { cut, done: () => {} };
   }
   let timer: NodeJS.Timeout | undefined;
+  let over = () => {};
   const onAbort = () => {
-    timer = setTimeout(() => cut.abort(caller.reason), typeof grace === 'number' ? grace : grace(caller.reason));
+    timer = setTimeout(() => (cut.abort(caller.reason), over()), typeof grace === 'number' ? grace : grace(caller.reason));
     timer.unref();
+    readOns?.track(new Promise<void>((resolve) => (over = resolve)));
   };
   caller.addEventListener('abort', onAbort, { once: true });
   return {
@@ -99,6 +126,7 @@ function gracedSignal(caller: AbortSignal | undefined, grace: number | ((reason:
     done: () => {
       caller.removeEventListener('abort', onAbort);
       clearTimeout(timer);
+      over();
     },
   };
 }
@@ -130,7 +158,7 @@ export function guardModel(model: LanguageModel, opts: ModelGuardOptions): Langu
         // Our own signal: the caller's abort reaches the call after the grace, and a call with no
         // content for the stall timeout can be cut even while the provider is still waiting for
         // its first output chunk.
-        const { cut, done } = gracedSignal(caller, opts.abortGraceMs ?? ABORT_GRACE_MS);
+        const { cut, done } = gracedSignal(caller, opts.abortGraceMs ?? ABORT_GRACE_MS, opts.readOns);
         const timer = setTimeout(() => cut.abort(new ModelStallError(opts.stallTimeoutMs, 'content')), opts.stallTimeoutMs);
         let result: { stream: ReadableStream<StreamPart> };
         try {
@@ -180,7 +208,9 @@ function guardStream(
     if (reported || !usage) return;
     reported = true;
     try {
-      opts.onUsage(usage);
+      const stored = opts.onUsage(usage);
+      // Read on after an abort: a shutdown waits for its bill to be stored too.
+      if (abandoned() && stored) opts.readOns?.track(Promise.resolve(stored).then(noop, noop));
     } catch {
       // Reporting never breaks the model call; the store logs its own failures.
     }

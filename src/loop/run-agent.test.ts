@@ -84,7 +84,7 @@ async function run(
   };
   const provider = createModelProvider({ connections: { openai: { type: 'openai', baseURL: model.url, api: 'chat' } }, defaultProvider: 'openai' });
   const result = await runAgent({
-    model: guardModel(provider.model('m'), { onUsage: (u) => billed.push(u), stallTimeoutMs: opts.stallTimeoutMs ?? 10_000, maxRetries: 0 }),
+    model: guardModel(provider.model('m'), { onUsage: (u) => void billed.push(u), stallTimeoutMs: opts.stallTimeoutMs ?? 10_000, maxRetries: 0 }),
     system: 'test',
     messages: opts.messages ?? [{ role: 'user', content: marker }],
     tools: [createCompleteTool(undefined), failing, stubborn],

@@ -351,6 +351,8 @@ export function createTaskService(deps: TaskServiceDeps) {
       worktrees.stop();
       leases?.stop();
       const handedOver = await dispatch.stopAll(graceMs);
+      // Calls read on for their usage (a lost lease's, up to 10 s) are billed before the database closes.
+      await deps.readOns?.drained();
       await leases?.handOver(handedOver);
       await waiters.releaseAll();
     },

@@ -18,6 +18,7 @@ import type { Workspace, WorkspacesDirOf } from '../../workspace/workspace.ts';
 import type { Liveness } from './liveness.ts';
 import { createTaskWrites, type TaskWrites } from '../writes/task-writes.ts';
 import type { CancelCode } from './task-abort.ts';
+import type { ReadOns } from '../../loop/model-guard.ts';
 
 export interface RunnerDeps {
   store: TaskStore;
@@ -34,6 +35,8 @@ export interface RunnerDeps {
   /** MEMORY_MAX_BYTES: the bound of each memory folder. */
   memoryMaxBytes: number;
   limits: { bashTimeoutMs: number; bashMaxOutputBytes: number; modelMaxRetries: number; modelStallTimeoutMs: number };
+  /** Model calls read on after their task stopped: a shutdown waits for them (and their bills). */
+  readOns?: ReadOns;
   /** How long an approval waits for its answer unless the task says otherwise (APPROVAL_TIMEOUT_MS). */
   approvalTimeoutMs: number;
   /** The egress proxy of tasks whose commands may reach hosts (EGRESS_*). */

@@ -135,6 +135,7 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
         stallTimeoutMs: deps.limits.modelStallTimeoutMs,
         maxRetries: deps.limits.modelMaxRetries,
         abortGraceMs: abortGraceFor,
+        readOns: deps.readOns,
         reader: () => deps.modelProvider.reader(id),
       });
     // The outcome's checks of `complete`: its grader is billed to the task at the grader's price.

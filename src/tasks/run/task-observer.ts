@@ -34,7 +34,8 @@ export type TaskObserver = AgentObserver & {
   /** Starts the held writes now. */
   release(): void;
   /** A model call ended with `usage`: billed now, before the loop runs its tools. */
-  modelUsage(usage: TokenUsage, model: string): void;
+  /** Bills a call; settles once the bill is stored (or could not be). */
+  modelUsage(usage: TokenUsage, model: string): Promise<void>;
   /** A hook of the definition ran: its event; a failure or a timeout is logged too. */
   hookRan(ran: HookRan): void;
 };
@@ -127,8 +128,11 @@ export function createTaskObserver(ctx: RunContext, opts: TaskObserverOptions): 
         // The only copy is in memory until the database takes it: say so where operators look.
         logger.warn({ taskId: row.id, step, usage }, 'usage kept in memory until the database can be written');
       }
-      void billed.catch((err) => logger.error({ err, taskId: row.id, step, usage }, 'usage could not be stored'));
       deps.metrics.callBilled(usage, cost);
+      return billed.then(
+        () => {},
+        (err: unknown) => logger.error({ err, taskId: row.id, step, usage }, 'usage could not be stored'),
+      );
     },
     textDelta: (step, text) => {
       release();

@@ -34,13 +34,21 @@ export function createLeaseSystem(res: TaskResources, cluster: LeaseStore, opts:
   const ticker = createTicker({ everyMs: Math.max(100, Math.floor(leaseMs / 3)), tick: () => void leases.renew() });
   let renewing = false;
 
+  /** Stops a task here whose lease this instance lost, saying so (its end is written by whoever owns it, if anyone). */
+  function lose(id: string, why: TaskAbort): void {
+    const a = active.get(id);
+    if (!a || a.controller.signal.aborted) return;
+    a.controller.abort(why);
+    deps.logger.warn({ taskId: id, reason: why.code }, "the task's lease was lost; it is stopped here");
+  }
+
   /** Stops the tasks whose lease ran out without being renewed (the database out of reach, or this process paused). */
   function stopExpired(): void {
     const now = clock();
     for (const [id, a] of active) {
       const deadline = deadlines.get(id);
       if (deadline === undefined || now < deadline || a.controller.signal.aborted) continue;
-      a.controller.abort(new TaskAbort('storage_unavailable', "the task's lease ran out before it could be renewed; the task was stopped"));
+      lose(id, new TaskAbort('storage_unavailable', "the task's lease ran out before it could be renewed; the task was stopped"));
     }
   }
 
@@ -128,7 +136,7 @@ export function createLeaseSystem(res: TaskResources, cluster: LeaseStore, opts:
         });
         const t0 = clock();
         const lost = await cluster.renew(mine, deps.now() + leaseMs);
-        for (const id of lost) active.get(id)?.controller.abort(new TaskAbort('taken_over', 'another instance took the task over'));
+        for (const id of lost) lose(id, new TaskAbort('taken_over', 'another instance took the task over'));
         for (const { id } of mine) if (!lost.includes(id) && deadlines.has(id)) deadlines.set(id, deadlineFrom(t0));
         await leases.takeOver(false);
         opts.pump();

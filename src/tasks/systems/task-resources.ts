@@ -15,6 +15,7 @@ import { createTaskWrites, type TaskWrites } from '../writes/task-writes.ts';
 import type { Liveness } from '../run/liveness.ts';
 import type { TaskRunner } from '../run/task-runner.ts';
 import { createWaiters, type Waiters } from './waiters.ts';
+import type { ReadOns } from '../../loop/model-guard.ts';
 
 export interface TaskServiceDeps {
   store: TaskStore;
@@ -46,6 +47,8 @@ export interface TaskServiceDeps {
   replays: ReplayStore;
   /** PostgreSQL: the tasks table shared with the other instances is the queue (see cluster-store.ts). */
   cluster?: { store: ClusterStore; leaseMs: number };
+  /** Model calls read on after their task stopped (the runner's): `close` waits for them. */
+  readOns?: ReadOns;
 }
 
 /** Why a `running` task is started again: after a restart or a takeover, or after a budget pause. */
