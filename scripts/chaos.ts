@@ -425,7 +425,10 @@ async function main() {
     lateRows += late.length;
     if (late.length > 0) {
       const pausedCall = served.some((s) =>
-        faults.some((f) => f.kind === 'stop' && s.authorization === `Bearer chaos-key-${f.name}` && s.at >= f.at - LEASE_MS && s.at <= f.until + LEASE_MS + LOST_LEASE_READ_MS),
+        faults.some(
+          (f) =>
+            f.kind === 'stop' && s.authorization === `Bearer chaos-key-${f.name}` && s.at >= f.at - LEASE_MS && s.at <= f.until + LEASE_MS + LOST_LEASE_READ_MS,
+        ),
       );
       if (!pausedCall) violations.push(`${t.id}: ${late.length} usage rows after its end, no call of a paused instance to explain them`);
     }
