@@ -276,6 +276,32 @@ describe.skipIf(missing !== null)('the console in a browser', () => {
     expect(problems).toEqual([]);
   }, 40_000);
 
+  it('keeps a filter half typed while the list is read again, and applies it on Enter', async () => {
+    // Its own tab, its timers run when the test says: the list's 2 s read comes between two keys.
+    const tab = await browser.newPage();
+    tab.on('pageerror', (err) => problems.push(err.message));
+    await tab.clock.install();
+    await tab.goto(`${svc.url}/ui`);
+    await tab.fill('input[name=key]', KEY);
+    await tab.click('button[type=submit]');
+    await tab.waitForSelector('table.tasks');
+    await tab.fill('input[name=parentTaskId]', 'T-half');
+    const reread = tab.waitForResponse((r) => r.url().includes('/tasks?') && !r.url().includes('parentTaskId'));
+    await tab.clock.runFor(2500);
+    await reread;
+    // The page drew the list it read again (a render), and what was typed is still there.
+    await tab.evaluate(
+      () => new Promise((r) => (globalThis as unknown as { requestAnimationFrame(f: () => void): void }).requestAnimationFrame(() => r(null))),
+    );
+    expect(await tab.inputValue('input[name=parentTaskId]')).toBe('T-half');
+    const filtered = tab.waitForResponse((r) => r.url().includes('/tasks?') && r.url().includes('parentTaskId=T-half'));
+    await tab.press('input[name=parentTaskId]', 'Enter');
+    await filtered;
+    await tab.locator('.hint', { hasText: 'No task matches.' }).waitFor();
+    await tab.close();
+    expect(problems).toEqual([]);
+  }, 30_000);
+
   it("filtered by a parent, the list follows its stream: a new task's row appears with every timer stopped", async () => {
     // A tab of its own whose timers only run when the test says: no poll can bring the row.
     const live = await browser.newPage();

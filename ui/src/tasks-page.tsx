@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { Pager } from './pager.tsx';
 import { api, ApiError, follow } from './api.ts';
 import { age, money, tokens } from './format.ts';
@@ -32,6 +32,9 @@ const FALLBACK_MS = 30_000;
  */
 export function TasksPage() {
   const [filters, setFilters] = useState({ status: '', parentTaskId: '', userId: '' });
+  // What is typed, apart from the filters applied: the list's reads re-render the page every 2 s,
+  // and a controlled input showing the applied filter would lose what is half typed at each.
+  const [draft, setDraft] = useState(filters);
   const [cursors, setCursors] = useState<string[]>([]);
   const [page, setPage] = useState<{ tasks: Task[]; nextCursor: string | null } | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -92,17 +95,38 @@ export function TasksPage() {
     };
   }, [filters, cursors]);
 
-  const set = (name: keyof typeof filters) => (e: Event) => {
-    setFilters({ ...filters, [name]: (e.currentTarget as HTMLInputElement).value.trim() });
+  /** Applies the filters typed (Enter, or leaving the field), when they differ from those shown. */
+  const apply = (next: typeof filters) => {
+    const trimmed = { status: next.status, parentTaskId: next.parentTaskId.trim(), userId: next.userId.trim() };
+    if (trimmed.status === filters.status && trimmed.parentTaskId === filters.parentTaskId && trimmed.userId === filters.userId) return;
+    setFilters(trimmed);
     setCursors([]);
+  };
+  /** The form's fields as they are now (not as the last render saw them). */
+  const form = useRef<HTMLFormElement>(null);
+  const typed = () => {
+    const field = (name: string) => (form.current?.elements.namedItem(name) as HTMLInputElement | HTMLSelectElement | null)?.value ?? '';
+    return { status: field('status'), parentTaskId: field('parentTaskId'), userId: field('userId') };
+  };
+  const commit = () => {
+    const next = typed();
+    setDraft(next);
+    apply(next);
   };
   return (
     <section>
       <h2>Tasks</h2>
-      <form class="filters" onSubmit={(e) => e.preventDefault()}>
+      <form
+        ref={form}
+        class="filters"
+        onSubmit={(e) => {
+          e.preventDefault();
+          commit();
+        }}
+      >
         <label>
           Status
-          <select name="status" value={filters.status} onChange={set('status')}>
+          <select name="status" value={draft.status} onChange={commit}>
             {STATUSES.map((s) => (
               <option value={s}>{s || 'any'}</option>
             ))}
@@ -110,11 +134,11 @@ export function TasksPage() {
         </label>
         <label>
           Parent task
-          <input name="parentTaskId" value={filters.parentTaskId} onChange={set('parentTaskId')} placeholder="T-123" />
+          <input name="parentTaskId" value={draft.parentTaskId} onInput={() => setDraft(typed())} onChange={commit} placeholder="T-123" />
         </label>
         <label>
           User
-          <input name="userId" value={filters.userId} onChange={set('userId')} placeholder="u-42" />
+          <input name="userId" value={draft.userId} onInput={() => setDraft(typed())} onChange={commit} placeholder="u-42" />
         </label>
       </form>
       {error && <p class="error">{error}</p>}
