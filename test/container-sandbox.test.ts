@@ -1,11 +1,13 @@
 import { execFileSync } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { childEnv, startChildService, type ChildService } from './support/child-service';
 import { BASE_IMAGE, containersOf, DOCKER_HOST, engineClient, engineMissing, imageSize, imageWith } from './support/container-engine';
-import { startService, taskBody, taskEnd, TEST_API_KEY, type TestService } from './support/harness';
+import { startService, storedEvents, taskBody, taskEnd, TEST_API_KEY, type TestService } from './support/harness';
 import { startScriptedModel, type ScriptedModel } from '../scripted-model/server';
 import { until } from './support/until';
 
@@ -40,8 +42,14 @@ done
 
 let svc: TestService;
 let dir: string;
+/** A host a definition may reach (127.0.0.2: loopback, but not the container's own 127.0.0.1). */
+let origin: Server;
+let originPort: number;
 beforeAll(async () => {
   if (missing) return;
+  origin = createServer((_req, res) => res.end('hello from the allowed host\n'));
+  await new Promise<void>((r) => origin.listen(0, '127.0.0.2', r));
+  originPort = (origin.address() as AddressInfo).port;
   await imageWith(docker, DEFAULT_IMAGE, { 'opt/flavour': 'alpha\n' });
   await imageWith(docker, OWN_IMAGE, {
     'opt/flavour': 'beta\n',
@@ -68,16 +76,23 @@ beforeAll(async () => {
     `---\nname: beta-mcp\ndescription: an MCP server in its image\nimage: ${OWN_IMAGE}\nmcpServers:\n  flavour:\n    command: flavour-mcp\n---\nUse the tool.\n`,
   );
   writeFileSync(
+    path.join(dir, 'agents', 'net.md'),
+    `---\nname: net\ndescription: reaches one host\ntools: bash\nnetwork:\n  allow: ["127.0.0.2:${originPort}"]\n---\nUse bash.\n`,
+  );
+  writeFileSync(
     path.join(dir, 'agents', 'missing.md'),
     '---\nname: missing\ndescription: an image nobody built\ntools: bash\nimage: localhost/subagentd-no-such-image:1\n---\nx\n',
   );
-  svc = await startService({ dir, env: { SANDBOX: 'container', SANDBOX_IMAGE: DEFAULT_IMAGE, DOCKER_HOST, INSTANCE_ID: INSTANCE, ...limits } });
+  // Private addresses allowed: the one host here is on loopback.
+  const env = { SANDBOX: 'container', SANDBOX_IMAGE: DEFAULT_IMAGE, DOCKER_HOST, INSTANCE_ID: INSTANCE, EGRESS_ALLOW_PRIVATE: 'true', ...limits };
+  svc = await startService({ dir, env });
   writeFileSync(path.join(dir, 'host-secret.txt'), 'HOST SECRET');
   mkdirSync(path.join(svc.config.workspacesDir, 'T-other'), { recursive: true });
   writeFileSync(path.join(svc.config.workspacesDir, 'T-other', 'private.txt'), 'OTHER PARENT DATA');
 }, 120_000);
 afterAll(async () => {
   await svc?.close();
+  if (origin) await new Promise<void>((r) => origin.close(() => r()));
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -173,6 +188,41 @@ withEngine('the container sandbox (SANDBOX=container)', () => {
         `(timeout 3 bash -c 'echo > /dev/tcp/1.1.1.1/80') 2>/dev/null && echo OUTSIDE || echo no-outside; ls /sys/class/net`,
     );
     expect(out.output.stdout).toBe('no-loopback\nno-outside\nlo\n');
+  });
+
+  it("reaches the hosts its definition allows through the task's egress proxy, and nothing else", async () => {
+    // No curl in the image: an HTTP request by hand to the proxy that HTTP_PROXY names.
+    const get = (host: string) =>
+      `exec 3<>"/dev/tcp/127.0.0.1/\${HTTP_PROXY##*:}" && printf 'GET http://${host}/ HTTP/1.0\\r\\nHost: ${host}\\r\\n\\r\\n' >&3 && timeout 5 cat <&3 | head -1; exec 3>&-`;
+    const { task, result } = await bashOnce(
+      'net',
+      [
+        'echo "proxy $HTTP_PROXY"',
+        get(`127.0.0.2:${originPort}`),
+        get(`127.0.0.3:${originPort}`),
+        `(timeout 3 bash -c 'echo > /dev/tcp/127.0.0.2/${originPort}') 2>/dev/null && echo DIRECT || echo no-direct`,
+        // The proxy's folder (the host's) and the relay's Node are there to use, not to write.
+        'for f in /tmp/.subagentd-egress/fill /tmp/.subagentd-node; do (echo x > "$f") 2>/dev/null && echo WROTE || echo no-write; done',
+      ].join('; '),
+      'CTR-NET',
+    );
+    expect(task.status).toBe('completed');
+    const lines = result.stdout.split('\n').map((l: string) => l.trim());
+    expect(lines[0]).toMatch(/^proxy http:\/\/127\.0\.0\.1:\d+$/);
+    expect(lines[1]).toMatch(/^HTTP\/1\.[01] 200/);
+    expect(lines[2]).toMatch(/^HTTP\/1\.[01] 403/);
+    expect(lines[3]).toBe('no-direct');
+    expect(lines.slice(4, 6)).toEqual(['no-write', 'no-write']);
+    const requests = (await storedEvents(svc, task.id)).filter((m) => m.type === 'network.request').map((m: any) => [m.data.host, m.data.allowed]);
+    expect(requests).toEqual([
+      ['127.0.0.2', true],
+      ['127.0.0.3', false],
+    ]);
+    // A task of a definition without network still has none (the relay is the run's, not the engine's).
+    const plain = await shell(
+      `(timeout 3 bash -c 'echo > /dev/tcp/127.0.0.2/${originPort}') 2>/dev/null && echo DIRECT || echo no-direct; echo "[$HTTP_PROXY]"`,
+    );
+    expect(plain.output.stdout).toBe('no-direct\n[]\n');
   });
 
   it('passes no variable of the service: only PATH, HOME (the workspace), LANG and TERM; no provider key; no capability', async () => {

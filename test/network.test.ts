@@ -79,12 +79,15 @@ describe.skipIf(!bwrap)('network for commands (bwrap)', () => {
       curl(`http://127.0.0.2:${port}/`),
       curl(`http://127.0.0.3:${port}/`),
       'echo "proxy=$HTTPS_PROXY"',
+      // The proxy's folder is there to connect to, not to write in (it is the host's).
+      'echo x > /tmp/.subagentd-egress/fill 2>/dev/null && echo WROTE || echo "no write"',
     ]);
     expect(results[0]).toContain('hello from the allowed host');
     expect(results[0]).toContain('[200]');
     expect(results[1]).toContain('[403]');
     expect(results[1]).toContain('not on the task');
     expect(results[2]).toContain('proxy=http://127.0.0.1:');
+    expect(results[3]).toContain('no write');
     // The step's commands run at once: their connections end in either order.
     const events = (await storedEvents(svc, task.id))
       .filter((e: { type: string }) => e.type === 'network.request')

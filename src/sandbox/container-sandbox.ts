@@ -7,7 +7,7 @@ import { BASH, openExec, spawnExec } from './container-exec.ts';
 import { engineCall, EngineTimeout } from './engine-call.ts';
 import { bashArgv } from './host-programs.ts';
 import { createCommandOutput, type CommandResult } from './command-output.ts';
-import { programEnv, type CommandSpec, type RunSandbox, type Sandbox, type SandboxRun, type WrapExtra } from './sandbox.ts';
+import { EGRESS_INSIDE, programEnv, RELAY_ALONE, type CommandSpec, type RunSandbox, type Sandbox, type SandboxRun, type WrapExtra } from './sandbox.ts';
 
 /** How the Docker Engine API is reached (DOCKER_HOST and its TLS files, read at start). */
 export type EngineAddress = { socketPath: string } | { host: string; port: number; tls: { ca: Buffer; cert: Buffer; key: Buffer } | null };
@@ -44,10 +44,20 @@ const TASK_LABEL = 'io.subagentd.task';
 const CLOSE_WAIT_MS = 5_000;
 
 /**
+ * Where the service's own Node is bound read-only in a container whose commands have an egress
+ * proxy: it runs the relay from 127.0.0.1:<port> to the proxy's socket (RELAY_ALONE).
+ */
+const NODE_INSIDE = '/tmp/.subagentd-node';
+
+/** The longest the relay may take to listen once its exec has started. */
+const RELAY_READY_MS = 15_000;
+
+/**
  * SANDBOX=container: every command of a task run in one container of its own, made at the run's
  * first command through the Docker Engine API (Docker's or podman's) from the definition's image:
  * the workspace (or worktree) its only writable mount at the same path, the task's folders
- * read-only over it, the root read-only, a private /tmp, no network, no capability, the service's
+ * read-only over it, the root read-only, a private /tmp, no network (but a relay to the task's
+ * egress proxy when it has one), no capability, the service's
  * processes, memory, file and CPU caps, the clean environment bubblewrap gives. Commands are execs
  * in it; the container is removed when the run ends, and at start whatever a killed instance left.
  */
@@ -137,7 +147,8 @@ function runSandbox(
   ended: (removal: Promise<void>) => void,
 ): RunSandbox {
   const root = run.workspace.root;
-  let made: Promise<{ container: Docker.Container; path: string | null }> | null = null;
+  /** The container, its image's PATH, and whether its relay to the task's egress proxy listens. */
+  let made: Promise<{ container: Docker.Container; path: string | null; egress: boolean }> | null = null;
   let released = false;
   /** Why commands can no longer run in this run: the engine stopped answering. */
   let fault: string | null = null;
@@ -145,7 +156,8 @@ function runSandbox(
     if (err instanceof EngineTimeout) fault ??= err.message;
   };
   const bound = opts.engineTimeoutMs;
-  const make = () =>
+  // The run's first command makes it; its egress (the run's: every command of a run has the same) is bound in.
+  const make = (egress: WrapExtra['egress']) =>
     (made ??= (async () => {
       // After the sweep (a run resumed at start must not lose its container to it).
       await sweep();
@@ -178,6 +190,13 @@ function runSandbox(
             Mounts: [
               { Type: 'bind', Source: root, Target: root, ReadOnly: false },
               ...folders.map((f) => ({ Type: 'bind' as const, Source: f.root, Target: path.join(root, f.at), ReadOnly: true })),
+              // The proxy's socket, and the Node that relays to it (the engine reads both on its own host).
+              ...(egress
+                ? [
+                    { Type: 'bind' as const, Source: egress.dir, Target: EGRESS_INSIDE, ReadOnly: true },
+                    { Type: 'bind' as const, Source: process.execPath, Target: NODE_INSIDE, ReadOnly: true },
+                  ]
+                : []),
             ],
             CapDrop: ['ALL'],
             SecurityOpt: ['no-new-privileges'],
@@ -201,12 +220,13 @@ function runSandbox(
       }
       try {
         await engineCall('a container’s start', bound, (abortSignal) => container.start({ abortSignal }));
+        if (egress) await startRelay(container, opts, image, egress.port);
       } catch (err) {
-        // Made but not started (a refused limit, a runtime error, no answer): not left behind.
+        // Made but not started, or without the network its task was given: not left behind.
         await removeContainer(container, bound).catch(() => {});
         throw err;
       }
-      return { container, path: imagePath };
+      return { container, path: imagePath, egress: egress !== undefined };
     })());
   const box: RunSandbox = {
     kind: 'container',
@@ -219,8 +239,8 @@ function runSandbox(
         if (!isInside(workspace, root)) throw new Error(`${workspace} is not the run's workspace`);
         if (fault) throw new Error(fault);
         try {
-          const c = await make();
-          const env = commandEnv(workspace, { ...extra, home: '/tmp', writable: undefined }, c.path);
+          const c = await make(extra.egress);
+          const env = commandEnv(workspace, { ...extra, home: '/tmp', writable: undefined }, c);
           return await openExec(c.container, opts, { argv, env, cwd: extra.cwd ?? workspace, stdin: true, onStdout, onStderr });
         } catch (err) {
           noteFault(err);
@@ -235,9 +255,9 @@ function runSandbox(
       if (fault) return failedToStart(started, fault);
       try {
         // A cancel or the service's end does not wait for the container: its removal follows the run's release.
-        const c = await untilAborted(make(), command.signal);
+        const c = await untilAborted(make(extra?.egress), command.signal);
         if (!c) return { ...failedToStart(started, 'the command was stopped before its container started'), exitCode: 137, aborted: true };
-        return await execIn(c.container, opts, command, commandEnv(workspace, extra ?? {}, c.path), started);
+        return await execIn(c.container, opts, command, commandEnv(workspace, extra ?? {}, c), started);
       } catch (err) {
         noteFault(err);
         return failedToStart(started, (err as Error).message);
@@ -291,11 +311,56 @@ async function removeByTask(docker: Docker, opts: ContainerSandboxOptions, taskI
   await Promise.all(found.map((c) => removeContainer(docker.getContainer(c.Id), opts.engineTimeoutMs)));
 }
 
-/** bubblewrap's environment for the command, the image's PATH when it has one. */
-function commandEnv(workspace: string, extra: WrapExtra, imagePath: string | null): string[] {
-  const env = programEnv(workspace, { ...extra, egress: undefined });
-  if (imagePath) env.PATH = imagePath;
+/**
+ * bubblewrap's environment for the command, the image's PATH when it has one; the proxy variables
+ * only where the container's relay listens.
+ */
+function commandEnv(workspace: string, extra: WrapExtra, made: { path: string | null; egress: boolean }): string[] {
+  const env = programEnv(workspace, made.egress ? extra : { ...extra, egress: undefined });
+  if (made.path) env.PATH = made.path;
   return Object.entries(env).map(([k, v]) => `${k}=${v}`);
+}
+
+/**
+ * Starts the relay from the container's 127.0.0.1:`port` to the task's egress proxy, with the
+ * service's own Node (bound in read-only: an image needs no Node, but a C library the service's
+ * Node runs on), and waits until it listens. It lives until the container is removed; commands
+ * share the container's network namespace, so one relay serves them all.
+ */
+async function startRelay(container: Docker.Container, opts: ContainerSandboxOptions, image: string, port: number): Promise<void> {
+  let out = '';
+  let said = '';
+  let listening = () => {};
+  const ready = new Promise<true>((resolve) => (listening = () => resolve(true)));
+  const note = (b: Buffer) => {
+    if (said.length < 2048) said += b.toString('utf8');
+  };
+  const relay = await openExec(container, opts, {
+    // One V8 worker thread: the relay's threads count against the container's process cap.
+    argv: [NODE_INSIDE, '--v8-pool-size=1', '-e', RELAY_ALONE, `${EGRESS_INSIDE}/proxy.sock`, String(port)],
+    env: ['HOME=/tmp', 'LANG=C.UTF-8'],
+    cwd: '/tmp',
+    stdin: false,
+    onStdout: (b) => {
+      note(b);
+      if (out.length < 16) out += b.toString('utf8');
+      if (out.startsWith('ready\n')) listening();
+    },
+    onStderr: note,
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const up = await Promise.race([
+    ready,
+    relay.ended.then(() => false),
+    new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), RELAY_READY_MS))),
+  ]);
+  clearTimeout(timer);
+  if (up) return;
+  relay.kill();
+  throw new Error(
+    `the task's network (network: { allow }) could not start in the sandbox image ${image}: the relay (${process.execPath}, the service's Node) ` +
+      `did not listen (${said.trim().slice(0, 500) || 'it said nothing'}); it needs the engine on the service's host and an image with a C library that Node runs on (glibc)`,
+  );
 }
 
 function failedToStart(started: number, message: string): CommandResult {

@@ -91,19 +91,31 @@ export interface WrapExtra {
 }
 
 /** Where the egress proxy's folder appears inside the sandbox. */
-const EGRESS_INSIDE = '/tmp/.subagentd-egress';
+export const EGRESS_INSIDE = '/tmp/.subagentd-egress';
+
+/** 127.0.0.1:<port> relayed to the proxy's Unix socket: `relay(socket, port, listening)`. */
+const RELAY = `const net=require('net');
+const relay=(sock,port,listening)=>net.createServer(c=>{const u=net.connect(sock);c.pipe(u);u.pipe(c);c.on('error',()=>u.destroy());u.on('error',()=>c.destroy());}).listen(Number(port),'127.0.0.1',listening);`;
 
 /**
  * The forwarder, run by the service's own Node inside the sandbox before the command (so before its
  * ulimits): 127.0.0.1:<port> relayed to the proxy's Unix socket; then the command, whose exit it
  * passes on. Arguments: socket, port, the command's argv.
  */
-export const FORWARDER = `const net=require('net'),{spawn}=require('child_process'),os=require('os');
+export const FORWARDER = `${RELAY}
+const {spawn}=require('child_process'),os=require('os');
 const [sock,port,...argv]=process.argv.slice(1);
-const s=net.createServer(c=>{const u=net.connect(sock);c.pipe(u);u.pipe(c);c.on('error',()=>u.destroy());u.on('error',()=>c.destroy());});
-s.listen(Number(port),'127.0.0.1',()=>{const ch=spawn(argv[0],argv.slice(1),{stdio:'inherit'});
+relay(sock,port,()=>{const ch=spawn(argv[0],argv.slice(1),{stdio:'inherit'});
 for(const g of ['SIGTERM','SIGINT','SIGHUP'])process.on(g,()=>ch.kill(g));
 ch.on('exit',(code,sig)=>process.exit(code??128+(os.constants.signals[sig]??0)));});`;
+
+/**
+ * The same relay alone, for a sandbox whose commands share one network namespace (a container):
+ * it says `ready` on stdout once it listens, and lives until the sandbox ends. Arguments: socket, port.
+ */
+export const RELAY_ALONE = `${RELAY}
+const [sock,port]=process.argv.slice(1);
+relay(sock,port,()=>process.stdout.write('ready\\n'));`;
 
 /** The proxy variables curl, npm, pip and git read. */
 function proxyEnv(port: number): Record<string, string> {
@@ -164,7 +176,8 @@ function bwrapArgs(workspace: string, hide: string[], tmpBytes: number, argv: st
     String(tmpBytes),
     '--tmpfs',
     '/tmp',
-    ...(extra.egress ? ['--bind', extra.egress.dir, EGRESS_INSIDE] : []),
+    // Read-only: a socket is connected to all the same, and a command cannot fill the host's folder.
+    ...(extra.egress ? ['--ro-bind', extra.egress.dir, EGRESS_INSIDE] : []),
     '--bind',
     workspace,
     workspace,

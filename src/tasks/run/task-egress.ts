@@ -17,12 +17,13 @@ export interface TaskEgress {
 /**
  * The proxy of a task whose commands may reach hosts (`network`), for as long as its run: its
  * connections are the task's `network.request` events, and with `ask` a host off the list is an
- * approval request the command's connection waits on. Null without a policy, or without
- * bubblewrap (no network namespace: nothing would make the proxy the only way out).
+ * approval request the command's connection waits on. Null without a policy, or without a
+ * network namespace of the commands' own (BASH_SANDBOX=none: nothing would make the proxy the only
+ * way out). In bubblewrap each command has its own forwarder to it, in a container the run has one.
  */
 export async function startTaskEgress(ctx: RunContext, row: TaskRow, signal: AbortSignal, network: AllowedHosts | null): Promise<TaskEgress | null> {
   const { deps } = ctx;
-  if (!network || deps.sandbox.kind !== 'bwrap') return null;
+  if (!network || (deps.sandbox.kind !== 'bwrap' && deps.sandbox.kind !== 'container')) return null;
   const limits = deps.egress ?? { allowPrivate: false, maxConnections: 32, maxBytes: 1024 ** 3 };
   const approvals = network.ask ? createLiveApprovals(ctx, row, signal) : null;
   const proxy = await startEgressProxy({
