@@ -8,6 +8,7 @@ import { startScriptedModel, type ScriptedModel, type ScriptedTurn } from '../..
 import type { TokenUsage as Usage } from '../shapes/usage.ts';
 import { defineTool, type ToolContext } from '../tools/tool-types.ts';
 import { openWorkspace } from '../workspace/workspace.ts';
+import type { TaskHooks } from '../hooks/task-hooks.ts';
 import { createCompleteTool } from '../tools/complete.ts';
 import { guardModel } from './model-guard.ts';
 import { createModelProvider } from './model-provider.ts';
@@ -47,6 +48,19 @@ const stubborn = defineTool({
   },
 });
 
+/** A tool that counts its runs. */
+let countedRuns = 0;
+const counted = defineTool({
+  name: 'counted',
+  description: 'counts its runs',
+  inputSchema: z.object({}),
+  readOnly: true,
+  execute: async () => {
+    countedRuns++;
+    return 'ran';
+  },
+});
+
 let runs = 0;
 async function run(
   turns: ScriptedTurn[],
@@ -57,6 +71,7 @@ async function run(
     takeMessages?: () => string[];
     messages?: ModelMessage[];
     stepStarted?: (step: number) => Promise<void> | undefined;
+    hooks?: TaskHooks;
   } = {},
 ) {
   const marker = `LOOP-${++runs}`;
@@ -87,13 +102,14 @@ async function run(
     model: guardModel(provider.model('m'), { onUsage: (u) => void billed.push(u), stallTimeoutMs: opts.stallTimeoutMs ?? 10_000, maxRetries: 0 }),
     system: 'test',
     messages: opts.messages ?? [{ role: 'user', content: marker }],
-    tools: [createCompleteTool(undefined), failing, stubborn],
+    tools: [createCompleteTool(undefined), failing, stubborn, counted],
     toolContext,
     maxSteps: opts.maxSteps ?? 10,
     maxRetries: 0,
     signal,
     observer,
     takeMessages: opts.takeMessages,
+    ...(opts.hooks && { hooks: opts.hooks }),
   });
   return { result, seen, billed, marker };
 }
@@ -171,7 +187,7 @@ describe('runAgent', () => {
       'step 1',
       'call no_such_tool',
       expect.stringMatching(
-        /^result no_such_tool error: Model tried to call unavailable tool 'no_such_tool'\. Available tools: complete, explode, stubborn\.$/,
+        /^result no_such_tool error: Model tried to call unavailable tool 'no_such_tool'\. Available tools: complete, explode, stubborn, counted\.$/,
       ),
       'call complete',
       expect.stringMatching(/^result complete error: Invalid input for tool complete: /),
@@ -203,6 +219,24 @@ describe('runAgent', () => {
     expect(result).toMatchObject({ aborted: true, complete: null });
     await new Promise((r) => setTimeout(r, 450));
     expect(seen).toEqual(['step 1', 'call stubborn']);
+  });
+
+  it('runs no call when the task is stopped while its PreToolUse hook decides', async () => {
+    const controller = new AbortController();
+    // A cancel kills the hook; a hook that failed never blocks, so the call is let through.
+    const hooks: TaskHooks = {
+      before: async () => {
+        controller.abort();
+        return { decision: null, reason: null };
+      },
+      after: async () => [],
+      stop: async () => null,
+    };
+    const before = countedRuns;
+    const { result, seen } = await run([{ toolCalls: [{ name: 'counted', args: {} }] }, complete('never')], { signal: controller.signal, hooks });
+    expect(result).toMatchObject({ aborted: true, complete: null });
+    expect(countedRuns).toBe(before);
+    expect(seen).toEqual(['step 1', 'call counted']);
   });
 
   it('delivers steering messages before the next step, and gives a model that already answered one more step', async () => {

@@ -165,7 +165,8 @@ export async function runStep<S>(step: number, conversation: ModelMessage[], set
         if (decision === 'ask' || decision === 'client') out.asking.push(decided);
         return decision === 'allow';
       });
-      await untilAborted(Promise.all(allowed.map((c) => runCall({ ...c, step }, opts, record, (done) => (out.complete = done)))), signal);
+      // Stopped while the hooks or the rules decided (a hook may take minutes): nothing runs.
+      if (!signal.aborted) await untilAborted(Promise.all(allowed.map((c) => runCall({ ...c, step }, opts, record, (done) => (out.complete = done)))), signal);
     }
     if (!out.error && !signal.aborted && out.finishReason) {
       out.messages = responseMessages(content, results);
