@@ -1,7 +1,7 @@
 import { createServer, request, type Server } from 'node:http';
 import { connect, createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hostAllowed, startEgressProxy, type NetworkRequest } from './egress-proxy.ts';
+import { hostAllowed, socketsFor, startEgressProxy, type NetworkRequest } from './egress-proxy.ts';
 import { allowedHosts } from './policy.ts';
 
 let origin: Server;
@@ -83,6 +83,35 @@ describe('the egress proxy', () => {
       ]);
       expect(seen[0].bytesIn).toBeGreaterThan(0);
     } finally {
+      await proxy.close();
+    }
+  });
+
+  it("holds at most socketsFor(maxConnections) connections, idle ones included: past it a new one is closed, and the task's own go on", async () => {
+    const proxy = await startEgressProxy({ allow: [`127.0.0.1:${port}`], allowPrivate: true, maxConnections: 4, maxBytes: 1e9, onRequest: () => {} });
+    const idle = [];
+    try {
+      // Idle connections, as a command opens and never writes to (each is one of the service's descriptors).
+      for (let i = 0; i < socketsFor(4); i++) {
+        const c = connect(proxy.socket);
+        await new Promise<void>((resolve, reject) => c.once('connect', resolve).once('error', reject));
+        idle.push(c);
+      }
+      const extra = connect(proxy.socket);
+      // Closed by the proxy as it connects: the write fails (EPIPE, or a reset), as it would for a command.
+      extra.on('error', () => {});
+      const closed = await new Promise<boolean>((resolve) => {
+        extra.once('close', () => resolve(true));
+        extra.once('data', () => resolve(false));
+        extra.write(`GET http://127.0.0.1:${port}/hi HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`);
+      });
+      expect(closed).toBe(true);
+      // One idle connection let go: a request goes through again.
+      idle.pop()!.destroy();
+      await new Promise((r) => setTimeout(r, 50));
+      expect(await get(proxy.socket, `http://127.0.0.1:${port}/hi`)).toEqual({ status: 200, body: `hello from 127.0.0.1:${port}` });
+    } finally {
+      for (const c of idle) c.destroy();
       await proxy.close();
     }
   });

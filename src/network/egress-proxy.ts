@@ -53,6 +53,11 @@ export interface EgressProxyOptions {
   onRequest(r: NetworkRequest): void;
 }
 
+/** The connections a proxy holds at once in any state: room for idle and kept-alive ones beside those let through. */
+export function socketsFor(maxConnections: number): number {
+  return Math.max(64, maxConnections * 4);
+}
+
 export interface EgressProxy {
   /** The folder holding `proxy.sock`, bound into the sandbox. */
   dir: string;
@@ -250,6 +255,10 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     });
   });
 
+  // Connections to the proxy in any state, the idle ones (no request yet, kept alive) included:
+  // each holds one of the service's descriptors, so a task's commands cannot take them all. Past
+  // the bound a new one is closed at once; `maxConnections` still bounds those let through.
+  server.maxConnections = socketsFor(opts.maxConnections);
   // Every connection to the proxy, whatever state it is in, so `close` ends them all.
   const connections = new Set<Socket>();
   server.on('connection', (c: Socket) => {
