@@ -150,6 +150,8 @@ function runSandbox(
   /** The container, its image's PATH, and whether its relay to the task's egress proxy listens. */
   let made: Promise<{ container: Docker.Container; path: string | null; egress: boolean }> | null = null;
   let released = false;
+  /** Aborted by the run's release: a relay still starting is not waited for. */
+  const ending = new AbortController();
   /** Why commands can no longer run in this run: the engine stopped answering. */
   let fault: string | null = null;
   const noteFault = (err: unknown) => {
@@ -220,7 +222,7 @@ function runSandbox(
       }
       try {
         await engineCall('a container’s start', bound, (abortSignal) => container.start({ abortSignal }));
-        if (egress) await startRelay(container, opts, image, egress.port);
+        if (egress) await startRelay(container, opts, image, egress.port, ending.signal);
       } catch (err) {
         // Made but not started, or without the network its task was given: not left behind.
         await removeContainer(container, bound).catch(() => {});
@@ -268,6 +270,7 @@ function runSandbox(
     release() {
       if (released) return Promise.resolve();
       released = true;
+      ending.abort();
       ended(
         (async () => {
           const c = await made?.catch((err: unknown) => {
@@ -327,7 +330,7 @@ function commandEnv(workspace: string, extra: WrapExtra, made: { path: string | 
  * Node runs on), and waits until it listens. It lives until the container is removed; commands
  * share the container's network namespace, so one relay serves them all.
  */
-async function startRelay(container: Docker.Container, opts: ContainerSandboxOptions, image: string, port: number): Promise<void> {
+async function startRelay(container: Docker.Container, opts: ContainerSandboxOptions, image: string, port: number, ending: AbortSignal): Promise<void> {
   let out = '';
   let said = '';
   let listening = () => {};
@@ -353,10 +356,12 @@ async function startRelay(container: Docker.Container, opts: ContainerSandboxOpt
     ready,
     relay.ended.then(() => false),
     new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), RELAY_READY_MS))),
+    untilAborted(new Promise<false>(() => {}), ending).then(() => false),
   ]);
   clearTimeout(timer);
   if (up) return;
   relay.kill();
+  if (ending.aborted) throw new Error('the task run has ended');
   throw new Error(
     `the task's network (network: { allow }) could not start in the sandbox image ${image}: the relay (${process.execPath}, the service's Node) ` +
       `did not listen (${said.trim().slice(0, 500) || 'it said nothing'}); it needs the engine on the service's host and an image with a C library that Node runs on (glibc)`,
