@@ -382,7 +382,8 @@ describe.skipIf(missing !== null)('the console in a browser', () => {
     await page.locator('.subagents li').nth(1).waitFor({ timeout: 10_000 });
     expect(await page.locator('.subagents li').evaluateAll((lis) => lis.map((li) => li.getAttribute('data-task')))).toEqual(helpers);
     expect(await page.textContent('.subagents')).toContain('Helper 1');
-    await page.locator('.subagents li a').first().click();
+    // By its name: the two children start at once, so either may be the older.
+    await page.locator('.subagents li a', { hasText: 'Helper 1' }).click();
     // The child's page replaces the lead's (whose summary shows until then).
     await page.locator('.summary', { hasText: 'helper 1' }).waitFor({ timeout: 10_000 });
     expect(await page.textContent('.summary')).toBe('helper 1');
