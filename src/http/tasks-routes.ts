@@ -73,10 +73,19 @@ export const tasksRoutes: FastifyPluginAsyncZod<TasksRoutesOptions> = async (app
         body.write(' ');
         const keepAlive = setInterval(() => body.write(' '), keepAliveMs);
         reply.raw.once('close', () => clearInterval(keepAlive));
-        void (ended ?? tasks.waitForEnd(row.id)).then((last) => {
-          clearInterval(keepAlive);
-          body.end(JSON.stringify(tasks.output(last)));
-        });
+        void (ended ?? tasks.waitForEnd(row.id)).then(
+          (last) => {
+            clearInterval(keepAlive);
+            body.end(JSON.stringify(tasks.output(last)));
+          },
+          // Its end could not be read (the database went away, the process is stopping): the 200 is
+          // on its way, so the body says why in the error shape rather than leave the caller waiting.
+          (err: unknown) => {
+            clearInterval(keepAlive);
+            const message = `the task's end could not be read (${err instanceof Error ? err.message : String(err)}); read GET /tasks/${row.id}`;
+            body.end(JSON.stringify({ error: { code: 'storage_unavailable', message } }));
+          },
+        );
         // A stream is sent as it is (the 200 schema describes what it ends with).
         return reply.send(body as never);
       }
