@@ -276,8 +276,8 @@ describe.skipIf(missing !== null)('the console in a browser', () => {
     expect(problems).toEqual([]);
   }, 40_000);
 
-  it('keeps a filter half typed while the list is read again, and applies it on Enter', async () => {
-    // Its own tab, its timers run when the test says: the list's 2 s read comes between two keys.
+  /** A tab of its own, signed in on the task list, whose timers run only when the test says. */
+  async function tabOnPausedClock(): Promise<Page> {
     const tab = await browser.newPage();
     tab.on('pageerror', (err) => problems.push(err.message));
     await tab.clock.install();
@@ -285,6 +285,12 @@ describe.skipIf(missing !== null)('the console in a browser', () => {
     await tab.fill('input[name=key]', KEY);
     await tab.click('button[type=submit]');
     await tab.waitForSelector('table.tasks');
+    return tab;
+  }
+
+  it('keeps a filter half typed while the list is read again, and applies it on Enter', async () => {
+    // The list's 2 s read comes between two keys.
+    const tab = await tabOnPausedClock();
     await tab.fill('input[name=parentTaskId]', 'T-half');
     const reread = tab.waitForResponse((r) => r.url().includes('/tasks?') && !r.url().includes('parentTaskId'));
     await tab.clock.runFor(2500);
@@ -303,14 +309,8 @@ describe.skipIf(missing !== null)('the console in a browser', () => {
   }, 30_000);
 
   it("filtered by a parent, the list follows its stream: a new task's row appears with every timer stopped", async () => {
-    // A tab of its own whose timers only run when the test says: no poll can bring the row.
-    const live = await browser.newPage();
-    live.on('pageerror', (err) => problems.push(err.message));
-    await live.clock.install();
-    await live.goto(`${svc.url}/ui`);
-    await live.fill('input[name=key]', KEY);
-    await live.click('button[type=submit]');
-    await live.waitForSelector('table.tasks');
+    // No poll can bring the row.
+    const live = await tabOnPausedClock();
     const streamed = live.waitForResponse((r) => r.url().includes('/events?parentTaskId=T-live'));
     await live.fill('input[name=parentTaskId]', 'T-live');
     await live.press('input[name=parentTaskId]', 'Enter');
