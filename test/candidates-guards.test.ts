@@ -134,4 +134,34 @@ describe('candidates at their edges', () => {
     expect(late.status).toBe(409);
     expect((await bodyOf(late)).error.code).toBe('task_finished');
   });
+
+  it("a task paused on its attempts' budget stops watching them: nothing of it reads on once the service has closed", async () => {
+    // A service of its own, closed while the task is paused: an attempt still watched would be read
+    // each second after its database closed, a failure nobody handles.
+    const own = path.join(dir, 'paused-close');
+    mkdirSync(path.join(own, 'agents'), { recursive: true });
+    const paused = await startService({ model, dir: own, env: { DEFAULT_MODEL: 'model-a' } });
+    const unhandled: unknown[] = [];
+    const seen = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', seen);
+    try {
+      // One call (2,100 tokens) spends the budget (2,000): neither attempt gets to a second call, and
+      // the task pauses on the second to pause, whose watch is the last one made.
+      model.script('CANDG-PAUSE-CLOSE', () => ({ ...write('answer.txt', 'right'), usage: { input: 2000, output: 100 } }));
+      const body = taskBody({
+        prompt: 'CANDG-PAUSE-CLOSE',
+        context: { parentTaskId: 'T-candg-pause-close', userId: 'u' },
+        options: { isolation: 'worktree', outcome, budget: { maxTokens: 2000 }, candidates: { n: 2 } },
+      });
+      const res = await fetch(`${paused.url}/tasks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const id = (await bodyOf(res)).id as string;
+      await expect.poll(async () => (await bodyOf(await fetch(`${paused.url}/tasks/${id}`))).status, { timeout: 20_000, interval: 200 }).toBe('paused');
+      await paused.close();
+      // Past two of the seconds after which a paused attempt would have been looked at again.
+      await new Promise((r) => setTimeout(r, 2500));
+      expect(unhandled.map(String)).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', seen);
+    }
+  });
 });

@@ -70,6 +70,10 @@ export async function runCandidates(ctx: RunContext, run: TaskRun & { model: str
       events(append);
     });
 
+  // The attempts' watches stop with the run, however it ends (a pause, an end, a failed write):
+  // none reads on after it, nor after the database has closed.
+  const done = new AbortController();
+  const watchUntil = AbortSignal.any([signal, done.signal]);
   children.waiting(row.id, true);
   try {
     if (!list.some((c) => c.selected)) {
@@ -89,7 +93,12 @@ export async function runCandidates(ctx: RunContext, run: TaskRun & { model: str
     // waits on a resume of the task). Those that ended before a crash are reported now.
     const watching = new Map<string, Promise<TaskRow>>();
     const held = new Map<string, BudgetPause>();
-    const watch = (id: string) => watching.set(id, nextOf(children, id, held.has(id), signal));
+    const watch = (id: string) => {
+      const next = nextOf(children, id, held.has(id), watchUntil);
+      // Its failure is seen by the loop's next race; until then it is not the process's unhandled rejection.
+      next.catch(() => undefined);
+      watching.set(id, next);
+    };
     for (const c of list) if (!isEndedStatus(c.status)) watch(c.taskId);
     let chosen = list.find((c) => c.selected) ?? null;
     if (chosen) await cancelOthers(children, row, list, chosen.taskId);
@@ -151,6 +160,7 @@ export async function runCandidates(ctx: RunContext, run: TaskRun & { model: str
     }
     return await keep(ctx, row, chosen, tenantDir);
   } finally {
+    done.abort();
     children.waiting(row.id, false);
   }
 }
