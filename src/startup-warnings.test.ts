@@ -71,4 +71,16 @@ describe('startupWarnings', () => {
     const container = loadConfig({ OPENAI_API_KEY: 'sk-x', SANDBOX: 'container', SANDBOX_IMAGE: 'debian:bookworm' });
     expect(startupWarnings(container, defs(container), loadPriceTable(undefined))).toEqual([]);
   });
+
+  it('names the ACP agents a container sandbox leaves without a network, not those that name their hosts', () => {
+    const config = loadConfig({ OPENAI_API_KEY: 'sk-x', SANDBOX: 'container', SANDBOX_IMAGE: 'debian:bookworm' });
+    const acp = { kind: 'acp' as const, acp: { command: 'opencode', args: ['acp'], env: [], permission: 'allow_workspace' as const } };
+    const general = builtinAgents({ defaultModel: config.defaultModel, smallModel: config.smallModel }).find((d) => d.type === 'general')!;
+    const registry = createAgentRegistry([
+      { ...general, ...acp, type: 'open' },
+      { ...general, ...acp, type: 'allowed', network: { allow: ['api.example.com'] } },
+    ]);
+    const warnings = startupWarnings(config, registry, loadPriceTable(undefined));
+    expect(warnings).toEqual([{ message: expect.stringMatching(/^ACP agents without network in a container sandbox/), fields: { subagentTypes: ['open'] } }]);
+  });
 });

@@ -47,7 +47,7 @@ export function startupWarnings(config: Config, registry: AgentRegistry, prices:
 
 /**
  * Definitions the sandbox will not serve as written: an `image` under bubblewrap (the host's tools
- * are used instead), an ACP agent in a container sandbox (its tasks are refused).
+ * are used instead), an ACP agent without `network` in a container sandbox (it reaches no model).
  */
 function sandboxWarnings(config: Config, registry: AgentRegistry): StartupWarning[] {
   const warnings: StartupWarning[] = [];
@@ -58,10 +58,11 @@ function sandboxWarnings(config: Config, registry: AgentRegistry): StartupWarnin
       fields: { subagentTypes: imaged.map((d) => d.type) },
     });
   }
-  const acp = registry.list().filter((d) => d.kind === 'acp');
+  const acp = registry.list().filter((d) => d.kind === 'acp' && d.network === undefined);
   if (config.sandbox === 'container' && acp.length > 0) {
     warnings.push({
-      message: 'ACP agents do not run in container sandboxes yet (SANDBOX=container): their tasks are refused',
+      message:
+        "ACP agents without network in a container sandbox (SANDBOX=container) reach no host, their model's neither: name its host in network: { allow }",
       fields: { subagentTypes: acp.map((d) => d.type) },
     });
   }

@@ -40,6 +40,36 @@ while IFS= read -r line; do
 done
 `;
 
+/**
+ * An ACP agent in bash (JSON-RPC lines): its one turn writes a file where it runs, asks the client
+ * for a terminal (`cat /opt/flavour`), and answers with what its image, HOME, variables and the
+ * terminal said.
+ */
+const FLAVOUR_ACP = `#!/bin/bash
+idof() { printf '%s' "$1" | sed -n 's/.*"id":\\([0-9][0-9]*\\).*/\\1/p'; }
+ask() { printf '%s\\n' "$1"; IFS= read -r reply; }
+while IFS= read -r line; do
+  id=$(idof "$line")
+  case "$line" in
+    *'"method":"initialize"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":false},"authMethods":[]}}\\n' "$id" ;;
+    *'"method":"session/new"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s-1"}}\\n' "$id" ;;
+    *'"method":"session/prompt"'*)
+      echo "written in $(cat /opt/flavour)" > acp-flavour.txt
+      ask '{"jsonrpc":"2.0","id":900,"method":"terminal/create","params":{"sessionId":"s-1","command":"cat","args":["/opt/flavour"]}}'
+      term=$(printf '%s' "$reply" | sed -n 's/.*"terminalId":"\\([^"]*\\)".*/\\1/p')
+      ask '{"jsonrpc":"2.0","id":901,"method":"terminal/wait_for_exit","params":{"sessionId":"s-1","terminalId":"'"$term"'"}}'
+      ask '{"jsonrpc":"2.0","id":902,"method":"terminal/output","params":{"sessionId":"s-1","terminalId":"'"$term"'"}}'
+      out=$(printf '%s' "$reply" | sed -n 's/.*"output":"\\([a-z]*\\).*/\\1/p')
+      text="flavour $(cat /opt/flavour), home $HOME, passed \${CTR_ACP_PASSED:-unset}, hidden \${CTR_ACP_HIDDEN:-unset}, terminal $out"
+      printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"%s"}}}}\\n' "$text"
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"stopReason":"end_turn"}}\\n' "$id" ;;
+    *'"method":'*'"id":'*|*'"id":'*'"method":'*) printf '{"jsonrpc":"2.0","id":%s,"result":null}\\n' "$id" ;;
+  esac
+done
+`;
+
 let svc: TestService;
 let dir: string;
 /** A host a definition may reach (127.0.0.2: loopback, but not the container's own 127.0.0.1). */
@@ -55,6 +85,7 @@ beforeAll(async () => {
     'opt/flavour': 'beta\n',
     'usr/local/bin/beta-tool': '#!/bin/sh\necho beta tool ran\n',
     'usr/local/bin/flavour-mcp': FLAVOUR_MCP,
+    'usr/local/bin/flavour-acp': FLAVOUR_ACP,
   });
   const sizes = await Promise.all([BASE_IMAGE, DEFAULT_IMAGE, OWN_IMAGE].map(async (t) => `${t} ${(await imageSize(docker, t)) / 1e6} MB`));
   console.info(`[container sandbox tests] images: ${sizes.join(', ')}`);
@@ -75,6 +106,12 @@ beforeAll(async () => {
     path.join(dir, 'agents', 'beta-mcp.md'),
     `---\nname: beta-mcp\ndescription: an MCP server in its image\nimage: ${OWN_IMAGE}\nmcpServers:\n  flavour:\n    command: flavour-mcp\n---\nUse the tool.\n`,
   );
+  writeFileSync(
+    path.join(dir, 'agents', 'beta-acp.md'),
+    `---\nname: beta-acp\ndescription: an ACP agent in its image\nkind: acp\ncommand: flavour-acp\nimage: ${OWN_IMAGE}\nenv: [CTR_ACP_PASSED]\n---\n`,
+  );
+  process.env.CTR_ACP_PASSED = 'visible';
+  process.env.CTR_ACP_HIDDEN = 'hidden';
   writeFileSync(
     path.join(dir, 'agents', 'net.md'),
     `---\nname: net\ndescription: reaches one host\ntools: bash\nnetwork:\n  allow: ["127.0.0.2:${originPort}"]\n---\nUse bash.\n`,
@@ -168,6 +205,17 @@ withEngine('the container sandbox (SANDBOX=container)', () => {
     expect(task.status).toBe('completed');
     expect(seen).toContain('flavour beta');
     expect(seen).toContain('home /tmp');
+  });
+
+  it("runs an ACP agent in the run's container, from its image: its files, its terminals and its variables there", async () => {
+    const task = await post(taskBody({ subagent_type: 'beta-acp', prompt: 'what flavour?', context: { parentTaskId: 'T-ctr-acp', userId: 'u-1' } }));
+    expect(task, JSON.stringify(task.error)).toMatchObject({ status: 'completed', stopReason: 'text' });
+    // The image's program and file, HOME the run's /tmp, the definition's variable only, its terminal a command of the run.
+    expect(task.summary).toBe('flavour beta, home /tmp, passed visible, hidden unset, terminal beta');
+    const res = await fetch(`${svc.url}/tasks/${task.id}/files/acp-flavour.txt`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('written in beta\n');
+    await until(async () => (await containersOf(docker, INSTANCE)).length === 0, 15_000);
   });
 
   it('leaves only the workspace writable: the root is read-only, /tmp private to the run', async () => {

@@ -7,9 +7,8 @@ import * as acp from '@agentclientprotocol/sdk/unstable';
 import type { AgentDefinition } from '../definitions/agent-definition.ts';
 import type { TokenUsage } from '../shapes/task.ts';
 import { createOutputCapture } from '../sandbox/output-capture.ts';
-import { spawnGroup } from '../sandbox/spawn-group.ts';
 import { openInside, readHead, replaceContent } from '../workspace/safe-open.ts';
-import type { Sandbox } from '../sandbox/sandbox.ts';
+import { startProgram, type Sandbox } from '../sandbox/sandbox.ts';
 import type { Workspace } from '../workspace/workspace.ts';
 import { MAX_LOADED_BYTES } from '../tools/tool-types.ts';
 import { createTerminals } from './acp-terminals.ts';
@@ -90,7 +89,13 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
   // The definition's variables reach the agent only (inside the sandbox); the launcher is started
   // by absolute path with the environment the sandbox builds.
   const net = opts.network;
-  const launch = opts.sandbox.wrap(workspace.root, [def.acp.command, ...def.acp.args], {
+  // In a container (SANDBOX=container) it is an exec in the run's container, from the image's
+  // programs, HOME the container's private /tmp, and no network but the task's proxy.
+  const {
+    child,
+    exited,
+    kill: killGroup,
+  } = startProgram(opts.sandbox, workspace.root, [def.acp.command, ...def.acp.args], {
     network: net === 'host',
     ...(typeof net === 'object' && { egress: net }),
     env,
@@ -98,7 +103,6 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
     writable: [home],
     cwd: workspace.cwd,
   });
-  const { child, exited, kill: killGroup } = spawnGroup({ argv: launch.argv, cwd: workspace.cwd, env: launch.env });
   const stderr = createOutputCapture(STDERR_BYTES);
   child.stderr.on('data', (b: Buffer) => stderr.write(b));
 

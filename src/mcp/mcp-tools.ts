@@ -13,8 +13,7 @@ import { z } from 'zod';
 import type { McpServerSpec } from '../definitions/agent-definition.ts';
 import { compileOutputSchema } from '../tools/complete.ts';
 import { createOutputCapture } from '../sandbox/output-capture.ts';
-import { spawnGroup } from '../sandbox/spawn-group.ts';
-import type { Sandbox } from '../sandbox/sandbox.ts';
+import { startProgram, type Sandbox } from '../sandbox/sandbox.ts';
 import type { WorkspaceTool } from '../tools/tool-types.ts';
 import { SERVICE_VERSION } from '../version.ts';
 import { hostAllowed } from '../network/egress-proxy.ts';
@@ -167,17 +166,7 @@ function startCommand(spec: Extract<McpServerSpec, { command: string }>, opts: M
   }
   const argv = [spec.command, ...(spec.args ?? [])];
   const extra = { network: false, ...(opts.egress && { egress: opts.egress }), env, home, writable: [home], cwd: opts.workspace.cwd };
-  // In a container (SANDBOX=container), an exec in the run's container; else a host process under the sandbox's launcher.
-  const {
-    child,
-    exited,
-    kill: killGroup,
-  } = opts.sandbox.start
-    ? opts.sandbox.start(opts.workspace.root, argv, extra)
-    : (() => {
-        const launch = opts.sandbox.wrap(opts.workspace.root, argv, extra);
-        return spawnGroup({ argv: launch.argv, cwd: opts.workspace.cwd, env: launch.env });
-      })();
+  const { child, exited, kill: killGroup } = startProgram(opts.sandbox, opts.workspace.root, argv, extra);
   const stderr = createOutputCapture(STDERR_BYTES);
   child.stderr.on('data', (b: Buffer) => stderr.write(b));
   const transport = stdioTransport(child);

@@ -29,9 +29,6 @@ export interface ContainerSandboxOptions {
   logger: Logger;
 }
 
-/** What a container sandbox does not run yet: an ACP agent (with bubblewrap it is a host process, with its own network). */
-export const CONTAINER_ACP = 'ACP agents do not run in container sandboxes yet (SANDBOX=container): use SANDBOX=bwrap';
-
 /** The label every sandbox container carries: the instance that made it. */
 export const INSTANCE_LABEL = 'io.subagentd.instance';
 const TASK_LABEL = 'io.subagentd.task';
@@ -232,10 +229,11 @@ function runSandbox(
     })());
   const box: RunSandbox = {
     kind: 'container',
+    // Nothing of a task runs on the host: long-lived programs are execs too (startProgram uses `start`).
     wrap: () => {
-      throw new Error(CONTAINER_ACP);
+      throw new Error('a container sandbox starts no host process: its programs run in the container');
     },
-    // A long-lived program (an MCP command server): an exec whose stdio stays open, HOME the run's /tmp.
+    // A long-lived program (an MCP command server, an ACP agent): an exec whose stdio stays open, HOME the run's /tmp.
     start(workspace, argv, extra) {
       return spawnExec(async (onStdout, onStderr) => {
         if (!isInside(workspace, root)) throw new Error(`${workspace} is not the run's workspace`);

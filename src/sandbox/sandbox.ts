@@ -5,7 +5,7 @@ import path from 'node:path';
 import { createCommandLimiter, type CommandLimiter } from './command-cgroup.ts';
 import { isInside } from '../workspace/path-guard.ts';
 import type { Workspace } from '../workspace/workspace.ts';
-import type { SpawnedGroup } from './spawn-group.ts';
+import { spawnGroup, type SpawnedGroup } from './spawn-group.ts';
 import { bashArgv, HOST_ENV, isRefusedName, SYSTEM_PATH, systemProgram } from './host-programs.ts';
 import type { CommandResult } from './command-output.ts';
 import { runCommand, type Launch, type RunCommandOptions } from './run-command.ts';
@@ -27,12 +27,12 @@ export interface Sandbox {
   reason?: string;
   /**
    * How to start `argv` (its program by absolute path, or a name looked up inside) confined to
-   * `workspace`, as a host process (MCP command servers, ACP agents); a container throws (ACP: not yet).
+   * `workspace`, as a host process (MCP command servers, ACP agents); a container has none (`start`).
    */
   wrap(workspace: string, argv: string[], extra?: WrapExtra): Launch;
   /**
-   * Starts a long-lived program (an MCP command server) confined to `workspace`, its stdio piped;
-   * absent: it is started on the host as `wrap` says (spawn-group.ts).
+   * Starts a long-lived program (an MCP command server, an ACP agent) confined to `workspace`, its
+   * stdio piped; absent: it is started on the host as `wrap` says (startProgram).
    */
   start?(workspace: string, argv: string[], extra: WrapExtra): SpawnedGroup;
   /** Runs one bash command confined to `workspace` (bash, shell tasks, hooks, verify, ACP terminals). */
@@ -88,6 +88,17 @@ export interface WrapExtra {
    * the proxy variables point there.
    */
   egress?: { dir: string; port: number };
+}
+
+/**
+ * Starts a long-lived program (an MCP command server, an ACP agent) confined to `workspace`, its
+ * stdio piped: in a container (SANDBOX=container) an exec in the run's container, else a host
+ * process group under the sandbox's launcher.
+ */
+export function startProgram(sandbox: Sandbox, workspace: string, argv: string[], extra: WrapExtra & { cwd: string }): SpawnedGroup {
+  if (sandbox.start) return sandbox.start(workspace, argv, extra);
+  const launch = sandbox.wrap(workspace, argv, extra);
+  return spawnGroup({ argv: launch.argv, cwd: extra.cwd, env: launch.env });
 }
 
 /** Where the egress proxy's folder appears inside the sandbox. */

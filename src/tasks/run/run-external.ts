@@ -9,7 +9,6 @@ import { createLiveApprovals } from './live-approval.ts';
 import { startTaskEgress } from './task-egress.ts';
 import { allowedHosts } from '../../network/policy.ts';
 import { taskLimits } from './task-limits.ts';
-import { CONTAINER_ACP } from '../../sandbox/container-sandbox.ts';
 
 /**
  * A task of an external ACP agent: one prompt turn is its one step. Its updates become events as
@@ -21,7 +20,6 @@ export async function runExternal(ctx: RunContext, { row, body, def, workspace, 
   const { events } = deps;
   if (!def.acp) return failed('internal_error', `definition "${def.type}" has no ACP command`);
   if (deps.sandbox.kind === 'unavailable') return failed('sandbox_unavailable', deps.sandbox.reason ?? 'no sandbox');
-  if (deps.sandbox.kind === 'container') return failed('sandbox_unavailable', CONTAINER_ACP);
   const step = 1;
   const approvals = createLiveApprovals(ctx, row, signal);
   const deltas = createDeltaCoalescer((s, text) => events.append(row, 'text.delta', { step: s, text }));
@@ -29,7 +27,8 @@ export async function runExternal(ctx: RunContext, { row, body, def, workspace, 
   events.append(row, 'step.started', { step });
   // A definition that says nothing of `network` keeps the host's network for its agent's own model
   // (as before v1.2); one that does confines the agent and its terminals to its hosts, through the
-  // task's proxy (its provider's host on the list), or to nothing.
+  // task's proxy (its provider's host on the list), or to nothing. In a container (SANDBOX=container)
+  // there is no host network to keep: such an agent reaches nothing.
   // A child (nesting) reaches no more than its ancestors' network: theirs, narrowed down its chain.
   const confined = def.network !== undefined || row.parentTask !== null;
   const hosts = row.parentTask !== null ? (await taskLimits(deps, row, def, body)).network : allowedHosts(def.network, body.options?.network);
