@@ -12,6 +12,7 @@
  *                 ACP-HANG-DEAF (it ignores session/cancel)
  *   ACP-CRASH     writes to stderr and exits with code 3 in the middle of the turn
  *   ACP-GARBAGE   writes a line that is not JSON-RPC to stdout, then nothing
+ *   ACP-CHATTY    answers, then keeps writing session/update lines after its answer (300 of them)
  *   ACP-ENV       answers with the names of its environment variables
  *   ACP-EVIL-PATH plants programs named bash and bwrap (and a BASH_ENV script) in the workspace that
  *                 write MARKER=<path>, then runs a terminal with PATH, BASH_ENV and LD_PRELOAD
@@ -112,6 +113,15 @@ const app = acp
       process.stderr.write('fatal: the scripted agent crashed on purpose\n');
       setTimeout(() => process.exit(3), 50);
       await new Promise(() => {});
+    }
+    if (prompt.includes('ACP-CHATTY')) {
+      await say('chatty');
+      const line = `${JSON.stringify({ jsonrpc: '2.0', method: 'session/update', params: { sessionId: params.sessionId, update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'more' } } } })}\n`;
+      // Right after the answer has gone out (stdout is written synchronously to a pipe), in three bursts.
+      setImmediate(() => {
+        for (let i = 0; i < 3; i++) process.stdout.write(line.repeat(100));
+      });
+      return { stopReason: 'end_turn' };
     }
     if (prompt.includes('ACP-GARBAGE')) {
       process.stdout.write('this is not JSON-RPC\n');

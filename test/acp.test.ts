@@ -217,6 +217,25 @@ describe('ACP agents as subagents', () => {
     expect(['agent_protocol_error', 'agent_stalled']).toContain(task.error.code);
   });
 
+  it('an agent that keeps writing after its answer ends its task completed, and the process lives on', async () => {
+    // Its lines arrive after the connection's stream was cancelled at the turn's end: they were
+    // once enqueued on the closed stream, an exception thrown out of an event handler.
+    const thrown: unknown[] = [];
+    const seen = (err: unknown) => thrown.push(err);
+    process.on('uncaughtException', seen);
+    try {
+      const task = await taskEnd(svc, await run('ACP-CHATTY'));
+      expect(task).toMatchObject({ status: 'completed', stopReason: 'text' });
+      expect(task.summary).toBe('chatty');
+      // Past the agent's last burst.
+      await new Promise((r) => setTimeout(r, 300));
+      expect(thrown.map(String)).toEqual([]);
+      expect((await svc.inject({ url: '/healthz' })).statusCode).toBe(200);
+    } finally {
+      process.off('uncaughtException', seen);
+    }
+  });
+
   it('an agent command that cannot be run ends the task error/agent_failed', async () => {
     const task = await taskEnd(svc, await run('anything', 'missing-agent'));
     expect(task.status).toBe('error');

@@ -2,7 +2,7 @@ import { SERVICE_VERSION } from '../version.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Readable, Transform, Writable } from 'node:stream';
+import { Writable, type Readable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk/unstable';
 import type { AgentDefinition } from '../definitions/agent-definition.ts';
 import type { TokenUsage } from '../shapes/task.ts';
@@ -235,9 +235,7 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
     fail({ code: 'agent_protocol_error', message: `the agent wrote a line that is not JSON-RPC: ${JSON.stringify(line.slice(0, 200))}` });
     connection.close();
   });
-  const connection = app.connect(
-    acp.ndJsonStream(Writable.toWeb(child.stdin) as WritableStream<Uint8Array>, Readable.toWeb(lines) as ReadableStream<Uint8Array>),
-  );
+  const connection = app.connect(acp.ndJsonStream(Writable.toWeb(child.stdin) as WritableStream<Uint8Array>, lines));
   const agent = connection.agent;
   let sessionId: string | null = null;
   let failure: AcpFailure | null = null;
@@ -333,32 +331,68 @@ export async function runAcp(opts: AcpRunOptions): Promise<AcpOutcome> {
   };
 }
 
-/** Passes through the complete lines of `input` that parse as JSON; calls `onGarbage` for any other. */
-function jsonLinesOnly(input: Readable, onGarbage: (line: string) => void): Readable {
+/**
+ * The complete lines of `input` that parse as JSON, as the web stream the SDK reads; `onGarbage`
+ * is called for any other line. Made by hand rather than with `Readable.toWeb`: Node's adapter
+ * may still enqueue data it had buffered after the SDK cancelled the stream at the end of the
+ * turn, which throws out of an event handler (an agent that keeps writing after its answer
+ * would take the process down). Here nothing is enqueued once the stream is closed or
+ * cancelled, and `input` is paused while the SDK has not read what it has.
+ */
+function jsonLinesOnly(input: Readable, onGarbage: (line: string) => void): ReadableStream<Uint8Array> {
   let partial = '';
   const decoder = new TextDecoder();
-  return input.pipe(
-    new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        const text = partial + decoder.decode(chunk, { stream: true });
-        const parts = text.split('\n');
-        partial = parts.pop()!;
-        if (partial.length > acp.DEFAULT_MAX_MESSAGE_BYTES) {
-          onGarbage(`${partial.slice(0, 200)}… (a line of over ${acp.DEFAULT_MAX_MESSAGE_BYTES} bytes)`);
-          partial = '';
-        }
-        for (const line of parts) {
-          if (!line.trim()) continue;
-          try {
-            JSON.parse(line);
-            this.push(`${line}\n`);
-          } catch {
-            onGarbage(line);
+  const encoder = new TextEncoder();
+  let open = true;
+  let onData: (chunk: Buffer) => void = () => {};
+  return new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        onData = (chunk) => {
+          if (!open) return;
+          const text = partial + decoder.decode(chunk, { stream: true });
+          const parts = text.split('\n');
+          partial = parts.pop()!;
+          if (partial.length > acp.DEFAULT_MAX_MESSAGE_BYTES) {
+            onGarbage(`${partial.slice(0, 200)}… (a line of over ${acp.DEFAULT_MAX_MESSAGE_BYTES} bytes)`);
+            partial = '';
           }
-        }
-        done();
+          let json = '';
+          for (const line of parts) {
+            if (!line.trim()) continue;
+            try {
+              JSON.parse(line);
+              json += `${line}\n`;
+            } catch {
+              onGarbage(line);
+            }
+          }
+          // onGarbage may have closed the connection, and with it this stream.
+          if (!open || json === '') return;
+          controller.enqueue(encoder.encode(json));
+          if ((controller.desiredSize ?? 1) <= 0) input.pause();
+        };
+        const end = (err?: Error) => {
+          if (!open) return;
+          open = false;
+          if (err) controller.error(err);
+          else controller.close();
+        };
+        input.on('data', onData);
+        input.once('end', () => end());
+        input.once('error', (err) => end(err));
       },
-    }),
+      pull() {
+        input.resume();
+      },
+      cancel() {
+        open = false;
+        input.off('data', onData);
+        // What the agent still writes is read and dropped: its process is stopped next.
+        input.resume();
+      },
+    },
+    { highWaterMark: 16 },
   );
 }
 
