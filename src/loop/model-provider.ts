@@ -6,6 +6,7 @@ import { openaiKit } from './providers/openai.ts';
 import { openaiCompatibleKit } from './providers/openai-compatible.ts';
 import type { ChunkReader, Connection, ModelSettings, ProviderKit, ProviderType } from './providers/provider-types.ts';
 import { stallGuardedFetch } from './stall-guard.ts';
+import { dialectOf, mergingBody } from './providers/sse-merge.ts';
 
 export type { ChunkReader, Connection, Effort, ModelSettings, ProviderType } from './providers/provider-types.ts';
 export { EFFORTS } from './providers/provider-types.ts';
@@ -72,7 +73,9 @@ const PREFIXED = /^([a-z][a-z0-9-]*):(.+)$/s;
  * before providers had names.
  */
 export function createModelProvider(settings: ProviderSettings): ModelProvider {
-  const fetchOf = watchStatus(settings.stallTimeoutMs ? stallGuardedFetch(settings.stallTimeoutMs) : fetch, (status) => settings.onHttpError?.(status));
+  const fetchOf = mergingDeltas(
+    watchStatus(settings.stallTimeoutMs ? stallGuardedFetch(settings.stallTimeoutMs) : fetch, (status) => settings.onHttpError?.(status)),
+  );
   const known = Object.keys(settings.connections);
   const fallback = settings.connections[settings.defaultProvider];
   const taggedNames = fallback !== undefined && (fallback.type === 'openai-compatible' || fallback.type === 'openai') && fallback.baseURL !== undefined;
@@ -123,5 +126,20 @@ function watchStatus(inner: typeof fetch, onError?: (status: number) => void): t
     const res = await inner(input, init);
     if (res.status >= 400) onError(res.status);
     return res;
+  };
+}
+
+/**
+ * A fetch whose streamed answers (OpenAI's chat completions, Anthropic's messages) have the text
+ * deltas that arrive in one read merged (sse-merge.ts): under load, the SDK's stream path runs once
+ * for them rather than once each.
+ */
+function mergingDeltas(inner: typeof fetch): typeof fetch {
+  return async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
+    const res = await inner(input, init);
+    const streamed = res.ok && res.body !== null && (res.headers.get('content-type') ?? '').startsWith('text/event-stream');
+    const dialect = streamed ? dialectOf(input instanceof Request ? input.url : String(input)) : null;
+    if (!dialect) return res;
+    return new Response(mergingBody(res.body!, dialect), { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 }

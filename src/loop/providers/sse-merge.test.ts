@@ -1,0 +1,188 @@
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createOpenAI } from '@ai-sdk/openai';
+import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import { describe, expect, it } from 'vitest';
+import { dialectOf, mergeEvents, mergingBody } from './sse-merge.ts';
+
+const openai = dialectOf('http://127.0.0.1:1/v1/chat/completions')!;
+const anthropic = dialectOf('http://127.0.0.1:1/v1/messages')!;
+
+const chat = (delta: object, finish: string | null = null, extra: object = {}) =>
+  `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}`;
+const claude = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}`;
+
+/** The events of an SSE text, each with its data parsed. */
+const eventsOf = (sse: string) =>
+  sse
+    .split('\n\n')
+    .filter(Boolean)
+    .map((e) => {
+      const data = e
+        .split('\n')
+        .find((l) => l.startsWith('data: '))!
+        .slice(6);
+      return data.startsWith('{') ? JSON.parse(data) : data;
+    });
+
+/** A body that delivers `parts` as separate reads. */
+const bodyOf = (parts: Array<string | Uint8Array>) =>
+  new ReadableStream<Uint8Array>({
+    start(c) {
+      for (const p of parts) c.enqueue(typeof p === 'string' ? new TextEncoder().encode(p) : p);
+      c.close();
+    },
+  });
+
+async function readAll(body: ReadableStream<Uint8Array>): Promise<Uint8Array[]> {
+  const reads: Uint8Array[] = [];
+  for await (const r of body) reads.push(r);
+  return reads;
+}
+const textOf = (reads: Uint8Array[]) => Buffer.concat(reads).toString('utf8');
+
+describe('merged text deltas', () => {
+  it("OpenAI's chat chunks: the deltas of one read become one, in order, the role kept; tool calls, the finish, usage and [DONE] pass as they came", () => {
+    const toolCall = chat({ tool_calls: [{ index: 0, id: 't1', type: 'function', function: { name: 'f', arguments: '' } }] });
+    const finish = chat({}, 'tool_calls');
+    const usage = `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 3, completion_tokens: 4 } })}`;
+    const out = mergeEvents(
+      [
+        chat({ role: 'assistant', content: '' }),
+        chat({ content: 'Hel' }),
+        chat({ content: 'lo, ' }),
+        chat({ content: 'wörld' }),
+        toolCall,
+        chat({ content: 'after' }),
+        finish,
+        usage,
+        'data: [DONE]',
+      ],
+      openai,
+    );
+    const events = eventsOf(out);
+    expect(events).toHaveLength(6);
+    expect(events[0].choices[0]).toEqual({ index: 0, delta: { role: 'assistant', content: 'Hello, wörld' }, finish_reason: null });
+    expect(`${out}`.split('\n\n').slice(1, 6)).toEqual([toolCall, chat({ content: 'after' }), finish, usage, 'data: [DONE]']);
+  });
+
+  it('does not merge what is more than text: a finish in the same chunk, usage, another key, a second role, another message or choice', () => {
+    const kept = [
+      chat({ content: 'a' }),
+      chat({ content: 'b' }, 'stop'),
+      chat({ content: 'c' }, null, { usage: { prompt_tokens: 1 } }),
+      chat({ content: 'd', refusal: null }),
+      chat({ role: 'assistant', content: 'e' }),
+      `data: ${JSON.stringify({ id: 'c2', choices: [{ index: 0, delta: { content: 'f' } }] })}`,
+      `data: ${JSON.stringify({ id: 'c2', choices: [{ index: 1, delta: { content: 'g' } }] })}`,
+    ];
+    expect(mergeEvents(kept, openai)).toBe(kept.map((e) => `${e}\n\n`).join(''));
+  });
+
+  it("Anthropic's events: text deltas of one block merge under their event name; other blocks, JSON deltas and comments pass", () => {
+    const json = claude('content_block_delta', { index: 1, delta: { type: 'input_json_delta', partial_json: '{"a"' } });
+    const out = mergeEvents(
+      [
+        claude('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'one ' } }),
+        claude('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'two' } }),
+        ': a comment',
+        claude('content_block_delta', { index: 0, delta: { type: 'text_delta', text: ' three' } }),
+        claude('content_block_delta', { index: 2, delta: { type: 'text_delta', text: 'other block' } }),
+        json,
+      ],
+      anthropic,
+    );
+    expect(out.split('\n\n').filter(Boolean)).toEqual([
+      claude('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'one two' } }),
+      ': a comment',
+      claude('content_block_delta', { index: 0, delta: { type: 'text_delta', text: ' three' } }),
+      claude('content_block_delta', { index: 2, delta: { type: 'text_delta', text: 'other block' } }),
+      json,
+    ]);
+  });
+
+  it('a body: a read of one event passes as its own bytes; a character split across reads arrives whole; a read of several is merged', async () => {
+    const one = new TextEncoder().encode(`${chat({ content: 'solo' })}\n\n`);
+    const euro = new TextEncoder().encode(`${chat({ content: '€ and 🙂' })}\n\n`);
+    const cut = euro.indexOf(0xe2) + 1; // inside the € sign
+    const reads = await readAll(
+      mergingBody(
+        bodyOf([
+          one,
+          euro.slice(0, cut),
+          euro.slice(cut),
+          `${chat({ content: 'x' })}\n\n${chat({ content: 'y' })}\n\n${chat({ content: 'z' }).slice(0, 20)}`,
+          `${chat({ content: 'z' }).slice(20)}\n\n`,
+        ]),
+        openai,
+      ),
+    );
+    expect(Buffer.from(reads[0]).equals(Buffer.from(one))).toBe(true);
+    expect(eventsOf(textOf(reads)).map((e) => e.choices[0].delta.content)).toEqual(['solo', '€ and 🙂', 'xy', 'z']);
+  });
+
+  it('a stream framed with CRLF passes as it came, and an unfinished last event is not lost', async () => {
+    const crlf = `${chat({ content: 'a' })}\r\n\r\n${chat({ content: 'b' })}\r\n\r\n`;
+    expect(textOf(await readAll(mergingBody(bodyOf([crlf.slice(0, 10), crlf.slice(10)]), openai)))).toBe(crlf);
+    expect(textOf(await readAll(mergingBody(bodyOf([`${chat({ content: 'a' })}\n\n${chat({ content: 'b' })}\n\ndata: {"cut`]), openai)))).toBe(
+      `${chat({ content: 'ab' })}\n\ndata: {"cut`,
+    );
+  });
+});
+
+/** The real provider packages read the merged stream: the same text and usage, fewer parts. */
+async function streamed(model: LanguageModelV3): Promise<{ text: string; deltas: number; parts: LanguageModelV3StreamPart[] }> {
+  const { stream } = await model.doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }] });
+  const parts: LanguageModelV3StreamPart[] = [];
+  for await (const p of stream) parts.push(p);
+  const deltas = parts.filter((p) => p.type === 'text-delta');
+  return { text: deltas.map((p) => (p as { delta: string }).delta).join(''), deltas: deltas.length, parts };
+}
+
+const sseResponse = (sse: string, merge: typeof openai | null) => {
+  const body = bodyOf([sse]);
+  return new Response(merge ? mergingBody(body, merge) : body, { headers: { 'content-type': 'text/event-stream' } });
+};
+
+describe('merged deltas read by the SDK', () => {
+  it('@ai-sdk/openai (chat): the same text, finish and usage from one part instead of six (one empty, for the role)', async () => {
+    const sse = [
+      chat({ role: 'assistant', content: '' }),
+      ...['a', 'b', 'c', 'd', 'e'].map((c) => chat({ content: c })),
+      chat({}, 'stop'),
+      `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [], usage: { prompt_tokens: 7, completion_tokens: 5, total_tokens: 12 } })}`,
+      'data: [DONE]',
+    ]
+      .map((e) => `${e}\n\n`)
+      .join('');
+    const model = (merge: boolean) =>
+      createOpenAI({ apiKey: 'k', baseURL: 'http://127.0.0.1:1/v1', fetch: async () => sseResponse(sse, merge ? openai : null) }).chat('m');
+    const [plain, merged] = [await streamed(model(false)), await streamed(model(true))];
+    expect(merged.text).toBe('abcde');
+    expect(plain.text).toBe('abcde');
+    expect([plain.deltas, merged.deltas]).toEqual([6, 1]);
+    const finish = (s: typeof plain) => s.parts.find((p) => p.type === 'finish');
+    expect(finish(merged)).toEqual(finish(plain));
+  });
+
+  it('@ai-sdk/anthropic: the same text, finish and usage from one part instead of three', async () => {
+    const sse = [
+      claude('message_start', {
+        message: { id: 'msg', type: 'message', role: 'assistant', model: 'm', content: [], usage: { input_tokens: 9, output_tokens: 1 } },
+      }),
+      claude('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+      ...['x', 'y', 'z'].map((t) => claude('content_block_delta', { index: 0, delta: { type: 'text_delta', text: t } })),
+      claude('content_block_stop', { index: 0 }),
+      claude('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 3 } }),
+      claude('message_stop', {}),
+    ]
+      .map((e) => `${e}\n\n`)
+      .join('');
+    const model = (merge: boolean) =>
+      createAnthropic({ apiKey: 'k', baseURL: 'http://127.0.0.1:1/v1', fetch: async () => sseResponse(sse, merge ? anthropic : null) })('m');
+    const [plain, merged] = [await streamed(model(false)), await streamed(model(true))];
+    expect([plain.text, merged.text]).toEqual(['xyz', 'xyz']);
+    expect([plain.deltas, merged.deltas]).toEqual([3, 1]);
+    const finish = (s: typeof plain) => s.parts.find((p) => p.type === 'finish');
+    expect(finish(merged)).toEqual(finish(plain));
+  });
+});

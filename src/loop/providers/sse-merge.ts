@@ -1,0 +1,169 @@
+/**
+ * A provider's streamed answer with the text deltas that arrive together merged: when one read of
+ * the response holds several consecutive events that only add text to the same block, they become
+ * one event carrying the text of all, in order. The SDK's stream path (decoding, SSE framing, JSON
+ * and its schema check, the provider's transform, the guard) then runs once for them instead of
+ * once each. Nothing waits for more bytes: an event is passed on with the read that completes it,
+ * so no chunk arrives later than it would have; reads of one event (the stream keeping up) pass
+ * through untouched. Only plain text deltas merge; everything else (a tool call's arguments,
+ * usage, the finish, a comment, an event of several `data` lines) is passed on as it came and
+ * ends the run of deltas before it.
+ */
+
+/** Of a parsed event's data: the block it adds text to and the text, or null if it does anything else. */
+type TextOf = (data: Record<string, unknown>, first: boolean) => { block: string; text: string } | null;
+/** The event of `first` carrying `text` instead of its own. */
+type WithText = (first: Record<string, unknown>, text: string) => unknown;
+
+interface Dialect {
+  textOf: TextOf;
+  withText: WithText;
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const onlyKeys = (o: Record<string, unknown>, allowed: readonly string[]) => Object.keys(o).every((k) => allowed.includes(k));
+
+/** OpenAI's Chat Completions chunks (and compatible servers'): `choices[0].delta.content`. */
+const openaiChat: Dialect = {
+  textOf(data, first) {
+    if (data.usage != null || !Array.isArray(data.choices) || data.choices.length !== 1) return null;
+    const choice = data.choices[0] as unknown;
+    if (!isRecord(choice) || choice.finish_reason != null || choice.logprobs != null || !isRecord(choice.delta)) return null;
+    const delta = choice.delta;
+    // The first of a run may carry the role; a later one that does starts a message of its own.
+    if (typeof delta.content !== 'string' || !onlyKeys(delta, first ? ['content', 'role'] : ['content'])) return null;
+    return { block: `${String(data.id)}/${String(choice.index)}`, text: delta.content };
+  },
+  withText(first, text) {
+    const choice = (first.choices as Array<Record<string, unknown>>)[0];
+    return { ...first, choices: [{ ...choice, delta: { ...(choice.delta as Record<string, unknown>), content: text } }] };
+  },
+};
+
+/** Anthropic's Messages events: `content_block_delta` of a `text_delta`. */
+const anthropicMessages: Dialect = {
+  textOf(data) {
+    if (data.type !== 'content_block_delta' || !isRecord(data.delta)) return null;
+    const delta = data.delta;
+    if (delta.type !== 'text_delta' || typeof delta.text !== 'string' || !onlyKeys(delta, ['type', 'text'])) return null;
+    return { block: String(data.index), text: delta.text };
+  },
+  withText(first, text) {
+    return { ...first, delta: { type: 'text_delta', text } };
+  },
+};
+
+/** The dialect of a request's streamed answer, by its path; null: passed on as it is. */
+export function dialectOf(url: string): Dialect | null {
+  const pathname = URL.canParse(url) ? new URL(url).pathname : '';
+  if (pathname.endsWith('/chat/completions')) return openaiChat;
+  if (pathname.endsWith('/messages')) return anthropicMessages;
+  return null;
+}
+
+/** One event of the stream: its `event:` name and its one `data:` line, or its text as it came. */
+interface Parsed {
+  raw: string;
+  name?: string;
+  data?: string;
+}
+
+function parse(raw: string): Parsed {
+  // Only the common shape is looked into: an optional `event:` line and one `data:` line.
+  const lines = raw.split('\n');
+  if (lines.length > 2 || raw.includes('\r')) return { raw };
+  let name: string | undefined;
+  let data: string | undefined;
+  for (const line of lines) {
+    if (line.startsWith('data:') && data === undefined) data = line.slice(line.startsWith('data: ') ? 6 : 5);
+    else if (line.startsWith('event:') && name === undefined) name = line.slice(line.startsWith('event: ') ? 7 : 6);
+    else return { raw };
+  }
+  return data === undefined ? { raw } : { raw, name, data };
+}
+
+/** The events of one read, runs of text deltas of one block merged; each ends with a blank line. */
+export function mergeEvents(events: string[], dialect: Dialect): string {
+  let out = '';
+  /** The run being merged: its first event (name and data) and its text so far. */
+  let run: { name?: string; first: Record<string, unknown>; block: string; text: string; count: number; raw: string } | null = null;
+  const flush = () => {
+    if (!run) return;
+    if (run.count === 1) out += `${run.raw}\n\n`;
+    else out += `${run.name !== undefined ? `event: ${run.name}\n` : ''}data: ${JSON.stringify(dialect.withText(run.first, run.text))}\n\n`;
+    run = null;
+  };
+  for (const raw of events) {
+    const event = parse(raw);
+    let data: unknown;
+    if (event.data !== undefined && event.data.startsWith('{')) {
+      try {
+        data = JSON.parse(event.data);
+      } catch {
+        data = undefined;
+      }
+    }
+    const text = isRecord(data) ? dialect.textOf(data, run === null) : null;
+    if (text && run && run.block === text.block && run.name === event.name) {
+      run.text += text.text;
+      run.count++;
+      continue;
+    }
+    flush();
+    if (text && isRecord(data)) {
+      // It may start a run only if it would merge with what follows: a first that carries a role does.
+      const first = dialect.textOf(data, true);
+      if (first) {
+        run = { name: event.name, first: data, block: first.block, text: first.text, count: 1, raw };
+        continue;
+      }
+    }
+    out += `${raw}\n\n`;
+  }
+  flush();
+  return out;
+}
+
+const BLANK_LINE = Buffer.from('\n\n');
+const CR = 0x0d;
+
+/**
+ * The body of a streamed answer with the deltas of each read merged (mergeEvents). A read that
+ * completes exactly one event is passed on as its bytes; a stream framed with CRs is passed on as
+ * it is from its first CR on.
+ */
+export function mergingBody(body: ReadableStream<Uint8Array>, dialect: Dialect): ReadableStream<Uint8Array> {
+  const decoder = new TextDecoder();
+  const encoder = new TextEncoder();
+  /** The bytes of an event not yet complete (whole characters or not). */
+  let pending: Buffer = Buffer.alloc(0);
+  let asItCame = false;
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        if (asItCame) return controller.enqueue(chunk);
+        const read = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+        const bytes = pending.length === 0 ? read : Buffer.concat([pending, read]);
+        if (read.includes(CR)) {
+          asItCame = true;
+          pending = Buffer.alloc(0);
+          return controller.enqueue(bytes);
+        }
+        const last = bytes.lastIndexOf(BLANK_LINE);
+        if (last < 0) {
+          pending = Buffer.from(bytes);
+          return;
+        }
+        const complete = bytes.subarray(0, last + 2);
+        pending = Buffer.from(bytes.subarray(last + 2));
+        if (complete.indexOf(BLANK_LINE) === last) return controller.enqueue(complete);
+        // Complete events only: every character in them is whole.
+        const events = decoder.decode(complete.subarray(0, last)).split('\n\n');
+        controller.enqueue(encoder.encode(mergeEvents(events, dialect)));
+      },
+      flush(controller) {
+        if (pending.length > 0) controller.enqueue(pending);
+      },
+    }),
+  );
+}
