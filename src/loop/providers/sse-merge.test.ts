@@ -1,4 +1,5 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
+import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
 import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { describe, expect, it } from 'vitest';
@@ -6,10 +7,13 @@ import { dialectOf, mergeEvents, mergingBody } from './sse-merge.ts';
 
 const openai = dialectOf('http://127.0.0.1:1/v1/chat/completions')!;
 const anthropic = dialectOf('http://127.0.0.1:1/v1/messages')!;
+const gemini = dialectOf('http://127.0.0.1:1/v1beta/models/g:streamGenerateContent?alt=sse')!;
 
 const chat = (delta: object, finish: string | null = null, extra: object = {}) =>
   `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}`;
 const claude = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}`;
+const gem = (parts: object[], usage: object, finishReason?: string) =>
+  `data: ${JSON.stringify({ candidates: [{ content: { role: 'model', parts }, index: 0, ...(finishReason && { finishReason }) }], usageMetadata: usage, modelVersion: 'g', responseId: 'r1' })}`;
 
 /** The events of an SSE text, each with its data parsed. */
 const eventsOf = (sse: string) =>
@@ -100,6 +104,23 @@ describe('merged text deltas', () => {
     ]);
   });
 
+  it("Gemini's chunks: one candidate's text parts merge carrying the last one's running usage; a call, a finish, a thought pass", () => {
+    const call = gem([{ functionCall: { name: 'f', args: {} } }], { promptTokenCount: 5, totalTokenCount: 5 });
+    const thought = gem([{ text: 'hmm', thought: true }], { promptTokenCount: 5, totalTokenCount: 5 });
+    const finish = gem([{ text: '' }], { promptTokenCount: 5, candidatesTokenCount: 9, totalTokenCount: 14 }, 'STOP');
+    const out = mergeEvents(
+      [
+        gem([{ text: 'a' }], { promptTokenCount: 5, totalTokenCount: 6 }),
+        gem([{ text: 'b' }], { promptTokenCount: 5, totalTokenCount: 7 }),
+        thought,
+        call,
+        finish,
+      ],
+      gemini,
+    );
+    expect(out.split('\n\n').filter(Boolean)).toEqual([gem([{ text: 'ab' }], { promptTokenCount: 5, totalTokenCount: 7 }), thought, call, finish]);
+  });
+
   it('a body: a read of one event passes as its own bytes; a character split across reads arrives whole; a read of several is merged', async () => {
     const one = new TextEncoder().encode(`${chat({ content: 'solo' })}\n\n`);
     const euro = new TextEncoder().encode(`${chat({ content: '€ and 🙂' })}\n\n`);
@@ -182,6 +203,24 @@ describe('merged deltas read by the SDK', () => {
     const [plain, merged] = [await streamed(model(false)), await streamed(model(true))];
     expect([plain.text, merged.text]).toEqual(['xyz', 'xyz']);
     expect([plain.deltas, merged.deltas]).toEqual([3, 1]);
+    const finish = (s: typeof plain) => s.parts.find((p) => p.type === 'finish');
+    expect(finish(merged)).toEqual(finish(plain));
+  });
+
+  it('@ai-sdk/google: the same text, finish and usage from one part instead of three', async () => {
+    const sse = [
+      gem([{ text: 'p' }], { promptTokenCount: 5, totalTokenCount: 6 }),
+      gem([{ text: 'q' }], { promptTokenCount: 5, totalTokenCount: 7 }),
+      gem([{ text: 'r' }], { promptTokenCount: 5, totalTokenCount: 8 }),
+      gem([{ text: '' }], { promptTokenCount: 5, candidatesTokenCount: 3, totalTokenCount: 8 }, 'STOP'),
+    ]
+      .map((e) => `${e}\n\n`)
+      .join('');
+    const model = (merge: boolean) =>
+      createGoogleGenerativeAI({ apiKey: 'k', baseURL: 'http://127.0.0.1:1/v1beta', fetch: async () => sseResponse(sse, merge ? gemini : null) })('g');
+    const [plain, merged] = [await streamed(model(false)), await streamed(model(true))];
+    expect([plain.text, merged.text]).toEqual(['pqr', 'pqr']);
+    expect(merged.deltas).toBeLessThan(plain.deltas);
     const finish = (s: typeof plain) => s.parts.find((p) => p.type === 'finish');
     expect(finish(merged)).toEqual(finish(plain));
   });

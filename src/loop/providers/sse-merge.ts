@@ -7,13 +7,14 @@
  * so no chunk arrives later than it would have; reads of one event (the stream keeping up) pass
  * through untouched. Only plain text deltas merge; everything else (a tool call's arguments,
  * usage, the finish, a comment, an event of several `data` lines) is passed on as it came and
- * ends the run of deltas before it.
+ * ends the run of deltas before it. Gemini's chunks carry the answer's running usage: a merged one
+ * carries the last's, which is what the guard bills from when the answer is cut.
  */
 
 /** Of a parsed event's data: the block it adds text to and the text, or null if it does anything else. */
 type TextOf = (data: Record<string, unknown>, first: boolean) => { block: string; text: string } | null;
-/** The event of `first` carrying `text` instead of its own. */
-type WithText = (first: Record<string, unknown>, text: string) => unknown;
+/** The event of `first` carrying `text` instead of its own (and what it must take of `last`, the run's latest). */
+type WithText = (first: Record<string, unknown>, text: string, last: Record<string, unknown>) => unknown;
 
 interface Dialect {
   textOf: TextOf;
@@ -53,11 +54,36 @@ const anthropicMessages: Dialect = {
   },
 };
 
+/** Gemini's `streamGenerateContent` chunks: one candidate's one text part, its running usage kept. */
+const geminiContent: Dialect = {
+  textOf(data) {
+    if (!onlyKeys(data, ['candidates', 'usageMetadata', 'modelVersion', 'responseId']) || !Array.isArray(data.candidates) || data.candidates.length !== 1)
+      return null;
+    const candidate = data.candidates[0] as unknown;
+    if (!isRecord(candidate) || !onlyKeys(candidate, ['content', 'index']) || !isRecord(candidate.content)) return null;
+    const content = candidate.content;
+    if (!onlyKeys(content, ['role', 'parts']) || !Array.isArray(content.parts) || content.parts.length !== 1) return null;
+    const part = content.parts[0] as unknown;
+    if (!isRecord(part) || typeof part.text !== 'string' || !onlyKeys(part, ['text'])) return null;
+    return { block: `${String(data.responseId)}/${String(candidate.index)}/${String(content.role)}`, text: part.text };
+  },
+  withText(first, text, last) {
+    const candidate = (first.candidates as Array<Record<string, unknown>>)[0];
+    const usageMetadata = last.usageMetadata ?? first.usageMetadata;
+    return {
+      ...first,
+      candidates: [{ ...candidate, content: { ...(candidate.content as Record<string, unknown>), parts: [{ text }] } }],
+      ...(usageMetadata !== undefined && { usageMetadata }),
+    };
+  },
+};
+
 /** The dialect of a request's streamed answer, by its path; null: passed on as it is. */
 export function dialectOf(url: string): Dialect | null {
   const pathname = URL.canParse(url) ? new URL(url).pathname : '';
   if (pathname.endsWith('/chat/completions')) return openaiChat;
   if (pathname.endsWith('/messages')) return anthropicMessages;
+  if (pathname.endsWith(':streamGenerateContent')) return geminiContent;
   return null;
 }
 
@@ -86,11 +112,12 @@ function parse(raw: string): Parsed {
 export function mergeEvents(events: string[], dialect: Dialect): string {
   let out = '';
   /** The run being merged: its first event (name and data) and its text so far. */
-  let run: { name?: string; first: Record<string, unknown>; block: string; text: string; count: number; raw: string } | null = null;
+  let run: { name?: string; first: Record<string, unknown>; last: Record<string, unknown>; block: string; text: string; count: number; raw: string } | null =
+    null;
   const flush = () => {
     if (!run) return;
     if (run.count === 1) out += `${run.raw}\n\n`;
-    else out += `${run.name !== undefined ? `event: ${run.name}\n` : ''}data: ${JSON.stringify(dialect.withText(run.first, run.text))}\n\n`;
+    else out += `${run.name !== undefined ? `event: ${run.name}\n` : ''}data: ${JSON.stringify(dialect.withText(run.first, run.text, run.last))}\n\n`;
     run = null;
   };
   for (const raw of events) {
@@ -106,6 +133,7 @@ export function mergeEvents(events: string[], dialect: Dialect): string {
     const text = isRecord(data) ? dialect.textOf(data, run === null) : null;
     if (text && run && run.block === text.block && run.name === event.name) {
       run.text += text.text;
+      run.last = data as Record<string, unknown>;
       run.count++;
       continue;
     }
@@ -114,7 +142,7 @@ export function mergeEvents(events: string[], dialect: Dialect): string {
       // It may start a run only if it would merge with what follows: a first that carries a role does.
       const first = dialect.textOf(data, true);
       if (first) {
-        run = { name: event.name, first: data, block: first.block, text: first.text, count: 1, raw };
+        run = { name: event.name, first: data, last: data, block: first.block, text: first.text, count: 1, raw };
         continue;
       }
     }
