@@ -130,9 +130,9 @@ function watchStatus(inner: typeof fetch, onError?: (status: number) => void): t
 }
 
 /**
- * A fetch whose streamed answers (OpenAI's chat completions, Anthropic's messages) have the text
- * deltas that arrive in one read merged (sse-merge.ts): under load, the SDK's stream path runs once
- * for them rather than once each.
+ * A fetch whose streamed answers (OpenAI's chat completions, Anthropic's messages, Gemini's
+ * content) have the text deltas that arrive in one read merged (sse-merge.ts): under load, the
+ * SDK's stream path runs once for them rather than once each.
  */
 function mergingDeltas(inner: typeof fetch): typeof fetch {
   return async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {

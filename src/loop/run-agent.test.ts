@@ -26,39 +26,25 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const failing = defineTool({
-  name: 'explode',
-  description: 'always fails',
-  inputSchema: z.object({}),
-  readOnly: true,
-  execute: async () => {
-    throw new Error('the tool broke');
-  },
+/** A read-only tool of no arguments that does `execute`. */
+const testTool = (name: string, description: string, execute: () => Promise<string>) =>
+  defineTool({ name, description, inputSchema: z.object({}), readOnly: true, execute });
+
+const failing = testTool('explode', 'always fails', async () => {
+  throw new Error('the tool broke');
 });
 
 /** A tool that ignores the abort signal and answers late. */
-const stubborn = defineTool({
-  name: 'stubborn',
-  description: 'answers after 400 ms whatever happens',
-  inputSchema: z.object({}),
-  readOnly: true,
-  execute: async () => {
-    await new Promise((r) => setTimeout(r, 400));
-    return 'late';
-  },
+const stubborn = testTool('stubborn', 'answers after 400 ms whatever happens', async () => {
+  await new Promise((r) => setTimeout(r, 400));
+  return 'late';
 });
 
 /** A tool that counts its runs. */
 let countedRuns = 0;
-const counted = defineTool({
-  name: 'counted',
-  description: 'counts its runs',
-  inputSchema: z.object({}),
-  readOnly: true,
-  execute: async () => {
-    countedRuns++;
-    return 'ran';
-  },
+const counted = testTool('counted', 'counts its runs', async () => {
+  countedRuns++;
+  return 'ran';
 });
 
 let runs = 0;
