@@ -36,8 +36,11 @@ describe('queue: concurrency cap, fairness, bound', () => {
   });
 
   it("serves users fairly: a burst does not starve another user's single task", async () => {
-    // Long enough that no burst task ends before the single one is submitted, however slow the machine.
-    model.script('FAIR', completeAfter(400));
+    // No model answer before the single task is stored: a slow submit (PostgreSQL under load) cannot
+    // let a burst task end, and another start, before the single one is queued.
+    let stored!: () => void;
+    const singleStored = new Promise<void>((r) => (stored = r));
+    model.script('FAIR', () => ({ waitFor: singleStored, delayMs: 100, toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] }));
     const burst = [];
     for (let i = 0; i < 6; i++) {
       burst.push(
@@ -49,6 +52,7 @@ describe('queue: concurrency cap, fairness, bound', () => {
     const single = (
       await svc.inject({ method: 'POST', url: '/tasks', payload: taskBody({ prompt: 'FAIR b', context: { parentTaskId: 'T-f', userId: 'u-single' } }) })
     ).json().id;
+    stored();
     const ends = await Promise.all([...burst, single].map((id) => taskEnd(svc, id)));
     const started = (id: string) => Date.parse(ends.find((t) => t.id === id)!.startedAt);
     // Two burst tasks took both slots at once; the single user's task started no later than any of
