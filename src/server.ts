@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { type Config, ConfigError, loadConfig, loadDotEnv } from './config/config.ts';
 import { closeDatabase, DatabaseInUseError, DatabaseNotWritableError, idleInTransactionFor, openDatabase, retryWindowFor, type Db } from './store/database.ts';
 import { storageFaultOf } from './store/storage-guard.ts';
+import { boundHeapGrowth } from './util/heap-growth.ts';
 
 /** Exit code when another process already runs on the database. */
 const EXIT_DATABASE_IN_USE = 3;
@@ -93,6 +94,7 @@ async function main() {
     throw err;
   }
   const logger = createLogger(config.logLevel);
+  const heapGrowingPercent = boundHeapGrowth(config.heapGrowingPercent);
   let db;
   let placeholder;
   try {
@@ -139,6 +141,7 @@ async function main() {
       api: config.openaiApi,
       defaultModel: config.defaultModel,
       keyConfigured: Boolean(config.openaiApiKey),
+      heapGrowingPercent,
     },
     'subagentd ready',
   );

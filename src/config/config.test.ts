@@ -36,6 +36,15 @@ describe('loadConfig', () => {
     expect(loadConfig({ MAX_CONCURRENT_TASKS: '5' }).maxConcurrentPerTenant).toBe(5);
     expect(loadConfig({ MAX_CONCURRENT_TASKS: '5', MAX_CONCURRENT_PER_TENANT: '2' }).maxConcurrentPerTenant).toBe(2);
   });
+
+  it("bounds the heap's growth at 30 % unless told 0 or another percent from 10 to 300", () => {
+    expect(loadConfig({}).heapGrowingPercent).toBe(30);
+    expect(loadConfig({ HEAP_GROWING_PERCENT: '0' }).heapGrowingPercent).toBe(0);
+    expect(loadConfig({ HEAP_GROWING_PERCENT: '150' }).heapGrowingPercent).toBe(150);
+    for (const bad of ['5', '301', '-1', '2.5', 'lots']) {
+      expect(() => loadConfig({ HEAP_GROWING_PERCENT: bad }), bad).toThrow(/HEAP_GROWING_PERCENT/);
+    }
+  });
 });
 
 describe('SANDBOX=container', () => {

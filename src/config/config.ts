@@ -160,6 +160,12 @@ export const configSchema = z.object({
   REQUEST_TIMEOUT_MS: intFrom(120_000, 100),
   HEADERS_TIMEOUT_MS: intFrom(20_000, 100),
   MAX_EVENT_LOOP_DELAY_MS: intFrom(1000, 0),
+  // How far V8's heap may grow past what a full collection found alive, in percent; 0: V8's own choice.
+  HEAP_GROWING_PERCENT: z.coerce
+    .number()
+    .int()
+    .refine((v) => v === 0 || (v >= 10 && v <= 300), 'must be 0 (V8 chooses) or a percent from 10 to 300')
+    .default(30),
   MODEL_STALL_TIMEOUT_MS: intFrom(120_000, 100),
   /**
    * Which proxies' X-Forwarded-For to believe for the client's address (rate limits, the
@@ -272,6 +278,7 @@ function toConfig(env: z.output<typeof configSchema>, raw: Record<string, string
     requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
     headersTimeoutMs: env.HEADERS_TIMEOUT_MS,
     maxEventLoopDelayMs: env.MAX_EVENT_LOOP_DELAY_MS,
+    heapGrowingPercent: env.HEAP_GROWING_PERCENT,
     modelStallTimeoutMs: env.MODEL_STALL_TIMEOUT_MS,
     logLevel: env.LOG_LEVEL,
   };
