@@ -94,7 +94,7 @@ async function main() {
     throw err;
   }
   const logger = createLogger(config.logLevel);
-  const heapGrowingPercent = boundHeapGrowth(config.heapGrowingPercent);
+  const heapGrowth = boundHeapGrowth(config.heapGrowingPercent);
   let db;
   let placeholder;
   try {
@@ -141,7 +141,7 @@ async function main() {
       api: config.openaiApi,
       defaultModel: config.defaultModel,
       keyConfigured: Boolean(config.openaiApiKey),
-      heapGrowingPercent,
+      heapGrowth,
     },
     'subagentd ready',
   );

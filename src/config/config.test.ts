@@ -41,6 +41,9 @@ describe('loadConfig', () => {
     expect(loadConfig({}).heapGrowingPercent).toBe(30);
     expect(loadConfig({ HEAP_GROWING_PERCENT: '0' }).heapGrowingPercent).toBe(0);
     expect(loadConfig({ HEAP_GROWING_PERCENT: '150' }).heapGrowingPercent).toBe(150);
+    // Set to spaces only, it is unset (it read as 0, which turned the bound off).
+    expect(loadConfig({ HEAP_GROWING_PERCENT: ' ' }).heapGrowingPercent).toBe(30);
+    expect(loadConfig({ MAX_EVENT_LOOP_DELAY_MS: '\t' }).maxEventLoopDelayMs).toBe(1000);
     for (const bad of ['5', '301', '-1', '2.5', 'lots']) {
       expect(() => loadConfig({ HEAP_GROWING_PERCENT: bad }), bad).toThrow(/HEAP_GROWING_PERCENT/);
     }

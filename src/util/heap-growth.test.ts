@@ -3,14 +3,17 @@ import { describe, expect, it } from 'vitest';
 import { boundHeapGrowth } from './heap-growth.ts';
 
 describe('boundHeapGrowth', () => {
-  it('sets the bound, and leaves the flag alone when told 0 or when the process was started with one', () => {
+  it("sets the bound, and leaves V8's own when told 0 or the operator's when node was started with one", () => {
     const set: string[] = [];
     const record = (flags: string) => void set.push(flags);
-    expect(boundHeapGrowth(30, [], record)).toBe(30);
-    expect(boundHeapGrowth(0, [], record)).toBeNull();
-    expect(boundHeapGrowth(30, ['--heap-growing-percent=80'], record)).toBeNull();
-    expect(boundHeapGrowth(30, ['--heap-growing-percent', '80'], record)).toBeNull();
-    expect(set).toEqual(['--heap-growing-percent=30']);
+    expect(boundHeapGrowth(30, [], record)).toEqual({ percent: 30, by: 'HEAP_GROWING_PERCENT' });
+    expect(boundHeapGrowth(0, [], record)).toEqual({ percent: null, by: 'V8' });
+    // V8 takes either spelling of the flag's name; the last one given is the one it holds.
+    expect(boundHeapGrowth(30, ['--heap-growing-percent=80'], record)).toEqual({ percent: 80, by: 'node flag' });
+    expect(boundHeapGrowth(30, ['--heap_growing_percent=80'], record)).toEqual({ percent: 80, by: 'node flag' });
+    expect(boundHeapGrowth(0, ['--heap-growing_percent=50', '--heap_growing-percent=0'], record)).toEqual({ percent: 0, by: 'node flag' });
+    expect(boundHeapGrowth(30, ['--heap-growing-percentage=80', '--max-old-space-size=512'], record)).toEqual({ percent: 30, by: 'HEAP_GROWING_PERCENT' });
+    expect(set).toEqual(['--heap-growing-percent=30', '--heap-growing-percent=30']);
   });
 
   it('keeps a process that makes garbage around a live set near that set, where V8 alone lets it grow', () => {
