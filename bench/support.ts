@@ -53,7 +53,7 @@ export async function startBenchService(env: Record<string, string>, opts: { dir
     process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean),
     // What production runs: the build main() made, on bare Node (BENCH_SERVICE_ENTRY: another
     // build's dist/server.js, to compare two builds).
-    { built: process.env.BENCH_SERVICE_ENTRY ?? true },
+    { built: process.env.BENCH_SERVICE_ENTRY || true },
   );
   return {
     model,
