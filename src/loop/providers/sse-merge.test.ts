@@ -148,6 +148,30 @@ describe('merged text deltas', () => {
       `${chat({ content: 'ab' })}\n\ndata: {"cut`,
     );
   });
+
+  it("a body's failure after what it sent is the merged stream's, and a cancel reaches the body", async () => {
+    const cut = new TypeError('terminated');
+    let sent = 0;
+    const failing = new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (sent++ === 0) return c.enqueue(new TextEncoder().encode(`${chat({ content: 'before' })}\n\n`));
+        c.error(cut);
+      },
+    });
+    const reader = mergingBody(failing, openai).getReader();
+    expect(eventsOf(textOf([(await reader.read()).value!])).map((e) => e.choices[0].delta.content)).toEqual(['before']);
+    await expect(reader.read()).rejects.toBe(cut);
+
+    let cancelled: unknown = null;
+    const endless = new ReadableStream<Uint8Array>({
+      pull: (c) => c.enqueue(new TextEncoder().encode(`${chat({ content: 'more' })}\n\n`)),
+      cancel: (reason) => void (cancelled = reason),
+    });
+    const merged = mergingBody(endless, openai).getReader();
+    await merged.read();
+    await merged.cancel('the step was aborted');
+    expect(cancelled).toBe('the step was aborted');
+  });
 });
 
 /** The real provider packages read the merged stream: the same text and usage, fewer parts. */

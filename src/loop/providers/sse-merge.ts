@@ -158,40 +158,54 @@ const CR = 0x0d;
 /**
  * The body of a streamed answer with the deltas of each read merged (mergeEvents). A read that
  * completes exactly one event is passed on as its bytes; a stream framed with CRs is passed on as
- * it is from its first CR on.
+ * it is from its first CR on. One stream reading the body as its reader asks (no transform's pair
+ * of streams and pipe between them: a hop fewer per read, two streams fewer per answer); the
+ * body's error is its error, and a cancel of it cancels the body.
  */
 export function mergingBody(body: ReadableStream<Uint8Array>, dialect: Dialect): ReadableStream<Uint8Array> {
   const decoder = new TextDecoder();
   const encoder = new TextEncoder();
+  const source = body.getReader();
   /** The bytes of an event not yet complete (whole characters or not). */
   let pending: Buffer = Buffer.alloc(0);
   let asItCame = false;
-  return body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        if (asItCame) return controller.enqueue(chunk);
-        const read = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-        const bytes = pending.length === 0 ? read : Buffer.concat([pending, read]);
-        if (read.includes(CR)) {
-          asItCame = true;
-          pending = Buffer.alloc(0);
-          return controller.enqueue(bytes);
+  /** What of a read goes on now: null while it completes no event. */
+  const merged = (chunk: Uint8Array): Uint8Array | null => {
+    if (asItCame) return chunk;
+    const read = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    const bytes = pending.length === 0 ? read : Buffer.concat([pending, read]);
+    if (read.includes(CR)) {
+      asItCame = true;
+      pending = Buffer.alloc(0);
+      return bytes;
+    }
+    const last = bytes.lastIndexOf(BLANK_LINE);
+    if (last < 0) {
+      pending = Buffer.from(bytes);
+      return null;
+    }
+    const complete = bytes.subarray(0, last + 2);
+    pending = Buffer.from(bytes.subarray(last + 2));
+    if (complete.indexOf(BLANK_LINE) === last) return complete;
+    // Complete events only: every character in them is whole.
+    const events = decoder.decode(complete.subarray(0, last)).split('\n\n');
+    return encoder.encode(mergeEvents(events, dialect));
+  };
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        for (;;) {
+          const { done, value } = await source.read();
+          if (done) {
+            if (pending.length > 0) controller.enqueue(pending);
+            return controller.close();
+          }
+          const out = merged(value);
+          if (out) return controller.enqueue(out);
         }
-        const last = bytes.lastIndexOf(BLANK_LINE);
-        if (last < 0) {
-          pending = Buffer.from(bytes);
-          return;
-        }
-        const complete = bytes.subarray(0, last + 2);
-        pending = Buffer.from(bytes.subarray(last + 2));
-        if (complete.indexOf(BLANK_LINE) === last) return controller.enqueue(complete);
-        // Complete events only: every character in them is whole.
-        const events = decoder.decode(complete.subarray(0, last)).split('\n\n');
-        controller.enqueue(encoder.encode(mergeEvents(events, dialect)));
       },
-      flush(controller) {
-        if (pending.length > 0) controller.enqueue(pending);
-      },
-    }),
+      cancel: (reason) => source.cancel(reason),
+    },
+    { highWaterMark: 0 },
   );
 }
