@@ -129,6 +129,8 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => {
   await svc?.close();
+  delete process.env.CTR_ACP_PASSED;
+  delete process.env.CTR_ACP_HIDDEN;
   if (origin) await new Promise<void>((r) => origin.close(() => r()));
   if (dir) rmSync(dir, { recursive: true, force: true });
 });

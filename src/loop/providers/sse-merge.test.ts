@@ -3,7 +3,7 @@ import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
 import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { describe, expect, it } from 'vitest';
-import { dialectOf, mergeEvents, mergingBody } from './sse-merge.ts';
+import { dialectOf, MAX_PENDING_BYTES, mergeEvents, mergingBody } from './sse-merge.ts';
 
 const openai = dialectOf('http://127.0.0.1:1/v1/chat/completions')!;
 const anthropic = dialectOf('http://127.0.0.1:1/v1/messages')!;
@@ -147,6 +147,15 @@ describe('merged text deltas', () => {
     expect(textOf(await readAll(mergingBody(bodyOf([`${chat({ content: 'a' })}\n\n${chat({ content: 'b' })}\n\ndata: {"cut`]), openai)))).toBe(
       `${chat({ content: 'ab' })}\n\ndata: {"cut`,
     );
+  });
+
+  it('an event longer than the bound passes as it came, bytes in order, and later ones are no longer merged', async () => {
+    const long = `data: {"id":"c","choices":[{"index":0,"delta":{"content":"${'x'.repeat(MAX_PENDING_BYTES)}"}}]}`;
+    const parts = [long.slice(0, 600_000), long.slice(600_000), `\n\n${chat({ content: 'a' })}\n\n${chat({ content: 'b' })}\n\n`];
+    const reads = await readAll(mergingBody(bodyOf(parts), openai));
+    // Held until the bound, then everything as it came: nothing lost, nothing merged after it.
+    expect(reads.map((r) => r.byteLength)).toEqual([Buffer.byteLength(parts[0]) + Buffer.byteLength(parts[1]), Buffer.byteLength(parts[2])]);
+    expect(textOf(reads)).toBe(parts.join(''));
   });
 
   it("a body's failure after what it sent is the merged stream's, and a cancel reaches the body", async () => {

@@ -154,11 +154,16 @@ export function mergeEvents(events: string[], dialect: Dialect): string {
 
 const BLANK_LINE = Buffer.from('\n\n');
 const CR = 0x0d;
+/**
+ * Past this many bytes without an event's end the stream is passed on as it comes: an answer that
+ * never ends an event would otherwise be copied and searched whole at every read.
+ */
+export const MAX_PENDING_BYTES = 1024 * 1024;
 
 /**
  * The body of a streamed answer with the deltas of each read merged (mergeEvents). A read that
  * completes exactly one event is passed on as its bytes; a stream framed with CRs is passed on as
- * it is from its first CR on. One stream reading the body as its reader asks (no transform's pair
+ * it is from its first CR on, and so is one with an event of over MAX_PENDING_BYTES. One stream reading the body as its reader asks (no transform's pair
  * of streams and pipe between them: a hop fewer per read, two streams fewer per answer); the
  * body's error is its error, and a cancel of it cancels the body.
  */
@@ -180,6 +185,11 @@ export function mergingBody(body: ReadableStream<Uint8Array>, dialect: Dialect):
       return bytes;
     }
     const last = bytes.lastIndexOf(BLANK_LINE);
+    if (last < 0 && bytes.length > MAX_PENDING_BYTES) {
+      asItCame = true;
+      pending = Buffer.alloc(0);
+      return bytes;
+    }
     if (last < 0) {
       pending = Buffer.from(bytes);
       return null;
