@@ -16,3 +16,129 @@ export function turnTaker(sliceMs = SLICE_MS): () => Promise<void> | undefined {
     });
   };
 }
+
+/** One kind of work's way through the event loop's shared slice (sharedSlices). */
+export interface SliceLane {
+  /** Undefined: go on now; a promise: go on once it resolves, at the caller's turn. */
+  enter(): Promise<void> | undefined;
+}
+
+/** The event loop's slice shared by work that arrives together from outside (sharedSlices). */
+export interface LoopSlices {
+  /** The lane of one kind of work (from 0): lanes with waiters share each turn's slice evenly. */
+  lane(index: number): SliceLane;
+  /** How many callers wait for their turn, in every lane. */
+  readonly waiting: number;
+}
+
+/** Most waiters let go on at once; a turn lets go as many batches as its slice holds. */
+const MAX_BATCH = 256;
+
+/** One kind of work's waiters, first come first served, and what its batches took this turn. */
+interface Lane {
+  queue: Array<() => void>;
+  head: number;
+  /** What its batches have taken since it last had waiters while others had (ms): the least goes next. */
+  spent: number;
+  /** What one of its waiters' work has taken, on average (ms). */
+  perWaiter: number;
+  view: SliceLane;
+}
+
+/**
+ * One slice of the event loop shared by many callers whose work arrives together from outside
+ * (a fan-out's submits, every model answer's start and reads: hundreds can be ready in one poll
+ * phase). `enter()` answers undefined while the work of this turn has taken at most `sliceMs` and
+ * nobody waits; past it, a promise that resolves at the caller's turn. Each later turn lets
+ * waiters go on in batches until their work has taken `sliceMs`, then gives the loop a turn
+ * (timers, sockets, the write queue) before the next. A batch's work is timed whole: from letting
+ * it go to the moment the microtasks it set off are done (a tick queued from a microtask runs only
+ * then), so a batch is sized by what its waiters cost, not guessed. Each batch is taken from the
+ * lane whose batches have taken least while they waited together, so one kind of work (a burst of
+ * submits) cannot hold back another (the answers of running tasks), and within a lane first come
+ * is first served.
+ * Nothing is dropped or reordered: a waiter only goes on later. `sliceMs` 0: everyone goes on at once.
+ */
+export function sharedSlices(sliceMs = SLICE_MS, lanes = 1): LoopSlices {
+  if (sliceMs <= 0) {
+    const free: SliceLane = { enter: () => undefined };
+    return { lane: () => free, waiting: 0 };
+  }
+  /** When this turn's work began; open while an immediate that ends the turn is pending. */
+  let sliceStart = 0;
+  let open = false;
+  const all: Lane[] = Array.from({ length: lanes }, (_, index) => ({ queue: [], head: 0, spent: 0, perWaiter: 0.5, view: { enter: () => enter(index) } }));
+  let waiting = 0;
+  /** Waiters are being let go: a turn is scheduled, or a batch runs. */
+  let draining = false;
+  const endTurn = () => {
+    open = false;
+  };
+  const openTurn = () => {
+    sliceStart = performance.now();
+    if (!open) {
+      open = true;
+      setImmediate(endTurn);
+    }
+  };
+  const letGo = () => {
+    let lane = all[0];
+    for (const l of all) if (l.head < l.queue.length && (lane.head === lane.queue.length || l.spent < lane.spent)) lane = l;
+    const start = performance.now();
+    const room = sliceMs - (start - sliceStart);
+    const end = Math.min(lane.queue.length, lane.head + Math.max(1, Math.min(MAX_BATCH, Math.floor(room / lane.perWaiter))));
+    const go = lane.queue.slice(lane.head, end);
+    lane.head = end;
+    waiting -= go.length;
+    if (lane.head === lane.queue.length) {
+      lane.queue.length = 0;
+      lane.head = 0;
+    } else if (lane.head > 1024 && lane.head * 2 > lane.queue.length) {
+      lane.queue.splice(0, lane.head);
+      lane.head = 0;
+    }
+    for (const resolve of go) resolve();
+    queueMicrotask(() => process.nextTick(() => done(lane, start, go.length)));
+  };
+  const done = (lane: Lane, start: number, count: number) => {
+    const now = performance.now();
+    lane.spent += now - start;
+    lane.perWaiter = Math.max(0.005, 0.7 * lane.perWaiter + (0.3 * (now - start)) / count);
+    if (waiting === 0) draining = false;
+    else if (now - sliceStart < sliceMs) letGo();
+    else setImmediate(turn);
+  };
+  const turn = () => {
+    openTurn();
+    letGo();
+  };
+  function enter(lane: number): Promise<void> | undefined {
+    if (waiting === 0) {
+      if (!open) {
+        openTurn();
+        return undefined;
+      }
+      if (performance.now() - sliceStart <= sliceMs) return undefined;
+    }
+    const own = all[lane];
+    if (own.head === own.queue.length) {
+      // A lane that starts waiting joins the others where they are: idle time earns no credit.
+      const busy = all.filter((other) => other !== own && other.head < other.queue.length);
+      if (busy.length > 0) own.spent = Math.max(own.spent, Math.min(...busy.map((other) => other.spent)));
+    }
+    return new Promise<void>((resolve) => {
+      own.queue.push(resolve);
+      waiting++;
+      if (!draining) {
+        draining = true;
+        setImmediate(turn);
+      }
+    });
+  }
+  return {
+    lane: (index) => all[index].view,
+    get waiting() {
+      return waiting;
+    },
+  };
+}

@@ -1,0 +1,116 @@
+import { describe, expect, it } from 'vitest';
+import { sharedSlices } from './turns.ts';
+
+/** Holds the thread for `ms`, as parsing an answer does. */
+const busy = (ms: number) => {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+};
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe('sharedSlices', () => {
+  it('lets work go on at once while the turn has time, then gives the loop turns, first come first served', async () => {
+    const lane = sharedSlices(5).lane(0);
+    // Within the slice nobody waits.
+    expect(lane.enter()).toBeUndefined();
+    expect(lane.enter()).toBeUndefined();
+    await nextTurn();
+
+    // Sixty answers ready at once, 1 ms of parsing each: a timer set before them runs before the
+    // last of them, and they run in the order they came.
+    const slices = sharedSlices(5);
+    const answers = slices.lane(0);
+    const ran: number[] = [];
+    let timerAfter = -1;
+    setTimeout(() => void (timerAfter = ran.length), 0);
+    await Promise.all(
+      Array.from({ length: 60 }, async (_, i) => {
+        const turn = answers.enter();
+        if (turn) await turn;
+        busy(1);
+        ran.push(i);
+      }),
+    );
+    expect(ran).toEqual(Array.from({ length: 60 }, (_, i) => i));
+    expect(timerAfter).toBeGreaterThan(0);
+    expect(timerAfter).toBeLessThan(60);
+    expect(slices.waiting).toBe(0);
+
+    // Once they are done a later turn starts a slice of its own.
+    await nextTurn();
+    expect(answers.enter()).toBeUndefined();
+  });
+
+  it('times a batch up to the end of the promise reactions it sets off', async () => {
+    // Each waiter's work is 0.25 ms at once and 1 ms more over four awaits. Were only its first
+    // step timed, a turn of 5 ms would let about twenty go on; timed whole, about four.
+    const lane = sharedSlices(5).lane(0);
+    let turnNo = 0;
+    let stop = false;
+    const tick = () => {
+      turnNo++;
+      if (!stop) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const perTurn = new Map<number, number>();
+    await Promise.all(
+      Array.from({ length: 80 }, async () => {
+        const turn = lane.enter();
+        if (turn) await turn;
+        busy(0.25);
+        for (let step = 0; step < 4; step++) {
+          await Promise.resolve();
+          busy(0.25);
+        }
+        if (turn) perTurn.set(turnNo, (perTurn.get(turnNo) ?? 0) + 1);
+      }),
+    );
+    stop = true;
+    expect([...perTurn.values()].reduce((a, b) => a + b, 0)).toBeGreaterThan(40);
+    expect(Math.max(...perTurn.values())).toBeLessThanOrEqual(10);
+  });
+
+  it('shares each turn between lanes: a burst in one does not hold back the other', async () => {
+    const slices = sharedSlices(4, 2);
+    const [submits, answers] = [slices.lane(0), slices.lane(1)];
+    const order: string[] = [];
+    busy(5);
+    const work = (lane: typeof submits, name: string) => async () => {
+      const turn = lane.enter();
+      if (turn) await turn;
+      busy(0.5);
+      order.push(name);
+    };
+    // 200 submits arrive first, then 20 answers: the answers are not all after the submits.
+    await Promise.all([...Array.from({ length: 200 }, work(submits, 's')), ...Array.from({ length: 20 }, work(answers, 'a'))]);
+    expect(order.filter((n) => n === 'a')).toHaveLength(20);
+    expect(order.lastIndexOf('a')).toBeLessThan(100);
+    expect(slices.waiting).toBe(0);
+  });
+
+  it('with a slice of 0 lets everything go on at once', () => {
+    const off = sharedSlices(0, 2);
+    busy(2);
+    for (let i = 0; i < 100; i++) expect(off.lane(i % 2).enter()).toBeUndefined();
+    expect(off.waiting).toBe(0);
+  });
+
+  it('keeps each caller’s own order across turns and drops nobody', async () => {
+    const slices = sharedSlices(2);
+    const lane = slices.lane(0);
+    const seen = new Map<number, number[]>();
+    await Promise.all(
+      Array.from({ length: 20 }, async (_, stream) => {
+        for (let read = 0; read < 10; read++) {
+          const turn = lane.enter();
+          if (turn) await turn;
+          busy(0.3);
+          seen.set(stream, [...(seen.get(stream) ?? []), read]);
+        }
+      }),
+    );
+    expect(seen.size).toBe(20);
+    for (const reads of seen.values()) expect(reads).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(slices.waiting).toBe(0);
+  });
+});
