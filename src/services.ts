@@ -33,6 +33,7 @@ import type { Sandbox } from './sandbox/sandbox.ts';
 import { sandboxFor } from './sandbox/sandbox-for.ts';
 import { workspaceLayout, type WorkspacesDirOf } from './workspace/workspace.ts';
 import { createReadOns } from './loop/model-guard.ts';
+import { sharedSlices, type SliceLane } from './util/turns.ts';
 
 export interface ServiceDeps {
   config: Config;
@@ -69,6 +70,12 @@ export interface Services {
   access: AccessStore;
   /** Purges, erasures and the retention sweep. */
   lifecycle: LifecycleSystem;
+  /**
+   * The event loop's slice that requests and model answers arriving together take turns of
+   * (`LOOP_SLICE_MS`): a fan-out's thousand submits or answers do not hold the loop for hundreds
+   * of milliseconds, and neither kind holds back the other.
+   */
+  slices: { requests: SliceLane; answers: SliceLane; readonly waiting: number };
   /** Ends or re-queues what a previous process left unfinished; the process calls it once it listens. */
   /** True once `recover` has run: `/healthz` answers 503 `starting` before. */
   readonly recovered: boolean;
@@ -110,7 +117,7 @@ function loadRegistry(config: Config, logger: Logger): AgentRegistry {
 }
 
 /** The provider of the models the config names: OpenAI, Anthropic and Google connections, and PROVIDERS. */
-function configuredModelProvider(config: Config, metrics: Metrics): ModelProvider {
+function configuredModelProvider(config: Config, metrics: Metrics, slices: SliceLane): ModelProvider {
   return createModelProvider({
     connections: {
       openai: { type: 'openai', apiKey: config.openaiApiKey, baseURL: config.openaiBaseUrl, api: config.openaiApi },
@@ -121,6 +128,7 @@ function configuredModelProvider(config: Config, metrics: Metrics): ModelProvide
     defaultProvider: config.defaultProvider,
     stallTimeoutMs: config.modelStallTimeoutMs,
     onHttpError: (status) => metrics.providerHttpError(status),
+    slices,
   });
 }
 
@@ -216,7 +224,16 @@ export function createServices(deps: ServiceDeps): Services {
   const registry = deps.agents ?? loadRegistry(config, logger);
   const skills = loadSkillRegistry(config, registry, logger);
   const metrics = createMetrics({ defaultMetrics: true });
-  const modelProvider = deps.modelProvider ?? configuredModelProvider(config, metrics);
+  // Two lanes share each turn's slice: requests, and model answers (their starts and reads).
+  const loop = sharedSlices(config.loopSliceMs, 2);
+  const slices = {
+    requests: loop.lane(0),
+    answers: loop.lane(1),
+    get waiting() {
+      return loop.waiting;
+    },
+  };
+  const modelProvider = deps.modelProvider ?? configuredModelProvider(config, metrics, slices.answers);
   // A model id naming an unknown provider stops the start, naming it.
   checkModelIds(config, registry, modelProvider);
   const prices = loadPriceTable(config.pricesFile);
@@ -346,6 +363,7 @@ export function createServices(deps: ServiceDeps): Services {
     webhooks,
     access,
     lifecycle,
+    slices,
     get recovered() {
       return recoveredAll;
     },

@@ -160,6 +160,8 @@ export const configSchema = z.object({
   REQUEST_TIMEOUT_MS: intFrom(120_000, 100),
   HEADERS_TIMEOUT_MS: intFrom(20_000, 100),
   MAX_EVENT_LOOP_DELAY_MS: intFrom(1000, 0),
+  // How long requests and model answers that arrive together may hold the event loop before it takes a turn; 0: no bound.
+  LOOP_SLICE_MS: z.coerce.number().int().min(0).max(1000).default(10),
   // How far V8's heap may grow past what a full collection found alive, in percent; 0: V8's own choice.
   HEAP_GROWING_PERCENT: z.coerce
     .number()
@@ -278,6 +280,7 @@ function toConfig(env: z.output<typeof configSchema>, raw: Record<string, string
     requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
     headersTimeoutMs: env.HEADERS_TIMEOUT_MS,
     maxEventLoopDelayMs: env.MAX_EVENT_LOOP_DELAY_MS,
+    loopSliceMs: env.LOOP_SLICE_MS,
     heapGrowingPercent: env.HEAP_GROWING_PERCENT,
     modelStallTimeoutMs: env.MODEL_STALL_TIMEOUT_MS,
     logLevel: env.LOG_LEVEL,

@@ -82,6 +82,14 @@ export async function createHttpServer(services: Services): Promise<FastifyInsta
     },
   });
   metrics.watchStreams('websocket', () => server.websocketServer.clients.size);
+  // Requests that arrive together (a fan-out's thousand submits in one read of the sockets) are
+  // taken in turns of the event loop's shared slice: past it, the rest wait for the next turns, in
+  // the order they came, while timers, streams and model answers get theirs.
+  server.addHook('onRequest', (_request, _reply, done) => {
+    const turn = services.slices.requests.enter();
+    if (turn) void turn.then(() => done());
+    else done();
+  });
   // Node's close() waits for a connection that has not sent its first request yet (a client's
   // pre-opened or pooled connection) until the header timeout; there is nothing to finish on one.
   const fresh = new Set<import('node:net').Socket>();

@@ -7,6 +7,7 @@ import { openaiCompatibleKit } from './providers/openai-compatible.ts';
 import type { ChunkReader, Connection, ModelSettings, ProviderKit, ProviderType } from './providers/provider-types.ts';
 import { stallGuardedFetch } from './stall-guard.ts';
 import { dialectOf, mergingBody } from './providers/sse-merge.ts';
+import type { SliceLane } from '../util/turns.ts';
 
 export type { ChunkReader, Connection, Effort, ModelSettings, ProviderType } from './providers/provider-types.ts';
 export { EFFORTS } from './providers/provider-types.ts';
@@ -62,6 +63,8 @@ export interface ProviderSettings {
   stallTimeoutMs?: number;
   /** Told of every error status the provider answers (for metrics). */
   onHttpError?(status: number): void;
+  /** The lane of the event loop's slice the answers take turns of (util/turns.ts); none: they go on at once. */
+  slices?: SliceLane;
 }
 
 const PREFIXED = /^([a-z][a-z0-9-]*):(.+)$/s;
@@ -75,6 +78,7 @@ const PREFIXED = /^([a-z][a-z0-9-]*):(.+)$/s;
 export function createModelProvider(settings: ProviderSettings): ModelProvider {
   const fetchOf = mergingDeltas(
     watchStatus(settings.stallTimeoutMs ? stallGuardedFetch(settings.stallTimeoutMs) : fetch, (status) => settings.onHttpError?.(status)),
+    settings.slices,
   );
   const known = Object.keys(settings.connections);
   const fallback = settings.connections[settings.defaultProvider];
@@ -132,14 +136,19 @@ function watchStatus(inner: typeof fetch, onError?: (status: number) => void): t
 /**
  * A fetch whose streamed answers (OpenAI's chat completions, Anthropic's messages, Gemini's
  * content) have the text deltas that arrive in one read merged (sse-merge.ts): under load, the
- * SDK's stream path runs once for them rather than once each.
+ * SDK's stream path runs once for them rather than once each. With `slices`, every answer's start
+ * (the SDK builds its stream chain) and each of its reads (parsed through that chain) take their
+ * turn of the event loop's shared slice: hundreds of answers that arrive together do not hold the
+ * loop for hundreds of milliseconds.
  */
-function mergingDeltas(inner: typeof fetch): typeof fetch {
+function mergingDeltas(inner: typeof fetch, slices?: SliceLane): typeof fetch {
   return async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
     const res = await inner(input, init);
+    const turn = slices?.enter();
+    if (turn) await turn;
     const streamed = res.ok && res.body !== null && (res.headers.get('content-type') ?? '').startsWith('text/event-stream');
     const dialect = streamed ? dialectOf(input instanceof Request ? input.url : String(input)) : null;
-    if (!dialect) return res;
-    return new Response(mergingBody(res.body!, dialect), { status: res.status, statusText: res.statusText, headers: res.headers });
+    if (!streamed || (!dialect && !slices)) return res;
+    return new Response(mergingBody(res.body, dialect, slices), { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 }

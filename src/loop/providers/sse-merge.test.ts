@@ -181,6 +181,33 @@ describe('merged text deltas', () => {
     await merged.cancel('the step was aborted');
     expect(cancelled).toBe('the step was aborted');
   });
+
+  it('a read waits for its turn of the shared slice; a cancel while it waits ends the stream cleanly', async () => {
+    const turns: Array<() => void> = [];
+    const slices = { enter: () => new Promise<void>((resolve) => turns.push(resolve)) };
+    const reader = mergingBody(bodyOf([`${chat({ content: 'one' })}\n\n`, `${chat({ content: 'two' })}\n\n`]), openai, slices).getReader();
+    let first: { value?: Uint8Array } | null = null;
+    const reading = reader.read().then((r) => (first = r));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(first).toBeNull();
+    expect(turns).toHaveLength(1);
+    turns[0]();
+    await reading;
+    expect(eventsOf(textOf([first!.value!]))[0].choices[0].delta.content).toBe('one');
+
+    let cancelled: unknown = null;
+    const endless = new ReadableStream<Uint8Array>({
+      pull: (c) => c.enqueue(new TextEncoder().encode(`${chat({ content: 'more' })}\n\n`)),
+      cancel: (reason) => void (cancelled = reason),
+    });
+    const held = mergingBody(endless, null, slices).getReader();
+    const pending = held.read();
+    await new Promise((resolve) => setImmediate(resolve));
+    await held.cancel('aborted while waiting');
+    turns.at(-1)!();
+    expect(await pending).toEqual({ done: true, value: undefined });
+    expect(cancelled).toBe('aborted while waiting');
+  });
 });
 
 /** The real provider packages read the merged stream: the same text and usage, fewer parts. */

@@ -1,3 +1,5 @@
+import type { SliceLane } from '../../util/turns.ts';
+
 /**
  * A provider's streamed answer with the text deltas that arrive together merged: when one read of
  * the response holds several consecutive events that only add text to the same block, they become
@@ -163,20 +165,24 @@ export const MAX_PENDING_BYTES = 1024 * 1024;
 /**
  * The body of a streamed answer with the deltas of each read merged (mergeEvents). A read that
  * completes exactly one event is passed on as its bytes; a stream framed with CRs is passed on as
- * it is from its first CR on, and so is one with an event of over MAX_PENDING_BYTES. One stream reading the body as its reader asks (no transform's pair
+ * it is from its first CR on, and so is one with an event of over MAX_PENDING_BYTES, and one of no
+ * known dialect (null) whole. One stream reading the body as its reader asks (no transform's pair
  * of streams and pipe between them: a hop fewer per read, two streams fewer per answer); the
- * body's error is its error, and a cancel of it cancels the body.
+ * body's error is its error, and a cancel of it cancels the body. With `slices`, each read goes on
+ * in its turn of the event loop's slice shared by every answer: hundreds of answers whose bytes
+ * arrive together are parsed in slices, the loop taking turns between them.
  */
-export function mergingBody(body: ReadableStream<Uint8Array>, dialect: Dialect): ReadableStream<Uint8Array> {
+export function mergingBody(body: ReadableStream<Uint8Array>, dialect: Dialect | null, slices?: SliceLane): ReadableStream<Uint8Array> {
   const decoder = new TextDecoder();
   const encoder = new TextEncoder();
   const source = body.getReader();
   /** The bytes of an event not yet complete (whole characters or not). */
   let pending: Buffer = Buffer.alloc(0);
   let asItCame = false;
+  let cancelled = false;
   /** What of a read goes on now: null while it completes no event. */
   const merged = (chunk: Uint8Array): Uint8Array | null => {
-    if (asItCame) return chunk;
+    if (asItCame || dialect === null) return chunk;
     const read = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     const bytes = pending.length === 0 ? read : Buffer.concat([pending, read]);
     if (read.includes(CR)) {
@@ -211,10 +217,17 @@ export function mergingBody(body: ReadableStream<Uint8Array>, dialect: Dialect):
             return controller.close();
           }
           const out = merged(value);
-          if (out) return controller.enqueue(out);
+          if (!out) continue;
+          const turn = slices?.enter();
+          if (turn) await turn;
+          if (!cancelled) controller.enqueue(out);
+          return;
         }
       },
-      cancel: (reason) => source.cancel(reason),
+      cancel: (reason) => {
+        cancelled = true;
+        return source.cancel(reason);
+      },
     },
     { highWaterMark: 0 },
   );
