@@ -1,28 +1,33 @@
 import { describe, expect, it } from 'vitest';
 import { sharedSlices } from './turns.ts';
 
-/** Holds the thread for `ms`, as parsing an answer does. */
+/**
+ * The slices' clock: only the work below advances it, so what a batch takes is exact however busy
+ * the machine running the test is.
+ */
+let clock = 0;
+const now = () => clock;
+/** Work of `ms`, as parsing an answer is. */
 const busy = (ms: number) => {
-  const until = performance.now() + ms;
-  while (performance.now() < until);
+  clock += ms;
 };
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe('sharedSlices', () => {
   it('lets work go on at once while the turn has time, then gives the loop turns, first come first served', async () => {
-    const lane = sharedSlices(5).lane(0);
+    const lane = sharedSlices(5, 1, now).lane(0);
     // Within the slice nobody waits.
     expect(lane.enter()).toBeUndefined();
     expect(lane.enter()).toBeUndefined();
     await nextTurn();
 
-    // Sixty answers ready at once, 1 ms of parsing each: a timer set before them runs before the
-    // last of them, and they run in the order they came.
-    const slices = sharedSlices(5);
+    // Sixty answers ready at once, 1 ms of parsing each: the loop takes a turn (an immediate set
+    // before them runs) before the last of them, and they run in the order they came.
+    const slices = sharedSlices(5, 1, now);
     const answers = slices.lane(0);
     const ran: number[] = [];
     let timerAfter = -1;
-    setTimeout(() => void (timerAfter = ran.length), 0);
+    setImmediate(() => void (timerAfter = ran.length));
     await Promise.all(
       Array.from({ length: 60 }, async (_, i) => {
         const turn = answers.enter();
@@ -44,7 +49,7 @@ describe('sharedSlices', () => {
   it('times a batch up to the end of the promise reactions it sets off', async () => {
     // Each waiter's work is 0.25 ms at once and 1 ms more over four awaits. Were only its first
     // step timed, a turn of 5 ms would let about twenty go on; timed whole, about four.
-    const lane = sharedSlices(5).lane(0);
+    const lane = sharedSlices(5, 1, now).lane(0);
     let turnNo = 0;
     let stop = false;
     const tick = () => {
@@ -71,7 +76,7 @@ describe('sharedSlices', () => {
   });
 
   it('shares each turn between lanes: a burst in one does not hold back the other', async () => {
-    const slices = sharedSlices(4, 2);
+    const slices = sharedSlices(4, 2, now);
     const [submits, answers] = [slices.lane(0), slices.lane(1)];
     const order: string[] = [];
     busy(5);
@@ -88,15 +93,41 @@ describe('sharedSlices', () => {
     expect(slices.waiting).toBe(0);
   });
 
+  it('a lane that waits again joins the other where it is, whatever it took before', async () => {
+    const slices = sharedSlices(2, 2, now);
+    const [first, second] = [slices.lane(0), slices.lane(1)];
+    const order: string[] = [];
+    const work = (lane: typeof first, name: string) => async () => {
+      const turn = lane.enter();
+      if (turn) await turn;
+      busy(0.4);
+      order.push(name);
+    };
+    // The first lane takes a long burst alone, then the second one; the first comes back once the
+    // second is a fifth of the way through.
+    busy(3);
+    await Promise.all(Array.from({ length: 100 }, work(first, 'f')));
+    busy(3);
+    const long = Promise.all(Array.from({ length: 100 }, work(second, 's')));
+    while (order.filter((n) => n === 's').length < 20) await nextTurn();
+    const back = order.length;
+    busy(3);
+    await Promise.all([long, ...Array.from({ length: 10 }, work(first, 'F'))]);
+    const after = order.slice(back);
+    expect(after.filter((n) => n === 'F')).toHaveLength(10);
+    // It shares the turns with the second lane's rest instead of waiting for all of it.
+    expect(after.lastIndexOf('F')).toBeLessThan(after.lastIndexOf('s'));
+  });
+
   it('with a slice of 0 lets everything go on at once', () => {
-    const off = sharedSlices(0, 2);
+    const off = sharedSlices(0, 2, now);
     busy(2);
     for (let i = 0; i < 100; i++) expect(off.lane(i % 2).enter()).toBeUndefined();
     expect(off.waiting).toBe(0);
   });
 
   it('keeps each caller’s own order across turns and drops nobody', async () => {
-    const slices = sharedSlices(2);
+    const slices = sharedSlices(2, 1, now);
     const lane = slices.lane(0);
     const seen = new Map<number, number[]>();
     await Promise.all(

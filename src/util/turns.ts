@@ -34,11 +34,11 @@ export interface LoopSlices {
 /** Most waiters let go on at once; a turn lets go as many batches as its slice holds. */
 const MAX_BATCH = 256;
 
-/** One kind of work's waiters, first come first served, and what its batches took this turn. */
+/** One kind of work's waiters, first come first served, and what its batches have taken. */
 interface Lane {
   queue: Array<() => void>;
   head: number;
-  /** What its batches have taken since it last had waiters while others had (ms): the least goes next. */
+  /** What its batches have taken while it had waiters, from where it joined the others (ms): the least goes next. */
   spent: number;
   /** What one of its waiters' work has taken, on average (ms). */
   perWaiter: number;
@@ -57,9 +57,10 @@ interface Lane {
  * lane whose batches have taken least while they waited together, so one kind of work (a burst of
  * submits) cannot hold back another (the answers of running tasks), and within a lane first come
  * is first served.
- * Nothing is dropped or reordered: a waiter only goes on later. `sliceMs` 0: everyone goes on at once.
+ * Nothing is dropped or reordered: a waiter only goes on later. `sliceMs` 0: everyone goes on at
+ * once. `now` is the clock in milliseconds (tests give one that their work advances).
  */
-export function sharedSlices(sliceMs = SLICE_MS, lanes = 1): LoopSlices {
+export function sharedSlices(sliceMs = SLICE_MS, lanes = 1, now: () => number = () => performance.now()): LoopSlices {
   if (sliceMs <= 0) {
     const free: SliceLane = { enter: () => undefined };
     return { lane: () => free, waiting: 0 };
@@ -75,7 +76,7 @@ export function sharedSlices(sliceMs = SLICE_MS, lanes = 1): LoopSlices {
     open = false;
   };
   const openTurn = () => {
-    sliceStart = performance.now();
+    sliceStart = now();
     if (!open) {
       open = true;
       setImmediate(endTurn);
@@ -84,7 +85,7 @@ export function sharedSlices(sliceMs = SLICE_MS, lanes = 1): LoopSlices {
   const letGo = () => {
     let lane = all[0];
     for (const l of all) if (l.head < l.queue.length && (lane.head === lane.queue.length || l.spent < lane.spent)) lane = l;
-    const start = performance.now();
+    const start = now();
     const room = sliceMs - (start - sliceStart);
     const end = Math.min(lane.queue.length, lane.head + Math.max(1, Math.min(MAX_BATCH, Math.floor(room / lane.perWaiter))));
     const go = lane.queue.slice(lane.head, end);
@@ -101,11 +102,11 @@ export function sharedSlices(sliceMs = SLICE_MS, lanes = 1): LoopSlices {
     queueMicrotask(() => process.nextTick(() => done(lane, start, go.length)));
   };
   const done = (lane: Lane, start: number, count: number) => {
-    const now = performance.now();
-    lane.spent += now - start;
-    lane.perWaiter = Math.max(0.005, 0.7 * lane.perWaiter + (0.3 * (now - start)) / count);
+    const at = now();
+    lane.spent += at - start;
+    lane.perWaiter = Math.max(0.005, 0.7 * lane.perWaiter + (0.3 * (at - start)) / count);
     if (waiting === 0) draining = false;
-    else if (now - sliceStart < sliceMs) letGo();
+    else if (at - sliceStart < sliceMs) letGo();
     else setImmediate(turn);
   };
   const turn = () => {
@@ -118,13 +119,14 @@ export function sharedSlices(sliceMs = SLICE_MS, lanes = 1): LoopSlices {
         openTurn();
         return undefined;
       }
-      if (performance.now() - sliceStart <= sliceMs) return undefined;
+      if (now() - sliceStart <= sliceMs) return undefined;
     }
     const own = all[lane];
     if (own.head === own.queue.length) {
-      // A lane that starts waiting joins the others where they are: idle time earns no credit.
+      // A lane that starts waiting joins the others where they are: neither its idle time nor
+      // what it took before earns it a place ahead or behind.
       const busy = all.filter((other) => other !== own && other.head < other.queue.length);
-      if (busy.length > 0) own.spent = Math.max(own.spent, Math.min(...busy.map((other) => other.spent)));
+      own.spent = busy.length > 0 ? Math.min(...busy.map((other) => other.spent)) : 0;
     }
     return new Promise<void>((resolve) => {
       own.queue.push(resolve);
