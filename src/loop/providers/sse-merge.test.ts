@@ -121,6 +121,31 @@ describe('merged text deltas', () => {
     expect(out.split('\n\n').filter(Boolean)).toEqual([gem([{ text: 'ab' }], { promptTokenCount: 5, totalTokenCount: 7 }), thought, call, finish]);
   });
 
+  it('looks into an event only if it may add text: JSON with spaces still merges; a read with at most one such event passes as it came', async () => {
+    const spaced = (content: string) => `data: {"id": "c1", "choices": [{"index": 0, "delta": {"content": ${JSON.stringify(content)}}}]}`;
+    expect(eventsOf(mergeEvents([spaced('a'), spaced('b')], openai))).toEqual([{ id: 'c1', choices: [{ index: 0, delta: { content: 'ab' } }] }]);
+    // A tool call's chunk carries "content": null; the arguments may quote "content" escaped.
+    const call = chat({ content: null, tool_calls: [{ index: 0, function: { arguments: '{\\"content\\": \\"x\\"}' } }] });
+    const read = new TextEncoder().encode(`${chat({ content: 'only' })}\n\n${call}\n\n${chat({}, 'tool_calls')}\n\n`);
+    const reads = await readAll(mergingBody(bodyOf([read]), openai));
+    expect(reads).toHaveLength(1);
+    expect(Buffer.from(reads[0]).equals(Buffer.from(read))).toBe(true);
+    // Anthropic and Gemini: events of the other kinds are passed as they came, between merged runs.
+    const ping = claude('ping', {});
+    const td = (text: string) => claude('content_block_delta', { index: 0, delta: { type: 'text_delta', text } });
+    expect(
+      mergeEvents([td('a'), td('b'), ping, td('c')], anthropic)
+        .split('\n\n')
+        .filter(Boolean),
+    ).toEqual([td('ab'), ping, td('c')]);
+    const call2 = gem([{ functionCall: { name: 'f', args: {} } }], { totalTokenCount: 1 });
+    expect(
+      mergeEvents([call2, gem([{ text: 'x' }], {}), gem([{ text: 'y' }], {})], gemini)
+        .split('\n\n')
+        .filter(Boolean),
+    ).toEqual([call2, gem([{ text: 'xy' }], {})]);
+  });
+
   it('a body: a read of one event passes as its own bytes; a character split across reads arrives whole; a read of several is merged', async () => {
     const one = new TextEncoder().encode(`${chat({ content: 'solo' })}\n\n`);
     const euro = new TextEncoder().encode(`${chat({ content: '€ and 🙂' })}\n\n`);

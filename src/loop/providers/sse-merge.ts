@@ -19,6 +19,12 @@ type TextOf = (data: Record<string, unknown>, first: boolean) => { block: string
 type WithText = (first: Record<string, unknown>, text: string, last: Record<string, unknown>) => unknown;
 
 interface Dialect {
+  /**
+   * False when the event's text cannot be a text delta (a key textOf needs is missing): it is
+   * passed on without being parsed. A cheap test on the raw text, true for every event textOf
+   * takes; true for others too costs only their parse.
+   */
+  mayAddText: (raw: string) => boolean;
   textOf: TextOf;
   withText: WithText;
 }
@@ -28,6 +34,7 @@ const onlyKeys = (o: Record<string, unknown>, allowed: readonly string[]) => Obj
 
 /** OpenAI's Chat Completions chunks (and compatible servers'): `choices[0].delta.content`. */
 const openaiChat: Dialect = {
+  mayAddText: (raw) => /"content"\s*:\s*"/.test(raw),
   textOf(data, first) {
     if (data.usage != null || !Array.isArray(data.choices) || data.choices.length !== 1) return null;
     const choice = data.choices[0] as unknown;
@@ -45,6 +52,7 @@ const openaiChat: Dialect = {
 
 /** Anthropic's Messages events: `content_block_delta` of a `text_delta`. */
 const anthropicMessages: Dialect = {
+  mayAddText: (raw) => raw.includes('"text_delta"'),
   textOf(data) {
     if (data.type !== 'content_block_delta' || !isRecord(data.delta)) return null;
     const delta = data.delta;
@@ -58,6 +66,7 @@ const anthropicMessages: Dialect = {
 
 /** Gemini's `streamGenerateContent` chunks: one candidate's one text part, its running usage kept. */
 const geminiContent: Dialect = {
+  mayAddText: (raw) => raw.includes('"text"'),
   textOf(data) {
     if (!onlyKeys(data, ['candidates', 'usageMetadata', 'modelVersion', 'responseId']) || !Array.isArray(data.candidates) || data.candidates.length !== 1)
       return null;
@@ -123,6 +132,11 @@ export function mergeEvents(events: string[], dialect: Dialect): string {
     run = null;
   };
   for (const raw of events) {
+    if (!dialect.mayAddText(raw)) {
+      flush();
+      out += `${raw}\n\n`;
+      continue;
+    }
     const event = parse(raw);
     let data: unknown;
     if (event.data !== undefined && event.data.startsWith('{')) {
@@ -205,6 +219,8 @@ export function mergingBody(body: ReadableStream<Uint8Array>, dialect: Dialect |
     if (complete.indexOf(BLANK_LINE) === last) return complete;
     // Complete events only: every character in them is whole.
     const events = decoder.decode(complete.subarray(0, last)).split('\n\n');
+    // Fewer than two that may add text: nothing merges, the bytes go on as they came.
+    if (events.filter(dialect.mayAddText).length < 2) return complete;
     return encoder.encode(mergeEvents(events, dialect));
   };
   return new ReadableStream<Uint8Array>(
