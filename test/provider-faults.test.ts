@@ -1,3 +1,6 @@
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ScriptedTurn } from '../scripted-model/server';
 import { until } from './support/until';
@@ -40,6 +43,24 @@ describe('provider faults', () => {
     const out = await run('NO-RETRY-400');
     expect(out.error.code).toBe('provider_error');
     expect(requestsFor('NO-RETRY-400')).toHaveLength(1);
+  });
+
+  it('does not follow a redirect of the model endpoint: provider_error with its status, nothing sent to where it points', async () => {
+    const elsewhere = createServer((_req, res) => res.end('{}'));
+    let reached = 0;
+    elsewhere.on('request', () => reached++);
+    elsewhere.listen(0, '127.0.0.1');
+    await once(elsewhere, 'listening');
+    try {
+      const target = `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}/v1/chat/completions`;
+      svc.model.script('REDIRECTED', () => ({ status: 307, headers: { location: target }, errorMessage: 'moved' }));
+      const out = await run('REDIRECTED');
+      expect(out).toMatchObject({ status: 'error', error: { code: 'provider_error' }, steps: 0 });
+      expect(requestsFor('REDIRECTED')).toHaveLength(1);
+      expect(reached).toBe(0);
+    } finally {
+      elsewhere.close();
+    }
   });
 
   it('cuts a model that stalls mid-answer (provider_timeout) and keeps the finished steps billed', async () => {

@@ -1,6 +1,7 @@
 import { APICallError } from '@ai-sdk/provider';
-import { Agent, fetch as undiciFetch } from 'undici';
+import { Agent } from 'undici';
 import { ModelStallError } from './model-guard.ts';
+import { requestFetch } from './request-fetch.ts';
 
 const STALL_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'MODEL_STALL']);
 
@@ -51,14 +52,14 @@ export function worthFallingBack(err: unknown): boolean {
  * ends the call as a stall at once. Content-level silence is the model guard's job.
  */
 export function stallGuardedFetch(ms: number): typeof fetch {
-  const dispatcher = new Agent({ headersTimeout: ms, bodyTimeout: ms, keepAliveTimeout: 10_000 });
-  return (async (input: Parameters<typeof undiciFetch>[0], init?: Parameters<typeof undiciFetch>[1]) => {
+  const modelFetch = requestFetch(new Agent({ headersTimeout: ms, bodyTimeout: ms, keepAliveTimeout: 10_000 }));
+  return async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
     try {
-      return await undiciFetch(input, { ...init, dispatcher });
+      return await modelFetch(input, init);
     } catch (err) {
       // Not a TypeError and no network code in its chain: the SDK does not retry it.
       if (isStall(err)) throw new ModelStallError(ms, 'first byte');
       throw err;
     }
-  }) as unknown as typeof fetch;
+  };
 }
