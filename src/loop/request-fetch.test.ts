@@ -86,6 +86,25 @@ describe('the model fetch over undici request', () => {
     expect(read).toBe(64 * 1024 * 1024);
   });
 
+  it('a read takes everything that arrived while nobody read, in one chunk (as fetch did)', async () => {
+    const url = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      let n = 0;
+      const tick = setInterval(() => {
+        res.write(`data: ${n}\n\n`);
+        if (++n === 5) {
+          clearInterval(tick);
+          res.end();
+        }
+      }, 10);
+    });
+    const res = await modelFetch(`${url}/v1/chat/completions`, { method: 'POST', body: '{}' });
+    await new Promise((r) => setTimeout(r, 300));
+    const reads: string[] = [];
+    for await (const part of res.body!) reads.push(new TextDecoder().decode(part));
+    expect(reads).toEqual(['data: 0\n\ndata: 1\n\ndata: 2\n\ndata: 3\n\ndata: 4\n\n']);
+  });
+
   it('fails as fetch fails: before the answer "fetch failed", a cut body "terminated", both with the cause', async () => {
     const closed = await serve(() => undefined);
     server!.close();

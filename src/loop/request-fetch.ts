@@ -70,34 +70,39 @@ export function requestFetch(dispatcher: Dispatcher): typeof fetch {
 }
 
 /**
- * An answer's Node stream as a web stream read as its reader asks: the socket is paused while
- * nobody reads (no chunk piles up in memory), and a cancel destroys it.
+ * An answer's Node stream as a web stream read as its reader asks. Each read takes everything the
+ * stream holds by then, in one chunk, as undici's fetch did: under load the events of an answer
+ * that piled up while it waited for its turn go on together (and their text deltas merge). While
+ * nobody reads, the stream fills to its high-water mark and the socket is paused (no chunk piles
+ * up in memory); a cancel destroys it.
  */
 function webBody(body: Readable, signal: AbortSignal | undefined): ReadableStream<Uint8Array> {
-  let open = true;
+  let ended = false;
+  let failure: Error | null = null;
+  let wake: (() => void) | null = null;
+  const poke = () => wake?.();
+  body.on('readable', poke);
+  body.once('end', () => {
+    ended = true;
+    poke();
+  });
+  body.once('error', (err) => {
+    failure = err;
+    poke();
+  });
   return new ReadableStream<Uint8Array>(
     {
-      start(controller) {
-        body.on('data', (chunk: Buffer) => {
-          if (!open) return;
-          controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-          if ((controller.desiredSize ?? 0) <= 0) body.pause();
-        });
-        body.once('end', () => {
-          if (open) controller.close();
-          open = false;
-        });
-        body.once('error', (err) => {
-          if (open) controller.error(signal?.aborted ? signal.reason : new TypeError('terminated', { cause: err }));
-          open = false;
-        });
-        body.pause();
-      },
-      pull() {
-        body.resume();
+      async pull(controller) {
+        for (;;) {
+          if (failure) throw signal?.aborted ? signal.reason : new TypeError('terminated', { cause: failure });
+          const chunk = body.read() as Buffer | null;
+          if (chunk !== null) return controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+          if (ended) return controller.close();
+          await new Promise<void>((resolve) => (wake = resolve));
+          wake = null;
+        }
       },
       cancel() {
-        open = false;
         body.on('error', () => undefined).destroy();
       },
     },
