@@ -159,12 +159,17 @@ describe('the model fetch over undici request', () => {
     const url = await serve((req, res, body) => {
       if (req.url === '/moved') return res.writeHead(307, { location: 'http://127.0.0.1:9/elsewhere' }).end();
       if (req.url === '/none') return res.writeHead(204).end();
+      if (req.url === '/odd') return res.writeHead(600, { 'content-type': 'text/plain' }).end('odd');
       res.writeHead(200, { 'content-type': 'text/plain' }).end(`${req.method} ${String(req.headers['x-h'])} ${body}`);
     });
     const moved = await modelFetch(`${url}/moved`, { method: 'POST', body: '{}' });
     expect([moved.status, moved.headers.get('location')]).toEqual([307, 'http://127.0.0.1:9/elsewhere']);
     const none = await modelFetch(`${url}/none`, {});
     expect([none.status, none.body]).toEqual([204, null]);
+    // A status no Response can carry fails the call as fetch does, and the pool goes on.
+    await expect(modelFetch(`${url}/odd`, {})).rejects.toMatchObject({ name: 'TypeError', message: 'fetch failed', cause: { name: 'RangeError' } });
+    expect((await modelFetch(`${url}/none`, {})).status).toBe(204);
+    expect(await (await modelFetch('data:text/plain,other%20schemes', {})).text()).toBe('other schemes');
     const viaStream = await modelFetch(`${url}/s`, {
       method: 'PUT',
       headers: { 'x-h': 'h' },

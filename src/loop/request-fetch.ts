@@ -31,6 +31,7 @@ export function requestFetch(dispatcher: Dispatcher): typeof fetch {
     const { body, headers, signal } = init;
     if (
       url === null ||
+      (url.protocol !== 'http:' && url.protocol !== 'https:') ||
       url.username !== '' ||
       url.password !== '' ||
       (body != null && typeof body !== 'string' && !(body instanceof Uint8Array)) ||
@@ -53,20 +54,29 @@ export function requestFetch(dispatcher: Dispatcher): typeof fetch {
       signal?.throwIfAborted();
       throw new TypeError('fetch failed', { cause: err });
     }
-    const responseHeaders = new Headers();
-    for (const [name, value] of Object.entries(answer.headers)) {
-      if (Array.isArray(value)) for (const v of value) responseHeaders.append(name, v);
-      else if (value !== undefined) responseHeaders.append(name, value);
+    try {
+      return responseOf(answer, init.method === 'HEAD', signal ?? undefined);
+    } catch (err) {
+      // An answer no Response can carry (a status past 599): a failed fetch, its socket let go.
+      answer.body.on('error', () => undefined).destroy();
+      throw new TypeError('fetch failed', { cause: err });
     }
-    const status = answer.statusCode;
-    const noBody = NULL_BODY.has(status) || init.method === 'HEAD';
-    if (noBody) answer.body.resume();
-    return new Response(noBody ? null : webBody(answer.body, signal ?? undefined), {
-      status,
-      statusText: answer.statusText || STATUS_CODES[status] || '',
-      headers: responseHeaders,
-    });
   };
+}
+
+/** undici's answer as the Response the SDK reads. */
+function responseOf(answer: Dispatcher.ResponseData, head: boolean, signal: AbortSignal | undefined): Response {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(answer.headers)) {
+    if (Array.isArray(value)) for (const v of value) headers.append(name, v);
+    else if (value !== undefined) headers.append(name, value);
+  }
+  const status = answer.statusCode;
+  const statusText = answer.statusText || STATUS_CODES[status] || '';
+  if (!NULL_BODY.has(status) && !head) return new Response(webBody(answer.body, signal), { status, statusText, headers });
+  const response = new Response(null, { status, statusText, headers });
+  answer.body.resume();
+  return response;
 }
 
 /**
