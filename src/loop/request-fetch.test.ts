@@ -170,6 +170,12 @@ describe('the model fetch over undici request', () => {
     await expect(modelFetch(`${url}/odd`, {})).rejects.toMatchObject({ name: 'TypeError', message: 'fetch failed', cause: { name: 'RangeError' } });
     expect((await modelFetch(`${url}/none`, {})).status).toBe(204);
     expect(await (await modelFetch('data:text/plain,other%20schemes', {})).text()).toBe('other schemes');
+    // A key pasted with its newline: refused before anything is sent, and not as a network failure.
+    const refused = await modelFetch(`${url}/r`, { method: 'POST', headers: { authorization: 'Bearer k\r\n' }, body: '{}' }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(TypeError);
+    expect((refused as Error).message).not.toBe('fetch failed');
+    // Another spelling of a method is fetch's to normalise.
+    expect(await (await modelFetch(`${url}/m`, { method: 'post', headers: { 'x-h': 'l' }, body: 'b' })).text()).toBe('POST l b');
     const viaStream = await modelFetch(`${url}/s`, {
       method: 'PUT',
       headers: { 'x-h': 'h' },

@@ -1,4 +1,3 @@
-import { STATUS_CODES } from 'node:http';
 import type { Readable } from 'node:stream';
 import { type Dispatcher, fetch as undiciFetch } from 'undici';
 
@@ -15,10 +14,15 @@ const NULL_BODY = new Set([101, 103, 204, 205, 304]);
  * the event loop per model call, on every step. Anything else (Headers, a FormData or a stream
  * as body) goes to undici's fetch on the same dispatcher, as before.
  *
+ * Only POST and GET (as the SDK spells them) without a `host` header take this way, and a GET
+ * without a body; the rest goes to fetch, which normalises or refuses them. Only the SDK's headers
+ * are sent: none of the defaults fetch adds (`accept`, `accept-language`, `sec-fetch-mode`).
+ *
  * What the SDK sees is what it saw from fetch:
  * - a failure before the answer rejects with `TypeError('fetch failed')` with the cause (the SDK
- *   retries it as a network error), a failure of the body errors it with `TypeError('terminated')`
- *   with the cause, and an abort rejects or errors with the signal's reason;
+ *   retries it as a network error), a request undici will not send with a plain TypeError (not
+ *   retried), a failure of the body errors it with `TypeError('terminated')` with the cause, and
+ *   an abort rejects or errors with the signal's reason;
  * - the status, its text and the headers as sent.
  * Two differences, both deliberate: a redirect is not followed (the SDK reports its status: a
  * model endpoint has no reason to send the request, its key with it, elsewhere), and no
@@ -29,13 +33,16 @@ export function requestFetch(dispatcher: Dispatcher): typeof fetch {
   return async (input: Parameters<typeof fetch>[0], init: RequestInit = {}) => {
     const url = typeof input === 'string' ? URL.parse(input) : input instanceof URL ? input : null;
     const { body, headers, signal } = init;
+    const method = init.method ?? 'GET';
     if (
       url === null ||
+      (method !== 'POST' && method !== 'GET') ||
+      (method === 'GET' && body != null) ||
       (url.protocol !== 'http:' && url.protocol !== 'https:') ||
       url.username !== '' ||
       url.password !== '' ||
       (body != null && typeof body !== 'string' && !(body instanceof Uint8Array)) ||
-      (headers != null && Object.getPrototypeOf(headers) !== Object.prototype) ||
+      (headers != null && (Object.getPrototypeOf(headers) !== Object.prototype || 'host' in headers)) ||
       (init.redirect !== undefined && init.redirect !== 'follow')
     )
       return undiciFetch(input as never, { ...(init as object), dispatcher });
@@ -45,13 +52,16 @@ export function requestFetch(dispatcher: Dispatcher): typeof fetch {
       answer = await dispatcher.request({
         origin: url.origin,
         path: `${url.pathname}${url.search}`,
-        method: init.method ?? 'GET',
+        method,
         headers: headers as Record<string, string> | undefined,
         body: body ?? null,
         signal: signal ?? undefined,
       });
     } catch (err) {
       signal?.throwIfAborted();
+      // A request undici refuses to send (a header with a line break: a key pasted with its
+      // newline) is a plain TypeError, as fetch throws it: the SDK does not retry it.
+      if ((err as { code?: unknown }).code === 'UND_ERR_INVALID_ARG') throw new TypeError((err as Error).message, { cause: err });
       throw new TypeError('fetch failed', { cause: err });
     }
     try {
@@ -72,7 +82,7 @@ function responseOf(answer: Dispatcher.ResponseData, head: boolean, signal: Abor
     else if (value !== undefined) headers.append(name, value);
   }
   const status = answer.statusCode;
-  const statusText = answer.statusText || STATUS_CODES[status] || '';
+  const statusText = answer.statusText ?? '';
   if (!NULL_BODY.has(status) && !head) return new Response(webBody(answer.body, signal), { status, statusText, headers });
   const response = new Response(null, { status, statusText, headers });
   answer.body.resume();
