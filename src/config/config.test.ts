@@ -37,8 +37,8 @@ describe('loadConfig', () => {
     expect(loadConfig({ MAX_CONCURRENT_TASKS: '5', MAX_CONCURRENT_PER_TENANT: '2' }).maxConcurrentPerTenant).toBe(2);
   });
 
-  it('slices the event loop every 20 ms unless told 0 (off) or another bound up to 1000 ms', () => {
-    expect(loadConfig({}).loopSliceMs).toBe(20);
+  it('slices the event loop every 15 ms unless told 0 (off) or another bound up to 1000 ms', () => {
+    expect(loadConfig({}).loopSliceMs).toBe(15);
     expect(loadConfig({ LOOP_SLICE_MS: '0' }).loopSliceMs).toBe(0);
     expect(loadConfig({ LOOP_SLICE_MS: '25' }).loopSliceMs).toBe(25);
     for (const bad of ['-1', '1001', '2.5', 'often']) expect(() => loadConfig({ LOOP_SLICE_MS: bad }), bad).toThrow(/LOOP_SLICE_MS/);

@@ -161,7 +161,7 @@ export const configSchema = z.object({
   HEADERS_TIMEOUT_MS: intFrom(20_000, 100),
   MAX_EVENT_LOOP_DELAY_MS: intFrom(1000, 0),
   // How long requests and model answers that arrive together may hold the event loop before it takes a turn; 0: no bound.
-  LOOP_SLICE_MS: z.coerce.number().int().min(0).max(1000).default(20),
+  LOOP_SLICE_MS: z.coerce.number().int().min(0).max(1000).default(15),
   // How far V8's heap may grow past what a full collection found alive, in percent; 0: V8's own choice.
   HEAP_GROWING_PERCENT: z.coerce
     .number()
