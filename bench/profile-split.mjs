@@ -38,7 +38,10 @@ const CATEGORIES = [
   ],
   ['provider: web streams', (f, u) => /internal\/webstreams/.test(u)],
   ['provider: undici (HTTP client)', (f, u) => /undici/.test(u)],
-  ['provider: model guard, stall guard, model fetch, provider seam', (f, u) => /dist\/loop\/(model-guard|stall-guard|model-provider|provider-fetch|request-fetch|providers\/)/.test(u)],
+  [
+    'provider: model guard, stall guard, model fetch, provider seam',
+    (f, u) => /dist\/loop\/(model-guard|stall-guard|model-provider|provider-fetch|request-fetch|providers\/)/.test(u),
+  ],
   ['ai SDK (ai package)', (f, u) => /node_modules\/ai\//.test(u)],
   ['tools and workspace', (f, u) => /dist\/(tools|workspace|sandbox)\//.test(u)],
   [
