@@ -219,8 +219,11 @@ export function mergingBody(body: ReadableStream<Uint8Array>, dialect: Dialect |
     if (complete.indexOf(BLANK_LINE) === last) return complete;
     // Complete events only: every character in them is whole.
     const events = decoder.decode(complete.subarray(0, last)).split('\n\n');
-    // Fewer than two that may add text: nothing merges, the bytes go on as they came.
-    if (events.filter(dialect.mayAddText).length < 2) return complete;
+    // Fewer than two that may add text: nothing merges, the bytes go on as they came. (The
+    // count stops at two: under load a read holds many, and mergeEvents tests each again.)
+    let mayMerge = 0;
+    for (let i = 0; i < events.length && mayMerge < 2; i++) if (dialect.mayAddText(events[i])) mayMerge++;
+    if (mayMerge < 2) return complete;
     return encoder.encode(mergeEvents(events, dialect));
   };
   return new ReadableStream<Uint8Array>(
