@@ -159,6 +159,7 @@ describe('the model fetch over undici request', () => {
     const url = await serve((req, res, body) => {
       if (req.url === '/moved') return res.writeHead(307, { location: 'http://127.0.0.1:9/elsewhere' }).end();
       if (req.url === '/none') return res.writeHead(204).end();
+      if (req.url === '/h') return res.end(req.headers.host);
       if (req.url === '/odd') return res.writeHead(600, { 'content-type': 'text/plain' }).end('odd');
       res.writeHead(200, { 'content-type': 'text/plain' }).end(`${req.method} ${String(req.headers['x-h'])} ${body}`);
     });
@@ -174,6 +175,9 @@ describe('the model fetch over undici request', () => {
     const refused = await modelFetch(`${url}/r`, { method: 'POST', headers: { authorization: 'Bearer k\r\n' }, body: '{}' }).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(TypeError);
     expect((refused as Error).message).not.toBe('fetch failed');
+    // A caller's host header, in any spelling, is fetch's to replace with the URL's.
+    const hosted = await modelFetch(`${url}/h`, { method: 'POST', headers: { Host: 'elsewhere.example' }, body: 'b' });
+    expect(await hosted.text()).toBe(new URL(url).host);
     // Another spelling of a method is fetch's to normalise.
     expect(await (await modelFetch(`${url}/m`, { method: 'post', headers: { 'x-h': 'l' }, body: 'b' })).text()).toBe('POST l b');
     const viaStream = await modelFetch(`${url}/s`, {

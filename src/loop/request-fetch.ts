@@ -42,7 +42,7 @@ export function requestFetch(dispatcher: Dispatcher): typeof fetch {
       url.username !== '' ||
       url.password !== '' ||
       (body != null && typeof body !== 'string' && !(body instanceof Uint8Array)) ||
-      (headers != null && (Object.getPrototypeOf(headers) !== Object.prototype || 'host' in headers)) ||
+      (headers != null && (Object.getPrototypeOf(headers) !== Object.prototype || Object.keys(headers).some((name) => name.toLowerCase() === 'host'))) ||
       (init.redirect !== undefined && init.redirect !== 'follow')
     )
       return undiciFetch(input as never, { ...(init as object), dispatcher });
