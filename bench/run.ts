@@ -144,18 +144,18 @@ async function benchmarks(which: string) {
         `${n} streams live at once (every first chunk held until all ${n} readers are connected), 20 chunks 50 ms apart each; the service and the minimal relay (bench/relay.mjs) in turn, ${r.rounds} rounds each, in this one process; load: the machine's 1-minute load average at the round's start → end`,
       );
       console.log(
-        '| round | service p50 / p99 ms | relay p50 / p99 ms | p99 service ÷ relay | text.delta events | service peak RSS | service event-loop p99 | service CPU | relay CPU | load |',
+        '| round | service p50 / p99 ms | relay p50 / p99 ms | p99 service ÷ relay | text.delta events | service peak RSS | service event-loop p99 | service CPU | relay CPU | burst CPU ms, main / other threads: service; relay | load |',
       );
-      console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+      console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
       r.service.forEach((s, i) => {
         const l = r.relay[i];
         console.log(
-          `| ${i + 1} | ${f(s.p50)} / ${f(s.p99)} | ${f(l.p50)} / ${f(l.p99)} | ${f(s.p99 / l.p99, 2)}× | ${s.deltas} | ${f(s.peakRssMiB, 0)} MiB | ${f(s.loopP99Ms)} ms | ${f(s.cpuPct, 0)}% | ${f(l.cpuPct, 0)}% | ${f(s.load[0], 1)} → ${f(l.load[1], 1)} |`,
+          `| ${i + 1} | ${f(s.p50)} / ${f(s.p99)} | ${f(l.p50)} / ${f(l.p99)} | ${f(s.p99 / l.p99, 2)}× | ${s.deltas} | ${f(s.peakRssMiB, 0)} MiB | ${f(s.loopP99Ms)} ms | ${f(s.cpuPct, 0)}% | ${f(l.cpuPct, 0)}% | ${f(s.burstCpuMs.main, 0)} / ${f(s.burstCpuMs.others, 0)}; ${f(l.burstCpuMs.main, 0)} / ${f(l.burstCpuMs.others, 0)} | ${f(s.load[0], 1)} → ${f(l.load[1], 1)} |`,
         );
       });
       const m = r.median;
       console.log(
-        `| median | ${f(m.serviceP50)} / ${f(m.serviceP99)} | ${f(m.relayP50)} / ${f(m.relayP99)} | ${f(r.p99Ratio, 2)}× (p50: ${f(r.p50Ratio, 2)}×) | | ${f(m.servicePeakRssMiB, 0)} MiB | ${f(m.serviceLoopP99Ms)} ms | | | |`,
+        `| median | ${f(m.serviceP50)} / ${f(m.serviceP99)} | ${f(m.relayP50)} / ${f(m.relayP99)} | ${f(r.p99Ratio, 2)}× (p50: ${f(r.p50Ratio, 2)}×) | | ${f(m.servicePeakRssMiB, 0)} MiB | ${f(m.serviceLoopP99Ms)} ms | | | | |`,
       );
       console.log();
       const target = n >= 1000 ? 3 : 2;

@@ -4,7 +4,7 @@ import { loadavg } from 'node:os';
 import { createInterface } from 'node:readline';
 import WebSocket from 'ws';
 import { bareLoop } from './bare.ts';
-import { now, pct, startBenchService, cpuMsOf, warmUp, submit, memoryOf, loopP99Ms, sleep } from './support.ts';
+import { now, pct, startBenchService, cpuMsOf, threadCpuMsOf, warmUp, submit, memoryOf, loopP99Ms, sleep } from './support.ts';
 
 /**
  * Model chunk emitted → text.delta received on a WebSocket, with N tasks streaming at once; next to
@@ -127,6 +127,11 @@ export interface StreamRound {
   cpuPct: number;
   /** The side's CPU time over the round (user + system), ms. */
   cpuMs: number;
+  /**
+   * The side's CPU from the streams' go to the last socket's close (the burst and its backlog), ms:
+   * its main thread's, and its other threads' (the collector's helpers, most of it).
+   */
+  burstCpuMs: { main: number; others: number };
   /** The machine's 1-minute load average at the round's start and end. */
   load: [number, number];
 }
@@ -253,8 +258,10 @@ async function measureRound(
     while (reader.opened < reader.created) await sleep(10);
     // The service subscribes a socket's task as it opens; a moment for the last ones.
     await sleep(200);
+    const burst0 = threadCpuMsOf(pid);
     gate.release();
     const { latencies, deltas } = await reader.finish();
+    const burst = threadCpuMsOf(pid);
     if (serviceUrl) loopSamples.push(await loopP99Ms(serviceUrl));
     const wall = now() - t0;
     return {
@@ -267,6 +274,7 @@ async function measureRound(
       loopP99Ms: loopSamples.length > 0 ? Math.max(...loopSamples) : NaN,
       cpuPct: ((cpuMsOf(pid) - cpu0) / wall) * 100,
       cpuMs: cpuMsOf(pid) - cpu0,
+      burstCpuMs: { main: burst.main - burst0.main, others: burst.others - burst0.others },
       load: [load0, loadavg()[0]],
     };
   } finally {

@@ -83,6 +83,16 @@ export function cpuMsOf(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // clock ticks at USER_HZ=100
 }
 
+/**
+ * CPU time of a process's main thread, and of all its other threads together (V8's collector
+ * helpers, libuv's pool, workers; the process's total less the main thread's), so far, in ms.
+ */
+export function threadCpuMsOf(pid: number): { main: number; others: number } {
+  const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  const main = ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  return { main, others: cpuMsOf(pid) - main };
+}
+
 /** The service's event-loop delay p99 since the previous scrape (prom-client resets it on each). */
 export async function loopP99Ms(url: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
