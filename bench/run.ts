@@ -1,5 +1,5 @@
 /**
- * `npm run bench [goals|compare|stream|load|crash|usage|tracing|instances|worktree|egress|providers|hooks|background|replay|candidates|containers]`: the benchmarks of BENCHMARKS.md
+ * `npm run bench [goals|compare|stream|answer|load|crash|usage|tracing|instances|worktree|egress|providers|hooks|background|replay|candidates|containers]`: the benchmarks of BENCHMARKS.md
  * (`goals`: only those of issue 16, each next to the bare loop's figure from the same run). Everything
  * runs on this machine over loopback: the service and the bare loop as their own processes, the
  * scripted model server and the clients in this one.
@@ -7,6 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import { postgresAvailable, startTestPostgres } from '../test/support/postgres.ts';
 import { ROUNDS, benchCompare } from './compare.ts';
+import { benchAnswer } from './answer.ts';
 import { benchCrash } from './crash.ts';
 import { benchInstances } from './instances.ts';
 import { benchLoad } from './load.ts';
@@ -219,6 +220,18 @@ async function benchmarks(which: string) {
     console.log('| provider | service p50 ms | bare loop p50 ms | overhead per step ms |');
     console.log('|---|---:|---:|---:|');
     for (const [provider, x] of Object.entries(r)) console.log(`| ${provider} | ${f(x.service)} | ${f(x.bare)} | ${f(x.overheadPerStepMs)} |`);
+    console.log('');
+  }
+  if (which === 'all' || which === 'answer') {
+    const r = await benchAnswer();
+    console.log(
+      "One streamed answer (5 text chunks, read at once) on each provider's path, CPU per answer in this process, the scripted model server's share included in every column",
+    );
+    console.log(
+      "| provider | the SDK's provider model, as the service builds it | the service's fetch and merge only | a bare request, SSE split and JSON-parsed |",
+    );
+    console.log('|---|---:|---:|---:|');
+    for (const [provider, x] of Object.entries(r)) console.log(`| ${provider} | ${f(x.sdkUs, 0)} µs | ${f(x.fetchUs, 0)} µs | ${f(x.bareUs, 0)} µs |`);
     console.log('');
   }
   if (which === 'all' || which === 'tracing') {
