@@ -77,10 +77,17 @@ export function memoryOf(pid: number): { rss: number; peak: number } {
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
 }
 
+/** CPU time (user + system) in a `/proc` stat file (a process's, or one thread's), in ms. */
+function statCpuMs(path: string): number {
+  const stat = readFileSync(path, 'utf8');
+  // The fields after the command's name, which may itself hold ") ".
+  const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // clock ticks at USER_HZ=100
+}
+
 /** CPU time (user + system) a process has used so far, in ms. */
 export function cpuMsOf(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // clock ticks at USER_HZ=100
+  return statCpuMs(`/proc/${pid}/stat`);
 }
 
 /**
@@ -88,8 +95,7 @@ export function cpuMsOf(pid: number): number {
  * helpers, libuv's pool, workers; the process's total less the main thread's), so far, in ms.
  */
 export function threadCpuMsOf(pid: number): { main: number; others: number } {
-  const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  const main = ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  const main = statCpuMs(`/proc/${pid}/task/${pid}/stat`);
   return { main, others: cpuMsOf(pid) - main };
 }
 
