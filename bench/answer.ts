@@ -1,7 +1,8 @@
 /**
  * `npm run bench answer`: what one streamed model answer costs the service's provider path, per
- * provider, in CPU: the SDK's provider model as the service builds it (its fetch, the merge, the
- * SDK's request and stream chain) read to its end, against the same answer fetched with the
+ * provider, in CPU: the provider model as the service builds it (its fetch, the merge, the SDK's
+ * request, and the SDK's stream chain or, for OpenAI's chat, the service's own reader of the
+ * answer: providers/openai-chat-answer.ts) read to its end, against the same answer fetched with the
  * service's fetch and merged but not parsed, and against a bare request whose SSE is split and
  * JSON-parsed by hand. All three run in this process, one answer at a time, on the scripted model
  * server, whose own share is in every row alike: the differences are what each layer costs.
@@ -33,8 +34,8 @@ const PROVIDERS = {
 } as const;
 
 export interface AnswerCost {
-  /** CPU per answer, µs: the SDK's provider model through the service's fetch and merge. */
-  sdkUs: number;
+  /** CPU per answer, µs: the provider model as the service builds it, through its fetch and merge. */
+  modelUs: number;
   /** CPU per answer, µs: the service's fetch and merge, the body read as bytes. */
   fetchUs: number;
   /** CPU per answer, µs: a bare undici request, its SSE split and each event JSON-parsed. */
@@ -87,9 +88,9 @@ export async function benchAnswer(answers = 3000, chunks = 5): Promise<Record<st
         }
       };
       // Two passes of the three in turn, each after a warm-up: the second pass's figures are kept.
-      const costs = { sdkUs: 0, fetchUs: 0, bareUs: 0 };
+      const costs = { modelUs: 0, fetchUs: 0, bareUs: 0 };
       for (let pass = 0; pass < 2; pass++) {
-        costs.sdkUs = await cpuPerCall(sdk, answers);
+        costs.modelUs = await cpuPerCall(sdk, answers);
         costs.fetchUs = await cpuPerCall(fetched, answers);
         costs.bareUs = await cpuPerCall(bare, answers);
       }

@@ -2,6 +2,7 @@
 import { createOpenAI } from '@ai-sdk/openai';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
 import type { TokenUsage as Usage } from '../../shapes/usage.ts';
+import { openaiChatAnswers } from './openai-chat-answer.ts';
 import { commonSettings, int, withProviderOptions, type ChunkReader, type ProviderKit } from './provider-types.ts';
 
 /** A usage object as OpenAI and compatible servers send it (Chat Completions or Responses names), every field unchecked. */
@@ -70,7 +71,7 @@ export const openaiKit: ProviderKit = {
       name,
       fetch,
     });
-    return connection.api === 'responses' ? openai.responses(modelId) : openai.chat(modelId);
+    return connection.api === 'responses' ? openai.responses(modelId) : openaiChatAnswers(openai.chat(modelId));
   },
   reader: openaiChunkReader,
   shape(options, modelId, settings) {

@@ -1,0 +1,280 @@
+import { createOpenAI } from '@ai-sdk/openai';
+import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import { describe, expect, it } from 'vitest';
+import { openaiChatAnswers } from './openai-chat-answer.ts';
+
+/**
+ * Every answer here is read twice from the same bytes: by @ai-sdk/openai's own chat model, and by
+ * openaiChatAnswers over the same model. The parts (raw chunks included), the request sent and the
+ * errors thrown must be the same.
+ */
+
+const chunk = (choices: object[], extra: object = {}) =>
+  `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'gpt-m', choices, ...extra })}\n\n`;
+const delta = (d: object, finish: string | null = null, extra: object = {}) => chunk([{ index: 0, delta: d, finish_reason: finish, ...extra }]);
+const usage = (u: object) => chunk([], { usage: u });
+const DONE = 'data: [DONE]\n\n';
+const USAGE = { prompt_tokens: 120, completion_tokens: 30, total_tokens: 150, prompt_tokens_details: { cached_tokens: 100, audio_tokens: 0 } };
+
+type Answer = { status?: number; body: string | null; cuts?: number[]; failAfter?: Error; contentType?: string };
+
+/** A fetch that answers `answer` (its bytes cut at `cuts`, each piece a read of its own) and keeps the request's body. */
+function serve(answer: Answer, sent: string[]) {
+  return async (_url: unknown, init?: RequestInit) => {
+    sent.push(init?.body as string);
+    const bytes = answer.body === null ? null : new TextEncoder().encode(answer.body);
+    let next = 1;
+    const cuts = [0, ...(answer.cuts ?? []).filter((c) => bytes && c > 0 && c < bytes.length), bytes?.length ?? 0];
+    const body =
+      bytes === null
+        ? null
+        : new ReadableStream<Uint8Array>(
+            {
+              // A read at a time, as a socket gives them: a failure comes after every byte before it was read.
+              pull(c) {
+                if (next < cuts.length) c.enqueue(bytes.slice(cuts[next - 1], cuts[next++]));
+                else if (answer.failAfter) c.error(answer.failAfter);
+                else c.close();
+              },
+            },
+            { highWaterMark: 0 },
+          );
+    return new Response(body, { status: answer.status ?? 200, headers: { 'content-type': answer.contentType ?? 'text/event-stream' } });
+  };
+}
+
+const model = (answer: Answer, sent: string[]) => createOpenAI({ apiKey: 'k', baseURL: 'http://127.0.0.1:1/v1', fetch: serve(answer, sent) }).chat('gpt-m');
+
+const CALL: LanguageModelV3CallOptions = {
+  prompt: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+  tools: [{ type: 'function', name: 'read_file', description: 'reads', inputSchema: { type: 'object', properties: { path: { type: 'string' } } } }],
+  topK: 3,
+};
+
+/** Errors as data: their kind, message and what the loop and the retries read of them. */
+const plain = (v: unknown): unknown => {
+  if (v instanceof Error) {
+    const e = v as Error & { statusCode?: number; isRetryable?: boolean; responseBody?: string; data?: unknown };
+    return { error: e.name, message: e.message, statusCode: e.statusCode, isRetryable: e.isRetryable, responseBody: e.responseBody, data: e.data };
+  }
+  if (v instanceof Date) return v.toISOString();
+  if (Array.isArray(v)) return v.map(plain);
+  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, plain(x)]));
+  return v;
+};
+
+/** Generated ids (tool calls without one, sources) numbered in order of appearance, the same way on both sides. */
+function numberIds(parts: unknown[]): unknown[] {
+  const ids = new Map<string, string>();
+  const id = (s: string) => ids.get(s) ?? (ids.set(s, `id${ids.size + 1}`), ids.get(s)!);
+  return parts.map((p) => {
+    const part = { ...(p as Record<string, unknown>) };
+    if (typeof part.toolCallId === 'string') part.toolCallId = id(part.toolCallId);
+    if (part.type !== 'text-start' && part.type !== 'text-delta' && part.type !== 'text-end' && typeof part.id === 'string') part.id = id(part.id);
+    return part;
+  });
+}
+
+type Read = { request: string; parts: unknown[]; thrown?: unknown; ended?: unknown };
+
+async function read(m: LanguageModelV3, sent: string[], includeRawChunks: boolean): Promise<Read> {
+  const parts: LanguageModelV3StreamPart[] = [];
+  try {
+    const { stream } = await m.doStream({ ...CALL, includeRawChunks });
+    const reader = stream.getReader();
+    try {
+      for (;;) {
+        const r = await reader.read();
+        if (r.done) break;
+        parts.push(r.value);
+      }
+    } catch (err) {
+      return { request: sent[0], parts: numberIds(plain(parts) as unknown[]), ended: plain(err) };
+    }
+  } catch (err) {
+    return { request: sent[0], parts: [], thrown: plain(err) };
+  }
+  return { request: sent[0], parts: numberIds(plain(parts) as unknown[]) };
+}
+
+/** The answer read by the SDK and by openaiChatAnswers, raw chunks on and off; resolves with ours (raw on). */
+async function readBoth(answer: Answer): Promise<Read> {
+  let ours: Read | undefined;
+  for (const raw of [true, false]) {
+    const [sdkSent, ourSent] = [[], []] as string[][];
+    const sdk = await read(model(answer, sdkSent), sdkSent, raw);
+    const mine = await read(openaiChatAnswers(model(answer, ourSent)), ourSent, raw);
+    expect(mine).toEqual(sdk);
+    ours ??= mine;
+  }
+  return ours!;
+}
+
+const types = (r: Read) => r.parts.map((p) => (p as { type: string }).type);
+
+const TEXT = [
+  delta({ role: 'assistant', content: '' }),
+  ...['Hel', 'lo, ', 'wörld 🙂'].map((c) => delta({ content: c })),
+  delta({}, 'stop'),
+  usage({ ...USAGE, completion_tokens_details: { reasoning_tokens: 10, accepted_prediction_tokens: 2, rejected_prediction_tokens: 1 } }),
+  DONE,
+].join('');
+
+describe('openaiChatAnswers reads an answer as @ai-sdk/openai does', () => {
+  it('text: the same parts, usage (cache reads, reasoning, predictions) and finish, with the same request and warnings', async () => {
+    const r = await readBoth({ body: TEXT });
+    expect(types(r)).toEqual([
+      'stream-start',
+      'raw',
+      'response-metadata',
+      'text-start',
+      'text-delta',
+      'raw',
+      'text-delta',
+      'raw',
+      'text-delta',
+      'raw',
+      'text-delta',
+      'raw',
+      'raw',
+      'text-end',
+      'finish',
+    ]);
+    const finish = r.parts.at(-1) as { usage: { inputTokens: { cacheRead: number }; outputTokens: { reasoning: number } }; finishReason: { unified: string } };
+    expect([finish.finishReason.unified, finish.usage.inputTokens.cacheRead, finish.usage.outputTokens.reasoning]).toEqual(['stop', 100, 10]);
+    expect((r.parts[0] as { warnings: unknown[] }).warnings).not.toEqual([]);
+    expect(JSON.parse(r.request)).toMatchObject({ stream: true, stream_options: { include_usage: true }, tools: [{ function: { name: 'read_file' } }] });
+  });
+
+  it('the same bytes cut anywhere (inside an event, a line ending, a multi-byte character) read the same', async () => {
+    const bytes = new TextEncoder().encode(TEXT).length;
+    for (let at = 1; at < bytes; at += 7) await readBoth({ body: TEXT, cuts: [at, at + 3] });
+    // Every byte a read of its own.
+    await readBoth({ body: TEXT, cuts: Array.from({ length: bytes }, (_, i) => i) });
+  });
+
+  it('CRLF framing, comments, event names, fields it ignores and an event the body ends inside of', async () => {
+    const body = `: keep-alive\r\n\r\nevent: message\r\n${delta({ content: 'a' }).replace(/\n\n$/, '\r\n\r\n')}id: 7\nretry: 10\n${delta({ content: 'b' }, 'stop')}${usage(USAGE)}data: {"choices": [`;
+    const r = await readBoth({ body, cuts: [5, 40, 41, 100] });
+    expect(types(r)).toContain('finish');
+  });
+
+  it('parallel tool calls, their arguments over several chunks, one with no id and no type', async () => {
+    const body = [
+      delta({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'read_file', arguments: '' } }] }),
+      delta({ tool_calls: [{ index: 0, function: { arguments: '{"pa' } }] }),
+      delta({ tool_calls: [{ index: 1, function: { name: 'read_file', arguments: '{"path":' } }] }),
+      delta({ tool_calls: [{ index: 0, function: { arguments: 'th":"a"}' } }] }),
+      delta({ tool_calls: [{ index: 1, function: { arguments: '"b"}' } }] }),
+      delta({}, 'tool_calls'),
+      usage(USAGE),
+      DONE,
+    ].join('');
+    const r = await readBoth({ body, cuts: [90, 200] });
+    const calls = r.parts.filter((p) => (p as { type: string }).type === 'tool-call') as Array<{ input: string }>;
+    expect(calls.map((c) => c.input)).toEqual(['{"path":"a"}', '{"path":"b"}']);
+  });
+
+  it('a refusal, citations and log probabilities', async () => {
+    const lp = { content: [{ token: 'n', logprob: -0.1, top_logprobs: [{ token: 'n', logprob: -0.1 }] }], refusal: null };
+    const body = [
+      delta({ role: 'assistant', refusal: 'No.' }, null, { logprobs: lp }),
+      delta({ annotations: [{ type: 'url_citation', url_citation: { start_index: 0, end_index: 3, url: 'https://example.org/a', title: 'A' } }] }),
+      delta({}, 'stop'),
+      usage(USAGE),
+      DONE,
+    ].join('');
+    const r = await readBoth({ body });
+    expect((r.parts.at(-1) as { finishReason: { unified: string } }).finishReason.unified).toBe('content-filter');
+    expect(types(r)).toContain('source');
+  });
+
+  it('finish reasons it maps, and one it does not know', async () => {
+    for (const reason of ['length', 'content_filter', 'function_call', 'something_new'])
+      await readBoth({ body: [delta({ content: 'x' }), delta({}, reason), DONE].join('') });
+  });
+
+  it('an answer with no finish, no usage and no [DONE]; an empty body', async () => {
+    await readBoth({ body: delta({ content: 'cut' }) });
+    await readBoth({ body: '' });
+  });
+
+  it('a chunk that is not JSON, and one that does not fit the schema: error parts, the answer read on', async () => {
+    const r = await readBoth({
+      body: [delta({ content: 'a' }), 'data: {not json\n\n', 'data: {"choices": 5}\n\n', delta({ content: 'b' }, 'stop'), DONE].join(''),
+    });
+    expect(types(r).filter((t) => t === 'error')).toHaveLength(2);
+    // Before any output too: the call is not refused, the parts say so.
+    await readBoth({ body: ['data: {not json\n\n', delta({ content: 'b' }, 'stop'), DONE].join('') });
+  });
+
+  it('an error frame after output is an error part; before any output it is the call’s error, with its status and retry', async () => {
+    const frame = (error: object) => `data: ${JSON.stringify({ error })}\n\n`;
+    const after = await readBoth({ body: [delta({ content: 'a' }), frame({ message: 'boom', type: 'server_error' }), DONE].join('') });
+    expect((after.parts.at(-1) as { finishReason: { unified: string } }).finishReason.unified).toBe('error');
+    // The frame's message, unless it has nothing beside it (or is a `response.failed`, whose
+    // message is in a response this schema drops): the status and retry are read from its code and type.
+    const unnamed = 'OpenAI stream failed before any output was generated';
+    const errors: Array<[object, string, number, boolean]> = [
+      [{ message: 'slow down', type: 'requests', code: 'rate_limit_exceeded' }, 'slow down', 429, true],
+      [{ message: 'pay up', type: 'insufficient_quota', code: 'insufficient_quota' }, 'pay up', 429, false],
+      [{ message: 'busy', code: 503 }, 'busy', 503, true],
+      [{ message: 'bad', code: '400', param: 'x' }, 'bad', 400, false],
+      [{ message: 'who', type: 'invalid_authentication' }, 'who', 401, false],
+      [{ message: 'failed', type: 'response.failed' }, unnamed, 500, true],
+      [{ message: 'odd' }, unnamed, 500, true],
+    ];
+    for (const [error, message, statusCode, isRetryable] of errors) {
+      const r = await readBoth({ body: [delta({ role: 'assistant', content: '' }), frame(error), DONE].join('') });
+      expect(r.thrown).toMatchObject({ error: 'AI_APICallError', message, statusCode, isRetryable });
+    }
+  });
+
+  it('a failed response: the same error, status and retry from its body (JSON, empty, not JSON)', async () => {
+    for (const [status, body] of [
+      [400, JSON.stringify({ error: { message: 'bad request', type: 'invalid_request_error', param: null, code: null } })],
+      [429, JSON.stringify({ error: { message: 'rate limited', code: 'rate_limit_exceeded' } })],
+      [500, ''],
+      [503, '<html>down</html>'],
+    ] as const) {
+      const r = await readBoth({ status, body, contentType: 'application/json' });
+      expect(r.thrown).toMatchObject({ error: 'AI_APICallError', statusCode: status });
+    }
+  });
+
+  it('a body cut by the network ends the stream with its error, after every part read before it', async () => {
+    const failAfter = new TypeError('terminated');
+    const cut = TEXT.indexOf('wörld');
+    // Before any output: the call's error.
+    expect((await readBoth({ body: TEXT.slice(0, 20), failAfter })).thrown).toMatchObject({
+      message: 'Failed to process successful response',
+      isRetryable: false,
+    });
+    // After: the stream's, once the parts before it were read.
+    const [sdkSent, ourSent] = [[], []] as string[][];
+    const sdk = await read(model({ body: TEXT.slice(0, cut), failAfter, cuts: [cut - 50] }, sdkSent), sdkSent, true);
+    const mine = await read(openaiChatAnswers(model({ body: TEXT.slice(0, cut), failAfter, cuts: [cut - 50] }, ourSent)), ourSent, true);
+    expect(mine.ended).toMatchObject({ error: 'AI_APICallError', message: 'Failed to process successful response' });
+    expect(mine.ended).toEqual(sdk.ended);
+    expect(mine.parts.slice(0, sdk.parts.length)).toEqual(sdk.parts);
+    expect(types(mine).filter((t) => t === 'text-delta')).toHaveLength(3);
+  });
+
+  it('a cancel of the answer cancels the body, with its reason', async () => {
+    let cancelled: unknown = null;
+    const fetch = async () =>
+      new Response(
+        new ReadableStream<Uint8Array>({
+          pull: (c) => c.enqueue(new TextEncoder().encode(delta({ content: 'more' }))),
+          cancel: (reason) => void (cancelled = reason),
+        }),
+        { headers: { 'content-type': 'text/event-stream' } },
+      );
+    const m = openaiChatAnswers(createOpenAI({ apiKey: 'k', baseURL: 'http://127.0.0.1:1/v1', fetch }).chat('gpt-m'));
+    const reader = (await m.doStream(CALL)).stream.getReader();
+    expect((await reader.read()).value?.type).toBe('stream-start');
+    expect((await reader.read()).value?.type).toBe('response-metadata');
+    await reader.cancel('stopped');
+    expect(cancelled).toBe('stopped');
+  });
+});

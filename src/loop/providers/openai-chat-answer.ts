@@ -1,0 +1,351 @@
+/**
+ * OpenAI's Chat Completions answers read without the SDK's chain of web streams (sse-parts.ts):
+ * the SDK's chat model still builds every request (its `getArgs`: the prompt, tools, settings and
+ * warnings) and handles every failed response; its streamed answer becomes the same parts the
+ * SDK's chat model makes of it, the same chunk schema, tool-call tracker and error frames. The
+ * test beside this file reads the same bytes both ways and compares every part.
+ */
+import {
+  APICallError,
+  EmptyResponseBodyError,
+  type JSONValue,
+  type LanguageModelV3,
+  type LanguageModelV3CallOptions,
+  type LanguageModelV3FinishReason,
+  type LanguageModelV3StreamPart,
+  type LanguageModelV3Usage,
+  type SharedV3Warning,
+} from '@ai-sdk/provider';
+import {
+  StreamingToolCallTracker,
+  combineHeaders,
+  createJsonErrorResponseHandler,
+  extractResponseHeaders,
+  generateId,
+  lazySchema,
+  postJsonToApi,
+  zodSchema,
+  type FetchFunction,
+  type ParseResult,
+} from '@ai-sdk/provider-utils';
+import { z } from 'zod';
+import { partStream, sseEvents, type AnswerTransform } from './sse-parts.ts';
+
+const errorData = z.object({
+  error: z.object({
+    message: z.string(),
+    // Loose: compatible servers fill these their own ways.
+    type: z.string().nullish(),
+    param: z.any().nullish(),
+    code: z.union([z.string(), z.number()]).nullish(),
+  }),
+});
+
+const logprob = z.object({ token: z.string(), logprob: z.number(), top_logprobs: z.array(z.object({ token: z.string(), logprob: z.number() })) });
+
+/** One streamed chunk, or an error frame, as the SDK's chat model checks it (unknown keys dropped). */
+const chunkData = z.union([
+  z.object({
+    id: z.string().nullish(),
+    created: z.number().nullish(),
+    model: z.string().nullish(),
+    choices: z.array(
+      z.object({
+        delta: z
+          .object({
+            role: z.enum(['assistant']).nullish(),
+            content: z.string().nullish(),
+            refusal: z.string().nullish(),
+            tool_calls: z
+              .array(
+                z.object({
+                  index: z.number(),
+                  id: z.string().nullish(),
+                  type: z.literal('function').nullish(),
+                  function: z.object({ name: z.string().nullish(), arguments: z.string().nullish() }),
+                }),
+              )
+              .nullish(),
+            annotations: z
+              .array(
+                z.object({
+                  type: z.literal('url_citation'),
+                  url_citation: z.object({ start_index: z.number(), end_index: z.number(), url: z.string(), title: z.string() }),
+                }),
+              )
+              .nullish(),
+          })
+          .nullish(),
+        logprobs: z.object({ content: z.array(logprob).nullish(), refusal: z.array(logprob).nullish() }).nullish(),
+        finish_reason: z.string().nullish(),
+        index: z.number(),
+      }),
+    ),
+    usage: z
+      .object({
+        prompt_tokens: z.number().nullish(),
+        completion_tokens: z.number().nullish(),
+        total_tokens: z.number().nullish(),
+        prompt_tokens_details: z.object({ cached_tokens: z.number().nullish(), cache_write_tokens: z.number().nullish() }).nullish(),
+        completion_tokens_details: z
+          .object({
+            reasoning_tokens: z.number().nullish(),
+            accepted_prediction_tokens: z.number().nullish(),
+            rejected_prediction_tokens: z.number().nullish(),
+          })
+          .nullish(),
+      })
+      .nullish(),
+  }),
+  errorData,
+]);
+type Chunk = z.infer<typeof chunkData>;
+type ChatChunk = Exclude<Chunk, { error: unknown }>;
+type ChatUsage = NonNullable<ChatChunk['usage']>;
+
+const chunkSchema = lazySchema(() => zodSchema(chunkData));
+const failedResponse = createJsonErrorResponseHandler({
+  errorSchema: lazySchema(() => zodSchema(errorData)),
+  errorToMessage: (data: z.infer<typeof errorData>) => data.error.message,
+});
+
+/** What of the SDK's chat model this file uses; absent (another version of it), the SDK's own stream is used. */
+interface ChatModelInternals {
+  getArgs(options: LanguageModelV3CallOptions): Promise<{ args: Record<string, unknown>; warnings: SharedV3Warning[] }>;
+  config: { url(o: { path: string; modelId: string }): string; headers(): Record<string, string | undefined>; fetch?: FetchFunction };
+}
+
+const hasInternals = (model: object): model is ChatModelInternals & LanguageModelV3 => {
+  const m = model as Partial<ChatModelInternals>;
+  return typeof m.getArgs === 'function' && typeof m.config?.url === 'function' && typeof m.config.headers === 'function';
+};
+
+/** `model` (the SDK's chat model) with its streamed answers read by this file. */
+export function openaiChatAnswers(model: LanguageModelV3): LanguageModelV3 {
+  if (!hasInternals(model)) return model;
+  return {
+    specificationVersion: model.specificationVersion,
+    provider: model.provider,
+    modelId: model.modelId,
+    get supportedUrls() {
+      return model.supportedUrls;
+    },
+    doGenerate: (options) => model.doGenerate(options),
+    doStream: (options) => streamAnswer(model, options),
+  };
+}
+
+async function streamAnswer(model: ChatModelInternals & LanguageModelV3, options: LanguageModelV3CallOptions) {
+  const { args, warnings } = await model.getArgs(options);
+  const body = { ...args, stream: true, stream_options: { include_usage: true } };
+  const url = model.config.url({ path: '/chat/completions', modelId: model.modelId });
+  const { responseHeaders, value: answer } = await postJsonToApi({
+    url,
+    headers: combineHeaders(model.config.headers(), options.headers),
+    body,
+    failedResponseHandler: failedResponse,
+    successfulResponseHandler: async ({ response }) => {
+      if (response.body == null) throw new EmptyResponseBodyError({});
+      return { responseHeaders: extractResponseHeaders(response), value: { body: response.body, statusCode: response.status } };
+    },
+    abortSignal: options.abortSignal,
+    fetch: model.config.fetch,
+  });
+  const events = sseEvents(answer.body, chunkSchema, { url, statusCode: answer.statusCode, responseHeaders, requestBodyValues: body });
+  // As the SDK does: an error frame before any output is the call's error (and may be retried).
+  const read: Array<ParseResult<Chunk>> = [];
+  for (let decided = false; !decided;) {
+    const batch = await events.next();
+    if (batch === null) break;
+    for (const event of batch) {
+      read.push(event);
+      if (decided) continue;
+      if (!event.success || isOutput(event.value)) decided = true;
+      else if ('error' in event.value) {
+        events.cancel().catch(() => {});
+        throw streamError(event.value.error, url, body, responseHeaders);
+      }
+    }
+  }
+  const stream = partStream(events, chatTransform(warnings, options.includeRawChunks === true), read);
+  return { stream, request: { body }, response: { headers: responseHeaders } };
+}
+
+const isOutput = (chunk: Chunk) =>
+  !('error' in chunk) &&
+  chunk.choices.some((c) => !!c.delta?.content || !!c.delta?.refusal || (c.delta?.tool_calls?.length ?? 0) > 0 || (c.delta?.annotations?.length ?? 0) > 0);
+
+/** One answer's parts: text (one block, `0`), tool calls, sources, response metadata, the finish. */
+function chatTransform(warnings: SharedV3Warning[], includeRaw: boolean): AnswerTransform<Chunk> {
+  let emit: (part: LanguageModelV3StreamPart) => void = () => {};
+  const tools = new StreamingToolCallTracker({ enqueue: (part) => emit(part) }, { generateId, typeValidation: 'if-present' });
+  let finishReason: LanguageModelV3FinishReason = { unified: 'other', raw: undefined };
+  let usage: ChatUsage | undefined;
+  let rawFinish: string | undefined;
+  let metadataSent = false;
+  let textOpen = false;
+  let refused = false;
+  const logprobs: JSONValue[] = [];
+  let hasLogprobs = false;
+  const openai: Record<string, JSONValue> = {};
+  const errored = (error: unknown) => {
+    finishReason = { unified: 'error', raw: undefined };
+    rawFinish = undefined;
+    emit({ type: 'error', error });
+  };
+  return {
+    start(out) {
+      emit = out;
+      emit({ type: 'stream-start', warnings });
+    },
+    event(event, out) {
+      emit = out;
+      if (includeRaw) emit({ type: 'raw', rawValue: event.rawValue });
+      if (!event.success) return errored(event.error);
+      const chunk = event.value;
+      if ('error' in chunk) return errored(chunk.error);
+      if (!metadataSent && (chunk.id || chunk.model || chunk.created)) {
+        metadataSent = true;
+        emit({
+          type: 'response-metadata',
+          id: chunk.id ?? undefined,
+          modelId: chunk.model ?? undefined,
+          timestamp: chunk.created ? new Date(chunk.created * 1000) : undefined,
+        });
+      }
+      if (chunk.usage != null) {
+        usage = chunk.usage;
+        const details = chunk.usage.completion_tokens_details;
+        if (details?.accepted_prediction_tokens != null) openai.acceptedPredictionTokens = details.accepted_prediction_tokens;
+        if (details?.rejected_prediction_tokens != null) openai.rejectedPredictionTokens = details.rejected_prediction_tokens;
+      }
+      const choice = chunk.choices[0];
+      if (choice?.finish_reason != null) rawFinish = choice.finish_reason;
+      if (choice?.logprobs != null && (choice.logprobs.content != null || choice.logprobs.refusal != null)) {
+        hasLogprobs = true;
+        logprobs.push(...(choice.logprobs.content ?? []), ...(choice.logprobs.refusal ?? []));
+      }
+      const delta = choice?.delta;
+      if (delta == null) return;
+      const texts: string[] = [];
+      if (delta.content) texts.push(delta.content);
+      if (delta.refusal) {
+        refused = true;
+        texts.push(delta.refusal);
+      }
+      // An empty content opens the text block as the SDK's does (its first chunk often carries one).
+      if (texts.length === 0 && delta.content === '') texts.push('');
+      for (const text of texts) {
+        if (!textOpen) {
+          emit({ type: 'text-start', id: '0' });
+          textOpen = true;
+        }
+        emit({ type: 'text-delta', id: '0', delta: text });
+      }
+      for (const call of delta.tool_calls ?? []) tools.processDelta(call);
+      for (const a of delta.annotations ?? [])
+        emit({ type: 'source', sourceType: 'url', id: generateId(), url: a.url_citation.url, title: a.url_citation.title });
+    },
+    end(out) {
+      emit = out;
+      if (textOpen) emit({ type: 'text-end', id: '0' });
+      tools.flush();
+      if (rawFinish != null) finishReason = { unified: unifiedFinish(rawFinish, refused), raw: rawFinish };
+      if (hasLogprobs) openai.logprobs = logprobs;
+      emit({ type: 'finish', finishReason, usage: usageOf(usage), providerMetadata: { openai } });
+    },
+  };
+}
+
+function unifiedFinish(raw: string, refused: boolean): LanguageModelV3FinishReason['unified'] {
+  switch (raw) {
+    case 'stop':
+      return refused ? 'content-filter' : 'stop';
+    case 'length':
+      return 'length';
+    case 'content_filter':
+      return 'content-filter';
+    case 'function_call':
+    case 'tool_calls':
+      return 'tool-calls';
+    default:
+      return 'other';
+  }
+}
+
+/** The answer's usage in the SDK's terms (the cache's reads and writes out of the input, reasoning out of the output). */
+function usageOf(usage: ChatUsage | undefined): LanguageModelV3Usage {
+  if (usage == null) {
+    return {
+      inputTokens: { total: undefined, noCache: undefined, cacheRead: undefined, cacheWrite: undefined },
+      outputTokens: { total: undefined, text: undefined, reasoning: undefined },
+      raw: undefined,
+    };
+  }
+  const input = usage.prompt_tokens ?? 0;
+  const output = usage.completion_tokens ?? 0;
+  const cacheRead = usage.prompt_tokens_details?.cached_tokens ?? 0;
+  const cacheWrite = usage.prompt_tokens_details?.cache_write_tokens ?? undefined;
+  const reasoning = usage.completion_tokens_details?.reasoning_tokens ?? 0;
+  return {
+    inputTokens: { total: input, noCache: input - cacheRead - (cacheWrite ?? 0), cacheRead, cacheWrite },
+    outputTokens: { total: output, text: Math.max(0, output - reasoning), reasoning },
+    raw: usage,
+  };
+}
+
+/** An error frame before any output, as the SDK's chat model reports it. */
+function streamError(frame: unknown, url: string, body: unknown, responseHeaders: Record<string, string> | undefined) {
+  const error = frameError(frame);
+  const statusCode = error ? statusOf(error) : 500;
+  return new APICallError({
+    message: error?.message ?? 'OpenAI stream failed before any output was generated',
+    url,
+    requestBodyValues: body,
+    statusCode,
+    responseHeaders,
+    responseBody: JSON.stringify(frame),
+    data: frame,
+    isRetryable: error ? error.code !== 'insufficient_quota' && error.type !== 'insufficient_quota' && retryableStatus(statusCode) : true,
+  });
+}
+
+type FrameError = { message: string; code?: string | number; type?: string };
+
+const record = (v: unknown): Record<string, unknown> | undefined => (typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : undefined);
+const codeOf = (v: unknown) => (typeof v === 'string' || typeof v === 'number' ? v : undefined);
+
+function frameError(frame: unknown): FrameError | undefined {
+  const value = record(frame);
+  if (!value) return undefined;
+  if (value.type === 'response.failed') {
+    const failed = record(record(value.response)?.error);
+    return typeof failed?.message === 'string' ? { message: failed.message, code: codeOf(failed.code), type: 'response.failed' } : undefined;
+  }
+  const nested = record(value.error);
+  const error = nested ?? value;
+  if (typeof error.message !== 'string') return undefined;
+  if (!nested && typeof error.type !== 'string' && !('code' in error) && !('param' in error)) return undefined;
+  return { message: error.message, code: codeOf(error.code), type: typeof error.type === 'string' ? error.type : undefined };
+}
+
+const isHttpError = (n: number) => Number.isInteger(n) && n >= 400 && n <= 599;
+const retryableStatus = (n: number) => n === 408 || n === 409 || n === 429 || n >= 500;
+
+/** The HTTP status an error frame stands for: its code when it is one, else read from its code and type. */
+function statusOf(error: FrameError): number {
+  if (typeof error.code === 'number' && isHttpError(error.code)) return error.code;
+  if (typeof error.code === 'string' && /^\d{3}$/.test(error.code) && isHttpError(Number(error.code))) return Number(error.code);
+  const said = [error.code, error.type]
+    .filter((v) => v !== undefined)
+    .join(' ')
+    .toLowerCase();
+  if (said.includes('insufficient_quota') || said.includes('rate_limit')) return 429;
+  if (said.includes('authentication')) return 401;
+  if (said.includes('permission')) return 403;
+  if (said.includes('not_found')) return 404;
+  if (['invalid', 'bad_request', 'context_length'].some((t) => said.includes(t))) return 400;
+  if (said.includes('overload')) return 503;
+  if (said.includes('timeout')) return 504;
+  return 500;
+}
