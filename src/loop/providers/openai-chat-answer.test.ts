@@ -1,5 +1,6 @@
 import { createOpenAI } from '@ai-sdk/openai';
 import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { openaiChatAnswers } from './openai-chat-answer.ts';
 
@@ -276,5 +277,17 @@ describe('openaiChatAnswers reads an answer as @ai-sdk/openai does', () => {
     expect((await reader.read()).value?.type).toBe('response-metadata');
     await reader.cancel('stopped');
     expect(cancelled).toBe('stopped');
+  });
+
+  it('is written against the installed @ai-sdk/openai, and shares its provider-utils; a model without what it reads is used as it is', () => {
+    // An upgrade of @ai-sdk/openai fails here first: read its chat model's doStream again, bring
+    // this reader and the cases above in line with it, then change the version.
+    const require = createRequire(import.meta.url);
+    expect((require('@ai-sdk/openai/package.json') as { version: string }).version).toBe('3.0.141');
+    expect(createRequire(require.resolve('@ai-sdk/openai')).resolve('@ai-sdk/provider-utils')).toBe(require.resolve('@ai-sdk/provider-utils'));
+    const other = { ...model({ body: '' }, []), getArgs: undefined } as unknown as LanguageModelV3;
+    expect(openaiChatAnswers(other)).toBe(other);
+    const chat = model({ body: '' }, []);
+    expect(openaiChatAnswers(chat)).not.toBe(chat);
   });
 });

@@ -3,7 +3,8 @@
  * the SDK's chat model still builds every request (its `getArgs`: the prompt, tools, settings and
  * warnings) and handles every failed response; its streamed answer becomes the same parts the
  * SDK's chat model makes of it, the same chunk schema, tool-call tracker and error frames. The
- * test beside this file reads the same bytes both ways and compares every part.
+ * test beside this file reads the same bytes both ways and compares every part; it also names
+ * the @ai-sdk/openai version this was written against, so that an upgrade is read against it.
  */
 import {
   APICallError,
