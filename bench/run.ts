@@ -227,9 +227,7 @@ async function benchmarks(which: string) {
     console.log(
       "One streamed answer (5 text chunks, read at once) on each provider's path, CPU per answer in this process, the scripted model server's share included in every column",
     );
-    console.log(
-      "| provider | the provider model, as the service builds it | the service's fetch and merge only | a bare request, SSE split and JSON-parsed |",
-    );
+    console.log("| provider | the provider model, as the service builds it | the service's fetch and merge only | a bare request, SSE split and JSON-parsed |");
     console.log('|---|---:|---:|---:|');
     for (const [provider, x] of Object.entries(r)) console.log(`| ${provider} | ${f(x.modelUs, 0)} µs | ${f(x.fetchUs, 0)} µs | ${f(x.bareUs, 0)} µs |`);
     console.log('');
