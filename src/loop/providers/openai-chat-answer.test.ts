@@ -158,6 +158,10 @@ describe('openaiChatAnswers reads an answer as @ai-sdk/openai does', () => {
     const body = `: keep-alive\r\n\r\nevent: message\r\n${delta({ content: 'a' }).replace(/\n\n$/, '\r\n\r\n')}id: 7\nretry: 10\n${delta({ content: 'b' }, 'stop')}${usage(USAGE)}data: {"choices": [`;
     const r = await readBoth({ body, cuts: [5, 40, 41, 100] });
     expect(types(r)).toContain('finish');
+    // A byte-order mark, its bytes over three reads; and the mark's three bytes read as Latin-1
+    // (which the event parser drops from its first text), the first read inside the first of them.
+    expect(types(await readBoth({ body: `\uFEFF${TEXT}`, cuts: [1, 2, 3] }))).toContain('text-delta');
+    expect(types(await readBoth({ body: `\u00EF\u00BB\u00BF${TEXT}`, cuts: [1] }))).toContain('text-delta');
   });
 
   it('parallel tool calls, their arguments over several chunks, one with no id and no type', async () => {
@@ -243,22 +247,45 @@ describe('openaiChatAnswers reads an answer as @ai-sdk/openai does', () => {
     }
   });
 
-  it('a body cut by the network ends the stream with its error, after every part read before it', async () => {
-    const failAfter = new TypeError('terminated');
-    const cut = TEXT.indexOf('wörld');
-    // Before any output: the call's error.
-    expect((await readBoth({ body: TEXT.slice(0, 20), failAfter })).thrown).toMatchObject({
-      message: 'Failed to process successful response',
-      isRetryable: false,
-    });
-    // After: the stream's, once the parts before it were read.
+  it('a body cut by the network ends the stream with its error, after every part read before it; a lost connection may be retried', async () => {
+    // undici's error for a socket closed mid-body names its cause's code; a plain one has none.
+    const lost = new TypeError('terminated', { cause: Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }) });
+    for (const [failAfter, isRetryable] of [
+      [new TypeError('terminated'), false],
+      [lost, true],
+    ] as const) {
+      const cut = TEXT.indexOf('wörld');
+      // Before any output: the call's error.
+      expect((await readBoth({ body: TEXT.slice(0, 20), failAfter })).thrown).toMatchObject({
+        message: 'Failed to process successful response',
+        isRetryable,
+      });
+      // After: the stream's, once the parts before it were read.
+      const [sdkSent, ourSent] = [[], []] as string[][];
+      const sdk = await read(model({ body: TEXT.slice(0, cut), failAfter, cuts: [cut - 50] }, sdkSent), sdkSent, true);
+      const mine = await read(openaiChatAnswers(model({ body: TEXT.slice(0, cut), failAfter, cuts: [cut - 50] }, ourSent)), ourSent, true);
+      expect(mine.ended).toMatchObject({ error: 'AI_APICallError', message: 'Failed to process successful response', isRetryable });
+      expect(mine.ended).toEqual(sdk.ended);
+      expect(mine.parts.slice(0, sdk.parts.length)).toEqual(sdk.parts);
+      expect(types(mine).filter((t) => t === 'text-delta')).toHaveLength(3);
+    }
+  });
+
+  it('a chunk the tool-call tracker refuses (a new call with no name) ends the stream after every part before it', async () => {
+    const body = [
+      delta({ role: 'assistant', content: 'a' }),
+      delta({ content: 'b' }),
+      delta({ tool_calls: [{ index: 0, id: 'call_x', type: 'function', function: { arguments: '{}' } }] }),
+      delta({ content: 'never' }),
+      DONE,
+    ].join('');
     const [sdkSent, ourSent] = [[], []] as string[][];
-    const sdk = await read(model({ body: TEXT.slice(0, cut), failAfter, cuts: [cut - 50] }, sdkSent), sdkSent, true);
-    const mine = await read(openaiChatAnswers(model({ body: TEXT.slice(0, cut), failAfter, cuts: [cut - 50] }, ourSent)), ourSent, true);
-    expect(mine.ended).toMatchObject({ error: 'AI_APICallError', message: 'Failed to process successful response' });
+    const sdk = await read(model({ body }, sdkSent), sdkSent, false);
+    const mine = await read(openaiChatAnswers(model({ body }, ourSent)), ourSent, false);
     expect(mine.ended).toEqual(sdk.ended);
+    expect(mine.ended).toMatchObject({ message: expect.stringContaining('function.name') as unknown });
     expect(mine.parts.slice(0, sdk.parts.length)).toEqual(sdk.parts);
-    expect(types(mine).filter((t) => t === 'text-delta')).toHaveLength(3);
+    expect(types(mine)).toEqual(['stream-start', 'response-metadata', 'text-start', 'text-delta', 'text-delta']);
   });
 
   it('a cancel of the answer cancels the body, with its reason', async () => {
@@ -277,6 +304,22 @@ describe('openaiChatAnswers reads an answer as @ai-sdk/openai does', () => {
     expect((await reader.read()).value?.type).toBe('response-metadata');
     await reader.cancel('stopped');
     expect(cancelled).toBe('stopped');
+    // A body whose own cancel fails: the answer's cancel still resolves, as the SDK's does.
+    const failing = async () =>
+      new Response(
+        new ReadableStream<Uint8Array>({
+          pull: (c) => c.enqueue(new TextEncoder().encode(delta({ content: 'x' }))),
+          cancel: () => Promise.reject(new Error('cancel failed')),
+        }),
+        {
+          headers: { 'content-type': 'text/event-stream' },
+        },
+      );
+    const other = (
+      await openaiChatAnswers(createOpenAI({ apiKey: 'k', baseURL: 'http://127.0.0.1:1/v1', fetch: failing }).chat('gpt-m')).doStream(CALL)
+    ).stream.getReader();
+    await other.read();
+    await expect(other.cancel('stopped')).resolves.toBeUndefined();
   });
 
   it('is written against the installed @ai-sdk/openai, and shares its provider-utils; a model without what it reads is used as it is', () => {

@@ -176,87 +176,85 @@ const isOutput = (chunk: Chunk) =>
   !('error' in chunk) &&
   chunk.choices.some((c) => !!c.delta?.content || !!c.delta?.refusal || (c.delta?.tool_calls?.length ?? 0) > 0 || (c.delta?.annotations?.length ?? 0) > 0);
 
-/** One answer's parts: text (one block, `0`), tool calls, sources, response metadata, the finish. */
-function chatTransform(warnings: SharedV3Warning[], includeRaw: boolean): AnswerTransform<Chunk> {
-  let emit: (part: LanguageModelV3StreamPart) => void = () => {};
-  const tools = new StreamingToolCallTracker({ enqueue: (part) => emit(part) }, { generateId, typeValidation: 'if-present' });
-  let finishReason: LanguageModelV3FinishReason = { unified: 'other', raw: undefined };
-  let usage: ChatUsage | undefined;
-  let rawFinish: string | undefined;
-  let metadataSent = false;
-  let textOpen = false;
-  let refused = false;
-  const logprobs: JSONValue[] = [];
-  let hasLogprobs = false;
-  const openai: Record<string, JSONValue> = {};
-  const errored = (error: unknown) => {
-    finishReason = { unified: 'error', raw: undefined };
-    rawFinish = undefined;
-    emit({ type: 'error', error });
-  };
-  return {
-    start(out) {
-      emit = out;
-      emit({ type: 'stream-start', warnings });
-    },
-    event(event, out) {
-      emit = out;
-      if (includeRaw) emit({ type: 'raw', rawValue: event.rawValue });
-      if (!event.success) return errored(event.error);
-      const chunk = event.value;
-      if ('error' in chunk) return errored(chunk.error);
-      if (!metadataSent && (chunk.id || chunk.model || chunk.created)) {
-        metadataSent = true;
-        emit({
-          type: 'response-metadata',
-          id: chunk.id ?? undefined,
-          modelId: chunk.model ?? undefined,
-          timestamp: chunk.created ? new Date(chunk.created * 1000) : undefined,
-        });
-      }
-      if (chunk.usage != null) {
-        usage = chunk.usage;
-        const details = chunk.usage.completion_tokens_details;
-        if (details?.accepted_prediction_tokens != null) openai.acceptedPredictionTokens = details.accepted_prediction_tokens;
-        if (details?.rejected_prediction_tokens != null) openai.rejectedPredictionTokens = details.rejected_prediction_tokens;
-      }
-      const choice = chunk.choices[0];
-      if (choice?.finish_reason != null) rawFinish = choice.finish_reason;
-      if (choice?.logprobs != null && (choice.logprobs.content != null || choice.logprobs.refusal != null)) {
-        hasLogprobs = true;
-        logprobs.push(...(choice.logprobs.content ?? []), ...(choice.logprobs.refusal ?? []));
-      }
-      const delta = choice?.delta;
-      if (delta == null) return;
-      const texts: string[] = [];
-      if (delta.content) texts.push(delta.content);
-      if (delta.refusal) {
-        refused = true;
-        texts.push(delta.refusal);
-      }
-      // An empty content opens the text block as the SDK's does (its first chunk often carries one).
-      if (texts.length === 0 && delta.content === '') texts.push('');
-      for (const text of texts) {
-        if (!textOpen) {
-          emit({ type: 'text-start', id: '0' });
-          textOpen = true;
+/** One answer's parts (text in one block, `0`; tool calls, sources, response metadata, the finish), made with `emit`. */
+const chatTransform =
+  (warnings: SharedV3Warning[], includeRaw: boolean) =>
+  (emit: (part: LanguageModelV3StreamPart) => void): AnswerTransform<Chunk> => {
+    const tools = new StreamingToolCallTracker({ enqueue: emit }, { generateId, typeValidation: 'if-present' });
+    let finishReason: LanguageModelV3FinishReason = { unified: 'other', raw: undefined };
+    let usage: ChatUsage | undefined;
+    let rawFinish: string | undefined;
+    let metadataSent = false;
+    let textOpen = false;
+    let refused = false;
+    const logprobs: JSONValue[] = [];
+    let hasLogprobs = false;
+    const openai: Record<string, JSONValue> = {};
+    const errored = (error: unknown) => {
+      finishReason = { unified: 'error', raw: undefined };
+      rawFinish = undefined;
+      emit({ type: 'error', error });
+    };
+    return {
+      start() {
+        emit({ type: 'stream-start', warnings });
+      },
+      event(event) {
+        if (includeRaw) emit({ type: 'raw', rawValue: event.rawValue });
+        if (!event.success) return errored(event.error);
+        const chunk = event.value;
+        if ('error' in chunk) return errored(chunk.error);
+        if (!metadataSent && (chunk.id || chunk.model || chunk.created)) {
+          metadataSent = true;
+          emit({
+            type: 'response-metadata',
+            id: chunk.id ?? undefined,
+            modelId: chunk.model ?? undefined,
+            timestamp: chunk.created ? new Date(chunk.created * 1000) : undefined,
+          });
         }
-        emit({ type: 'text-delta', id: '0', delta: text });
-      }
-      for (const call of delta.tool_calls ?? []) tools.processDelta(call);
-      for (const a of delta.annotations ?? [])
-        emit({ type: 'source', sourceType: 'url', id: generateId(), url: a.url_citation.url, title: a.url_citation.title });
-    },
-    end(out) {
-      emit = out;
-      if (textOpen) emit({ type: 'text-end', id: '0' });
-      tools.flush();
-      if (rawFinish != null) finishReason = { unified: unifiedFinish(rawFinish, refused), raw: rawFinish };
-      if (hasLogprobs) openai.logprobs = logprobs;
-      emit({ type: 'finish', finishReason, usage: usageOf(usage), providerMetadata: { openai } });
-    },
+        if (chunk.usage != null) {
+          usage = chunk.usage;
+          const details = chunk.usage.completion_tokens_details;
+          if (details?.accepted_prediction_tokens != null) openai.acceptedPredictionTokens = details.accepted_prediction_tokens;
+          if (details?.rejected_prediction_tokens != null) openai.rejectedPredictionTokens = details.rejected_prediction_tokens;
+        }
+        const choice = chunk.choices[0];
+        if (choice?.finish_reason != null) rawFinish = choice.finish_reason;
+        if (choice?.logprobs != null && (choice.logprobs.content != null || choice.logprobs.refusal != null)) {
+          hasLogprobs = true;
+          logprobs.push(...(choice.logprobs.content ?? []), ...(choice.logprobs.refusal ?? []));
+        }
+        const delta = choice?.delta;
+        if (delta == null) return;
+        const texts: string[] = [];
+        if (delta.content) texts.push(delta.content);
+        if (delta.refusal) {
+          refused = true;
+          texts.push(delta.refusal);
+        }
+        // An empty content opens the text block as the SDK's does (its first chunk often carries one).
+        if (texts.length === 0 && delta.content === '') texts.push('');
+        for (const text of texts) {
+          if (!textOpen) {
+            emit({ type: 'text-start', id: '0' });
+            textOpen = true;
+          }
+          emit({ type: 'text-delta', id: '0', delta: text });
+        }
+        for (const call of delta.tool_calls ?? []) tools.processDelta(call);
+        for (const a of delta.annotations ?? [])
+          emit({ type: 'source', sourceType: 'url', id: generateId(), url: a.url_citation.url, title: a.url_citation.title });
+      },
+      end() {
+        if (textOpen) emit({ type: 'text-end', id: '0' });
+        tools.flush();
+        if (rawFinish != null) finishReason = { unified: unifiedFinish(rawFinish, refused), raw: rawFinish };
+        if (hasLogprobs) openai.logprobs = logprobs;
+        emit({ type: 'finish', finishReason, usage: usageOf(usage), providerMetadata: { openai } });
+      },
+    };
   };
-}
 
 function unifiedFinish(raw: string, refused: boolean): LanguageModelV3FinishReason['unified'] {
   switch (raw) {

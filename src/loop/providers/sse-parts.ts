@@ -45,15 +45,13 @@ export function sseEvents<T>(body: ReadableStream<Uint8Array>, schema: FlexibleS
         try {
           read = await reader.read();
         } catch (error) {
-          // As the SDK wraps a body's failure (a connection cut mid-answer): an abort stays itself.
-          if (isAbortError(error)) throw error;
-          throw new APICallError({ message: 'Failed to process successful response', cause: error, ...response });
+          throw bodyError(error, response);
         }
-        const { done, value } = read;
-        if (done) {
-          ended = true;
-          parser.feed(decoder.decode());
-        } else parser.feed(decoder.decode(value, { stream: true }));
+        // Only text is fed: the parser's one check for a byte-order mark at the start is made on
+        // its first text, and a first read inside the mark's bytes decodes to none.
+        const text = read.done ? decoder.decode() : decoder.decode(read.value, { stream: true });
+        if (read.done) ended = true;
+        if (text.length > 0) parser.feed(text);
       }
       if (data.length === 0) return null;
       const texts = data;
@@ -66,57 +64,112 @@ export function sseEvents<T>(body: ReadableStream<Uint8Array>, schema: FlexibleS
   };
 }
 
-/** What a provider's transform does with an answer's events: its own state, per answer. */
+/** Node's and undici's codes of a connection lost, refused or timed out, as the SDK retries them. */
+const NETWORK_CODES = new Set([
+  'ConnectionRefused',
+  'ConnectionClosed',
+  'FailedToOpenSocket',
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'UND_ERR_SOCKET',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/** True when `error` or one of its causes is a network failure (a code of NETWORK_CODES). */
+function isNetworkFailure(error: unknown): boolean {
+  const seen = new Set<unknown>();
+  for (let e = error; e instanceof Error && !seen.has(e); e = e.cause) {
+    seen.add(e);
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && NETWORK_CODES.has(code)) return true;
+  }
+  return false;
+}
+
+/**
+ * A failure reading an answer's body as the SDK reports it: an abort as it is, anything else as
+ * the call's error, retryable (and so worth a retry or the fallback model) when the connection
+ * was lost or timed out.
+ */
+function bodyError(error: unknown, response: AnswerResponse): unknown {
+  if (isAbortError(error)) return error;
+  return new APICallError({
+    message: 'Failed to process successful response',
+    cause: error,
+    ...response,
+    ...(isNetworkFailure(error) && { isRetryable: true }),
+  });
+}
+
+/** What a provider's transform does with an answer's events, emitting parts: its own state, per answer. */
 export interface AnswerTransform<T> {
   /** The parts before any event (`stream-start`). */
-  start(emit: Emit): void;
+  start(): void;
   /** The parts of one event, or of one that failed to parse or to match the schema. */
-  event(event: ParseResult<T>, emit: Emit): void;
+  event(event: ParseResult<T>): void;
   /** The parts after the body's last event (the open blocks' ends, `finish`). */
-  end(emit: Emit): void;
+  end(): void;
 }
 
 /**
  * The answer's parts: `read` (events already read, by a check before the answer was handed on)
- * first, then the rest of `events`. Each pull hands on every part of one read of the body. An
- * error of the body or of the transform ends the stream after the parts before it; a cancel
- * cancels the body.
+ * first, then the rest of `events`, through the transform `transformOf` makes with the stream's
+ * emitter. Each pull hands on every part of one read of the body. An error of the body or of the
+ * transform ends the stream once every part before it was read (and an error of the transform
+ * cancels the body); a cancel cancels the body, and never fails.
  */
-export function partStream<T>(events: SseEvents<T>, transform: AnswerTransform<T>, read: Array<ParseResult<T>> = []): ReadableStream<Part> {
-  let started = false;
+export function partStream<T>(events: SseEvents<T>, transformOf: (emit: Emit) => AnswerTransform<T>, read: Array<ParseResult<T>> = []): ReadableStream<Part> {
+  /** The parts made since the last were handed on: a new array each time, nothing kept of the last. */
+  let parts: Part[] = [];
+  const transform = transformOf((part) => parts.push(part));
+  let first: Array<ParseResult<T>> | null = read;
   let cancelled = false;
+  /** An error held back until the parts before it were read (erroring a stream drops its queue). */
+  let failed: { error: unknown } | null = null;
+  const handOn = (controller: ReadableStreamDefaultController<Part>) => {
+    const made = parts;
+    parts = [];
+    for (const part of made) controller.enqueue(part);
+  };
   return new ReadableStream<Part>(
     {
       async pull(controller) {
-        const parts: Part[] = [];
-        const emit: Emit = (part) => parts.push(part);
+        if (failed) return controller.error(failed.error);
         try {
-          if (!started) {
-            started = true;
-            transform.start(emit);
-            for (const event of read) transform.event(event, emit);
+          if (first) {
+            const pending = first;
+            // Let go of them: an answer may have sent many before its first output.
+            first = null;
+            transform.start();
+            for (const event of pending) transform.event(event);
           }
           while (parts.length === 0) {
             const batch = await events.next();
             // Cancelled while reading: the reader has gone, and the answer's end is not its end.
             if (cancelled) return;
             if (batch === null) {
-              transform.end(emit);
-              for (const part of parts) controller.enqueue(part);
+              transform.end();
+              handOn(controller);
               return controller.close();
             }
-            for (const event of batch) transform.event(event, emit);
+            for (const event of batch) transform.event(event);
           }
-        } catch (err) {
+        } catch (error) {
           if (cancelled) return;
-          for (const part of parts) controller.enqueue(part);
-          return controller.error(err);
+          // The body may still be sending: nobody will read it now.
+          events.cancel(error).catch(() => {});
+          if (parts.length === 0) return controller.error(error);
+          failed = { error };
         }
-        for (const part of parts) controller.enqueue(part);
+        handOn(controller);
       },
       cancel: (reason) => {
         cancelled = true;
-        return events.cancel(reason);
+        return events.cancel(reason).catch(() => {});
       },
     },
     { highWaterMark: 0 },
