@@ -136,7 +136,8 @@ function watchStatus(inner: typeof fetch, onError?: (status: number) => void): t
 /**
  * A fetch whose streamed answers (OpenAI's chat completions, Anthropic's messages, Gemini's
  * content) have the text deltas that arrive in one read merged (sse-merge.ts): under load, the
- * SDK's stream path runs once for them rather than once each. With `slices`, every answer's start
+ * stream path (the SDK's, or OpenAI's chat reader) and the event that follows run once for them
+ * rather than once each. With `slices`, every answer's start
  * (the SDK builds its stream chain) and each of its reads (parsed through that chain) take their
  * turn of the event loop's shared slice: hundreds of answers that arrive together do not hold the
  * loop for hundreds of milliseconds.

@@ -3,9 +3,10 @@ import type { SliceLane } from '../../util/turns.ts';
 /**
  * A provider's streamed answer with the text deltas that arrive together merged: when one read of
  * the response holds several consecutive events that only add text to the same block, they become
- * one event carrying the text of all, in order. The SDK's stream path (decoding, SSE framing, JSON
- * and its schema check, the provider's transform, the guard) then runs once for them instead of
- * once each. Nothing waits for more bytes: an event is passed on with the read that completes it,
+ * one event carrying the text of all, in order. The stream path (decoding, SSE framing, JSON and
+ * its schema check, the provider's transform: the SDK's, or for OpenAI's chat openai-chat-answer.ts;
+ * the guard) then runs once for them instead of once each, and so do the event's row, fan-out and
+ * socket write. Nothing waits for more bytes: an event is passed on with the read that completes it,
  * so no chunk arrives later than it would have; reads of one event (the stream keeping up) pass
  * through untouched. Only plain text deltas merge; everything else (a tool call's arguments,
  * usage, the finish, a comment, an event of several `data` lines) is passed on as it came and
