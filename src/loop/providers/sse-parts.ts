@@ -79,7 +79,11 @@ const NETWORK_CODES = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
 ]);
 
-/** True when `error` or one of its causes is a network failure (a code of NETWORK_CODES). */
+/**
+ * True when `error` or one of its causes is a network failure (a code of NETWORK_CODES). The SDK's
+ * walk, by `cause` only: stall-guard.ts's `inChain` also reads retries' and aggregates' errors,
+ * which would call retryable what the SDK does not.
+ */
 function isNetworkFailure(error: unknown): boolean {
   const seen = new Set<unknown>();
   for (let e = error; e instanceof Error && !seen.has(e); e = e.cause) {
