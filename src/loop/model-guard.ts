@@ -2,6 +2,7 @@ import type { LanguageModel } from 'ai';
 import type { TokenUsage as Usage } from '../shapes/usage.ts';
 import { openaiChunkReader } from './providers/openai.ts';
 import type { ChunkReader } from './providers/provider-types.ts';
+import { pulledStream, pullsOf } from '../util/pulled-stream.ts';
 
 type StreamPart = { type: string; [k: string]: unknown };
 
@@ -188,7 +189,7 @@ function guardStream(
   caller: AbortSignal | undefined,
   done: () => void,
 ) {
-  const reader = source.getReader();
+  const reader = pullsOf(source);
   const chunks = (opts.reader ?? openaiChunkReader)();
   /** The provider's own end part came (some providers send none for an answer cut short). */
   let ended = false;
@@ -236,9 +237,9 @@ function guardStream(
   /** Reads the next part from the provider, noting usage, finish and content on the way. */
   async function next(): Promise<StreamPart | null> {
     for (;;) {
-      let r: Awaited<ReturnType<typeof reader.read>>;
+      let part: StreamPart | null;
       try {
-        r = await reader.read();
+        part = await reader.read();
       } catch (err) {
         stopStall();
         done();
@@ -250,7 +251,7 @@ function guardStream(
         report();
         throw stalled;
       }
-      if (r.done) {
+      if (part === null) {
         stopStall();
         done();
         report();
@@ -263,7 +264,6 @@ function guardStream(
         }
         return null;
       }
-      const part = r.value;
       if (part.type === 'raw') {
         const read = chunks.read(part.rawValue);
         if (read.usage) {
@@ -349,31 +349,20 @@ function guardStream(
       buffered.unshift(...ahead);
       return { kind };
     },
-    stream: new ReadableStream<StreamPart>(
-      {
-        async pull(controller) {
-          try {
-            const part = await pull();
-            if (part === null) {
-              if (sourceError) controller.error(sourceError);
-              else controller.close();
-              return;
-            }
-            controller.enqueue(part);
-          } catch (err) {
-            controller.error(err);
-          }
-        },
-        async cancel(reason) {
-          // Left by the caller (an observer threw): what was reported so far still counts.
-          stopStall();
-          done();
-          report();
-          await reader.cancel(reason).catch(() => {});
-        },
-        // No read-ahead: nothing may be pulled before `peek` has finished looking.
+    stream: pulledStream<StreamPart>({
+      async pull() {
+        const part = await pull();
+        if (part === null && sourceError) throw sourceError as Error;
+        return part;
       },
-      { highWaterMark: 0 },
-    ),
+      async cancel(reason) {
+        // Left by the caller (an observer threw): what was reported so far still counts.
+        stopStall();
+        done();
+        report();
+        await reader.cancel(reason);
+      },
+      // No read-ahead: nothing is pulled before `peek` has finished looking.
+    }),
   };
 }

@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import { type Dispatcher, fetch as undiciFetch } from 'undici';
+import { pulledStream } from '../util/pulled-stream.ts';
 
 /** Statuses whose response has no body (a Response refuses one). */
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
@@ -110,22 +111,24 @@ function webBody(body: Readable, signal: AbortSignal | undefined): ReadableStrea
     failure = err;
     poke();
   });
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        for (;;) {
-          if (failure) throw signal?.aborted ? signal.reason : new TypeError('terminated', { cause: failure });
-          const chunk = body.read() as Buffer | null;
-          if (chunk !== null) return controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-          if (ended) return controller.close();
-          await new Promise<void>((resolve) => (wake = resolve));
-          wake = null;
-        }
-      },
-      cancel() {
-        body.on('error', () => undefined).destroy();
-      },
+  let cancelled = false;
+  return pulledStream<Uint8Array>({
+    async pull() {
+      for (;;) {
+        if (cancelled) return null;
+        if (failure) throw signal?.aborted ? signal.reason : new TypeError('terminated', { cause: failure });
+        const chunk = body.read() as Buffer | null;
+        if (chunk !== null) return new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+        if (ended) return null;
+        await new Promise<void>((resolve) => (wake = resolve));
+        wake = null;
+      }
     },
-    { highWaterMark: 0 },
-  );
+    async cancel() {
+      cancelled = true;
+      body.on('error', () => undefined).destroy();
+      // A read waiting for bytes ends.
+      poke();
+    },
+  });
 }

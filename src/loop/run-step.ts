@@ -7,6 +7,7 @@ import type { WorkspaceTool } from '../tools/tool-types.ts';
 import type { CompleteResult } from '../tools/complete.ts';
 import { toUsage } from './usage.ts';
 import type { CallRuling, DecidedCall, RunAgentOptions, RunSetup } from './agent-types.ts';
+import { pullsOf } from '../util/pulled-stream.ts';
 import { blockedBy, deniedBy, errorMessage, modelOutput, runCall, untilAborted } from './tool-calls.ts';
 
 export interface StepOutcome {
@@ -93,12 +94,12 @@ export async function runStep<S>(step: number, conversation: ModelMessage[], set
         ...(opts.promptCacheKey && { providerOptions: { openai: { promptCacheKey: opts.promptCacheKey } } }),
       }),
     );
-    const reader = stream.getReader();
+    const reader = pullsOf(stream);
     let ended = false;
     try {
       for (;;) {
-        const { done, value: part } = await reader.read();
-        if (done) {
+        const part = await reader.read();
+        if (part === null) {
           ended = true;
           break;
         }
@@ -142,7 +143,7 @@ export async function runStep<S>(step: number, conversation: ModelMessage[], set
     } finally {
       // Left before the end (an observer threw): cancelling the call lets the guard bill what it
       // reported so far, as it does for an abort.
-      if (!ended) await reader.cancel().catch(() => {});
+      if (!ended) await reader.cancel();
       // The step's text is what its text parts hold, whatever ended the read.
       out.text = content.map((p) => (p.type === 'text' ? p.text : '')).join('');
     }

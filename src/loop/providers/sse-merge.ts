@@ -1,4 +1,5 @@
 import type { SliceLane } from '../../util/turns.ts';
+import { pulledStream, pullsOf } from '../../util/pulled-stream.ts';
 
 /**
  * A provider's streamed answer with the text deltas that arrive together merged: when one read of
@@ -190,7 +191,7 @@ export const MAX_PENDING_BYTES = 1024 * 1024;
 export function mergingBody(body: ReadableStream<Uint8Array>, dialect: Dialect | null, slices?: SliceLane): ReadableStream<Uint8Array> {
   const decoder = new TextDecoder();
   const encoder = new TextEncoder();
-  const source = body.getReader();
+  const source = pullsOf(body);
   /** The bytes of an event not yet complete (whole characters or not). */
   let pending: Buffer = Buffer.alloc(0);
   let asItCame = false;
@@ -227,28 +228,25 @@ export function mergingBody(body: ReadableStream<Uint8Array>, dialect: Dialect |
     if (mayMerge < 2) return complete;
     return encoder.encode(mergeEvents(events, dialect));
   };
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        for (;;) {
-          const { done, value } = await source.read();
-          if (done) {
-            if (pending.length > 0) controller.enqueue(pending);
-            return controller.close();
-          }
-          const out = merged(value);
-          if (!out) continue;
-          const turn = slices?.enter();
-          if (turn) await turn;
-          if (!cancelled) controller.enqueue(out);
-          return;
+  return pulledStream<Uint8Array>({
+    async pull() {
+      for (;;) {
+        const value = await source.read();
+        if (value === null) {
+          const rest = pending;
+          pending = Buffer.alloc(0);
+          return rest.length > 0 ? rest : null;
         }
-      },
-      cancel: (reason) => {
-        cancelled = true;
-        return source.cancel(reason);
-      },
+        const out = merged(value);
+        if (!out) continue;
+        const turn = slices?.enter();
+        if (turn) await turn;
+        return cancelled ? null : out;
+      }
     },
-    { highWaterMark: 0 },
-  );
+    cancel: (reason) => {
+      cancelled = true;
+      return source.cancel(reason);
+    },
+  });
 }

@@ -11,6 +11,7 @@
 import { APICallError, type LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { isAbortError, safeParseJSON, type FlexibleSchema, type ParseResult } from '@ai-sdk/provider-utils';
 import { createParser } from 'eventsource-parser';
+import { pulledStream, pullsOf } from '../../util/pulled-stream.ts';
 
 type Part = LanguageModelV3StreamPart;
 type Emit = (part: Part) => void;
@@ -31,7 +32,7 @@ export interface AnswerResponse {
 }
 
 export function sseEvents<T>(body: ReadableStream<Uint8Array>, schema: FlexibleSchema<T>, response: AnswerResponse): SseEvents<T> {
-  const reader = body.getReader();
+  const reader = pullsOf(body);
   const decoder = new TextDecoder();
   let data: string[] = [];
   // As the SDK reads an answer: `[DONE]` ends nothing and is dropped, and an event the body ends
@@ -41,7 +42,7 @@ export function sseEvents<T>(body: ReadableStream<Uint8Array>, schema: FlexibleS
   return {
     async next() {
       while (data.length === 0 && !ended) {
-        let read: Awaited<ReturnType<typeof reader.read>>;
+        let read: Uint8Array | null;
         try {
           read = await reader.read();
         } catch (error) {
@@ -49,8 +50,8 @@ export function sseEvents<T>(body: ReadableStream<Uint8Array>, schema: FlexibleS
         }
         // Only text is fed: the parser's one check for a byte-order mark at the start is made on
         // its first text, and a first read inside the mark's bytes decodes to none.
-        const text = read.done ? decoder.decode() : decoder.decode(read.value, { stream: true });
-        if (read.done) ended = true;
+        const text = read === null ? decoder.decode() : decoder.decode(read, { stream: true });
+        if (read === null) ended = true;
         if (text.length > 0) parser.feed(text);
       }
       if (data.length === 0) return null;
@@ -122,60 +123,60 @@ export interface AnswerTransform<T> {
 /**
  * The answer's parts: `read` (events already read, by a check before the answer was handed on)
  * first, then the rest of `events`, through the transform `transformOf` makes with the stream's
- * emitter. Each pull hands on every part of one read of the body. An error of the body or of the
- * transform ends the stream once every part before it was read (and an error of the transform
- * cancels the body); a cancel cancels the body, and never fails.
+ * emitter. Each read of the body makes the parts of its events, handed on one by one. An error of
+ * the body or of the transform ends the stream once every part before it was read (and an error
+ * of the transform cancels the body); a cancel cancels the body, and never fails. The loop's
+ * readers read it by plain calls (util/pulled-stream.ts).
  */
 export function partStream<T>(events: SseEvents<T>, transformOf: (emit: Emit) => AnswerTransform<T>, read: Array<ParseResult<T>> = []): ReadableStream<Part> {
-  /** The parts made since the last were handed on: a new array each time, nothing kept of the last. */
+  /** The parts made and not yet handed on, from `at`: a new array each read of the body, nothing kept of the last. */
   let parts: Part[] = [];
+  let at = 0;
   const transform = transformOf((part) => parts.push(part));
   let first: Array<ParseResult<T>> | null = read;
   let cancelled = false;
-  /** An error held back until the parts before it were read (erroring a stream drops its queue). */
+  let closed = false;
+  /** An error held back until the parts before it were read. */
   let failed: { error: unknown } | null = null;
-  const handOn = (controller: ReadableStreamDefaultController<Part>) => {
-    const made = parts;
-    parts = [];
-    for (const part of made) controller.enqueue(part);
-  };
-  return new ReadableStream<Part>(
-    {
-      async pull(controller) {
-        if (failed) return controller.error(failed.error);
-        try {
-          if (first) {
-            const pending = first;
-            // Let go of them: an answer may have sent many before its first output.
-            first = null;
-            transform.start();
-            for (const event of pending) transform.event(event);
-          }
-          while (parts.length === 0) {
-            const batch = await events.next();
-            // Cancelled while reading: the reader has gone, and the answer's end is not its end.
-            if (cancelled) return;
-            if (batch === null) {
-              transform.end();
-              handOn(controller);
-              return controller.close();
-            }
-            for (const event of batch) transform.event(event);
-          }
-        } catch (error) {
-          if (cancelled) return;
-          // The body may still be sending: nobody will read it now.
-          events.cancel(error).catch(() => {});
-          if (parts.length === 0) return controller.error(error);
-          failed = { error };
+  return pulledStream<Part>({
+    async pull() {
+      if (at < parts.length) return parts[at++];
+      if (failed) throw failed.error;
+      if (closed) return null;
+      parts = [];
+      at = 0;
+      try {
+        if (first) {
+          const pending = first;
+          // Let go of them: an answer may have sent many before its first output.
+          first = null;
+          transform.start();
+          for (const event of pending) transform.event(event);
         }
-        handOn(controller);
-      },
-      cancel: (reason) => {
-        cancelled = true;
-        return events.cancel(reason).catch(() => {});
-      },
+        while (parts.length === 0) {
+          const batch = await events.next();
+          // Cancelled while reading: the reader has gone, and the answer's end is not its end.
+          if (cancelled) return null;
+          if (batch === null) {
+            transform.end();
+            closed = true;
+            break;
+          }
+          for (const event of batch) transform.event(event);
+        }
+      } catch (error) {
+        if (cancelled) return null;
+        // The body may still be sending: nobody will read it now.
+        events.cancel(error).catch(() => {});
+        failed = { error };
+      }
+      if (at < parts.length) return parts[at++];
+      if (failed) throw failed.error;
+      return null;
     },
-    { highWaterMark: 0 },
-  );
+    cancel: (reason) => {
+      cancelled = true;
+      return events.cancel(reason).catch(() => {});
+    },
+  });
 }

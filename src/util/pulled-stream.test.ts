@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { pulledStream, pullsOf, type PullSource } from './pulled-stream.ts';
+
+/** A source of `values`, then an end (or `error`), counting its pulls; `hold` makes a pull wait until released. */
+function sourceOf(values: number[], opts: { error?: Error; hold?: boolean } = {}) {
+  const pending = [...values];
+  const seen = { pulls: 0, cancelled: [] as unknown[] };
+  let release: (() => void) | null = null;
+  const source: PullSource<number> = {
+    async pull() {
+      seen.pulls++;
+      if (opts.hold) await new Promise<void>((resolve) => (release = resolve));
+      if (pending.length > 0) return pending.shift()!;
+      if (opts.error) throw opts.error;
+      return null;
+    },
+    async cancel(reason) {
+      seen.cancelled.push(reason);
+      release?.();
+    },
+  };
+  return { source, seen, release: () => release?.() };
+}
+
+async function readAll(read: () => Promise<number | null>) {
+  const got: number[] = [];
+  for (let v = await read(); v !== null; v = await read()) got.push(v);
+  return got;
+}
+
+const streamRead = (stream: ReadableStream<number>) => {
+  const reader = stream.getReader();
+  return async () => {
+    const r = await reader.read();
+    return r.done ? null : r.value;
+  };
+};
+
+describe('a pulled stream', () => {
+  it('gives the same values, end and error read as a stream or by plain calls', async () => {
+    expect(await readAll(streamRead(pulledStream(sourceOf([1, 2, 3]).source)))).toEqual([1, 2, 3]);
+    const direct = pullsOf(pulledStream(sourceOf([1, 2, 3]).source));
+    expect(await readAll(() => direct.read())).toEqual([1, 2, 3]);
+    // An end is for ever.
+    expect(await direct.read()).toBeNull();
+
+    const boom = new Error('boom');
+    const asStream = streamRead(pulledStream(sourceOf([1, 2], { error: boom }).source));
+    const byCalls = pullsOf(pulledStream(sourceOf([1, 2], { error: boom }).source));
+    for (const read of [asStream, () => byCalls.read()]) {
+      expect([await read(), await read()]).toEqual([1, 2]);
+      await expect(read()).rejects.toBe(boom);
+      // And so is an error.
+      await expect(read()).rejects.toBe(boom);
+    }
+  });
+
+  it('is read by its source itself, only as asked, and by one reader', async () => {
+    const { source, seen } = sourceOf([1, 2, 3]);
+    const stream = pulledStream(source);
+    const reader = pullsOf(stream);
+    expect(seen.pulls).toBe(0);
+    expect(stream.locked).toBe(true);
+    expect(() => pullsOf(stream)).toThrow(TypeError);
+    expect(await reader.read()).toBe(1);
+    expect(seen.pulls).toBe(1);
+  });
+
+  it('ends a read waiting on its source when cancelled, and never fails a cancel', async () => {
+    const { source, seen } = sourceOf([1], { hold: true });
+    const reader = pullsOf(pulledStream(source));
+    const waiting = reader.read();
+    await reader.cancel('gone');
+    expect(await waiting).toBeNull();
+    expect(seen.cancelled).toEqual(['gone']);
+    expect(await reader.read()).toBeNull();
+    // Once: the source was let go already.
+    await reader.cancel('again');
+    expect(seen.cancelled).toEqual(['gone']);
+
+    const failing = pullsOf(pulledStream<number>({ pull: async () => 1, cancel: () => Promise.reject(new Error('no')) }));
+    await expect(failing.cancel()).resolves.toBeUndefined();
+  });
+
+  it('reads any other stream through a reader of it, with the same end, error and cancel', async () => {
+    const boom = new Error('boom');
+    let n = 0;
+    const failing = pullsOf(
+      new ReadableStream<number>({
+        pull: (c) => (n < 2 ? c.enqueue(++n) : c.error(boom)),
+      }),
+    );
+    expect([await failing.read(), await failing.read()]).toEqual([1, 2]);
+    await expect(failing.read()).rejects.toBe(boom);
+
+    let cancelled: unknown;
+    const waiting = pullsOf(new ReadableStream<number>({ pull: () => new Promise(() => {}), cancel: (reason) => void (cancelled = reason) }));
+    const read = waiting.read();
+    await waiting.cancel('gone');
+    expect(await read).toBeNull();
+    expect(cancelled).toBe('gone');
+  });
+});

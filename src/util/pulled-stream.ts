@@ -1,0 +1,101 @@
+/**
+ * Web streams between the service's own layers that its own readers read by plain calls. An
+ * answer goes through several layers of the service (the fetch's body, the delta merge, the
+ * provider's reader, the model guard), and the SDK's interfaces between them are web streams:
+ * each read through one costs a pull, a queue and three or four promises, and at a thousand
+ * answers at once those reads were a sixth of the main thread's garbage (BENCHMARKS.md, stop 68).
+ * A layer makes its stream with `pulledStream`; a layer reading it takes `pullsOf(stream)`, which
+ * for such a stream calls the source itself, and for any other stream reads it as a stream. Anyone
+ * else (the SDK) reads the stream as a stream, with the same values, end and error.
+ */
+
+/** Where a pulled stream's values come from, one at a time. */
+export interface PullSource<T> {
+  /**
+   * The next value, or null at the end. Never called again while a call is pending, nor after it
+   * returned null or threw. After `cancel`, a pending call must settle (any value: it is dropped).
+   */
+  pull(): Promise<T | null>;
+  /** The reader has gone: stop, and let go of what is upstream. */
+  cancel(reason?: unknown): Promise<void>;
+}
+
+/** A stream read as plain calls. */
+export interface Pulls<T> {
+  /** The next value; null at the end and ever after (a cancel is an end); rejects with the stream's error, every time after too. */
+  read(): Promise<T | null>;
+  /** Cancels the stream (a read pending resolves null). Never fails. */
+  cancel(reason?: unknown): Promise<void>;
+}
+
+const direct = new WeakMap<ReadableStream<unknown>, PullSource<unknown>>();
+
+/**
+ * A stream of `source`'s values, pulled only as its reader asks (a high-water mark of 0: nothing
+ * is read ahead), that `pullsOf` reads by calling `source` itself.
+ */
+export function pulledStream<T>(source: PullSource<T>): ReadableStream<T> {
+  const stream = new ReadableStream<T>(
+    {
+      async pull(controller) {
+        const value = await source.pull();
+        if (value === null) controller.close();
+        else controller.enqueue(value);
+      },
+      cancel: (reason) => source.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  );
+  direct.set(stream, source);
+  return stream;
+}
+
+/**
+ * `stream` read by plain calls: its source's own, when it is a `pulledStream` nobody has read
+ * (it is locked, so that nobody else does); otherwise through a reader of it.
+ */
+export function pullsOf<T>(stream: ReadableStream<T>): Pulls<T> {
+  const source = direct.get(stream) as PullSource<T> | undefined;
+  const reader = stream.getReader();
+  if (source) {
+    direct.delete(stream);
+    return sourcePulls(source);
+  }
+  return {
+    async read() {
+      const { done, value } = await reader.read();
+      return done ? null : value;
+    },
+    cancel: (reason) => reader.cancel(reason).catch(() => {}),
+  };
+}
+
+/** A source's values as a stream's reader gets them: the end and the error kept, a cancel ending it. */
+function sourcePulls<T>(source: PullSource<T>): Pulls<T> {
+  let ended = false;
+  let failure: { error: unknown } | null = null;
+  return {
+    async read() {
+      if (failure) throw failure.error;
+      if (ended) return null;
+      try {
+        const value = await source.pull();
+        if (ended || value === null) {
+          ended = true;
+          return null;
+        }
+        return value;
+      } catch (error) {
+        // Cancelled while it was read: as a stream's read, it ends.
+        if (ended) return null;
+        failure = { error };
+        throw error;
+      }
+    },
+    async cancel(reason) {
+      if (ended || failure) return;
+      ended = true;
+      await source.cancel(reason).catch(() => {});
+    },
+  };
+}
