@@ -2,7 +2,8 @@ import { createOpenAI } from '@ai-sdk/openai';
 import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
-import { openaiChatAnswers } from './openai-chat-answer.ts';
+import { safeParseJSON, secureJsonParse, zodSchema } from '@ai-sdk/provider-utils';
+import { chunkData, openaiChatAnswers, plainChunk } from './openai-chat-answer.ts';
 
 /**
  * Every answer here is read twice from the same bytes: by @ai-sdk/openai's own chat model, and by
@@ -320,6 +321,99 @@ describe('openaiChatAnswers reads an answer as @ai-sdk/openai does', () => {
     ).stream.getReader();
     await other.read();
     await expect(other.cancel('stopped')).resolves.toBeUndefined();
+  });
+
+  it('checks the common chunks without zod into what zod makes of them, and leaves it every other', async () => {
+    // A seeded generator (no flaky draws): chunks of every shape the schema has, right and wrong.
+    let seed = 68;
+    // mulberry32
+    const rand = () => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+    };
+    const one = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
+    const ABSENT = Symbol('absent');
+    const INFINITE = '__infinite__';
+    const of = (choices: Array<[string, unknown[]]>) => {
+      const o: Record<string, unknown> = {};
+      for (const [key, values] of choices) {
+        const v = one(values);
+        if (v !== ABSENT) o[key] = v;
+      }
+      return o;
+    };
+    const anyOf = [ABSENT, null, 'x', '', 0, 1.5, -0, INFINITE, true, [], {}, 'assistant', 'user'];
+    const A = ABSENT;
+    const delta = () =>
+      rand() < 0.05
+        ? one(anyOf)
+        : of([
+            ['role', [A, A, A, null, 'assistant', 'assistant', 'assistant', 'user', 1]],
+            ['content', [A, null, 'Hello', 'Hello', 'Hello', 'Hello', '', 7, ['x']]],
+            ['refusal', [A, A, A, A, null, 'no', 3]],
+            ['tool_calls', [A, A, A, A, A, A, null, [], [{ index: 0, id: 'call_1', type: 'function', function: { name: 'f', arguments: '{' } }]]],
+            ['annotations', [A, A, A, A, A, A, null, []]],
+            ['audio', [A, A, { id: 'a' }]],
+          ]);
+    const choice = () =>
+      rand() < 0.03
+        ? one(anyOf)
+        : of([
+            ['delta', [A, null, delta(), delta(), delta(), delta(), delta(), 'x']],
+            ['logprobs', [A, null, null, null, null, { content: null }, 1]],
+            ['finish_reason', [A, null, null, null, 'stop', 'tool_calls', 2]],
+            ['index', [0, 0, 0, 0, 1, 1.5, A, '0', INFINITE]],
+            ['extra', [A, A, 'dropped']],
+          ]);
+    const chunk = () =>
+      rand() < 0.02
+        ? one([...anyOf.filter((v) => v !== A), { error: { message: 'boom' } }])
+        : of([
+            ['id', [A, null, 'chatcmpl-1', 'chatcmpl-1', 'chatcmpl-1', 'chatcmpl-1', 1]],
+            ['object', [A, 'chat.completion.chunk']],
+            ['created', [A, null, 1_700_000_000, 1_700_000_000, 1_700_000_000, 1_700_000_000, INFINITE, '1']],
+            ['model', [A, null, 'gpt-m', 'gpt-m', 'gpt-m', 'gpt-m', 2]],
+            ['system_fingerprint', [A, 'fp']],
+            ['choices', [[], [choice()], [choice()], [choice()], [choice(), choice()], A, null, {}]],
+            ['usage', [A, A, A, A, null, null, { prompt_tokens: 1 }]],
+            ['error', [A, A, A, A, A, A, { message: 'both' }]],
+          ]);
+    const schema = zodSchema(chunkData);
+    let quick = 0;
+    let left = 0;
+    for (let i = 0; i < 10_000; i++) {
+      const text = JSON.stringify(chunk()).replaceAll(`"${INFINITE}"`, '1e400');
+      const byZod = await safeParseJSON({ text, schema });
+      const byHand = plainChunk(secureJsonParse(text));
+      if (byHand === undefined) {
+        left++;
+        continue;
+      }
+      quick++;
+      // The same object, its keys in the same order, null told from absent.
+      expect(byZod.success, text).toBe(true);
+      expect(JSON.stringify(byHand), text).toBe(JSON.stringify(byZod.success && byZod.value));
+      expect(byHand, text).toEqual(byZod.success && byZod.value);
+    }
+    // Both ways were taken often.
+    expect(quick).toBeGreaterThan(500);
+    expect(left).toBeGreaterThan(500);
+    // What the scripted model and OpenAI send is taken by hand.
+    const sent = {
+      id: 'c1',
+      object: 'chat.completion.chunk',
+      created: 1,
+      model: 'm',
+      choices: [{ index: 0, delta: { content: 'Hi' }, logprobs: null, finish_reason: null }],
+    };
+    expect(plainChunk(sent)).toEqual({
+      id: 'c1',
+      created: 1,
+      model: 'm',
+      choices: [{ index: 0, delta: { content: 'Hi' }, logprobs: null, finish_reason: null }],
+    });
   });
 
   it('is written against the installed @ai-sdk/openai, and shares its provider-utils; a model without what it reads is used as it is', () => {

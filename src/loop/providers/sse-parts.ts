@@ -9,7 +9,7 @@
  * plumbing between them differs.
  */
 import { APICallError, type LanguageModelV3StreamPart } from '@ai-sdk/provider';
-import { isAbortError, safeParseJSON, type FlexibleSchema, type ParseResult } from '@ai-sdk/provider-utils';
+import { isAbortError, safeParseJSON, secureJsonParse, type FlexibleSchema, type ParseResult } from '@ai-sdk/provider-utils';
 import { createParser } from 'eventsource-parser';
 import { pulledStream, pullsOf } from '../../util/pulled-stream.ts';
 
@@ -31,7 +31,17 @@ export interface AnswerResponse {
   requestBodyValues: unknown;
 }
 
-export function sseEvents<T>(body: ReadableStream<Uint8Array>, schema: FlexibleSchema<T>, response: AnswerResponse): SseEvents<T> {
+/**
+ * The events of `body`, each parsed as the SDK's `safeParseJSON` parses it with `schema`. `quick`
+ * may answer for the schema: given the parsed JSON, the value the schema's check would make of it,
+ * or undefined to have the schema check it.
+ */
+export function sseEvents<T>(
+  body: ReadableStream<Uint8Array>,
+  schema: FlexibleSchema<T>,
+  response: AnswerResponse,
+  quick?: (value: unknown) => T | undefined,
+): SseEvents<T> {
   const reader = pullsOf(body);
   const decoder = new TextDecoder();
   let data: string[] = [];
@@ -58,11 +68,24 @@ export function sseEvents<T>(body: ReadableStream<Uint8Array>, schema: FlexibleS
       const texts = data;
       data = [];
       const events: Array<ParseResult<T>> = [];
-      for (const text of texts) events.push(await safeParseJSON({ text, schema }));
+      for (const text of texts) events.push((quick && quickParse(text, quick)) || (await safeParseJSON({ text, schema })));
       return events;
     },
     cancel: (reason) => reader.cancel(reason),
   };
+}
+
+/** `text` parsed as the SDK parses JSON, and its value as `quick` makes it; undefined when either declines. */
+function quickParse<T>(text: string, quick: (value: unknown) => T | undefined): ParseResult<T> | undefined {
+  let rawValue: unknown;
+  try {
+    rawValue = secureJsonParse(text);
+  } catch {
+    // The SDK's parse names the error.
+    return undefined;
+  }
+  const value = quick(rawValue);
+  return value === undefined ? undefined : { success: true, value, rawValue };
 }
 
 /** Node's and undici's codes of a connection lost, refused or timed out, as the SDK retries them. */
