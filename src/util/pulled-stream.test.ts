@@ -82,6 +82,39 @@ describe('a pulled stream', () => {
     await expect(failing.cancel()).resolves.toBeUndefined();
   });
 
+  it('makes reads asked for together one after the other, and reads a stream read or cancelled as one only as one', async () => {
+    let pulling = 0;
+    let most = 0;
+    let n = 0;
+    const reader = pullsOf(
+      pulledStream<number>({
+        async pull() {
+          most = Math.max(most, ++pulling);
+          await new Promise((r) => setTimeout(r, 1));
+          pulling--;
+          return n < 3 ? ++n : null;
+        },
+        cancel: async () => {},
+      }),
+    );
+    expect(await Promise.all([reader.read(), reader.read(), reader.read(), reader.read()])).toEqual([1, 2, 3, null]);
+    expect(most).toBe(1);
+
+    const cancelled = pulledStream(sourceOf([1, 2]).source);
+    await cancelled.cancel('bye');
+    expect(await pullsOf(cancelled).read()).toBeNull();
+
+    const boom = new Error('boom');
+    const once = sourceOf([], { error: boom });
+    const failed = pulledStream(once.source);
+    const first = failed.getReader();
+    await expect(first.read()).rejects.toBe(boom);
+    first.releaseLock();
+    await expect(pullsOf(failed).read()).rejects.toBe(boom);
+    // The stream's error, not the source asked again.
+    expect(once.seen.pulls).toBe(1);
+  });
+
   it('reads any other stream through a reader of it, with the same end, error and cancel', async () => {
     const boom = new Error('boom');
     let n = 0;

@@ -35,14 +35,19 @@ const direct = new WeakMap<ReadableStream<unknown>, PullSource<unknown>>();
  * is read ahead), that `pullsOf` reads by calling `source` itself.
  */
 export function pulledStream<T>(source: PullSource<T>): ReadableStream<T> {
-  const stream = new ReadableStream<T>(
+  const stream: ReadableStream<T> = new ReadableStream<T>(
     {
       async pull(controller) {
+        // Read as a stream: from now on only as one (its end, error or cancel is the stream's).
+        direct.delete(stream);
         const value = await source.pull();
         if (value === null) controller.close();
         else controller.enqueue(value);
       },
-      cancel: (reason) => source.cancel(reason),
+      cancel: (reason) => {
+        direct.delete(stream);
+        return source.cancel(reason);
+      },
     },
     { highWaterMark: 0 },
   );
@@ -52,7 +57,8 @@ export function pulledStream<T>(source: PullSource<T>): ReadableStream<T> {
 
 /**
  * `stream` read by plain calls: its source's own, when it is a `pulledStream` nobody has read
- * (it is locked, so that nobody else does); otherwise through a reader of it.
+ * (it is locked, so that nobody else does); otherwise through a reader of it. Reads asked for
+ * together are made one after the other, as a stream's are.
  */
 export function pullsOf<T>(stream: ReadableStream<T>): Pulls<T> {
   const source = direct.get(stream) as PullSource<T> | undefined;
@@ -70,12 +76,15 @@ export function pullsOf<T>(stream: ReadableStream<T>): Pulls<T> {
   };
 }
 
-/** A source's values as a stream's reader gets them: the end and the error kept, a cancel ending it. */
+/** A source's values as a stream's reader gets them: one pull at a time, the end and the error kept, a cancel ending it. */
 function sourcePulls<T>(source: PullSource<T>): Pulls<T> {
   let ended = false;
   let failure: { error: unknown } | null = null;
-  return {
-    async read() {
+  /** Reads asked for and not yet settled, and the last of them (the next waits for it). */
+  let unsettled = 0;
+  let last: Promise<T | null> | null = null;
+  const readOne = async (): Promise<T | null> => {
+    try {
       if (failure) throw failure.error;
       if (ended) return null;
       try {
@@ -91,11 +100,24 @@ function sourcePulls<T>(source: PullSource<T>): Pulls<T> {
         failure = { error };
         throw error;
       }
+    } finally {
+      unsettled--;
+    }
+  };
+  return {
+    read() {
+      const read = unsettled++ === 0 || !last ? readOne() : last.then(readOne, readOne);
+      last = read;
+      return read;
     },
     async cancel(reason) {
       if (ended || failure) return;
       ended = true;
-      await source.cancel(reason).catch(() => {});
+      try {
+        await source.cancel(reason);
+      } catch {
+        // A cancel never fails.
+      }
     },
   };
 }
