@@ -6,7 +6,8 @@ import { openaiKit } from './providers/openai.ts';
 import { openaiCompatibleKit } from './providers/openai-compatible.ts';
 import type { ChunkReader, Connection, ModelSettings, ProviderKit, ProviderType } from './providers/provider-types.ts';
 import { stallGuardedFetch } from './stall-guard.ts';
-import { dialectOf, mergingBody } from './providers/sse-merge.ts';
+import { dialectOf, mergingBody, mergingSource } from './providers/sse-merge.ts';
+import { interpose } from '../util/pulled-stream.ts';
 import type { SliceLane } from '../util/turns.ts';
 
 export type { ChunkReader, Connection, Effort, ModelSettings, ProviderType } from './providers/provider-types.ts';
@@ -150,6 +151,8 @@ function mergingDeltas(inner: typeof fetch, slices?: SliceLane): typeof fetch {
     const streamed = res.ok && res.body !== null && (res.headers.get('content-type') ?? '').startsWith('text/event-stream');
     const dialect = streamed ? dialectOf(input instanceof Request ? input.url : String(input)) : null;
     if (!streamed || (!dialect && !slices)) return res;
+    // The fetch's own body (request-fetch.ts) takes the merge in its place: one Response an answer.
+    if (interpose<Uint8Array>(res.body, (bytes) => mergingSource(bytes, dialect, slices))) return res;
     return new Response(mergingBody(res.body, dialect, slices), { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pulledStream, pullsOf, type PullSource } from './pulled-stream.ts';
+import { interpose, pulledStream, pullsOf, type PullSource, type Pulls } from './pulled-stream.ts';
 
 /** A source of `values`, then an end (or `error`), counting its pulls; `hold` makes a pull wait until released. */
 function sourceOf(values: number[], opts: { error?: Error; hold?: boolean } = {}) {
@@ -113,6 +113,47 @@ describe('a pulled stream', () => {
     await expect(pullsOf(failed).read()).rejects.toBe(boom);
     // The stream's error, not the source asked again.
     expect(once.seen.pulls).toBe(1);
+  });
+
+  it('takes another source in its place before anyone reads it, read either way, and only then', async () => {
+    /** Doubles what comes, and says when it is cancelled. */
+    const doubling =
+      (cancelled: unknown[]) =>
+      (values: Pulls<number>): PullSource<number> => ({
+        async pull() {
+          const v = await values.read();
+          return v === null ? null : v * 2;
+        },
+        cancel: async (reason) => {
+          cancelled.push(reason);
+          await values.cancel(reason);
+        },
+      });
+    const asStream = pulledStream(sourceOf([1, 2]).source);
+    expect(interpose(asStream, doubling([]))).toBe(true);
+    expect(await readAll(streamRead(asStream))).toEqual([2, 4]);
+
+    const { source, seen } = sourceOf([1, 2, 3]);
+    const byCalls = pulledStream(source);
+    const cancelled: unknown[] = [];
+    expect(interpose(byCalls, doubling(cancelled))).toBe(true);
+    const reader = pullsOf(byCalls);
+    expect(await reader.read()).toBe(2);
+    await reader.cancel('gone');
+    // The cancel reaches the source under the one put in its place.
+    expect([cancelled, seen.cancelled]).toEqual([['gone'], ['gone']]);
+
+    // Read, locked, or not a pulled stream: left as it is.
+    const read = pulledStream(sourceOf([1, 2]).source);
+    const first = read.getReader();
+    expect(await first.read()).toEqual({ done: false, value: 1 });
+    first.releaseLock();
+    expect(interpose(read, doubling([]))).toBe(false);
+    expect(await readAll(streamRead(read))).toEqual([2]);
+    const locked = pulledStream(sourceOf([1]).source);
+    pullsOf(locked);
+    expect(interpose(locked, doubling([]))).toBe(false);
+    expect(interpose(new ReadableStream<number>(), doubling([]))).toBe(false);
   });
 
   it('reads any other stream through a reader of it, with the same end, error and cancel', async () => {

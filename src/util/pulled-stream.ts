@@ -28,31 +28,45 @@ export interface Pulls<T> {
   cancel(reason?: unknown): Promise<void>;
 }
 
-const direct = new WeakMap<ReadableStream<unknown>, PullSource<unknown>>();
+/** A pulled stream's source, while nobody has read it as a stream (`interpose` may put another in its place). */
+const direct = new WeakMap<ReadableStream<unknown>, { source: PullSource<unknown> }>();
 
 /**
  * A stream of `source`'s values, pulled only as its reader asks (a high-water mark of 0: nothing
  * is read ahead), that `pullsOf` reads by calling `source` itself.
  */
 export function pulledStream<T>(source: PullSource<T>): ReadableStream<T> {
+  const held = { source: source as PullSource<unknown> };
   const stream: ReadableStream<T> = new ReadableStream<T>(
     {
       async pull(controller) {
         // Read as a stream: from now on only as one (its end, error or cancel is the stream's).
         direct.delete(stream);
-        const value = await source.pull();
+        const value = (await held.source.pull()) as T | null;
         if (value === null) controller.close();
         else controller.enqueue(value);
       },
       cancel: (reason) => {
         direct.delete(stream);
-        return source.cancel(reason);
+        return held.source.cancel(reason);
       },
     },
     { highWaterMark: 0 },
   );
-  direct.set(stream, source);
+  direct.set(stream, held);
   return stream;
+}
+
+/**
+ * Puts `wrap(values)` in the place of `stream`'s source, `values` being what that source gave:
+ * the same stream (and whatever holds it, a Response) then gives what `wrap` makes of them. Only
+ * for a `pulledStream` nobody has read or locked yet; false (nothing done) for any other.
+ */
+export function interpose<T>(stream: ReadableStream<T>, wrap: (values: Pulls<T>) => PullSource<T>): boolean {
+  const held = direct.get(stream);
+  if (!held || stream.locked) return false;
+  held.source = wrap(sourcePulls(held.source as PullSource<T>));
+  return true;
 }
 
 /**
@@ -61,11 +75,11 @@ export function pulledStream<T>(source: PullSource<T>): ReadableStream<T> {
  * together are made one after the other, as a stream's are.
  */
 export function pullsOf<T>(stream: ReadableStream<T>): Pulls<T> {
-  const source = direct.get(stream) as PullSource<T> | undefined;
+  const held = direct.get(stream);
   const reader = stream.getReader();
-  if (source) {
+  if (held) {
     direct.delete(stream);
-    return sourcePulls(source);
+    return sourcePulls(held.source as PullSource<T>);
   }
   return {
     async read() {

@@ -1,5 +1,5 @@
 import type { SliceLane } from '../../util/turns.ts';
-import { pulledStream, pullsOf } from '../../util/pulled-stream.ts';
+import { pulledStream, pullsOf, type PullSource, type Pulls } from '../../util/pulled-stream.ts';
 
 /**
  * A provider's streamed answer with the text deltas that arrive together merged: when one read of
@@ -189,9 +189,16 @@ export const MAX_PENDING_BYTES = 1024 * 1024;
  * arrive together are parsed in slices, the loop taking turns between them.
  */
 export function mergingBody(body: ReadableStream<Uint8Array>, dialect: Dialect | null, slices?: SliceLane): ReadableStream<Uint8Array> {
+  return pulledStream(mergingSource(pullsOf(body), dialect, slices));
+}
+
+/**
+ * What mergingBody reads `source` into, as a source of its own: the same bytes may then go on in
+ * the body they came in (util/pulled-stream.ts's `interpose`), with no stream or Response more.
+ */
+export function mergingSource(source: Pulls<Uint8Array>, dialect: Dialect | null, slices?: SliceLane): PullSource<Uint8Array> {
   const decoder = new TextDecoder();
   const encoder = new TextEncoder();
-  const source = pullsOf(body);
   /** The bytes of an event not yet complete (whole characters or not). */
   let pending: Buffer = Buffer.alloc(0);
   let asItCame = false;
@@ -228,7 +235,7 @@ export function mergingBody(body: ReadableStream<Uint8Array>, dialect: Dialect |
     if (mayMerge < 2) return complete;
     return encoder.encode(mergeEvents(events, dialect));
   };
-  return pulledStream<Uint8Array>({
+  return {
     async pull() {
       for (;;) {
         const value = await source.read();
@@ -248,5 +255,5 @@ export function mergingBody(body: ReadableStream<Uint8Array>, dialect: Dialect |
       cancelled = true;
       return source.cancel(reason);
     },
-  });
+  };
 }
