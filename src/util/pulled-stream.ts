@@ -3,10 +3,12 @@
  * answer goes through several layers of the service (the fetch's body, the delta merge, the
  * provider's reader, the model guard), and the SDK's interfaces between them are web streams:
  * each read through one costs a pull, a queue and three or four promises, and at a thousand
- * answers at once those reads were a sixth of the main thread's garbage (BENCHMARKS.md, stop 68).
+ * answers at once those reads were a fifth of the main thread's garbage (BENCHMARKS.md, stop 68).
  * A layer makes its stream with `pulledStream`; a layer reading it takes `pullsOf(stream)`, which
  * for such a stream calls the source itself, and for any other stream reads it as a stream. Anyone
- * else (the SDK) reads the stream as a stream, with the same values, end and error.
+ * else (the SDK) reads the stream as a stream, with the same values, end and error. Before anyone
+ * reads it, another layer may take its source's place (`interpose`): the merge of deltas does, in
+ * the fetch's own body.
  */
 
 /** Where a pulled stream's values come from, one at a time. */
