@@ -131,6 +131,8 @@ describe('a pulled stream', () => {
       });
     const asStream = pulledStream(sourceOf([1, 2]).source);
     expect(interpose(asStream, doubling([]))).toBe(true);
+    // Once: a second would wrap the first.
+    expect(interpose(asStream, doubling([]))).toBe(false);
     expect(await readAll(streamRead(asStream))).toEqual([2, 4]);
 
     const { source, seen } = sourceOf([1, 2, 3]);

@@ -31,7 +31,7 @@ export interface Pulls<T> {
 }
 
 /** A pulled stream's source, while nobody has read it as a stream (`interpose` may put another in its place). */
-const direct = new WeakMap<ReadableStream<unknown>, { source: PullSource<unknown> }>();
+const direct = new WeakMap<ReadableStream<unknown>, { source: PullSource<unknown>; interposed?: true }>();
 
 /**
  * A stream of `source`'s values, pulled only as its reader asks (a high-water mark of 0: nothing
@@ -62,11 +62,13 @@ export function pulledStream<T>(source: PullSource<T>): ReadableStream<T> {
 /**
  * Puts `wrap(values)` in the place of `stream`'s source, `values` being what that source gave:
  * the same stream (and whatever holds it, a Response) then gives what `wrap` makes of them. Only
- * for a `pulledStream` nobody has read or locked yet; false (nothing done) for any other.
+ * for a `pulledStream` nobody has read, locked or interposed on yet; false (nothing done) for any
+ * other.
  */
 export function interpose<T>(stream: ReadableStream<T>, wrap: (values: Pulls<T>) => PullSource<T>): boolean {
   const held = direct.get(stream);
-  if (!held || stream.locked) return false;
+  if (!held || held.interposed || stream.locked) return false;
+  held.interposed = true;
   held.source = wrap(sourcePulls(held.source as PullSource<T>));
   return true;
 }
