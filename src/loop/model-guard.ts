@@ -305,9 +305,13 @@ function guardStream(
   }
 
   armStall();
+  /** The next part: those `peek` kept first; after the source's end, null, or its error again. */
   const pull = async (): Promise<StreamPart | null> => {
     if (buffered.length > 0) return buffered.shift()!;
-    if (sourceDone) return null;
+    if (sourceDone) {
+      if (sourceError) throw sourceError as Error;
+      return null;
+    }
     try {
       const part = await next();
       if (part === null) sourceDone = true;
@@ -320,7 +324,6 @@ function guardStream(
   };
 
   return {
-    /** Reads ahead to the first content part (kept for the consumer): `empty` when the answer had none. */
     /**
      * Reads ahead to the first content part (kept for the consumer). `empty` only for an answer
      * that ended with neither content nor a finish reason (an HTML or empty 200): worth asking
@@ -350,11 +353,7 @@ function guardStream(
       return { kind };
     },
     stream: pulledStream<StreamPart>({
-      async pull() {
-        const part = await pull();
-        if (part === null && sourceError) throw sourceError as Error;
-        return part;
-      },
+      pull,
       async cancel(reason) {
         // Left by the caller (an observer threw): what was reported so far still counts.
         stopStall();
