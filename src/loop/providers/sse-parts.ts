@@ -9,7 +9,7 @@
  * plumbing between them differs.
  */
 import { APICallError, type LanguageModelV3StreamPart } from '@ai-sdk/provider';
-import { isAbortError, safeParseJSON, secureJsonParse, type FlexibleSchema, type ParseResult } from '@ai-sdk/provider-utils';
+import { isAbortError, safeParseJSON, safeValidateTypes, secureJsonParse, type FlexibleSchema, type ParseResult } from '@ai-sdk/provider-utils';
 import { createParser } from 'eventsource-parser';
 import { pulledStream, pullsOf } from '../../util/pulled-stream.ts';
 
@@ -68,24 +68,28 @@ export function sseEvents<T>(
       const texts = data;
       data = [];
       const events: Array<ParseResult<T>> = [];
-      for (const text of texts) events.push((quick && quickParse(text, quick)) || (await safeParseJSON({ text, schema })));
+      for (const text of texts) events.push(await parseEvent(text, schema, quick));
       return events;
     },
     cancel: (reason) => reader.cancel(reason),
   };
 }
 
-/** `text` parsed as the SDK parses JSON, and its value as `quick` makes it; undefined when either declines. */
-function quickParse<T>(text: string, quick: (value: unknown) => T | undefined): ParseResult<T> | undefined {
+/**
+ * `text` as the SDK's `safeParseJSON` parses it with `schema`, parsed once: the value `quick`
+ * makes of the JSON, or else the schema's check of it. A text that is not JSON goes to the SDK's
+ * parse, which names the error.
+ */
+async function parseEvent<T>(text: string, schema: FlexibleSchema<T>, quick?: (value: unknown) => T | undefined): Promise<ParseResult<T>> {
+  if (!quick) return safeParseJSON({ text, schema });
   let rawValue: unknown;
   try {
     rawValue = secureJsonParse(text);
   } catch {
-    // The SDK's parse names the error.
-    return undefined;
+    return safeParseJSON({ text, schema });
   }
   const value = quick(rawValue);
-  return value === undefined ? undefined : { success: true, value, rawValue };
+  return value === undefined ? safeValidateTypes({ value: rawValue, schema }) : { success: true, value, rawValue };
 }
 
 /** Node's and undici's codes of a connection lost, refused or timed out, as the SDK retries them. */
