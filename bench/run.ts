@@ -12,7 +12,7 @@ import { benchCrash } from './crash.ts';
 import { benchInstances } from './instances.ts';
 import { benchLoad } from './load.ts';
 import { benchProviders } from './providers.ts';
-import { benchStream, benchStreamRounds } from './stream.ts';
+import { benchStream, benchStreamRounds, CHUNKS_PER_ANSWER } from './stream.ts';
 import { f } from './support.ts';
 import { benchTracing } from './tracing.ts';
 import { benchUsage } from './usage.ts';
@@ -158,6 +158,19 @@ async function benchmarks(which: string) {
       console.log(
         `| median | ${f(m.serviceP50)} / ${f(m.serviceP99)} | ${f(m.relayP50)} / ${f(m.relayP99)} | ${f(r.p99Ratio, 2)}× (p50: ${f(r.p50Ratio, 2)}×) | | ${f(m.servicePeakRssMiB, 0)} MiB | ${f(m.serviceLoopP99Ms)} ms | | | | |`,
       );
+      console.log();
+      console.log(
+        `The same rounds by a chunk's place in its answer (of ${CHUNKS_PER_ANSWER}): p50 / p99 ms of the first chunk, of those between, and of the last`,
+      );
+      console.log('| round | service: first | between | last | relay: first | between | last |');
+      console.log('|---|---:|---:|---:|---:|---:|---:|');
+      const place = (p: [number, number]) => `${f(p[0])} / ${f(p[1])}`;
+      r.service.forEach((s, i) => {
+        const l = r.relay[i].byPlace;
+        console.log(
+          `| ${i + 1} | ${place(s.byPlace.first)} | ${place(s.byPlace.middle)} | ${place(s.byPlace.last)} | ${place(l.first)} | ${place(l.middle)} | ${place(l.last)} |`,
+        );
+      });
       console.log();
       const target = n >= 1000 ? 3 : 2;
       goals.push({

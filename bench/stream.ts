@@ -12,7 +12,6 @@ import { now, pct, startBenchService, cpuMsOf, threadCpuMsOf, warmUp, submit, me
  * (bench/relay.mjs: the model's SSE forwarded over a WebSocket, nothing else).
  */
 export async function benchStream(tasks: number) {
-  const chunks = 20;
   const svc = await startBenchService({ MAX_CONCURRENT_TASKS: String(tasks), MAX_QUEUED_TASKS: String(tasks), HEARTBEAT_MS: '60000' });
   svc.model.script('LATENCY', (ctx) =>
     ctx.turn === 0
@@ -20,7 +19,7 @@ export async function benchStream(tasks: number) {
         {
           delayMs: 1500 + Math.random() * 50,
           chunkDelayMs: 50,
-          liveChunks: { count: chunks, make: () => `|t=${now()}|` },
+          liveChunks: { count: CHUNKS_PER_ANSWER, make: (i) => stamp(i) },
           toolCalls: [{ name: 'list_files', args: {} }],
         }
       : { toolCalls: [{ name: 'complete', args: { summary: 'ok', paths: [] } }] },
@@ -56,12 +55,28 @@ export async function benchStream(tasks: number) {
   };
 }
 
+/** Text chunks in each streamed answer of the benchmark, 50 ms apart. */
+export const CHUNKS_PER_ANSWER = 20;
+
+/** A chunk's text: when the model server made it, and its place in its answer (from 0). */
+const stamp = (place: number) => `|t=${now()}|${place}|`;
+const STAMP = /\|t=([\d.]+)\|(\d+)\|/g;
+
+/** Latencies of one run by a chunk's place in its answer: the first, the last, and those between. */
+export interface ByPlace {
+  first: number[];
+  middle: number[];
+  last: number[];
+}
+
 /**
- * Reads text.delta messages on WebSockets until each closes: the chunks' latencies. Each socket is
- * opened as soon as its task exists (`open`), so that its deltas come live, not replayed.
+ * Reads text.delta messages on WebSockets until each closes: the chunks' latencies, all and by
+ * their place in the answer. Each socket is opened as soon as its task exists
+ * (`open`), so that its deltas come live, not replayed.
  */
 function deltaReader() {
   const latencies: number[] = [];
+  const byPlace: ByPlace = { first: [], middle: [], last: [] };
   let deltas = 0;
   let opened = 0;
   const done: Promise<void>[] = [];
@@ -84,16 +99,21 @@ function deltaReader() {
             const e = JSON.parse((raw as Buffer).toString());
             if (e.type !== 'text.delta') return;
             deltas++;
-            for (const m of (e.data.text as string).matchAll(/\|t=([\d.]+)\|/g)) latencies.push(received - Number(m[1]));
+            for (const m of (e.data.text as string).matchAll(STAMP)) {
+              const latency = received - Number(m[1]);
+              const place = Number(m[2]);
+              latencies.push(latency);
+              (place === 0 ? byPlace.first : place === CHUNKS_PER_ANSWER - 1 ? byPlace.last : byPlace.middle).push(latency);
+            }
           });
           socket.on('close', () => resolve());
           socket.on('error', reject);
         }),
       );
     },
-    async finish(): Promise<{ latencies: number[]; deltas: number }> {
+    async finish(): Promise<{ latencies: number[]; byPlace: ByPlace; deltas: number }> {
       await Promise.all(done);
-      return { latencies, deltas };
+      return { latencies, byPlace, deltas };
     },
   };
 }
@@ -118,6 +138,8 @@ export interface StreamRound {
   p99: number;
   max: number;
   chunks: number;
+  /** p50 and p99 of the answers' first chunk, of their last, and of those between, ms. */
+  byPlace: Record<keyof ByPlace, [number, number]>;
   deltas: number;
   /** Peak resident memory of the side's process during the round (sampled every 100 ms), MiB. */
   peakRssMiB: number;
@@ -144,7 +166,6 @@ export interface StreamRound {
  * 20 chunks 50 ms apart (random phase): `tasks` × 20 chunks a second, all live.
  */
 export async function benchStreamRounds(tasks: number, rounds = 3) {
-  const chunks = 20;
   const svc = await startBenchService({
     MAX_CONCURRENT_TASKS: String(tasks),
     MAX_QUEUED_TASKS: String(tasks),
@@ -159,7 +180,7 @@ export async function benchStreamRounds(tasks: number, rounds = 3) {
       waitFor: gate.open,
       delayMs: Math.random() * 50,
       chunkDelayMs: 50,
-      liveChunks: { count: chunks, make: () => `|t=${now()}|` },
+      liveChunks: { count: CHUNKS_PER_ANSWER, make: (i) => stamp(i) },
       toolCalls: [{ name: 'list_files', args: {} }],
     };
   });
@@ -260,7 +281,7 @@ async function measureRound(
     await sleep(200);
     const burst0 = threadCpuMsOf(pid);
     gate.release();
-    const { latencies, deltas } = await reader.finish();
+    const { latencies, byPlace, deltas } = await reader.finish();
     const burst = threadCpuMsOf(pid);
     if (serviceUrl) loopSamples.push(await loopP99Ms(serviceUrl));
     const wall = now() - t0;
@@ -269,6 +290,11 @@ async function measureRound(
       p99: pct(latencies, 99),
       max: pct(latencies, 100),
       chunks: latencies.length,
+      byPlace: {
+        first: [pct(byPlace.first, 50), pct(byPlace.first, 99)],
+        middle: [pct(byPlace.middle, 50), pct(byPlace.middle, 99)],
+        last: [pct(byPlace.last, 50), pct(byPlace.last, 99)],
+      },
       deltas,
       peakRssMiB: peakRss,
       loopP99Ms: loopSamples.length > 0 ? Math.max(...loopSamples) : NaN,
