@@ -93,4 +93,45 @@ describe('the event log', () => {
     expect(await db.sql.all("SELECT what FROM marks WHERE what = 'flushed'")).toHaveLength(1);
     await db.close();
   });
+
+  it("commits a live task's events ahead of other tasks' waiting writes, and never ahead of a write of its own", async () => {
+    const db = openSqlite(':memory:');
+    const storage = createStorageGuard();
+    const events = createEventLog(db.sql, { storage });
+    const parent = { tenant: 'default', parentTaskId: 'P-1' };
+    const streaming = { id: 'tsk_a', ...parent };
+    const ending = { id: 'tsk_b', ...parent };
+    // The queue is busy with a write in hand, and the ending task's step end waits behind it.
+    let free!: () => void;
+    const inHand = storage.write(() => new Promise<void>((resolve) => (free = resolve)));
+    const stepEnd = events.transaction(ending.id, async (_tx, append) => append(ending, 'step.started', { step: 1 }));
+    // The streaming task has no write waiting: its text goes first. The ending task's next event
+    // waits for its own step end.
+    events.append(streaming, 'text.delta', { step: 1, text: 'live' });
+    events.append(ending, 'text.delta', { step: 2, text: 'after its step end' });
+    events.append(streaming, 'text.delta', { step: 1, text: 'still live' });
+    free();
+    await Promise.all([inHand, stepEnd, events.flush()]);
+    const order = (await events.readParent(parent)).map((e) => [e.taskId, e.parentSeq, JSON.parse(e.json).data.text ?? 'step end']);
+    expect(order).toEqual([
+      ['tsk_a', 1, 'live'],
+      ['tsk_a', 2, 'still live'],
+      ['tsk_b', 3, 'step end'],
+      ['tsk_b', 4, 'after its step end'],
+    ]);
+    // Once its own writes are done, the ending task's events go first again.
+    free = () => undefined;
+    const again = storage.write(() => new Promise<void>((resolve) => (free = resolve)));
+    const other = events.transaction(streaming.id, async (_tx, append) => append(streaming, 'step.started', { step: 2 }));
+    events.append(ending, 'text.delta', { step: 3, text: 'first again' });
+    free();
+    await Promise.all([again, other, events.flush()]);
+    expect((await events.read(ending.id)).map((e) => e.seq)).toEqual([1, 2, 3]);
+    const tail = (await events.readParent(parent)).slice(4).map((e) => [e.taskId, JSON.parse(e.json).data.text ?? 'step end']);
+    expect(tail).toEqual([
+      ['tsk_b', 'first again'],
+      ['tsk_a', 'step end'],
+    ]);
+    await db.close();
+  });
 });

@@ -44,7 +44,10 @@ export type Append = <T extends EventType>(task: EventTask, type: T, data: Event
  * else); an event and the state it reports commit together through `transaction`, which takes
  * along the task's events still waiting in the open batch (a step's events and its usage, say: one
  * commit, not two). A batch takes no event appended after a later write was asked for, so a task's
- * writes keep their order.
+ * writes keep their order. The events of a task with no write of its own waiting in the queue go
+ * in a fast batch, queued ahead of the other tasks' waiting writes: under a burst of step ends a
+ * live answer's text is not held behind a thousand of them. A task with a write waiting keeps its
+ * events after it.
  * Events are numbered when they are written, in the queue's order, so numbers follow the order of
  * the writes. Because an event is published only after it is stored, a reader that subscribes and
  * then replays from the store (event-reader.ts) sees every event exactly once, in order, with no
@@ -66,9 +69,21 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
    * (`sealed`: that task's next events go in a batch queued after that write). Under load one
    * commit carries the events of many tasks.
    */
-  let open: { rows: Pending[]; sealed: Set<string> } | null = null;
-  /** The group commit of the last batch (what `flush` waits for). */
+  let open: { rows: Pending[]; sealed: Set<string>; tasks: Set<string> } | null = null;
+  /** The group commit of the last batch in order, or of the last write `flush` asked for (what `flush` waits for). */
   let lastBatch: Promise<void> = Promise.resolve();
+  /**
+   * The open fast batch: the events of tasks with no write of theirs waiting in the queue (a
+   * streaming answer's text, most of the time). Its group commit goes ahead of the writes waiting
+   * in order (the storage guard's `first`), so that under a burst of step ends a live stream's
+   * events do not wait behind a thousand other tasks' writes. A task's order holds: while a write
+   * of its own waits (`inOrder`), its events go in the batch in order, after that write.
+   */
+  let fast: { rows: Pending[] } | null = null;
+  /** The group commit of the last fast batch (what `flush` waits for too). */
+  let lastFast: Promise<void> = Promise.resolve();
+  /** Per task, its writes waiting in the queue in order: its transactions, held writes and batches in order. */
+  const inOrder = new Map<string, number>();
   /** Events of tasks that promised a write of their own soon (`hold`): they go in with it. */
   const holding = new Map<string, Pending[]>();
   /**
@@ -140,30 +155,85 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
     }
   }
 
+  /** `taskId` has one more write waiting in order. */
+  const waits = (taskId: string) => inOrder.set(taskId, (inOrder.get(taskId) ?? 0) + 1);
+  /** One of the writes of `taskId` waiting in order is done. */
+  const done = (taskId: string) => {
+    const n = (inOrder.get(taskId) ?? 1) - 1;
+    if (n > 0) inOrder.set(taskId, n);
+    else inOrder.delete(taskId);
+  };
+
+  /** Counts `write` among the writes of `taskId` waiting in order until it settles; answers it. */
+  function waitsInOrder<T>(taskId: string, write: Promise<T>): Promise<T> {
+    waits(taskId);
+    const settled = () => done(taskId);
+    write.then(settled, settled);
+    return write;
+  }
+
+  /** The rows of the batch in order `taskId`'s next event goes in (after the writes asked for before it). */
   function batchFor(taskId: string): Pending[] {
-    if (open && !open.sealed.has(taskId)) return open.rows;
-    const batch = { rows: [] as Pending[], sealed: new Set<string>() };
-    open = batch;
-    lastBatch = storage.write(async () => {
-      // A turn of the event loop first: the events appended in this tick go in as well.
-      await new Promise((resolve) => setImmediate(resolve));
-      if (open === batch) open = null;
-      // Every event of it may have gone into a task's own transaction meanwhile (`transaction`).
-      if (batch.rows.length > 0) await commit(batch.rows);
-    });
-    // A write that is not a storage fault failed: the events are lost, as the task's own writes will be.
-    lastBatch.catch(() => undefined);
+    const current = open && !open.sealed.has(taskId) ? open : null;
+    const batch = current ?? { rows: [] as Pending[], sealed: new Set<string>(), tasks: new Set<string>() };
+    if (!current) {
+      open = batch;
+      lastBatch = storage.write(async () => {
+        // A turn of the event loop first: the events appended in this tick go in as well.
+        await new Promise((resolve) => setImmediate(resolve));
+        if (open === batch) open = null;
+        // Every event of it may have gone into a task's own transaction meanwhile (`transaction`).
+        if (batch.rows.length > 0) await commit(batch.rows);
+      });
+      // A write that is not a storage fault failed: the events are lost, as the task's own writes will be.
+      lastBatch.catch(() => undefined);
+      // Its tasks' later events wait for it: each is counted as it joins, until the commit settles.
+      const settled = () => batch.tasks.forEach(done);
+      lastBatch.then(settled, settled);
+    }
+    if (!batch.tasks.has(taskId)) {
+      batch.tasks.add(taskId);
+      waits(taskId);
+    }
     return batch.rows;
   }
 
-  /** Takes the events of `taskId` out of the open batch, unless that batch is sealed for it. */
-  function take(taskId: string): Pending[] {
-    if (!open || open.sealed.has(taskId)) return [];
+  /** The rows of the open fast batch (for a task with no write waiting in order). */
+  function fastBatch(): Pending[] {
+    if (fast) return fast.rows;
+    const batch = { rows: [] as Pending[] };
+    fast = batch;
+    lastFast = storage.write(
+      async () => {
+        await new Promise((resolve) => setImmediate(resolve));
+        if (fast === batch) fast = null;
+        if (batch.rows.length > 0) await commit(batch.rows);
+      },
+      { first: true },
+    );
+    lastFast.catch(() => undefined);
+    return batch.rows;
+  }
+
+  /** Moves the events of `taskId` out of `rows` (in their order), and answers them. */
+  function takeFrom(rows: Pending[], taskId: string): Pending[] {
     const mine: Pending[] = [];
     const others: Pending[] = [];
-    for (const r of open.rows) (r.task.id === taskId ? mine : others).push(r);
-    if (mine.length > 0) open.rows.splice(0, open.rows.length, ...others);
+    for (const r of rows) (r.task.id === taskId ? mine : others).push(r);
+    if (mine.length > 0) rows.splice(0, rows.length, ...others);
     return mine;
+  }
+
+  /**
+   * Takes the events of `taskId` not yet being written, for its next transaction: those of the
+   * fast batch while nothing else waits in the queue (the transaction runs next anyway: one commit
+   * instead of two; under load they go first on their own), then those of the open batch in
+   * order, unless that batch is sealed for it.
+   */
+  function take(taskId: string): Pending[] {
+    const early = fast && storage.queued <= 1 ? takeFrom(fast.rows, taskId) : [];
+    const late = open && !open.sealed.has(taskId) ? takeFrom(open.rows, taskId) : [];
+    return early.length === 0 ? late : [...early, ...late];
   }
 
   /** The task's (every task's, without one) later events go after the writes asked for from now on. */
@@ -183,16 +253,19 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
       holding.delete(id);
       const held = afterHeld(id, async () => undefined);
       // A task another instance took over: its held writes are rightly not written.
-      lastBatch = storage.write(() => commit(rows, held.body, held.owned ? id : null).catch(unlessTakenOver));
+      lastBatch = waitsInOrder(
+        id,
+        storage.write(() => commit(rows, held.body, held.owned ? id : null).catch(unlessTakenOver)),
+      );
     }
     seal(taskId);
-    return lastBatch;
+    return Promise.all([lastBatch, lastFast]).then(() => undefined);
   }
 
   return {
     /** Appends one event; it is written with the next group commit, then handed to listeners. */
     append<T extends EventType>(task: EventTask, type: T, data: EventData[T]): void {
-      (holding.get(task.id) ?? batchFor(task.id)).push(pendingOf(task, type, data, now()));
+      (holding.get(task.id) ?? (inOrder.has(task.id) ? batchFor(task.id) : fastBatch())).push(pendingOf(task, type, data, now()));
     },
 
     /**
@@ -240,20 +313,23 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
       let mine = holding.get(taskId) ?? take(taskId);
       holding.delete(taskId);
       seal(taskId);
-      return storage.write(async () => {
-        try {
-          return await commit(mine, body, owned);
-        } catch (err) {
-          if (mine.length === 0 || storageFaultOf(err) !== null || err instanceof TaskTakenOver) throw err;
-          // Not the storage (its faults are tried again, whole): then apart, in order, so that
-          // neither fails for the other (usage is billed though an event was refused).
-          await commit(mine).catch((e: unknown) => {
-            if (storageFaultOf(e) !== null) throw e;
-          });
-          mine = [];
-          return commit([], body, owned);
-        }
-      });
+      return waitsInOrder(
+        taskId,
+        storage.write(async () => {
+          try {
+            return await commit(mine, body, owned);
+          } catch (err) {
+            if (mine.length === 0 || storageFaultOf(err) !== null || err instanceof TaskTakenOver) throw err;
+            // Not the storage (its faults are tried again, whole): then apart, in order, so that
+            // neither fails for the other (usage is billed though an event was refused).
+            await commit(mine).catch((e: unknown) => {
+              if (storageFaultOf(e) !== null) throw e;
+            });
+            mine = [];
+            return commit([], body, owned);
+          }
+        }),
+      );
     },
 
     /**

@@ -28,4 +28,35 @@ describe('storage guard', () => {
     expect(doneWhenTimerFired).toBeGreaterThan(0);
     expect(doneWhenTimerFired).toBeLessThan(200);
   });
+
+  it('runs a write asked to go first after the one in hand and the first ones before it, ahead of the rest', async () => {
+    const guard = createStorageGuard();
+    const order: string[] = [];
+    const write = (name: string, first = false) => guard.write(() => void order.push(name), { first });
+    let free!: () => void;
+    const inHand = guard.write(() => new Promise<void>((resolve) => (free = resolve)).then(() => void order.push('in hand')));
+    const writes = [write('a'), write('b'), write('first 1', true), write('c'), write('first 2', true)];
+    expect(guard.queued).toBe(6);
+    free();
+    await Promise.all([inHand, ...writes]);
+    expect(order).toEqual(['in hand', 'first 1', 'first 2', 'a', 'b', 'c']);
+    expect(guard.queued).toBe(0);
+  });
+
+  it('keeps a write that failed for lack of storage ahead of one asked to go first while it waits', async () => {
+    const guard = createStorageGuard({ retryMs: 10 });
+    const order: string[] = [];
+    let full = true;
+    const failing = guard.write(() => {
+      if (full) throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+      order.push('tried again');
+    });
+    const later = guard.write(() => void order.push('later'));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(guard.fault).toBe('storage_full');
+    const first = guard.write(() => void order.push('first'), { first: true });
+    full = false;
+    await Promise.all([failing, later, first]);
+    expect(order).toEqual(['tried again', 'first', 'later']);
+  });
 });

@@ -41,13 +41,17 @@ interface Queued {
   fn: () => unknown;
   resolve(value: unknown): void;
   reject(err: unknown): void;
+  /** Asked to go ahead of the writes waiting in order (`write`'s `first`). */
+  first: boolean;
 }
 
 /**
  * The service's write queue, which also keeps it running through a full disk or an unwritable
  * database. Writes that must keep their order (a step's usage, its events, its end) go through
  * `write` and run one after the other, in the order they were asked for, each once the one before
- * has committed. When one fails for lack of storage, it and every later write wait in order, in
+ * has committed. A write asked for with `first` goes ahead of those waiting, after the one in hand
+ * and the `first` ones before it (the event log's group commits of live events, which must not
+ * wait behind a thousand tasks' step ends: its caller keeps each task's order). When one fails for lack of storage, it and every later write wait in order, in
  * memory, and are tried again every `retryMs` until the database takes them, so nothing already
  * done is lost. `fault` tells admission and health what is wrong meanwhile.
  */
@@ -130,13 +134,26 @@ export function createStorageGuard(opts: StorageGuardOptions = {}) {
       return fault === null ? 0 : queue.length;
     },
 
+    /** Writes asked for and not yet done, the one in hand included. */
+    get queued(): number {
+      return queue.length;
+    },
+
     /**
-     * Runs `fn` (a store write) after the writes asked for before it; resolves with its result
-     * once it succeeded. A non-storage error rejects at once.
+     * Runs `fn` (a store write) after the writes asked for before it (`first`: after the one in
+     * hand and the other `first` ones only); resolves with its result once it succeeded. A
+     * non-storage error rejects at once.
      */
-    write<T>(fn: () => T | Promise<T>): Promise<T> {
+    write<T>(fn: () => T | Promise<T>, opts: { first?: boolean } = {}): Promise<T> {
       return new Promise<T>((resolve, reject) => {
-        queue.push({ fn, resolve: resolve, reject });
+        const item: Queued = { fn, resolve: resolve as (value: unknown) => void, reject, first: opts.first === true };
+        if (!item.first) queue.push(item);
+        else {
+          // The head is in hand (or is tried again after a fault): never overtaken.
+          let at = queue.length > 0 ? 1 : 0;
+          while (at < queue.length && queue[at].first) at++;
+          queue.splice(at, 0, item);
+        }
         if (fault === null) void drain();
         else schedule();
       });
