@@ -346,6 +346,44 @@ describe('openaiChatAnswers reads an answer as @ai-sdk/openai does', () => {
     };
     const anyOf = [ABSENT, null, 'x', '', 0, 1.5, -0, INFINITE, true, [], {}, 'assistant', 'user'];
     const A = ABSENT;
+    const number = [A, A, null, 0, 7, -0, 1.5, INFINITE, '3', true];
+    const toolCall = () =>
+      rand() < 0.05
+        ? one(anyOf)
+        : of([
+            ['index', [0, 0, 0, 0, 0, 1, 2, 1.5, A, '0', INFINITE, null]],
+            ['id', [A, A, null, 'call_1', 'call_1', 'call_1', 3]],
+            ['type', [A, A, null, 'function', 'function', 'function', 'other']],
+            [
+              'function',
+              [
+                of([
+                  ['name', [A, A, null, 'read_file', 'read_file', 4]],
+                  ['arguments', [A, null, '', '{"pa', '{"path":"a"}', 5]],
+                  ['extra', [A, A, A, 'dropped']],
+                ]),
+                of([['arguments', [A, '{}']]]),
+                A,
+                null,
+                'f',
+              ],
+            ],
+            ['extra', [A, A, A, 'dropped']],
+          ]);
+    const toolCalls = () => (rand() < 0.05 ? one(anyOf) : Array.from({ length: one([1, 1, 1, 2, 0]) }, toolCall));
+    const details = (keys: string[]) =>
+      rand() < 0.05 ? one(anyOf) : of([...keys.map((k): [string, unknown[]] => [k, number]), ['extra', [A, A, A, 'dropped']]]);
+    const usage = () =>
+      rand() < 0.05
+        ? one(anyOf)
+        : of([
+            ['prompt_tokens', number],
+            ['completion_tokens', number],
+            ['total_tokens', number],
+            ['prompt_tokens_details', [A, A, null, details(['cached_tokens', 'cache_write_tokens'])]],
+            ['completion_tokens_details', [A, A, null, details(['reasoning_tokens', 'accepted_prediction_tokens', 'rejected_prediction_tokens'])]],
+            ['extra', [A, A, A, 'dropped']],
+          ]);
     const delta = () =>
       rand() < 0.05
         ? one(anyOf)
@@ -353,7 +391,24 @@ describe('openaiChatAnswers reads an answer as @ai-sdk/openai does', () => {
             ['role', [A, A, A, null, 'assistant', 'assistant', 'assistant', 'user', 1]],
             ['content', [A, null, 'Hello', 'Hello', 'Hello', 'Hello', '', 7, ['x']]],
             ['refusal', [A, A, A, A, null, 'no', 3]],
-            ['tool_calls', [A, A, A, A, A, A, null, [], [{ index: 0, id: 'call_1', type: 'function', function: { name: 'f', arguments: '{' } }]]],
+            [
+              'tool_calls',
+              [
+                A,
+                A,
+                A,
+                A,
+                A,
+                A,
+                null,
+                [],
+                [{ index: 0, id: 'call_1', type: 'function', function: { name: 'f', arguments: '{' } }],
+                toolCalls(),
+                toolCalls(),
+                toolCalls(),
+                toolCalls(),
+              ],
+            ],
             ['annotations', [A, A, A, A, A, A, null, []]],
             ['audio', [A, A, { id: 'a' }]],
           ]);
@@ -377,13 +432,16 @@ describe('openaiChatAnswers reads an answer as @ai-sdk/openai does', () => {
             ['model', [A, null, 'gpt-m', 'gpt-m', 'gpt-m', 'gpt-m', 2]],
             ['system_fingerprint', [A, 'fp']],
             ['choices', [[], [choice()], [choice()], [choice()], [choice(), choice()], A, null, {}]],
-            ['usage', [A, A, A, A, null, null, { prompt_tokens: 1 }]],
+            ['usage', [A, A, A, A, null, null, { prompt_tokens: 1 }, usage(), usage(), usage()]],
             ['error', [A, A, A, A, A, A, { message: 'both' }]],
           ]);
     const schema = zodSchema(chunkData);
     let quick = 0;
     let left = 0;
-    for (let i = 0; i < 10_000; i++) {
+    /** Chunks with tool calls or usage taken by hand. */
+    let calls = 0;
+    let billed = 0;
+    for (let i = 0; i < 20_000; i++) {
       const text = JSON.stringify(chunk()).replaceAll(`"${INFINITE}"`, '1e400');
       const byZod = await safeParseJSON({ text, schema });
       const byHand = plainChunk(secureJsonParse(text));
@@ -392,14 +450,45 @@ describe('openaiChatAnswers reads an answer as @ai-sdk/openai does', () => {
         continue;
       }
       quick++;
+      if (byHand.usage) billed++;
+      if (byHand.choices.some((c) => c.delta?.tool_calls)) calls++;
       // The same object, its keys in the same order, null told from absent.
       expect(byZod.success, text).toBe(true);
       expect(JSON.stringify(byHand), text).toBe(JSON.stringify(byZod.success && byZod.value));
       expect(byHand, text).toEqual(byZod.success && byZod.value);
     }
     // Both ways were taken often.
-    expect(quick).toBeGreaterThan(500);
-    expect(left).toBeGreaterThan(500);
+    expect(quick).toBeGreaterThan(1000);
+    expect(left).toBeGreaterThan(1000);
+    expect(calls).toBeGreaterThan(50);
+    expect(billed).toBeGreaterThan(200);
+    // Tool calls and usage, their keys out of the schema's order and with keys it drops.
+    for (const odd of [
+      {
+        id: 'c1',
+        created: 1,
+        choices: [
+          {
+            index: 0,
+            delta: {
+              role: 'assistant',
+              content: null,
+              tool_calls: [{ type: 'function', function: { arguments: '', name: 'f', extra: 1 }, index: 0, extra: 2 }],
+            },
+            finish_reason: null,
+          },
+        ],
+      },
+      {
+        model: 'm',
+        choices: [],
+        usage: { completion_tokens_details: { reasoning_tokens: 0, extra: 1 }, total_tokens: 3, prompt_tokens_details: null, prompt_tokens: 1, extra: 2 },
+      },
+    ]) {
+      const byZod = await safeParseJSON({ text: JSON.stringify(odd), schema });
+      expect(byZod.success).toBe(true);
+      expect(JSON.stringify(plainChunk(odd))).toBe(JSON.stringify(byZod.success && byZod.value));
+    }
     // What the scripted model and OpenAI send is taken by hand.
     const sent = {
       id: 'c1',
