@@ -146,7 +146,7 @@ export function createStorageGuard(opts: StorageGuardOptions = {}) {
      */
     write<T>(fn: () => T | Promise<T>, opts: { first?: boolean } = {}): Promise<T> {
       return new Promise<T>((resolve, reject) => {
-        const item: Queued = { fn, resolve: resolve as (value: unknown) => void, reject, first: opts.first === true };
+        const item: Queued = { fn, resolve, reject, first: opts.first === true };
         if (!item.first) queue.push(item);
         else {
           // The head is in hand (or is tried again after a fault): never overtaken.
