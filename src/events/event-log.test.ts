@@ -134,4 +134,30 @@ describe('the event log', () => {
     ]);
     await db.close();
   });
+
+  it('resolves a flush once the events appended before it are heard, whatever the task asks for next', async () => {
+    const db = openSqlite(':memory:');
+    const events = createEventLog(db.sql, { storage: createStorageGuard() });
+    const task = { id: 'tsk_a', tenant: 'default', parentTaskId: 'P-1' };
+    const heard: string[] = [];
+    events.subscribe(task.id, (e) => heard.push(JSON.parse(e.json).data.text));
+    const next: Array<[string, () => unknown]> = [
+      ['hold', () => events.hold(task.id)],
+      ['holdWrite', () => events.holdWrite(task.id, async () => undefined)],
+      ['a slow transaction', () => events.transaction(task.id, () => new Promise((resolve) => setTimeout(resolve, 30)))],
+    ];
+    for (const [what, then] of next) {
+      for (const flush of [() => events.flush(), () => events.flush(task.id)]) {
+        heard.length = 0;
+        events.append(task, 'text.delta', { step: 1, text: what });
+        const flushed = flush();
+        const after = then();
+        await flushed;
+        expect(heard, what).toEqual([what]);
+        await after;
+        await events.transaction(task.id, async () => undefined);
+      }
+    }
+    await db.close();
+  });
 });

@@ -79,7 +79,7 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
    * events do not wait behind a thousand other tasks' writes. A task's order holds: while a write
    * of its own waits (`inOrder`), its events go in the batch in order, after that write.
    */
-  let fast: { rows: Pending[] } | null = null;
+  let fast: { rows: Pending[]; sealed: Set<string> } | null = null;
   /** The group commit of the last fast batch (what `flush` waits for too). */
   let lastFast: Promise<void> = Promise.resolve();
   /** Per task, its writes waiting in the queue in order: its transactions, held writes and batches in order. */
@@ -201,7 +201,7 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
   /** The rows of the open fast batch (for a task with no write waiting in order). */
   function fastBatch(): Pending[] {
     if (fast) return fast.rows;
-    const batch = { rows: [] as Pending[] };
+    const batch = { rows: [] as Pending[], sealed: new Set<string>() };
     fast = batch;
     lastFast = storage.write(
       async () => {
@@ -228,19 +228,26 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
    * Takes the events of `taskId` not yet being written, for its next transaction: those of the
    * fast batch while nothing else waits in the queue (the transaction runs next anyway: one commit
    * instead of two; under load they go first on their own), then those of the open batch in
-   * order, unless that batch is sealed for it.
+   * order; from neither once a `flush` waits for it (sealed).
    */
   function take(taskId: string): Pending[] {
-    const early = fast && storage.queued <= 1 ? takeFrom(fast.rows, taskId) : [];
+    const early = fast && !fast.sealed.has(taskId) && storage.queued <= 1 ? takeFrom(fast.rows, taskId) : [];
     const late = open && !open.sealed.has(taskId) ? takeFrom(open.rows, taskId) : [];
     return early.length === 0 ? late : [...early, ...late];
   }
 
-  /** The task's (every task's, without one) later events go after the writes asked for from now on. */
+  /**
+   * The events of `taskId` (of every task, without one) in the open batches stay in them, for a
+   * `flush` waiting for those; its later events go after the writes asked for from now on.
+   */
   function seal(taskId?: string): void {
-    if (!open) return;
-    if (taskId === undefined) open = null;
-    else open.sealed.add(taskId);
+    if (taskId === undefined) {
+      open = null;
+      fast = null;
+      return;
+    }
+    open?.sealed.add(taskId);
+    fast?.sealed.add(taskId);
   }
 
   /** Seals and resolves once everything appended so far is written and published. */
