@@ -29,7 +29,7 @@ describe('storage guard', () => {
     expect(doneWhenTimerFired).toBeLessThan(200);
   });
 
-  it('runs a write asked to go first after the one in hand and the first ones before it, ahead of the rest', async () => {
+  it('runs a write asked to go first after the one in hand and the first ones before it, one in order between two first ones', async () => {
     const guard = createStorageGuard();
     const order: string[] = [];
     const write = (name: string, first = false) => guard.write(() => void order.push(name), { first });
@@ -39,7 +39,7 @@ describe('storage guard', () => {
     expect(guard.queued).toBe(6);
     free();
     await Promise.all([inHand, ...writes]);
-    expect(order).toEqual(['in hand', 'first 1', 'first 2', 'a', 'b', 'c']);
+    expect(order).toEqual(['in hand', 'first 1', 'a', 'first 2', 'b', 'c']);
     expect(guard.queued).toBe(0);
   });
 
@@ -58,5 +58,38 @@ describe('storage guard', () => {
     full = false;
     await Promise.all([failing, later, first]);
     expect(order).toEqual(['tried again', 'first', 'later']);
+  });
+
+  it('lets the writes in order go on while writes asked to go first keep coming', async () => {
+    const guard = createStorageGuard();
+    const order: string[] = [];
+    // Each first write, as it runs, asks for the next (a commit that waits, and events that keep
+    // coming meanwhile); the writes in order still go, one between two first ones.
+    let left = 6;
+    const first = (): Promise<void> =>
+      guard.write(
+        async () => {
+          order.push('first');
+          await new Promise((resolve) => setImmediate(resolve));
+          if (--left > 0) void first();
+        },
+        { first: true },
+      );
+    const inOrder = [guard.write(() => void order.push('a')), guard.write(() => void order.push('b')), guard.write(() => void order.push('c'))];
+    void first();
+    await Promise.all(inOrder);
+    expect(order.slice(0, 6)).toEqual(['a', 'first', 'b', 'first', 'c', 'first']);
+  });
+
+  it('keeps the writes asked to go first in the order they were asked for', async () => {
+    const guard = createStorageGuard();
+    const order: string[] = [];
+    const write = (name: string, first = false) => guard.write(() => void order.push(name), { first });
+    let free!: () => void;
+    const inHand = guard.write(() => new Promise<void>((resolve) => (free = resolve)).then(() => void order.push('first 1')), { first: true });
+    const writes = [write('a'), write('first 2', true), write('b'), write('first 3', true), write('c')];
+    free();
+    await Promise.all([inHand, ...writes]);
+    expect(order).toEqual(['first 1', 'a', 'first 2', 'b', 'first 3', 'c']);
   });
 });

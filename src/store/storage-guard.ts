@@ -51,13 +51,36 @@ interface Queued {
  * `write` and run one after the other, in the order they were asked for, each once the one before
  * has committed. A write asked for with `first` goes ahead of those waiting, after the one in hand
  * and the `first` ones before it (the event log's group commits of live events, which must not
- * wait behind a thousand tasks' step ends: its caller keeps each task's order). When one fails for lack of storage, it and every later write wait in order, in
+ * wait behind a thousand tasks' step ends: its caller keeps each task's order). Two `first` writes
+ * never run one after the other while a write in order waits: each lets one go between them, so
+ * a steady flow of them (a thousand streams, commits that wait for PostgreSQL) cannot hold the
+ * others back. When one fails for lack of storage, it and every later write wait in order, in
  * memory, and are tried again every `retryMs` until the database takes them, so nothing already
  * done is lost. `fault` tells admission and health what is wrong meanwhile.
  */
 export function createStorageGuard(opts: StorageGuardOptions = {}) {
   const retryMs = opts.retryMs ?? 1000;
   const queue: Queued[] = [];
+  /** How many of the queue's writes were asked to go `first`. */
+  let firsts = 0;
+  /** Takes the head off the queue once it is done. */
+  const shift = () => {
+    if (queue.shift()?.first) firsts--;
+  };
+  /**
+   * Where a write asked to go first is queued: after the head (in hand, or tried again after a
+   * fault: never overtaken) and after the last `first` one, with one write in order between them.
+   */
+  const firstSlot = () => {
+    let last = -1;
+    for (let at = 0, seen = 0; at < queue.length && seen < firsts; at++) {
+      if (!queue[at].first) continue;
+      seen++;
+      last = at;
+    }
+    if (last < 0) return Math.min(queue.length, 1);
+    return Math.min(queue.length, last + 2);
+  };
   let fault: StorageFault | null = null;
   let timer: NodeJS.Timeout | null = null;
   let draining = false;
@@ -101,11 +124,11 @@ export function createStorageGuard(opts: StorageGuardOptions = {}) {
             setFault(f, err);
             return;
           }
-          queue.shift();
+          shift();
           item.reject(err);
           continue;
         }
-        queue.shift();
+        shift();
         item.resolve(value);
       }
       if (fault !== null) {
@@ -141,18 +164,16 @@ export function createStorageGuard(opts: StorageGuardOptions = {}) {
 
     /**
      * Runs `fn` (a store write) after the writes asked for before it (`first`: after the one in
-     * hand and the other `first` ones only); resolves with its result once it succeeded. A
-     * non-storage error rejects at once.
+     * hand, the other `first` ones, and one write in order when a `first` one comes just before
+     * it); resolves with its result once it succeeded. A non-storage error rejects at once.
      */
     write<T>(fn: () => T | Promise<T>, opts: { first?: boolean } = {}): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         const item: Queued = { fn, resolve, reject, first: opts.first === true };
         if (!item.first) queue.push(item);
         else {
-          // The head is in hand (or is tried again after a fault): never overtaken.
-          let at = queue.length > 0 ? 1 : 0;
-          while (at < queue.length && queue[at].first) at++;
-          queue.splice(at, 0, item);
+          queue.splice(firstSlot(), 0, item);
+          firsts++;
         }
         if (fault === null) void drain();
         else schedule();
