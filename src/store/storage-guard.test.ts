@@ -30,7 +30,7 @@ describe('storage guard', () => {
   });
 
   it('runs a write asked to go first after the one in hand and the first ones before it, one in order between two first ones', async () => {
-    const guard = createStorageGuard();
+    const guard = createStorageGuard({ firstAfterMs: 0 });
     const order: string[] = [];
     const write = (name: string, first = false) => guard.write(() => void order.push(name), { first });
     let free!: () => void;
@@ -44,7 +44,7 @@ describe('storage guard', () => {
   });
 
   it('keeps a write that failed for lack of storage ahead of one asked to go first while it waits', async () => {
-    const guard = createStorageGuard({ retryMs: 10 });
+    const guard = createStorageGuard({ retryMs: 10, firstAfterMs: 0 });
     const order: string[] = [];
     let full = true;
     const failing = guard.write(() => {
@@ -61,7 +61,7 @@ describe('storage guard', () => {
   });
 
   it('lets the writes in order go on while writes asked to go first keep coming', async () => {
-    const guard = createStorageGuard();
+    const guard = createStorageGuard({ firstAfterMs: 0 });
     const order: string[] = [];
     // Each first write, as it runs, asks for the next (a commit that waits, and events that keep
     // coming meanwhile); the writes in order still go, one between two first ones.
@@ -82,7 +82,7 @@ describe('storage guard', () => {
   });
 
   it('keeps the writes asked to go first in the order they were asked for', async () => {
-    const guard = createStorageGuard();
+    const guard = createStorageGuard({ firstAfterMs: 0 });
     const order: string[] = [];
     const write = (name: string, first = false) => guard.write(() => void order.push(name), { first });
     let free!: () => void;
@@ -91,5 +91,19 @@ describe('storage guard', () => {
     free();
     await Promise.all([inHand, ...writes]);
     expect(order).toEqual(['first 1', 'a', 'first 2', 'b', 'first 3', 'c']);
+  });
+
+  it('lets about firstAfterMs of writes in order go between two first ones', async () => {
+    // 5 ms of writes of about 0.5 ms each (the guess before any has run): ten between.
+    const guard = createStorageGuard({ firstAfterMs: 5 });
+    const order: string[] = [];
+    let free!: () => void;
+    const inHand = guard.write(() => new Promise<void>((resolve) => (free = resolve)));
+    const inOrder = Array.from({ length: 20 }, (_, i) => guard.write(() => void order.push(`${i}`)));
+    const firsts = [guard.write(() => void order.push('first 1'), { first: true }), guard.write(() => void order.push('first 2'), { first: true })];
+    free();
+    await Promise.all([inHand, ...inOrder, ...firsts]);
+    expect(order.indexOf('first 1')).toBe(0);
+    expect(order.indexOf('first 2')).toBe(11);
   });
 });

@@ -31,6 +31,11 @@ export function storageFaultOf(err: unknown): StorageFault | null {
 export interface StorageGuardOptions {
   /** How often writes that failed for lack of storage are tried again. */
   retryMs?: number;
+  /**
+   * About how much of the waiting writes in order a write asked to go `first` lets go ahead of it
+   * (from the last `first` one), ms: 20 by default; at least one always goes.
+   */
+  firstAfterMs?: number;
   /** A small write that succeeds once the database can be written again. */
   probe?(): Promise<void> | void;
   onFault?(fault: StorageFault, err: unknown): void;
@@ -51,10 +56,10 @@ interface Queued {
  * `write` and run one after the other, in the order they were asked for, each once the one before
  * has committed. A write asked for with `first` goes ahead of those waiting, after the one in hand
  * and the `first` ones before it (the event log's group commits of live events, which must not
- * wait behind a thousand tasks' step ends: its caller keeps each task's order). Two `first` writes
- * never run one after the other while a write in order waits: each lets one go between them, so
- * a steady flow of them (a thousand streams, commits that wait for PostgreSQL) cannot hold the
- * others back. When one fails for lack of storage, it and every later write wait in order, in
+ * wait behind a thousand tasks' step ends: its caller keeps each task's order). Between two of
+ * them about `firstAfterMs` of writes in order (one at least) go on: a steady flow of them (a
+ * thousand streams, commits that wait for PostgreSQL) cannot hold the others back, nor double the
+ * commits they take. When one fails for lack of storage, it and every later write wait in order, in
  * memory, and are tried again every `retryMs` until the database takes them, so nothing already
  * done is lost. `fault` tells admission and health what is wrong meanwhile.
  */
@@ -67,19 +72,28 @@ export function createStorageGuard(opts: StorageGuardOptions = {}) {
   const shift = () => {
     if (queue.shift()?.first) firsts--;
   };
+  const firstAfterMs = opts.firstAfterMs ?? 20;
+  /** What a write in order has taken lately, on average (ms). */
+  let writeMs = 0.5;
+  /** Writes in order done since the last `first` one ran. */
+  let sinceFirst = Infinity;
   /**
    * Where a write asked to go first is queued: after the head (in hand, or tried again after a
-   * fault: never overtaken) and after the last `first` one, with one write in order between them.
+   * fault: never overtaken) and the last `first` one, with about `firstAfterMs` of writes in order
+   * (one at least) done or let go between two first ones: these keep their order, and the others
+   * go on however many of them come.
    */
   const firstSlot = () => {
-    let last = -1;
+    const between = Math.max(1, Math.ceil(firstAfterMs / writeMs));
+    let after = Math.min(queue.length, 1);
+    let owed = Math.max(0, between - sinceFirst);
     for (let at = 0, seen = 0; at < queue.length && seen < firsts; at++) {
       if (!queue[at].first) continue;
       seen++;
-      last = at;
+      after = at + 1;
+      owed = between;
     }
-    if (last < 0) return Math.min(queue.length, 1);
-    return Math.min(queue.length, last + 2);
+    return Math.min(queue.length, after + owed);
   };
   let fault: StorageFault | null = null;
   let timer: NodeJS.Timeout | null = null;
@@ -116,8 +130,14 @@ export function createStorageGuard(opts: StorageGuardOptions = {}) {
         if (pause) await pause;
         const item = queue[0];
         let value: unknown;
+        const started = performance.now();
         try {
           value = await item.fn();
+          if (item.first) sinceFirst = 0;
+          else {
+            sinceFirst++;
+            writeMs = 0.8 * writeMs + 0.2 * (performance.now() - started);
+          }
         } catch (err) {
           const f = storageFaultOf(err);
           if (f) {
@@ -164,8 +184,8 @@ export function createStorageGuard(opts: StorageGuardOptions = {}) {
 
     /**
      * Runs `fn` (a store write) after the writes asked for before it (`first`: after the one in
-     * hand, the other `first` ones, and one write in order when a `first` one comes just before
-     * it); resolves with its result once it succeeded. A non-storage error rejects at once.
+     * hand and the other `first` ones, about `firstAfterMs` of writes in order after the last
+     * `first` one); resolves with its result once it succeeded. A non-storage error rejects at once.
      */
     write<T>(fn: () => T | Promise<T>, opts: { first?: boolean } = {}): Promise<T> {
       return new Promise<T>((resolve, reject) => {
