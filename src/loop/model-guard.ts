@@ -2,7 +2,7 @@ import type { LanguageModel } from 'ai';
 import type { TokenUsage as Usage } from '../shapes/usage.ts';
 import { openaiChunkReader } from './providers/openai.ts';
 import type { ChunkReader } from './providers/provider-types.ts';
-import { pulledStream, pullsOf } from '../util/pulled-stream.ts';
+import { isWait, pulledStream, pullsOf, type Next } from '../util/pulled-stream.ts';
 
 type StreamPart = { type: string; [k: string]: unknown };
 
@@ -234,18 +234,19 @@ function guardStream(
     stallTimer = undefined;
   };
 
-  /** Reads the next part from the provider, noting usage, finish and content on the way. */
-  async function next(): Promise<StreamPart | null> {
+  /** Reads the next part from the provider (or its wait), noting usage, finish and content on the way. */
+  function next(): Next<StreamPart> {
     for (;;) {
-      let part: StreamPart | null;
+      let part: Next<StreamPart>;
       try {
-        part = await reader.read();
+        part = reader.next();
       } catch (err) {
         stopStall();
         done();
         report();
         throw stalled ?? (abandoned() ? caller!.reason : err);
       }
+      if (isWait(part)) return part;
       if (stalled) {
         done();
         report();
@@ -305,15 +306,15 @@ function guardStream(
   }
 
   armStall();
-  /** The next part: those `peek` kept first; after the source's end, null, or its error again. */
-  const pull = async (): Promise<StreamPart | null> => {
+  /** The next part (or its wait): those `peek` kept first; after the source's end, null, or its error again. */
+  const pull = (): Next<StreamPart> => {
     if (buffered.length > 0) return buffered.shift()!;
     if (sourceDone) {
       if (sourceError) throw sourceError as Error;
       return null;
     }
     try {
-      const part = await next();
+      const part = next();
       if (part === null) sourceDone = true;
       return part;
     } catch (err) {
@@ -334,7 +335,11 @@ function guardStream(
       let kind: 'content' | 'empty' | 'other' = 'other';
       try {
         for (;;) {
-          const part = await pull();
+          const part = pull();
+          if (isWait(part)) {
+            await part;
+            continue;
+          }
           if (part === null) break;
           ahead.push(part);
           if (CONTENT_PARTS.has(part.type) && part.type !== 'finish') {
@@ -353,7 +358,7 @@ function guardStream(
       return { kind };
     },
     stream: pulledStream<StreamPart>({
-      pull,
+      next: pull,
       async cancel(reason) {
         // Left by the caller (an observer threw): what was reported so far still counts.
         stopStall();

@@ -112,17 +112,23 @@ function webBody(body: Readable, signal: AbortSignal | undefined): ReadableStrea
     poke();
   });
   let cancelled = false;
+  /** The wait for bytes, the end or an error, while nothing is there (one per answer at a time). */
+  let waiting: Promise<void> | null = null;
   return pulledStream<Uint8Array>({
-    async pull() {
-      for (;;) {
-        if (cancelled) return null;
-        if (failure) throw signal?.aborted ? signal.reason : new TypeError('terminated', { cause: failure });
-        const chunk = body.read() as Buffer | null;
-        if (chunk !== null) return new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-        if (ended) return null;
-        await new Promise<void>((resolve) => (wake = resolve));
-        wake = null;
-      }
+    next() {
+      if (cancelled) return null;
+      if (failure) throw signal?.aborted ? signal.reason : new TypeError('terminated', { cause: failure });
+      const chunk = body.read() as Buffer | null;
+      if (chunk !== null) return new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+      if (ended) return null;
+      waiting ??= new Promise<void>((resolve) => {
+        wake = () => {
+          wake = null;
+          waiting = null;
+          resolve();
+        };
+      });
+      return waiting;
     },
     async cancel() {
       cancelled = true;

@@ -7,7 +7,7 @@ import type { WorkspaceTool } from '../tools/tool-types.ts';
 import type { CompleteResult } from '../tools/complete.ts';
 import { toUsage } from './usage.ts';
 import type { CallRuling, DecidedCall, RunAgentOptions, RunSetup } from './agent-types.ts';
-import { pullsOf } from '../util/pulled-stream.ts';
+import { isWait, pullsOf } from '../util/pulled-stream.ts';
 import { blockedBy, deniedBy, errorMessage, modelOutput, runCall, untilAborted } from './tool-calls.ts';
 
 export interface StepOutcome {
@@ -98,7 +98,12 @@ export async function runStep<S>(step: number, conversation: ModelMessage[], set
     let ended = false;
     try {
       for (;;) {
-        const part = await reader.read();
+        // The parts the bytes already read make come by plain calls; a wait, only while none are there.
+        const part = reader.next();
+        if (isWait(part)) {
+          await part;
+          continue;
+        }
         if (part === null) {
           ended = true;
           break;

@@ -1,15 +1,23 @@
 import { describe, expect, it } from 'vitest';
-import { interpose, pulledStream, pullsOf, type PullSource, type Pulls } from './pulled-stream.ts';
+import { interpose, isWait, pulledStream, pullsOf, type Next, type PullSource, type Pulls } from './pulled-stream.ts';
 
-/** A source of `values`, then an end (or `error`), counting its pulls; `hold` makes a pull wait until released. */
+/**
+ * A source of `values`, then an end (or `error`), counting the times it was asked; `hold` makes
+ * each value wait until released (or cancelled).
+ */
 function sourceOf(values: number[], opts: { error?: Error; hold?: boolean } = {}) {
   const pending = [...values];
   const seen = { pulls: 0, cancelled: [] as unknown[] };
   let release: (() => void) | null = null;
+  let held = false;
   const source: PullSource<number> = {
-    async pull() {
+    next() {
       seen.pulls++;
-      if (opts.hold) await new Promise<void>((resolve) => (release = resolve));
+      if (opts.hold && !held) {
+        held = true;
+        return new Promise<void>((resolve) => (release = resolve));
+      }
+      held = false;
       if (pending.length > 0) return pending.shift()!;
       if (opts.error) throw opts.error;
       return null;
@@ -21,6 +29,22 @@ function sourceOf(values: number[], opts: { error?: Error; hold?: boolean } = {}
   };
   return { source, seen, release: () => release?.() };
 }
+
+/** A source whose `next` is `answer` made async: each value or end after a wait of a millisecond. */
+const slowly = (answer: () => number | null): PullSource<number> => {
+  let ready = false;
+  return {
+    next() {
+      if (!ready) {
+        ready = true;
+        return new Promise((r) => setTimeout(r, 1));
+      }
+      ready = false;
+      return answer();
+    },
+    cancel: async () => {},
+  };
+};
 
 async function readAll(read: () => Promise<number | null>) {
   const got: number[] = [];
@@ -64,6 +88,47 @@ describe('a pulled stream', () => {
     expect(() => pullsOf(stream)).toThrow(TypeError);
     expect(await reader.read()).toBe(1);
     expect(seen.pulls).toBe(1);
+    // A value that is there comes by a plain call, no promise between.
+    expect(reader.next()).toBe(2);
+  });
+
+  it("waits once for a chain of layers: the wait of the one under it is each layer's own", async () => {
+    const { source, seen, release } = sourceOf([1, 2], { hold: true });
+    /** A layer that adds 10 to what the layer under it gives, passing its waits up. */
+    const adding = (under: Pulls<number>): PullSource<number> => ({
+      next(): Next<number> {
+        const v = under.next();
+        return isWait(v) || v === null ? v : v + 10;
+      },
+      cancel: (reason) => under.cancel(reason),
+    });
+    let stream = pulledStream(source);
+    for (let i = 0; i < 3; i++) stream = pulledStream(adding(pullsOf(stream)));
+    const reader = pullsOf(stream);
+    const wait = reader.next();
+    expect(isWait(wait)).toBe(true);
+    // Asked again while it waits: the same wait, and the source is not asked again.
+    expect(reader.next()).toBe(wait);
+    expect(seen.pulls).toBe(1);
+    release();
+    await wait;
+    expect(reader.next()).toBe(31);
+    const second = reader.read();
+    release();
+    expect(await second).toBe(32);
+    const end = reader.read();
+    release();
+    expect(await end).toBeNull();
+    expect(seen.pulls).toBe(6);
+  });
+
+  it('fails with an error a wait fails with, and for ever', async () => {
+    const boom = new Error('boom');
+    const reader = pullsOf(pulledStream<number>({ next: () => Promise.reject(boom), cancel: async () => {} }));
+    await expect(reader.read()).rejects.toBe(boom);
+    expect(() => reader.next()).toThrow(boom);
+    const asStream = streamRead(pulledStream<number>({ next: () => Promise.reject(boom), cancel: async () => {} }));
+    await expect(asStream()).rejects.toBe(boom);
   });
 
   it('ends a read waiting on its source when cancelled, and never fails a cancel', async () => {
@@ -78,27 +143,27 @@ describe('a pulled stream', () => {
     await reader.cancel('again');
     expect(seen.cancelled).toEqual(['gone']);
 
-    const failing = pullsOf(pulledStream<number>({ pull: async () => 1, cancel: () => Promise.reject(new Error('no')) }));
+    const failing = pullsOf(pulledStream<number>({ next: () => 1, cancel: () => Promise.reject(new Error('no')) }));
     await expect(failing.cancel()).resolves.toBeUndefined();
   });
 
   it('makes reads asked for together one after the other, and reads a stream read or cancelled as one only as one', async () => {
-    let pulling = 0;
-    let most = 0;
+    let waits = 0;
     let n = 0;
+    const source = slowly(() => (n < 3 ? ++n : null));
     const reader = pullsOf(
       pulledStream<number>({
-        async pull() {
-          most = Math.max(most, ++pulling);
-          await new Promise((r) => setTimeout(r, 1));
-          pulling--;
-          return n < 3 ? ++n : null;
+        next() {
+          const v = source.next();
+          if (isWait(v)) waits++;
+          return v;
         },
         cancel: async () => {},
       }),
     );
     expect(await Promise.all([reader.read(), reader.read(), reader.read(), reader.read()])).toEqual([1, 2, 3, null]);
-    expect(most).toBe(1);
+    // One wait for each value and the end: reads asked together shared the wait pending.
+    expect(waits).toBe(4);
 
     const cancelled = pulledStream(sourceOf([1, 2]).source);
     await cancelled.cancel('bye');
@@ -120,9 +185,9 @@ describe('a pulled stream', () => {
     const doubling =
       (cancelled: unknown[]) =>
       (values: Pulls<number>): PullSource<number> => ({
-        async pull() {
-          const v = await values.read();
-          return v === null ? null : v * 2;
+        next() {
+          const v = values.next();
+          return isWait(v) || v === null ? v : v * 2;
         },
         cancel: async (reason) => {
           cancelled.push(reason);

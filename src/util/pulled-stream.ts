@@ -9,24 +9,46 @@
  * else (the SDK) reads the stream as a stream, with the same values, end and error. Before anyone
  * reads it, another layer may take its source's place (`interpose`): the merge of deltas does, in
  * the fetch's own body.
+ *
+ * A read waits once, wherever it waits: a source's `next()` answers at once with a value or the
+ * end when it has one, and otherwise with a wait, a promise to await before asking again (the
+ * socket's next bytes, a turn of the event loop, a schema's check). A layer passes the wait of the
+ * layer under it up as its own, so a read of the whole chain is one plain call while bytes are
+ * there, and one promise while none are: between two chunks an answer holds no suspended reader
+ * in each of its layers. Those readers lived long enough to be moved to the old generation: at a
+ * thousand answers, what it collected fell from 160 to 90 MB in four seconds (BENCHMARKS.md,
+ * stop 70).
  */
+
+/** What `next()` answers: a value, null at the end, or a wait (a promise to await before asking again). Values are never promises. */
+export type Next<T> = T | null | Promise<unknown>;
+
+/** True for a wait (see Next). */
+export const isWait = <T>(next: Next<T>): next is Promise<unknown> => next instanceof Promise;
 
 /** Where a pulled stream's values come from, one at a time. */
 export interface PullSource<T> {
   /**
-   * The next value, or null at the end. Never called again while a call is pending, nor after it
-   * returned null or threw. After `cancel`, a pending call must settle (any value: it is dropped).
+   * The next value, null at the end, or a wait; throws the stream's error. Never called again
+   * while a wait it answered is pending, nor after it answered null or threw. A wait settles once
+   * asking again can give something (a value, the end, an error, or another wait); after
+   * `cancel`, a pending wait must settle.
    */
-  pull(): Promise<T | null>;
+  next(): Next<T>;
   /** The reader has gone: stop, and let go of what is upstream. */
   cancel(reason?: unknown): Promise<void>;
 }
 
 /** A stream read as plain calls. */
 export interface Pulls<T> {
-  /** The next value; null at the end and ever after (a cancel is an end); rejects with the stream's error, every time after too. */
+  /**
+   * The next value, null at the end and ever after (a cancel is an end), or a wait; throws the
+   * stream's error, every time after too. Asked again while a wait is pending, the same wait.
+   */
+  next(): Next<T>;
+  /** The next value, or null at the end: `next()` with its waits awaited. */
   read(): Promise<T | null>;
-  /** Cancels the stream (a read pending resolves null). Never fails. */
+  /** Cancels the stream (a wait pending settles, and the next answer is the end). Never fails. */
   cancel(reason?: unknown): Promise<void>;
 }
 
@@ -39,17 +61,27 @@ const direct = new WeakMap<ReadableStream<unknown>, { source: PullSource<unknown
  */
 export function pulledStream<T>(source: PullSource<T>): ReadableStream<T> {
   const held = { source: source as PullSource<unknown> };
+  let cancelled = false;
   const stream: ReadableStream<T> = new ReadableStream<T>(
     {
       async pull(controller) {
         // Read as a stream: from now on only as one (its end, error or cancel is the stream's).
         direct.delete(stream);
-        const value = (await held.source.pull()) as T | null;
-        if (value === null) controller.close();
-        else controller.enqueue(value);
+        for (;;) {
+          const next = held.source.next() as Next<T>;
+          if (!isWait(next)) {
+            if (next === null) controller.close();
+            else controller.enqueue(next);
+            return;
+          }
+          await next;
+          // Cancelled while it waited: the source is not asked again.
+          if (cancelled) return;
+        }
       },
       cancel: (reason) => {
         direct.delete(stream);
+        cancelled = true;
         return held.source.cancel(reason);
       },
     },
@@ -75,8 +107,7 @@ export function interpose<T>(stream: ReadableStream<T>, wrap: (values: Pulls<T>)
 
 /**
  * `stream` read by plain calls: its source's own, when it is a `pulledStream` nobody has read
- * (it is locked, so that nobody else does); otherwise through a reader of it. Reads asked for
- * together are made one after the other, as a stream's are.
+ * (it is locked, so that nobody else does); otherwise through a reader of it.
  */
 export function pullsOf<T>(stream: ReadableStream<T>): Pulls<T> {
   const held = direct.get(stream);
@@ -85,48 +116,77 @@ export function pullsOf<T>(stream: ReadableStream<T>): Pulls<T> {
     direct.delete(stream);
     return sourcePulls(held.source as PullSource<T>);
   }
-  return {
-    async read() {
-      const { done, value } = await reader.read();
-      return done ? null : value;
+  /** The reader's last answer, until `next()` hands it on. */
+  let answer: { done: true } | { done: false; value: T } | { error: unknown } | null = null;
+  let reading: Promise<unknown> | null = null;
+  return sourcePulls<T>({
+    next() {
+      if (answer) {
+        const got = answer;
+        answer = null;
+        if ('error' in got) throw got.error;
+        return got.done ? null : got.value;
+      }
+      reading ??= reader.read().then(
+        (r) => {
+          answer = r.done ? { done: true } : { done: false, value: r.value };
+          reading = null;
+        },
+        (error: unknown) => {
+          answer = { error };
+          reading = null;
+        },
+      );
+      return reading;
     },
     cancel: (reason) => reader.cancel(reason).catch(() => {}),
-  };
+  });
 }
 
-/** A source's values as a stream's reader gets them: one pull at a time, the end and the error kept, a cancel ending it. */
+/** A source's values as a stream's reader gets them: the end and the error kept, a cancel ending it, one wait at a time. */
 function sourcePulls<T>(source: PullSource<T>): Pulls<T> {
   let ended = false;
   let failure: { error: unknown } | null = null;
-  /** Reads asked for and not yet settled, and the last of them (the next waits for it). */
-  let unsettled = 0;
-  let last: Promise<T | null> | null = null;
-  const readOne = async (): Promise<T | null> => {
+  /** The wait the source answered, while it is pending. */
+  let waiting: Promise<unknown> | null = null;
+  const next = (): Next<T> => {
+    if (failure) throw failure.error;
+    if (ended) return null;
+    if (waiting) return waiting;
+    let value: Next<T>;
     try {
-      if (failure) throw failure.error;
+      value = source.next();
+    } catch (error) {
+      // Cancelled while it was read: as a stream's read, it ends.
       if (ended) return null;
-      try {
-        const value = await source.pull();
-        if (ended || value === null) {
-          ended = true;
-          return null;
-        }
-        return value;
-      } catch (error) {
-        // Cancelled while it was read: as a stream's read, it ends.
-        if (ended) return null;
-        failure = { error };
-        throw error;
-      }
-    } finally {
-      unsettled--;
+      failure = { error };
+      throw error;
     }
+    if (isWait(value)) {
+      const wait: Promise<unknown> = value.then(
+        () => {
+          waiting = null;
+        },
+        (error: unknown) => {
+          // A wait that fails is the stream's error.
+          failure ??= { error };
+          waiting = null;
+        },
+      );
+      waiting = wait;
+      return wait;
+    }
+    if (value === null) ended = true;
+    return value;
   };
   return {
-    read() {
-      const read = unsettled++ === 0 || !last ? readOne() : last.then(readOne, readOne);
-      last = read;
-      return read;
+    next,
+    async read() {
+      for (;;) {
+        const value = next();
+        if (!isWait(value)) return value;
+        await value;
+      }
     },
     async cancel(reason) {
       if (ended || failure) return;

@@ -31,6 +31,7 @@ import {
 } from '@ai-sdk/provider-utils';
 import { z } from 'zod';
 import { partStream, sseEvents, type AnswerTransform } from './sse-parts.ts';
+import { isWait } from '../../util/pulled-stream.ts';
 
 const errorData = z.object({
   error: z.object({
@@ -248,7 +249,11 @@ async function streamAnswer(model: ChatModelInternals & LanguageModelV3, options
   // As the SDK does: an error frame before any output is the call's error (and may be retried).
   const read: Array<ParseResult<Chunk>> = [];
   for (let decided = false; !decided;) {
-    const batch = await events.next();
+    const batch = events.next();
+    if (isWait(batch)) {
+      await batch;
+      continue;
+    }
     if (batch === null) break;
     for (const event of batch) {
       read.push(event);

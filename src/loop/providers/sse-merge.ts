@@ -1,5 +1,5 @@
 import type { SliceLane } from '../../util/turns.ts';
-import { pulledStream, pullsOf, type PullSource, type Pulls } from '../../util/pulled-stream.ts';
+import { isWait, pulledStream, pullsOf, type PullSource, type Pulls } from '../../util/pulled-stream.ts';
 
 /**
  * A provider's streamed answer with the text deltas that arrive together merged: when one read of
@@ -235,11 +235,23 @@ export function mergingSource(source: Pulls<Uint8Array>, dialect: Dialect | null
     if (mayMerge < 2) return complete;
     return encoder.encode(mergeEvents(events, dialect));
   };
+  /** A merged read waiting for its turn of the slice (`slices`): what the next call hands on. */
+  let due: Uint8Array | null = null;
+  let sourceEnded = false;
   return {
-    async pull() {
+    next() {
+      if (cancelled) return null;
+      if (due) {
+        const out = due;
+        due = null;
+        return out;
+      }
       for (;;) {
-        const value = await source.read();
+        if (sourceEnded) return null;
+        const value = source.next();
+        if (isWait(value)) return value;
         if (value === null) {
+          sourceEnded = true;
           const rest = pending;
           pending = Buffer.alloc(0);
           return rest.length > 0 ? rest : null;
@@ -247,8 +259,9 @@ export function mergingSource(source: Pulls<Uint8Array>, dialect: Dialect | null
         const out = merged(value);
         if (!out) continue;
         const turn = slices?.enter();
-        if (turn) await turn;
-        return cancelled ? null : out;
+        if (!turn) return out;
+        due = out;
+        return turn;
       }
     },
     cancel: (reason) => {

@@ -11,15 +11,15 @@
 import { APICallError, type LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { isAbortError, safeParseJSON, safeValidateTypes, secureJsonParse, type FlexibleSchema, type ParseResult } from '@ai-sdk/provider-utils';
 import { createParser } from 'eventsource-parser';
-import { pulledStream, pullsOf } from '../../util/pulled-stream.ts';
+import { isWait, pulledStream, pullsOf, type Next } from '../../util/pulled-stream.ts';
 
 type Part = LanguageModelV3StreamPart;
 type Emit = (part: Part) => void;
 
 /** The JSON events of an answer's body, parsed and checked against `schema`, a body read at a time. */
 export interface SseEvents<T> {
-  /** The events the next read(s) of the body complete, in order (at least one); null at the body's end. */
-  next(): Promise<Array<ParseResult<T>> | null>;
+  /** The events the next read(s) of the body complete, in order (at least one); null at the body's end; or a wait (util/pulled-stream.ts). */
+  next(): Next<Array<ParseResult<T>>>;
   cancel(reason?: unknown): Promise<void>;
 }
 
@@ -49,15 +49,27 @@ export function sseEvents<T>(
   // inside of (no blank line after it) is never seen.
   const parser = createParser({ onEvent: (event) => event.data !== '[DONE]' && data.push(event.data) });
   let ended = false;
+  /** Events whose check is a promise (the schema's): their results once all are in, or the wait for them. */
+  let checked: Array<ParseResult<T>> | null = null;
+  let checking: Promise<unknown> | null = null;
+  let checkFailed: { error: unknown } | null = null;
   return {
-    async next() {
+    next() {
+      if (checking) return checking;
+      if (checkFailed) throw checkFailed.error;
+      if (checked) {
+        const events = checked;
+        checked = null;
+        return events;
+      }
       while (data.length === 0 && !ended) {
-        let read: Uint8Array | null;
+        let read: Next<Uint8Array>;
         try {
-          read = await reader.read();
+          read = reader.next();
         } catch (error) {
           throw bodyError(error, response);
         }
+        if (isWait(read)) return read;
         // Only text is fed: the parser's one check for a byte-order mark at the start is made on
         // its first text, and a first read inside the mark's bytes decodes to none.
         const text = read === null ? decoder.decode() : decoder.decode(read, { stream: true });
@@ -67,9 +79,21 @@ export function sseEvents<T>(
       if (data.length === 0) return null;
       const texts = data;
       data = [];
-      const events: Array<ParseResult<T>> = [];
-      for (const text of texts) events.push(await parseEvent(text, schema, quick));
-      return events;
+      const events: Array<ParseResult<T> | Promise<ParseResult<T>>> = texts.map((text) => parseEvent(text, schema, quick));
+      if (!events.some(isWait)) return events as Array<ParseResult<T>>;
+      // A check that awaits (the schema's, for an event the quick check left to it): the events
+      // go on together once all are checked, in order.
+      checking = Promise.all(events.map(async (event) => event)).then(
+        (all) => {
+          checked = all;
+          checking = null;
+        },
+        (error: unknown) => {
+          checkFailed = { error };
+          checking = null;
+        },
+      );
+      return checking;
     },
     cancel: (reason) => reader.cancel(reason),
   };
@@ -77,10 +101,10 @@ export function sseEvents<T>(
 
 /**
  * `text` as the SDK's `safeParseJSON` parses it with `schema`, parsed once: the value `quick`
- * makes of the JSON, or else the schema's check of it. A text that is not JSON goes to the SDK's
- * parse, which names the error.
+ * makes of the JSON at once, or else the schema's check of it (a promise). A text that is not
+ * JSON goes to the SDK's parse, which names the error.
  */
-async function parseEvent<T>(text: string, schema: FlexibleSchema<T>, quick?: (value: unknown) => T | undefined): Promise<ParseResult<T>> {
+function parseEvent<T>(text: string, schema: FlexibleSchema<T>, quick?: (value: unknown) => T | undefined): ParseResult<T> | Promise<ParseResult<T>> {
   if (!quick) return safeParseJSON({ text, schema });
   let rawValue: unknown;
   try {
@@ -166,12 +190,14 @@ export function partStream<T>(events: SseEvents<T>, transformOf: (emit: Emit) =>
   /** An error held back until the parts before it were read. */
   let failed: { error: unknown } | null = null;
   return pulledStream<Part>({
-    async pull() {
+    next() {
       if (at < parts.length) return parts[at++];
       if (failed) throw failed.error;
-      if (closed) return null;
-      parts = [];
-      at = 0;
+      if (closed || cancelled) return null;
+      if (at > 0) {
+        parts = [];
+        at = 0;
+      }
       try {
         if (first) {
           const pending = first;
@@ -181,9 +207,9 @@ export function partStream<T>(events: SseEvents<T>, transformOf: (emit: Emit) =>
           for (const event of pending) transform.event(event);
         }
         while (parts.length === 0) {
-          const batch = await events.next();
-          // Cancelled while reading: the reader has gone, and the answer's end is not its end.
-          if (cancelled) return null;
+          const batch = events.next();
+          // Nothing yet: asked again once there may be (the parts array stays empty meanwhile).
+          if (isWait(batch)) return batch;
           if (batch === null) {
             transform.end();
             closed = true;
