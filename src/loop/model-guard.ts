@@ -2,7 +2,7 @@ import type { LanguageModel } from 'ai';
 import type { TokenUsage as Usage } from '../shapes/usage.ts';
 import { openaiChunkReader } from './providers/openai.ts';
 import type { ChunkReader } from './providers/provider-types.ts';
-import { isWait, pulledStream, pullsOf, type Next } from '../util/pulled-stream.ts';
+import { isWait, pullsOfResult, withPulledStream, type Next, type PullSource, type Pulls } from '../util/pulled-stream.ts';
 
 type StreamPart = { type: string; [k: string]: unknown };
 
@@ -170,11 +170,12 @@ export function guardModel(model: LanguageModel, opts: ModelGuardOptions): Langu
         } finally {
           clearTimeout(timer);
         }
-        const stream = guardStream(result.stream, opts, Boolean(options.includeRawChunks), cut, caller, done);
+        const stream = guardStream(pullsOfResult(result), opts, Boolean(options.includeRawChunks), cut, caller, done);
         // Peek until the first content part: an answer with none is retried as a whole.
         const first = await stream.peek();
         if (first.kind === 'empty' && attempt < opts.maxRetries) continue;
-        return { ...result, stream: stream.stream };
+        // The stream is made only if someone other than the loop's readers asks for it.
+        return withPulledStream({ ...result }, stream.source);
       }
     },
   };
@@ -182,14 +183,13 @@ export function guardModel(model: LanguageModel, opts: ModelGuardOptions): Langu
 }
 
 function guardStream(
-  source: ReadableStream<StreamPart>,
+  reader: Pulls<StreamPart>,
   opts: ModelGuardOptions,
   passRaw: boolean,
   cut: AbortController,
   caller: AbortSignal | undefined,
   done: () => void,
 ) {
-  const reader = pullsOf(source);
   const chunks = (opts.reader ?? openaiChunkReader)();
   /** The provider's own end part came (some providers send none for an answer cut short). */
   let ended = false;
@@ -357,7 +357,7 @@ function guardStream(
       buffered.unshift(...ahead);
       return { kind };
     },
-    stream: pulledStream<StreamPart>({
+    source: {
       next: pull,
       async cancel(reason) {
         // Left by the caller (an observer threw): what was reported so far still counts.
@@ -367,6 +367,6 @@ function guardStream(
         await reader.cancel(reason);
       },
       // No read-ahead: nothing is pulled before `peek` has finished looking.
-    }),
+    } satisfies PullSource<StreamPart>,
   };
 }

@@ -7,7 +7,7 @@ import type { WorkspaceTool } from '../tools/tool-types.ts';
 import type { CompleteResult } from '../tools/complete.ts';
 import { toUsage } from './usage.ts';
 import type { CallRuling, DecidedCall, RunAgentOptions, RunSetup } from './agent-types.ts';
-import { isWait, pullsOf } from '../util/pulled-stream.ts';
+import { isWait, pullsOfResult } from '../util/pulled-stream.ts';
 import { blockedBy, deniedBy, errorMessage, modelOutput, runCall, untilAborted } from './tool-calls.ts';
 
 export interface StepOutcome {
@@ -83,7 +83,7 @@ export async function runStep<S>(step: number, conversation: ModelMessage[], set
       abortSignal: signal,
     });
     const { retry } = prepareRetries({ maxRetries: opts.maxRetries, abortSignal: signal });
-    const { stream } = await retry(() =>
+    const answer = await retry(() =>
       setup.model.doStream({
         ...prepareCallSettings({ temperature: opts.temperature }),
         tools: setup.callTools.tools,
@@ -94,7 +94,7 @@ export async function runStep<S>(step: number, conversation: ModelMessage[], set
         ...(opts.promptCacheKey && { providerOptions: { openai: { promptCacheKey: opts.promptCacheKey } } }),
       }),
     );
-    const reader = pullsOf(stream);
+    const reader = pullsOfResult(answer);
     let ended = false;
     try {
       for (;;) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { interpose, isWait, pulledStream, pullsOf, type Next, type PullSource, type Pulls } from './pulled-stream.ts';
+import { interpose, isWait, pulledStream, pullsOf, pullsOfResult, withPulledStream, type Next, type PullSource, type Pulls } from './pulled-stream.ts';
 
 /**
  * A source of `values`, then an end (or `error`), counting the times it was asked; `hold` makes
@@ -240,5 +240,29 @@ describe('a pulled stream', () => {
     await waiting.cancel('gone');
     expect(await read).toBeNull();
     expect(cancelled).toBe('gone');
+  });
+
+  it("gives a call's result a stream made only when asked for, and read from its source when not", async () => {
+    const { source, seen } = sourceOf([1, 2]);
+    const result = withPulledStream({ request: { body: 'b' } }, source);
+    // A spread (a layer passing the result on) does not make it.
+    expect({ ...result }).toEqual({ request: { body: 'b' } });
+    const reader = pullsOfResult(result);
+    expect(await readAll(() => reader.read())).toEqual([1, 2]);
+    expect(seen.pulls).toBe(3);
+    // Asked for after its source was taken: a stream another reader holds.
+    expect(result.stream.locked).toBe(true);
+    expect(() => pullsOfResult(result)).toThrow(TypeError);
+
+    // Asked for first: the SDK's readers read it as a stream, and the loop's reader as calls on it.
+    const asked = withPulledStream({}, sourceOf([3, 4]).source);
+    expect(await readAll(streamRead(asked.stream))).toEqual([3, 4]);
+    const made = withPulledStream({}, sourceOf([5]).source);
+    expect(made.stream).toBe(made.stream);
+    const byCalls = pullsOfResult(made);
+    expect(await readAll(() => byCalls.read())).toEqual([5]);
+    // Any other result: its stream, read by calls.
+    const other = pullsOfResult({ stream: pulledStream(sourceOf([6]).source) });
+    expect(await readAll(() => other.read())).toEqual([6]);
   });
 });

@@ -91,6 +91,51 @@ export function pulledStream<T>(source: PullSource<T>): ReadableStream<T> {
   return stream;
 }
 
+/** A model call's result whose stream is made only when asked for (`withPulledStream`). */
+interface LazyStream {
+  source: PullSource<unknown>;
+  /** The stream, once someone asked for it. */
+  made: ReadableStream<unknown> | null;
+  /** Its source was taken by `pullsOfResult`. */
+  taken: boolean;
+}
+const LAZY = Symbol('lazy stream');
+
+/**
+ * `result` (a model call's: the SDK's interfaces hand an answer on as `{ stream, ... }`) with a
+ * `stream` of `source`'s values that is made only when someone asks for it: a layer of the service
+ * reading it with `pullsOfResult` calls the source itself, and no web stream is made at all. A web
+ * stream is half of what each layer kept per answer and Node 20 makes each slowly (about 16 µs in
+ * a burst of a thousand answers' starts: BENCHMARKS.md, stop 70). The property is not enumerable,
+ * so a spread of the result does not make it; asked for after its source was taken, it is a stream
+ * already locked, as one read by another reader.
+ */
+export function withPulledStream<R extends object, T>(result: R, source: PullSource<T>): R & { stream: ReadableStream<T> } {
+  const lazy: LazyStream = { source, made: null, taken: false };
+  Object.defineProperty(result, LAZY, { value: lazy });
+  Object.defineProperty(result, 'stream', {
+    configurable: true,
+    enumerable: false,
+    get() {
+      if (!lazy.made) {
+        lazy.made = pulledStream(lazy.source);
+        if (lazy.taken) lazy.made.getReader();
+      }
+      return lazy.made;
+    },
+  });
+  return result as R & { stream: ReadableStream<T> };
+}
+
+/** `result.stream` read by plain calls (pullsOf), from its source itself when it was made by `withPulledStream` and nobody asked for it. */
+export function pullsOfResult<T>(result: { stream: ReadableStream<T> }): Pulls<T> {
+  const lazy = (result as { [LAZY]?: LazyStream })[LAZY];
+  if (!lazy || lazy.made) return pullsOf(result.stream);
+  if (lazy.taken) throw new TypeError('the stream was taken by another reader');
+  lazy.taken = true;
+  return sourcePulls(lazy.source as PullSource<T>);
+}
+
 /**
  * Puts `wrap(values)` in the place of `stream`'s source, `values` being what that source gave:
  * the same stream (and whatever holds it, a Response) then gives what `wrap` makes of them. Only

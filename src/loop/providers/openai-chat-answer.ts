@@ -30,8 +30,8 @@ import {
   type ParseResult,
 } from '@ai-sdk/provider-utils';
 import { z } from 'zod';
-import { partStream, sseEvents, type AnswerTransform } from './sse-parts.ts';
-import { isWait } from '../../util/pulled-stream.ts';
+import { partSource, sseEvents, type AnswerTransform } from './sse-parts.ts';
+import { isWait, withPulledStream } from '../../util/pulled-stream.ts';
 
 const errorData = z.object({
   error: z.object({
@@ -265,8 +265,11 @@ async function streamAnswer(model: ChatModelInternals & LanguageModelV3, options
       }
     }
   }
-  const stream = partStream(events, chatTransform(warnings, options.includeRawChunks === true), read);
-  return { stream, request: { body }, response: { headers: responseHeaders } };
+  // The stream is made only if someone other than the loop's readers asks for it.
+  return withPulledStream(
+    { request: { body }, response: { headers: responseHeaders } },
+    partSource(events, chatTransform(warnings, options.includeRawChunks === true), read),
+  );
 }
 
 const isOutput = (chunk: Chunk) =>

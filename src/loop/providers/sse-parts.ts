@@ -11,7 +11,7 @@
 import { APICallError, type LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { isAbortError, safeParseJSON, safeValidateTypes, secureJsonParse, type FlexibleSchema, type ParseResult } from '@ai-sdk/provider-utils';
 import { createParser } from 'eventsource-parser';
-import { isWait, pulledStream, pullsOf, type Next } from '../../util/pulled-stream.ts';
+import { isWait, pullsOf, type Next, type PullSource } from '../../util/pulled-stream.ts';
 
 type Part = LanguageModelV3StreamPart;
 type Emit = (part: Part) => void;
@@ -176,10 +176,10 @@ export interface AnswerTransform<T> {
  * first, then the rest of `events`, through the transform `transformOf` makes with the stream's
  * emitter. Each read of the body makes the parts of its events, handed on one by one. An error of
  * the body or of the transform ends the stream once every part before it was read (and an error
- * of the transform cancels the body); a cancel cancels the body, and never fails. The loop's
- * readers read it by plain calls (util/pulled-stream.ts).
+ * of the transform cancels the body); a cancel cancels the body, and never fails. A source of
+ * parts: the loop's readers read it by plain calls, anyone else as a stream (util/pulled-stream.ts).
  */
-export function partStream<T>(events: SseEvents<T>, transformOf: (emit: Emit) => AnswerTransform<T>, read: Array<ParseResult<T>> = []): ReadableStream<Part> {
+export function partSource<T>(events: SseEvents<T>, transformOf: (emit: Emit) => AnswerTransform<T>, read: Array<ParseResult<T>> = []): PullSource<Part> {
   /** The parts made and not yet handed on, from `at`: a new array each read of the body, nothing kept of the last. */
   let parts: Part[] = [];
   let at = 0;
@@ -189,7 +189,7 @@ export function partStream<T>(events: SseEvents<T>, transformOf: (emit: Emit) =>
   let closed = false;
   /** An error held back until the parts before it were read. */
   let failed: { error: unknown } | null = null;
-  return pulledStream<Part>({
+  return {
     next() {
       if (at < parts.length) return parts[at++];
       if (failed) throw failed.error;
@@ -231,5 +231,5 @@ export function partStream<T>(events: SseEvents<T>, transformOf: (emit: Emit) =>
       cancelled = true;
       return events.cancel(reason).catch(() => {});
     },
-  });
+  };
 }
