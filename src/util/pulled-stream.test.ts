@@ -265,4 +265,44 @@ describe('a pulled stream', () => {
     const other = pullsOfResult({ stream: pulledStream(sourceOf([6]).source) });
     expect(await readAll(() => other.read())).toEqual([6]);
   });
+
+  it('ends at a cancel while a wait is pending, even when that wait then fails', async () => {
+    let fail: ((error: unknown) => void) | null = null;
+    const reader = pullsOf(
+      pulledStream<number>({
+        next: () => new Promise((_, reject) => (fail = reject)),
+        // Cancelling the source's I/O fails the wait it answered, as an aborted request would.
+        cancel: async () => fail?.(new Error('aborted by the cancel')),
+      }),
+    );
+    const pending = reader.read();
+    await reader.cancel('gone');
+    expect(await pending).toBeNull();
+    expect(reader.next()).toBeNull();
+  });
+
+  it('gives reads asked together their values in the order asked, one asked as a wait settles too', async () => {
+    let release!: () => void;
+    let waited = false;
+    const values = [1, 2];
+    const reader = pullsOf(
+      pulledStream<number>({
+        next() {
+          if (waited) return values.shift() ?? null;
+          waited = true;
+          return new Promise<void>((resolve) => (release = resolve));
+        },
+        cancel: async () => {},
+      }),
+    );
+    const first = reader.read();
+    let second!: Promise<number | null>;
+    release();
+    // Asked right after the wait settled, before the first read has gone on.
+    queueMicrotask(() => {
+      second = reader.read();
+    });
+    expect(await first).toBe(1);
+    expect(await second).toBe(2);
+  });
 });

@@ -213,8 +213,8 @@ function sourcePulls<T>(source: PullSource<T>): Pulls<T> {
           waiting = null;
         },
         (error: unknown) => {
-          // A wait that fails is the stream's error.
-          failure ??= { error };
+          // A wait that fails is the stream's error, unless it was cancelled meanwhile (an end).
+          if (!ended) failure ??= { error };
           waiting = null;
         },
       );
@@ -224,14 +224,27 @@ function sourcePulls<T>(source: PullSource<T>): Pulls<T> {
     if (value === null) ended = true;
     return value;
   };
-  return {
-    next,
-    async read() {
+  /** Reads asked for and not yet settled, and the last of them (the next starts once it has settled). */
+  let unsettled = 0;
+  let last: Promise<T | null> | null = null;
+  const readOne = async (): Promise<T | null> => {
+    try {
       for (;;) {
         const value = next();
         if (!isWait(value)) return value;
         await value;
       }
+    } finally {
+      unsettled--;
+    }
+  };
+  return {
+    next,
+    read() {
+      // Reads asked for together are made one after the other, so each gets its value in the order asked.
+      const read = unsettled++ === 0 || !last ? readOne() : last.then(readOne, readOne);
+      last = read;
+      return read;
     },
     async cancel(reason) {
       if (ended || failure) return;
