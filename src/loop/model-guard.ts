@@ -244,7 +244,9 @@ function guardStream(
         stopStall();
         done();
         report();
-        throw stalled ?? (abandoned() ? caller!.reason : err);
+        // Cut while the call was made (its stall timer): an answer handed on with the usage it had
+        // read before the failure (openai-chat-answer.ts) fails with the cut's reason, as the call would.
+        throw stalled ?? (abandoned() ? caller!.reason : cut.signal.aborted ? cut.signal.reason : err);
       }
       if (isWait(part)) return part;
       if (stalled) {

@@ -1,7 +1,10 @@
+import type { LanguageModelV3 } from '@ai-sdk/provider';
 import { streamText } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModel } from '../../scripted-model/server.ts';
 import { createModelProvider } from './model-provider.ts';
+import { guardModel, ModelStallError } from './model-guard.ts';
+import type { TokenUsage } from '../shapes/usage.ts';
 
 let model: ScriptedModel;
 beforeAll(async () => {
@@ -45,5 +48,30 @@ describe("the model fetch and the event loop's slice", () => {
     expect(parts.join('')).toBe('taken in turns, every word of it');
     expect(entered).toBeGreaterThan(1);
     expect(await result.finishReason).toBe('stop');
+  });
+});
+
+describe('an answer with no output whose connection fails after its usage', () => {
+  it('is billed what the provider reported, and fails as the call would', async () => {
+    const provider = createModelProvider({ connections: { openai: { type: 'openai', baseURL: model.url, api: 'chat' } }, defaultProvider: 'openai' });
+    for (const fault of ['cut-after-usage', 'hold-after-usage'] as const) {
+      const marker = `NO-OUTPUT-${fault}`;
+      model.script(marker, [{ text: '', usage: { input: 500, output: 9 }, fault }]);
+      const billed: TokenUsage[] = [];
+      const guarded = guardModel(provider.model('m'), { onUsage: (u) => void billed.push(u), stallTimeoutMs: 300, maxRetries: 0 });
+      const call = (guarded as LanguageModelV3).doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: marker }] }] });
+      const errors: unknown[] = [];
+      try {
+        const reader = (await call).stream.getReader();
+        for (let r = await reader.read(); !r.done; r = await reader.read()) if (r.value.type === 'error') errors.push(r.value.error);
+      } catch (err) {
+        errors.push(err);
+      }
+      expect(model.usageSent.filter((u) => u.prompt.includes(marker))).toHaveLength(1);
+      expect(billed).toEqual([expect.objectContaining({ inputTokens: 500, outputTokens: 9 })]);
+      expect(errors).toHaveLength(1);
+      // Held open: the stall timeout cuts it, with the stall's own error.
+      if (fault === 'hold-after-usage') expect(errors[0]).toBeInstanceOf(ModelStallError);
+    }
   });
 });

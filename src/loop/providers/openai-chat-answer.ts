@@ -248,22 +248,32 @@ async function streamAnswer(model: ChatModelInternals & LanguageModelV3, options
   const events = sseEvents(answer.body, chunkSchema, { url, statusCode: answer.statusCode, responseHeaders, requestBodyValues: body }, plainChunk);
   // As the SDK does: an error frame before any output is the call's error (and may be retried).
   const read: Array<ParseResult<Chunk>> = [];
-  for (let decided = false; !decided;) {
-    const batch = events.next();
-    if (isWait(batch)) {
-      await batch;
-      continue;
-    }
-    if (batch === null) break;
-    for (const event of batch) {
-      read.push(event);
-      if (decided) continue;
-      if (!event.success || isOutput(event.value)) decided = true;
-      else if ('error' in event.value) {
-        events.cancel().catch(() => {});
-        throw streamError(event.value.error, url, body, responseHeaders);
+  let frame: { error: unknown } | null = null;
+  try {
+    for (let decided = false; !decided && !frame;) {
+      const batch = events.next();
+      if (isWait(batch)) {
+        await batch;
+        continue;
+      }
+      if (batch === null) break;
+      for (const event of batch) {
+        read.push(event);
+        if (decided || frame) continue;
+        if (!event.success || isOutput(event.value)) decided = true;
+        else if ('error' in event.value) frame = { error: event.value.error };
       }
     }
+  } catch (failure) {
+    // The body failed, or the call was cut, before any output: the call's error, as the SDK's,
+    // unless the provider had already reported its usage (an answer with no output, then its
+    // connection lost). Then the parts read go on, usage and all, and the failure after them (the
+    // events keep it), so that the guard bills what the provider reported; it is not retried.
+    if (!read.some((event) => event.success && !('error' in event.value) && event.value.usage != null)) throw failure;
+  }
+  if (frame) {
+    events.cancel().catch(() => {});
+    throw streamError(frame.error, url, body, responseHeaders);
   }
   // The stream is made only if someone other than the loop's readers asks for it.
   return withPulledStream(
