@@ -104,9 +104,10 @@ const LAZY = Symbol('lazy stream');
 /**
  * `result` (a model call's: the SDK's interfaces hand an answer on as `{ stream, ... }`) with a
  * `stream` of `source`'s values that is made only when someone asks for it: a layer of the service
- * reading it with `pullsOfResult` calls the source itself, and no web stream is made at all. A web
- * stream is half of what each layer kept per answer and Node 20 makes each slowly (about 16 µs in
- * a burst of a thousand answers' starts: BENCHMARKS.md, stop 70). The property is not enumerable,
+ * reading it with `pullsOfResult` calls the source itself, and no web stream is made at all. The
+ * web stream was most of what OpenAI's reader and the guard each made per answer, and Node 20
+ * makes each slowly (about 16 µs in a burst of a thousand answers' starts: BENCHMARKS.md, stop
+ * 70). The property is not enumerable,
  * so a spread of the result does not make it; asked for after its source was taken, it is a stream
  * already locked, as one read by another reader.
  */
@@ -152,7 +153,8 @@ export function interpose<T>(stream: ReadableStream<T>, wrap: (values: Pulls<T>)
 
 /**
  * `stream` read by plain calls: its source's own, when it is a `pulledStream` nobody has read
- * (it is locked, so that nobody else does); otherwise through a reader of it.
+ * (it is locked, so that nobody else does); otherwise through a reader of it. Reads asked for
+ * together are made one after the other, as a stream's are.
  */
 export function pullsOf<T>(stream: ReadableStream<T>): Pulls<T> {
   const held = direct.get(stream);
