@@ -6,6 +6,8 @@ import type { TaskRow } from '../../store/schema.ts';
 import type { Append } from '../../events/event-log.ts';
 import { openMemory } from '../../workspace/memory.ts';
 import { adoptWorktree, landFolderCopy, memoryCopyOf, taskFileUrl, worktreeDir, worktreeRoot, WorktreeError } from '../../workspace/worktree.ts';
+import { AppError } from '../../errors/app-error.ts';
+import { storageFaultOf } from '../../store/storage-guard.ts';
 import { endingOfAbort, failed, type Ending } from '../writes/finish-task.ts';
 import { stoppedForGood, untilAborted } from './child-tool.ts';
 import type { ChildTasks, RunContext, TaskRun } from './run-context.ts';
@@ -180,38 +182,79 @@ const seen = (child: TaskRow, model: string | null) => ({
   costMicroUsd: child.costMicroUsd,
 });
 
-/** Starts (or, resumed, finds by their place) the n attempts; each clones the snapshot when it starts (task-runner.ts). */
+/**
+ * Starts (or, resumed, finds by their place) the n attempts; each clones the snapshot when it
+ * starts (task-runner.ts). While the database cannot be written (a restart, a failover, a full
+ * disk) each waits for it, as the task's own writes do; a stop meanwhile ends the task as stopped.
+ */
 async function startAll(
   ctx: RunContext,
   children: ChildTasks,
   run: TaskRun & { model: string | null },
 ): Promise<{ rows: Array<{ child: TaskRow; model: string | null; index: number }> } | { error: Ending }> {
-  const { row, body } = run;
+  const { row, body, signal } = run;
   const spec = body.options!.candidates!;
   const rows: Array<{ child: TaskRow; model: string | null; index: number }> = [];
   try {
     for (let index = 0; index < spec.n; index++) {
       const assigned = spec.models?.[index % spec.models.length];
       const key = candidateKey(row.id, index);
-      const child = await children.start(row, candidateBody(body, assigned), {
-        key,
-        callKey: key,
-        background: true,
-        // It stands in for its task: it may nest as deep as the task could have.
-        maxDepth: row.maxDepth > 0 ? row.maxDepth + 1 : 0,
-      });
+      const child = await whileStorageFails(ctx, row, signal, () =>
+        children.start(row, candidateBody(body, assigned), {
+          key,
+          callKey: key,
+          background: true,
+          // It stands in for its task: it may nest as deep as the task could have.
+          maxDepth: row.maxDepth > 0 ? row.maxDepth + 1 : 0,
+        }),
+      );
+      if (!child) {
+        // Stopped while it waited: as a stop while the attempts run (at a shutdown or a lost lease
+        // those started run on, and the resumed task finds them again by their place).
+        if (stoppedForGood(signal)) await stopStarted(children, row, rows, abortCode(signal).message);
+        return { error: endingOfAbort(abortCode(signal)) };
+      }
       rows.push({ child, model: assigned ?? run.model, index });
     }
     return { rows };
   } catch (err) {
     // Nothing is compared unless all started: those that did are stopped.
-    await Promise.all(
-      rows.map(({ child }) =>
-        children.cancel(row.tenant, child.id, { code: 'parent_ended', message: `its task ${row.id} could not start its attempts` }).catch(() => undefined),
-      ),
-    );
+    await stopStarted(children, row, rows, `its task ${row.id} could not start its attempts`);
     const message = err instanceof WorktreeError ? err.message : ctx.scrub(err instanceof Error ? err.message : String(err));
     return { error: failed(err instanceof WorktreeError ? err.code : 'candidates_failed', `the attempts could not be started: ${message}`) };
+  }
+}
+
+const stopStarted = (children: ChildTasks, row: TaskRow, rows: Array<{ child: TaskRow }>, message: string) =>
+  Promise.all(rows.map(({ child }) => children.cancel(row.tenant, child.id, { code: 'parent_ended', message }).catch(() => undefined)));
+
+/** How often an attempt's start is tried again while the database cannot be written (the storage guard's own retry). */
+const STORAGE_RETRY_MS = 1000;
+
+/** The database could not be read or written: refused by admission (503 / 507) or failed under a statement. */
+const storageFailed = (err: unknown) =>
+  (err instanceof AppError && (err.code === 'storage_unavailable' || err.code === 'storage_full')) || storageFaultOf(err) !== null;
+
+/**
+ * `start()`, tried again every STORAGE_RETRY_MS while it fails for lack of storage; null once
+ * `signal` aborts first. A try that stored the attempt before it failed is harmless: the next one
+ * finds it at its key.
+ */
+async function whileStorageFails(ctx: RunContext, row: TaskRow, signal: AbortSignal, start: () => Promise<TaskRow>): Promise<TaskRow | null> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await start();
+    } catch (err) {
+      if (!storageFailed(err)) throw err;
+      // The guard learns of a fault seen outside its writes, and probes until it passes.
+      ctx.deps.storage.report(err);
+      if (tries === 1) ctx.deps.logger.warn({ taskId: row.id, err }, 'the attempts wait for the database before they start');
+    }
+    try {
+      await sleep(STORAGE_RETRY_MS, undefined, { signal });
+    } catch {
+      return null;
+    }
   }
 }
 

@@ -1,0 +1,120 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startScriptedModel, type ScriptedModel, type TurnContext } from '../scripted-model/server';
+import { startService, storedEvents, taskBody, type TestService } from './support/harness';
+import { until } from './support/until';
+
+/**
+ * A task with candidates whose attempts are being stored while PostgreSQL cannot take them (a
+ * restart, a failover): the task waits for the database, as its own writes do, instead of ending
+ * `candidates_failed`. The outage is PostgreSQL's own error under the statement that stores the
+ * second attempt (SQLSTATE 08006, a connection lost under it), raised by a trigger for as long as
+ * the test says: a restart's moment, made exact. PostgreSQL pass only (TEST_DATABASE=postgres).
+ */
+const onPostgres = process.env.TEST_DATABASE === 'postgres';
+
+describe.skipIf(!onPostgres)('candidates while the database cannot store their attempts', () => {
+  let model: ScriptedModel;
+  let svc: TestService;
+  let dir: string;
+  let db: pg.Client;
+  beforeAll(async () => {
+    model = await startScriptedModel();
+    dir = mkdtempSync(path.join(tmpdir(), 'subagentd-cand-outage-'));
+    mkdirSync(path.join(dir, 'agents'));
+    svc = await startService({ model, dir, env: { DEFAULT_MODEL: 'model-a' } });
+    db = new pg.Client({ connectionString: svc.config.databaseUrl! });
+    await db.connect();
+    // Storing the second attempt of a task fails while `outage` holds a row; `outage_hits` counts the tries.
+    await db.query(`
+      CREATE TABLE outage (on_since timestamptz);
+      CREATE SEQUENCE outage_hits;
+      CREATE FUNCTION outage_now() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF EXISTS (SELECT 1 FROM outage) THEN
+          PERFORM nextval('outage_hits');
+          RAISE EXCEPTION 'terminating connection: the server is restarting (test)' USING ERRCODE = '08006';
+        END IF;
+        RETURN NEW;
+      END $$;
+      CREATE TRIGGER outage_on_attempts BEFORE INSERT ON tasks FOR EACH ROW
+        WHEN (NEW.idempotency_key LIKE 'candidate:%:1') EXECUTE FUNCTION outage_now();`);
+  });
+  afterAll(async () => {
+    await db?.end();
+    await svc?.close();
+    await model?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const hits = async () => Number((await db.query(`SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS n FROM outage_hits`)).rows[0].n);
+  const attemptsOf = async (id: string) =>
+    (await db.query(`SELECT idempotency_key AS key, status, error_code AS code FROM tasks WHERE parent_task = $1 ORDER BY idempotency_key`, [id])).rows;
+  const task = async (id: string) => (await fetch(`${svc.url}/tasks/${id}`)).json() as Promise<any>;
+  const submit = async (prompt: string, parentTaskId: string) => {
+    const res = await fetch(`${svc.url}/tasks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(
+        taskBody({
+          prompt,
+          context: { parentTaskId, userId: 'u' },
+          options: { isolation: 'worktree', outcome: { verify: { command: 'true' }, maxIterations: 1 }, candidates: { n: 2 } },
+        }),
+      ),
+    });
+    const body = (await res.json()) as { id: string };
+    expect(res.status, JSON.stringify(body)).toBe(202);
+    return body.id;
+  };
+
+  it('waits while the second attempt cannot be stored, then starts it once, and completes with both billed', async () => {
+    model.script('CANDO-WAIT', (ctx: TurnContext) => ({
+      toolCalls: [{ name: 'complete', args: { summary: `done ${ctx.model}`, paths: [] } }],
+      usage: { input: 100, output: 10 },
+    }));
+    await db.query(`INSERT INTO outage VALUES (now())`);
+    const id = await submit('CANDO-WAIT', 'T-cando');
+    // Tried, failed, waited, tried again: the task still runs, its first attempt stored once.
+    await until(async () => (await hits()) >= 2, 15_000);
+    expect((await task(id)).status).toBe('running');
+    expect((await attemptsOf(id)).map((a) => a.key)).toEqual([`candidate:${id}:0`]);
+
+    await db.query(`DELETE FROM outage`);
+    await until(async () => !['queued', 'running'].includes((await task(id)).status), 20_000);
+    const done = await task(id);
+    expect(done, JSON.stringify(done.error)).toMatchObject({ status: 'completed' });
+    expect(done.candidates).toHaveLength(2);
+    expect((await attemptsOf(id)).map((a) => [a.key, a.status])).toEqual([
+      [`candidate:${id}:0`, 'completed'],
+      [`candidate:${id}:1`, 'completed'],
+    ]);
+    const started = (await storedEvents(svc, id)).filter((e) => e.type === 'candidate.started').map((e) => (e.data as { index: number }).index);
+    expect(started).toEqual([0, 1]);
+    // Each attempt's one call billed once, under the task's parent.
+    const totals = ((await (await fetch(`${svc.url}/usage?parentTaskId=T-cando`)).json()) as any).totals;
+    expect(totals).toMatchObject({ inputTokens: 200, outputTokens: 20 });
+  }, 60_000);
+
+  it('a cancel while it waits ends it cancelled and stops the attempt already started; none is started after', async () => {
+    model.script('CANDO-CANCEL', () => ({ delayMs: 30_000, text: 'still thinking' }));
+    await db.query(`INSERT INTO outage VALUES (now())`);
+    const before = await hits();
+    const id = await submit('CANDO-CANCEL', 'T-cando-cancel');
+    await until(async () => (await hits()) > before, 15_000);
+    // Refused (503) while the service itself holds its writes: asked again until it is taken.
+    await until(async () => (await fetch(`${svc.url}/tasks/${id}/cancel`, { method: 'POST' })).status === 202, 15_000);
+    await until(async () => (await task(id)).status === 'aborted', 15_000);
+    expect((await task(id)).error).toMatchObject({ code: 'cancelled' });
+    await until(async () => (await attemptsOf(id)).every((a) => a.status === 'aborted'), 15_000);
+    expect(await attemptsOf(id)).toEqual([{ key: `candidate:${id}:0`, status: 'aborted', code: 'parent_ended' }]);
+
+    // The database is back: nothing more of that task is started.
+    await db.query(`DELETE FROM outage`);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await attemptsOf(id)).toHaveLength(1);
+  }, 60_000);
+});
