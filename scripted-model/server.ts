@@ -41,9 +41,10 @@ export interface ScriptedTurn {
    * usage chunk (no [DONE]); `hold-after-usage` sends the usage chunk and then nothing, keeping the
    * connection open; `no-finish` ends cleanly with [DONE] but without a finish reason or usage;
    * `html` and `empty` answer 200 with an HTML page or an empty event stream; `keepalive-only`
-   * sends SSE comments every `chunkDelayMs` and never any content.
+   * sends SSE comments every `chunkDelayMs` and never any content. `failed` (Responses API): the
+   * answer fails before any output, with `response.failed` carrying `errorMessage` and the usage.
    */
-  fault?: 'cut-after-usage' | 'hold-after-usage' | 'no-finish' | 'html' | 'empty' | 'keepalive-only';
+  fault?: 'cut-after-usage' | 'hold-after-usage' | 'no-finish' | 'html' | 'empty' | 'keepalive-only' | 'failed';
   /** Answer with this HTTP error status instead of a stream. */
   status?: number;
   errorMessage?: string;
@@ -186,6 +187,19 @@ async function streamResponses(res: ServerResponse, step: ScriptedTurn, model: s
   const event = (data: { type: string } & Record<string, unknown>) => res.write(`event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`);
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
   event({ type: 'response.created', response: { id: `resp_${n}`, created_at: Math.floor(Date.now() / 1000), model } });
+  const u = step.usage ?? {};
+  const usage = {
+    input_tokens: u.input ?? 100,
+    input_tokens_details: { cached_tokens: u.cached ?? 0 },
+    output_tokens: u.output ?? 20,
+    output_tokens_details: { reasoning_tokens: u.reasoning ?? 0 },
+  };
+  if (step.fault === 'failed') {
+    const error = { code: 'server_error', message: step.errorMessage ?? 'The model failed to generate a response.' };
+    event({ type: 'response.failed', sequence_number: 1, response: { id: `resp_${n}`, status: 'failed', error, incomplete_details: null, usage } });
+    res.end();
+    return;
+  }
   let index = 0;
   const text = [
     ...Array.from({ length: step.liveChunks?.count ?? 0 }, (_, i) => () => step.liveChunks!.make(i)),
@@ -210,19 +224,7 @@ async function streamResponses(res: ServerResponse, step: ScriptedTurn, model: s
     event({ type: 'response.output_item.done', output_index: index, item: { ...item, arguments: args, status: 'completed' } });
     index++;
   }
-  const u = step.usage ?? {};
-  event({
-    type: 'response.completed',
-    response: {
-      incomplete_details: null,
-      usage: {
-        input_tokens: u.input ?? 100,
-        input_tokens_details: { cached_tokens: u.cached ?? 0 },
-        output_tokens: u.output ?? 20,
-        output_tokens_details: { reasoning_tokens: u.reasoning ?? 0 },
-      },
-    },
-  });
+  event({ type: 'response.completed', response: { incomplete_details: null, usage } });
   res.end();
 }
 

@@ -168,6 +168,16 @@ describe('a task on Anthropic', () => {
     expect(done.usage).toMatchObject({ inputTokens: 5_000, cachedInputTokens: 1_000, outputTokens: 1 });
     expect(done.usage.costMicroUsd).toBe(4_000 * 3 + 1_000 * 0.3 + 15);
   });
+
+  it('bills an answer cut after message_start, before any output, for its prompt (the failure comes while the SDK reads ahead)', async () => {
+    model.script('ANTH-CUT-EARLY', [{ text: '', usage: { input: 5_000, output: 300, cached: 1_000 }, fault: 'cut-after-usage' }]);
+    const done = await run(taskBody({ subagent_type: 'claude', prompt: 'ANTH-CUT-EARLY', context: { parentTaskId: 'T-anth-cut-early', userId: 'u-anth' } }));
+    expect(done).toMatchObject({ status: 'error', error: { code: 'provider_error' } });
+    // The SDK reads ahead before it hands the answer on; that read ends within message_start, so its usage is seen.
+    expect(requestsOf('ANTH-CUT-EARLY')).toHaveLength(1);
+    expect(done.usage).toMatchObject({ inputTokens: 5_000, cachedInputTokens: 1_000, outputTokens: 1 });
+    expect(done.usage.costMicroUsd).toBe(4_000 * 3 + 1_000 * 0.3 + 15);
+  });
 });
 
 describe('a task on Gemini', () => {

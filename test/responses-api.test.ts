@@ -46,4 +46,23 @@ describe('OPENAI_API=responses', () => {
     const calls = svc.model.requests.filter((r) => JSON.stringify(r.body).includes('RESPONSES-RUN'));
     expect(calls.map((r) => r.api)).toEqual(['responses', 'responses', 'responses']);
   });
+
+  it('bills an answer that fails before any output for what its response.failed reported', async () => {
+    svc.model.script('RESPONSES-FAILED', [
+      { fault: 'failed', errorMessage: 'The model failed to generate a response.', usage: { input: 800, output: 0, cached: 200 } },
+    ]);
+    const out = (
+      await svc.inject({
+        method: 'POST',
+        url: '/tasks?wait=true',
+        payload: taskBody({ prompt: 'RESPONSES-FAILED', context: { parentTaskId: 'T-resp-failed', userId: 'u-1' } }),
+      })
+    ).json();
+    expect(out).toMatchObject({ status: 'error', error: { code: 'provider_error', message: expect.stringContaining('failed to generate') }, steps: 0 });
+    expect(svc.model.requests.filter((r) => JSON.stringify(r.body).includes('RESPONSES-FAILED'))).toHaveLength(1);
+    // The provider's bill for the failed call, once: in the task and in its usage record.
+    expect(out.usage).toMatchObject({ inputTokens: 800, outputTokens: 0, cachedInputTokens: 200 });
+    const records = (await svc.inject({ url: '/usage/records?parentTaskId=T-resp-failed' })).json().records;
+    expect(records).toMatchObject([{ taskId: out.id, status: 'error', inputTokens: 800 }]);
+  });
 });

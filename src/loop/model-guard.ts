@@ -161,16 +161,22 @@ export function guardModel(model: LanguageModel, opts: ModelGuardOptions): Langu
         // its first output chunk.
         const { cut, done } = gracedSignal(caller, opts.abortGraceMs ?? ABORT_GRACE_MS, opts.readOns);
         const timer = setTimeout(() => cut.abort(new ModelStallError(opts.stallTimeoutMs, 'content')), opts.stallTimeoutMs);
+        const chunks = (opts.reader ?? openaiChunkReader)();
         let result: { stream: ReadableStream<StreamPart> };
         try {
           result = await inner.doStream({ ...options, includeRawChunks: true, abortSignal: cut.signal });
         } catch (err) {
           done();
+          // An error event the SDK's reader met before any output is thrown with it (`data`): the
+          // Responses API's `response.failed` carries what the provider billed for the call.
+          const frame = (err as { data?: unknown } | null)?.data;
+          const billed = frame != null ? chunks.read(frame).usage : null;
+          if (billed) bill(opts, billed, caller?.aborted === true);
           throw cut.signal.aborted ? cut.signal.reason : caller?.aborted ? caller.reason : err;
         } finally {
           clearTimeout(timer);
         }
-        const stream = guardStream(pullsOfResult(result), opts, Boolean(options.includeRawChunks), cut, caller, done);
+        const stream = guardStream(pullsOfResult(result), opts, chunks, Boolean(options.includeRawChunks), cut, caller, done);
         // Peek until the first content part: an answer with none is retried as a whole.
         const first = await stream.peek();
         if (first.kind === 'empty' && attempt < opts.maxRetries) continue;
@@ -182,15 +188,26 @@ export function guardModel(model: LanguageModel, opts: ModelGuardOptions): Langu
   return guarded as unknown as LanguageModel;
 }
 
+/** Reports a call's usage to `onUsage` (once per call: its callers see to that); never throws. */
+function bill(opts: ModelGuardOptions, usage: Usage, abandoned: boolean) {
+  try {
+    const stored = opts.onUsage(usage);
+    // Read on after an abort: a shutdown waits for its bill to be stored too.
+    if (abandoned && stored) opts.readOns?.track(Promise.resolve(stored).then(noop, noop));
+  } catch {
+    // Reporting never breaks the model call; the store logs its own failures.
+  }
+}
+
 function guardStream(
   reader: Pulls<StreamPart>,
   opts: ModelGuardOptions,
+  chunks: ChunkReader,
   passRaw: boolean,
   cut: AbortController,
   caller: AbortSignal | undefined,
   done: () => void,
 ) {
-  const chunks = (opts.reader ?? openaiChunkReader)();
   /** The provider's own end part came (some providers send none for an answer cut short). */
   let ended = false;
   /** The caller aborted: the answer is read on for its usage only (see `gracedSignal`). */
@@ -208,13 +225,7 @@ function guardStream(
   const report = () => {
     if (reported || !usage) return;
     reported = true;
-    try {
-      const stored = opts.onUsage(usage);
-      // Read on after an abort: a shutdown waits for its bill to be stored too.
-      if (abandoned() && stored) opts.readOns?.track(Promise.resolve(stored).then(noop, noop));
-    } catch {
-      // Reporting never breaks the model call; the store logs its own failures.
-    }
+    bill(opts, usage, abandoned());
   };
   /** (Re)starts the stall clock: one timer per call, pushed back on each content part. */
   const armStall = () => {
