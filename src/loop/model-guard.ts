@@ -169,8 +169,7 @@ export function guardModel(model: LanguageModel, opts: ModelGuardOptions): Langu
           done();
           // An error event the SDK's reader met before any output is thrown with it (`data`): the
           // Responses API's `response.failed` carries what the provider billed for the call.
-          const frame = (err as { data?: unknown } | null)?.data;
-          const billed = frame != null ? chunks.read(frame).usage : null;
+          const billed = usageOfFrame(chunks, err);
           if (billed) bill(opts, billed, caller?.aborted === true);
           throw cut.signal.aborted ? cut.signal.reason : caller?.aborted ? caller.reason : err;
         } finally {
@@ -186,6 +185,16 @@ export function guardModel(model: LanguageModel, opts: ModelGuardOptions): Langu
     },
   };
   return guarded as unknown as LanguageModel;
+}
+
+/** The usage in the event frame a failed call's error carries (`data`), if any; never throws. */
+function usageOfFrame(chunks: ChunkReader, err: unknown): Usage | null {
+  try {
+    const frame = (err as { data?: unknown } | null)?.data;
+    return frame != null ? chunks.read(frame).usage : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Reports a call's usage to `onUsage` (once per call: its callers see to that); never throws. */

@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { safeParseJSON, secureJsonParse, zodSchema } from '@ai-sdk/provider-utils';
 import { chunkData, openaiChatAnswers, plainChunk } from './openai-chat-answer.ts';
+import { guardModel } from '../model-guard.ts';
 
 /**
  * Every answer here is read twice from the same bytes: by @ai-sdk/openai's own chat model, and by
@@ -270,6 +271,25 @@ describe('openaiChatAnswers reads an answer as @ai-sdk/openai does', () => {
       expect(mine.parts.slice(0, sdk.parts.length)).toEqual(sdk.parts);
       expect(types(mine).filter((t) => t === 'text-delta')).toHaveLength(3);
     }
+  });
+
+  it('an error frame after a usage chunk, before any output, is handed on: the guard bills the usage, and the call fails with the frame', async () => {
+    const body = [usage(USAGE), `data: ${JSON.stringify({ error: { message: 'upstream failed', type: 'server_error' } })}\n\n`, DONE].join('');
+    // The SDK throws it as the call's error, and its usage is lost: ours hands the parts on.
+    const [sdkSent, ourSent] = [[], []] as string[][];
+    expect((await read(model({ body }, sdkSent), sdkSent, true)).thrown).toMatchObject({ error: 'AI_APICallError', message: 'upstream failed' });
+    const mine = await read(openaiChatAnswers(model({ body }, ourSent)), ourSent, true);
+    expect(mine.thrown).toBeUndefined();
+    expect(types(mine)).toEqual(['stream-start', 'raw', 'response-metadata', 'raw', 'error', 'finish']);
+    expect(mine.parts[4]).toMatchObject({ error: { message: 'upstream failed' } });
+
+    const billed: unknown[] = [];
+    const guarded = guardModel(openaiChatAnswers(model({ body }, [])), { onUsage: (u) => void billed.push(u), stallTimeoutMs: 5_000, maxRetries: 0 });
+    const parts: string[] = [];
+    const reader = (await (guarded as LanguageModelV3).doStream(CALL)).stream.getReader();
+    for (let r = await reader.read(); !r.done; r = await reader.read()) parts.push(r.value.type);
+    expect(parts).toContain('error');
+    expect(billed).toEqual([expect.objectContaining({ inputTokens: 120, outputTokens: 30, cachedInputTokens: 100 })]);
   });
 
   it('a chunk the tool-call tracker refuses (a new call with no name) ends the stream after every part before it', async () => {

@@ -269,9 +269,10 @@ async function streamAnswer(model: ChatModelInternals & LanguageModelV3, options
     // unless the provider had already reported its usage (an answer with no output, then its
     // connection lost). Then the parts read go on, usage and all, and the failure after them (the
     // events keep it), so that the guard bills what the provider reported; it is not retried.
-    if (!read.some((event) => event.success && !('error' in event.value) && event.value.usage != null)) throw failure;
+    if (!usageRead(read)) throw failure;
   }
-  if (frame) {
+  // An error frame after the usage: handed on the same way, the frame an error part after it.
+  if (frame && !usageRead(read)) {
     events.cancel().catch(() => {});
     throw streamError(frame.error, url, body, responseHeaders);
   }
@@ -281,6 +282,9 @@ async function streamAnswer(model: ChatModelInternals & LanguageModelV3, options
     partSource(events, chatTransform(warnings, options.includeRawChunks === true), read),
   );
 }
+
+/** Whether the provider reported its usage in the events read. */
+const usageRead = (read: Array<ParseResult<Chunk>>) => read.some((event) => event.success && !('error' in event.value) && event.value.usage != null);
 
 const isOutput = (chunk: Chunk) =>
   !('error' in chunk) &&
