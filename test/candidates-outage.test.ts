@@ -28,15 +28,20 @@ describe.skipIf(!onPostgres)('candidates while the database cannot store their a
     svc = await startService({ model, dir, env: { DEFAULT_MODEL: 'model-a' } });
     db = new pg.Client({ connectionString: svc.config.databaseUrl! });
     await db.connect();
-    // Storing the second attempt of a task fails while `outage` holds a row; `outage_hits` counts the tries.
+    // Storing the second attempt of a task fails while `outage` says `fail`, and takes 3 s while it
+    // says `slow` (a statement under way when the database goes); `outage_hits` counts the tries.
     await db.query(`
-      CREATE TABLE outage (on_since timestamptz);
+      CREATE TABLE outage (mode text);
       CREATE SEQUENCE outage_hits;
       CREATE FUNCTION outage_now() RETURNS trigger LANGUAGE plpgsql AS $$
+      DECLARE m text;
       BEGIN
-        IF EXISTS (SELECT 1 FROM outage) THEN
-          PERFORM nextval('outage_hits');
+        SELECT mode INTO m FROM outage LIMIT 1;
+        IF m IS NOT NULL THEN PERFORM nextval('outage_hits'); END IF;
+        IF m = 'fail' THEN
           RAISE EXCEPTION 'terminating connection: the server is restarting (test)' USING ERRCODE = '08006';
+        ELSIF m = 'slow' THEN
+          PERFORM pg_sleep(3);
         END IF;
         RETURN NEW;
       END $$;
@@ -76,7 +81,7 @@ describe.skipIf(!onPostgres)('candidates while the database cannot store their a
       toolCalls: [{ name: 'complete', args: { summary: `done ${ctx.model}`, paths: [] } }],
       usage: { input: 100, output: 10 },
     }));
-    await db.query(`INSERT INTO outage VALUES (now())`);
+    await db.query(`INSERT INTO outage VALUES ('fail')`);
     const id = await submit('CANDO-WAIT', 'T-cando');
     // Tried, failed, waited, tried again: the task still runs, its first attempt stored once.
     await until(async () => (await hits()) >= 2, 15_000);
@@ -101,7 +106,7 @@ describe.skipIf(!onPostgres)('candidates while the database cannot store their a
 
   it('a cancel while it waits ends it cancelled and stops the attempt already started; none is started after', async () => {
     model.script('CANDO-CANCEL', () => ({ delayMs: 30_000, text: 'still thinking' }));
-    await db.query(`INSERT INTO outage VALUES (now())`);
+    await db.query(`INSERT INTO outage VALUES ('fail')`);
     const before = await hits();
     const id = await submit('CANDO-CANCEL', 'T-cando-cancel');
     await until(async () => (await hits()) > before, 15_000);
@@ -110,11 +115,46 @@ describe.skipIf(!onPostgres)('candidates while the database cannot store their a
     await until(async () => (await task(id)).status === 'aborted', 15_000);
     expect((await task(id)).error).toMatchObject({ code: 'cancelled' });
     await until(async () => (await attemptsOf(id)).every((a) => a.status === 'aborted'), 15_000);
-    expect(await attemptsOf(id)).toEqual([{ key: `candidate:${id}:0`, status: 'aborted', code: 'parent_ended' }]);
+    // As a cancel once they run: the attempt ends cancelled, naming its task.
+    expect(await attemptsOf(id)).toEqual([{ key: `candidate:${id}:0`, status: 'aborted', code: 'cancelled' }]);
 
     // The database is back: nothing more of that task is started.
     await db.query(`DELETE FROM outage`);
     await new Promise((r) => setTimeout(r, 1500));
     expect(await attemptsOf(id)).toHaveLength(1);
+  }, 60_000);
+
+  it('a cancel while an attempt is being stored ends it at once; that attempt is stopped once stored, and none starts after it', async () => {
+    model.script('CANDO-SLOW', () => ({ delayMs: 30_000, text: 'still thinking' }));
+    await db.query(`INSERT INTO outage VALUES ('slow')`);
+    const before = await hits();
+    const res = await fetch(`${svc.url}/tasks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(
+        taskBody({
+          prompt: 'CANDO-SLOW',
+          context: { parentTaskId: 'T-cando-slow', userId: 'u' },
+          options: { isolation: 'worktree', outcome: { verify: { command: 'true' }, maxIterations: 1 }, candidates: { n: 3 } },
+        }),
+      ),
+    });
+    const id = ((await res.json()) as { id: string }).id;
+    // The second attempt's insert is under way (3 s): the task ends before it does.
+    await until(async () => (await hits()) > before, 15_000);
+    expect((await fetch(`${svc.url}/tasks/${id}/cancel`, { method: 'POST' })).status).toBe(202);
+    await until(async () => (await task(id)).status === 'aborted', 15_000);
+    expect((await task(id)).error).toMatchObject({ code: 'cancelled' });
+    expect((await attemptsOf(id)).map((a) => a.key)).toEqual([`candidate:${id}:0`]);
+
+    // Stored once its statement ends, then stopped; the third is never started.
+    await until(async () => (await attemptsOf(id)).length === 2 && (await attemptsOf(id)).every((a) => a.status === 'aborted'), 15_000);
+    expect(await attemptsOf(id)).toEqual([
+      { key: `candidate:${id}:0`, status: 'aborted', code: 'cancelled' },
+      { key: `candidate:${id}:1`, status: 'aborted', code: 'cancelled' },
+    ]);
+    await db.query(`DELETE FROM outage`);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await attemptsOf(id)).toHaveLength(2);
   }, 60_000);
 });

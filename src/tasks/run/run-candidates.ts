@@ -195,11 +195,33 @@ async function startAll(
   const { row, body, signal } = run;
   const spec = body.options!.candidates!;
   const rows: Array<{ child: TaskRow; model: string | null; index: number }> = [];
+  /**
+   * Stopped while the attempts were being started. A cancel or a timeout stops them as it would
+   * once they run: those started, and the one whose start was under way once it is stored. At a
+   * shutdown or a lost lease they are left: the resumed task finds them again by their place, and
+   * a task that ends stops them as its background children.
+   */
+  const stopped = async (underWay?: Promise<TaskRow | null>): Promise<{ error: Ending }> => {
+    const why = abortCode(signal);
+    if (stoppedForGood(signal)) {
+      const stop = (started: Array<{ child: TaskRow; model: string | null }>) =>
+        stopAll(
+          children,
+          row,
+          started.map(({ child, model }) => entry(child, model)),
+          why.message,
+        );
+      await stop(rows);
+      void underWay?.then((child) => child && stop([{ child, model: null }])).catch(() => undefined);
+    }
+    return { error: endingOfAbort(why) };
+  };
   try {
     for (let index = 0; index < spec.n; index++) {
+      if (signal.aborted) return await stopped();
       const assigned = spec.models?.[index % spec.models.length];
       const key = candidateKey(row.id, index);
-      const child = await whileStorageFails(ctx, row, signal, () =>
+      const starting = whileStorageFails(ctx, row, signal, () =>
         children.start(row, candidateBody(body, assigned), {
           key,
           callKey: key,
@@ -208,32 +230,36 @@ async function startAll(
           maxDepth: row.maxDepth > 0 ? row.maxDepth + 1 : 0,
         }),
       );
-      if (!child) {
-        // Stopped while it waited: as a stop while the attempts run (at a shutdown or a lost lease
-        // those started run on, and the resumed task finds them again by their place).
-        if (stoppedForGood(signal)) await stopStarted(children, row, rows, abortCode(signal).message);
-        return { error: endingOfAbort(abortCode(signal)) };
-      }
+      // A stop does not wait for a statement under way (a database away takes seconds to answer).
+      const child = await untilAborted(starting, signal);
+      if (!child) return await stopped(starting);
       rows.push({ child, model: assigned ?? run.model, index });
     }
     return { rows };
   } catch (err) {
+    // Stopped meanwhile (a service shutting down refuses new tasks): the stop is what ends it.
+    if (signal.aborted) return await stopped();
     // Nothing is compared unless all started: those that did are stopped.
-    await stopStarted(children, row, rows, `its task ${row.id} could not start its attempts`);
+    await Promise.all(
+      rows.map(({ child }) =>
+        children.cancel(row.tenant, child.id, { code: 'parent_ended', message: `its task ${row.id} could not start its attempts` }).catch(() => undefined),
+      ),
+    );
     const message = err instanceof WorktreeError ? err.message : ctx.scrub(err instanceof Error ? err.message : String(err));
     return { error: failed(err instanceof WorktreeError ? err.code : 'candidates_failed', `the attempts could not be started: ${message}`) };
   }
 }
 
-const stopStarted = (children: ChildTasks, row: TaskRow, rows: Array<{ child: TaskRow }>, message: string) =>
-  Promise.all(rows.map(({ child }) => children.cancel(row.tenant, child.id, { code: 'parent_ended', message }).catch(() => undefined)));
-
 /** How often an attempt's start is tried again while the database cannot be written (the storage guard's own retry). */
 const STORAGE_RETRY_MS = 1000;
 
-/** The database could not be read or written: refused by admission (503 / 507) or failed under a statement. */
-const storageFailed = (err: unknown) =>
-  (err instanceof AppError && (err.code === 'storage_unavailable' || err.code === 'storage_full')) || storageFaultOf(err) !== null;
+/**
+ * The database could not be read or written: refused by admission (503 / 507) or failed under a
+ * statement. Or the service is shutting down: the stop that comes with it ends the wait.
+ */
+const worthWaiting = (err: unknown) =>
+  (err instanceof AppError && (err.code === 'storage_unavailable' || err.code === 'storage_full' || err.code === 'shutting_down')) ||
+  storageFaultOf(err) !== null;
 
 /**
  * `start()`, tried again every STORAGE_RETRY_MS while it fails for lack of storage; null once
@@ -245,10 +271,10 @@ async function whileStorageFails(ctx: RunContext, row: TaskRow, signal: AbortSig
     try {
       return await start();
     } catch (err) {
-      if (!storageFailed(err)) throw err;
+      if (!worthWaiting(err)) throw err;
       // The guard learns of a fault seen outside its writes, and probes until it passes.
       ctx.deps.storage.report(err);
-      if (tries === 1) ctx.deps.logger.warn({ taskId: row.id, err }, 'the attempts wait for the database before they start');
+      if (tries === 1) ctx.deps.logger.warn({ taskId: row.id, err }, 'the attempts wait: the service cannot store them now');
     }
     try {
       await sleep(STORAGE_RETRY_MS, undefined, { signal });
