@@ -7,7 +7,7 @@ import { openaiCompatibleKit } from './providers/openai-compatible.ts';
 import type { ChunkReader, Connection, ModelSettings, ProviderKit, ProviderType } from './providers/provider-types.ts';
 import { stallGuardedFetch } from './stall-guard.ts';
 import { dialectOf, mergingBody, mergingSource } from './providers/sse-merge.ts';
-import { interpose } from '../util/pulled-stream.ts';
+import { interpose, interposeResult, type Pulls } from '../util/pulled-stream.ts';
 import type { SliceLane } from '../util/turns.ts';
 
 export type { ChunkReader, Connection, Effort, ModelSettings, ProviderType } from './providers/provider-types.ts';
@@ -148,11 +148,14 @@ function mergingDeltas(inner: typeof fetch, slices?: SliceLane): typeof fetch {
     const res = await inner(input, init);
     const turn = slices?.enter();
     if (turn) await turn;
-    const streamed = res.ok && res.body !== null && (res.headers.get('content-type') ?? '').startsWith('text/event-stream');
+    const streamed = res.ok && (res.headers.get('content-type') ?? '').startsWith('text/event-stream');
     const dialect = streamed ? dialectOf(input instanceof Request ? input.url : String(input)) : null;
     if (!streamed || (!dialect && !slices)) return res;
-    // The fetch's own body (request-fetch.ts) takes the merge in its place: one Response an answer.
-    if (interpose<Uint8Array>(res.body, (bytes) => mergingSource(bytes, dialect, slices))) return res;
+    const merging = (bytes: Pulls<Uint8Array>) => mergingSource(bytes, dialect, slices);
+    // The fetch's own body (request-fetch.ts) takes the merge in its place: one Response an answer,
+    // and no web stream made for it unless a reader asks for one.
+    if (interposeResult<Uint8Array>(res, merging)) return res;
+    if (res.body === null || interpose<Uint8Array>(res.body, merging)) return res;
     return new Response(mergingBody(res.body, dialect, slices), { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 }

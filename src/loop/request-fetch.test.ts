@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { requestFetch } from './request-fetch.ts';
+import { isWait, pulledSourceOf, type Pulls } from '../util/pulled-stream.ts';
 
 let server: Server | null = null;
 const agent = new Agent({ keepAliveTimeout: 1000 });
@@ -55,6 +56,48 @@ describe('the model fetch over undici request', () => {
     expect(res.headers.get('x-request-id')).toBe('r1');
     expect(res.headers.getSetCookie()).toEqual(['a=1', 'b=2']);
     expect(await res.text()).toBe('data: one\n\ndata: two\n\n');
+  });
+
+  it("an event stream's body is the same bytes read by plain calls, as a stream, whole or cloned; its web stream is made only when asked for", async () => {
+    const url = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8' });
+      res.write('data: one\n\n');
+      setTimeout(() => res.end('data: two\n\n'), 20);
+    });
+    const ask = () => modelFetch(`${url}/v1/chat/completions`, { method: 'POST', body: '{}' });
+    const whole = 'data: one\n\ndata: two\n\n';
+    const bytes = async (pulls: Pulls<Uint8Array>) => {
+      let text = '';
+      for (;;) {
+        const next = pulls.next();
+        if (isWait(next)) await next;
+        else if (next === null) return text;
+        else text += new TextDecoder().decode(next);
+      }
+    };
+
+    // By plain calls: no stream until someone asks; then it is a locked one, as read by another reader.
+    const plain = await ask();
+    expect(plain).toBeInstanceOf(Response);
+    expect(Object.keys(plain)).toEqual([]);
+    const pulls = pulledSourceOf<Uint8Array>(plain)!;
+    expect(await bytes(pulls)).toBe(whole);
+    expect(plain.body!.locked).toBe(true);
+    expect(plain.bodyUsed).toBe(true);
+    expect(pulledSourceOf(plain)).toBeNull();
+
+    // As a stream, whole, cloned.
+    const asStream = await ask();
+    expect(asStream.bodyUsed).toBe(false);
+    let text = '';
+    for await (const part of asStream.body!) text += new TextDecoder().decode(part);
+    expect(text).toBe(whole);
+    expect(pulledSourceOf(asStream)).toBeNull();
+    expect(await (await ask()).text()).toBe(whole);
+    const original = await ask();
+    const copy = original.clone();
+    expect([await copy.text(), await original.text()]).toEqual([whole, whole]);
+    expect([original.status, original.ok, original.headers.get('content-type')]).toEqual([200, true, 'text/event-stream; charset=utf-8']);
   });
 
   it('reads the socket only as fast as the reader asks, and loses no byte when it does', async () => {

@@ -1,5 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { interpose, isWait, pulledStream, pullsOf, pullsOfResult, withPulledStream, type Next, type PullSource, type Pulls } from './pulled-stream.ts';
+import {
+  interpose,
+  interposeResult,
+  isWait,
+  pulledSourceOf,
+  pulledStream,
+  pullsOf,
+  pullsOfResult,
+  withPulledStream,
+  type Next,
+  type PullSource,
+  type Pulls,
+} from './pulled-stream.ts';
 
 /**
  * A source of `values`, then an end (or `error`), counting the times it was asked; `hold` makes
@@ -264,6 +276,28 @@ describe('a pulled stream', () => {
     // Any other result: its stream, read by calls.
     const other = pullsOfResult({ stream: pulledStream(sourceOf([6]).source) });
     expect(await readAll(() => other.read())).toEqual([6]);
+  });
+
+  it("puts a layer in the place of a result's source while nobody asked for its stream, under any property's name", async () => {
+    const doubled = (values: Pulls<number>): PullSource<number> => ({
+      next: () => {
+        const v = values.next();
+        return isWait(v) || v === null ? v : v * 2;
+      },
+      cancel: (reason) => values.cancel(reason),
+    });
+    // Read by calls, and asked for as a stream: both give the layer's values.
+    const byCalls = withPulledStream({}, sourceOf([1, 2]).source, 'body');
+    expect(interposeResult(byCalls, doubled)).toBe(true);
+    const calls = pulledSourceOf<number>(byCalls)!;
+    expect(await readAll(() => calls.read())).toEqual([2, 4]);
+    const asStream = withPulledStream({}, sourceOf([3]).source, 'body');
+    expect(interposeResult(asStream, doubled)).toBe(true);
+    expect(await readAll(streamRead(asStream.body))).toEqual([6]);
+    // Its stream made, its source taken, or no lazy stream at all: nothing is done.
+    expect(interposeResult(asStream, doubled)).toBe(false);
+    expect(interposeResult(byCalls, doubled)).toBe(false);
+    expect(interposeResult({ body: pulledStream(sourceOf([4]).source) }, doubled)).toBe(false);
   });
 
   it('ends at a cancel while a wait is pending, even when that wait then fails', async () => {

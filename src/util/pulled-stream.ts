@@ -109,12 +109,16 @@ const LAZY = Symbol('lazy stream');
  * makes each slowly (about 16 µs in a burst of a thousand answers' starts: BENCHMARKS.md, stop
  * 70). The property is not enumerable,
  * so a spread of the result does not make it; asked for after its source was taken, it is a stream
- * already locked, as one read by another reader.
+ * already locked, as one read by another reader. `key` names the property (`body`: a Response's).
  */
-export function withPulledStream<R extends object, T>(result: R, source: PullSource<T>): R & { stream: ReadableStream<T> } {
+export function withPulledStream<R extends object, T, K extends string = 'stream'>(
+  result: R,
+  source: PullSource<T>,
+  key: K = 'stream' as K,
+): R & { [k in K]: ReadableStream<T> } {
   const lazy: LazyStream = { source, made: null, taken: false };
   Object.defineProperty(result, LAZY, { value: lazy });
-  Object.defineProperty(result, 'stream', {
+  Object.defineProperty(result, key, {
     configurable: true,
     enumerable: false,
     get() {
@@ -125,16 +129,36 @@ export function withPulledStream<R extends object, T>(result: R, source: PullSou
       return lazy.made;
     },
   });
-  return result as R & { stream: ReadableStream<T> };
+  return result as R & { [k in K]: ReadableStream<T> };
+}
+
+/**
+ * The source of `result`'s stream made by `withPulledStream`, read by plain calls, when nobody
+ * asked for the stream yet (it is then made locked, if asked for); null for any other.
+ */
+export function pulledSourceOf<T>(result: object): Pulls<T> | null {
+  const lazy = (result as { [LAZY]?: LazyStream })[LAZY];
+  if (!lazy || lazy.made) return null;
+  if (lazy.taken) throw new TypeError('the stream was taken by another reader');
+  lazy.taken = true;
+  return sourcePulls(lazy.source as PullSource<T>);
+}
+
+/**
+ * Puts `wrap(values)` in the place of the source of `result`'s stream made by `withPulledStream`,
+ * while nobody asked for that stream (as `interpose` does for a stream's); false (nothing done)
+ * for any other.
+ */
+export function interposeResult<T>(result: object, wrap: (values: Pulls<T>) => PullSource<T>): boolean {
+  const lazy = (result as { [LAZY]?: LazyStream })[LAZY];
+  if (!lazy || lazy.made || lazy.taken) return false;
+  lazy.source = wrap(sourcePulls(lazy.source as PullSource<T>));
+  return true;
 }
 
 /** `result.stream` read by plain calls (pullsOf), from its source itself when it was made by `withPulledStream` and nobody asked for it. */
 export function pullsOfResult<T>(result: { stream: ReadableStream<T> }): Pulls<T> {
-  const lazy = (result as { [LAZY]?: LazyStream })[LAZY];
-  if (!lazy || lazy.made) return pullsOf(result.stream);
-  if (lazy.taken) throw new TypeError('the stream was taken by another reader');
-  lazy.taken = true;
-  return sourcePulls(lazy.source as PullSource<T>);
+  return pulledSourceOf<T>(result) ?? pullsOf(result.stream);
 }
 
 /**

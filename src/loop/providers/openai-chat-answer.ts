@@ -31,7 +31,7 @@ import {
 } from '@ai-sdk/provider-utils';
 import { z } from 'zod';
 import { partSource, sseEvents, type AnswerTransform } from './sse-parts.ts';
-import { isWait, withPulledStream } from '../../util/pulled-stream.ts';
+import { isWait, pulledSourceOf, pullsOf, withPulledStream } from '../../util/pulled-stream.ts';
 
 const errorData = z.object({
   error: z.object({
@@ -239,8 +239,10 @@ async function streamAnswer(model: ChatModelInternals & LanguageModelV3, options
     body,
     failedResponseHandler: failedResponse,
     successfulResponseHandler: async ({ response }) => {
-      if (response.body == null) throw new EmptyResponseBodyError({});
-      return { responseHeaders: extractResponseHeaders(response), value: { body: response.body, statusCode: response.status } };
+      // The service's fetch makes no web stream of an event stream's body unless asked for one (request-fetch.ts).
+      const bytes = pulledSourceOf<Uint8Array>(response) ?? (response.body ? pullsOf<Uint8Array>(response.body) : null);
+      if (bytes === null) throw new EmptyResponseBodyError({});
+      return { responseHeaders: extractResponseHeaders(response), value: { body: bytes, statusCode: response.status } };
     },
     abortSignal: options.abortSignal,
     fetch: model.config.fetch,

@@ -11,7 +11,7 @@
 import { APICallError, type LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { isAbortError, safeParseJSON, safeValidateTypes, secureJsonParse, type FlexibleSchema, type ParseResult } from '@ai-sdk/provider-utils';
 import { createParser } from 'eventsource-parser';
-import { isWait, pullsOf, type Next, type PullSource } from '../../util/pulled-stream.ts';
+import { isWait, type Next, type PullSource, type Pulls } from '../../util/pulled-stream.ts';
 
 type Part = LanguageModelV3StreamPart;
 type Emit = (part: Part) => void;
@@ -32,17 +32,16 @@ export interface AnswerResponse {
 }
 
 /**
- * The events of `body`, each parsed as the SDK's `safeParseJSON` parses it with `schema`. `quick`
+ * The events of an answer's body (its bytes by plain calls), each parsed as the SDK's `safeParseJSON` parses it with `schema`. `quick`
  * may answer for the schema: given the parsed JSON, the value the schema's check would make of it,
  * or undefined to have the schema check it.
  */
 export function sseEvents<T>(
-  body: ReadableStream<Uint8Array>,
+  reader: Pulls<Uint8Array>,
   schema: FlexibleSchema<T>,
   response: AnswerResponse,
   quick?: (value: unknown) => T | undefined,
 ): SseEvents<T> {
-  const reader = pullsOf(body);
   const decoder = new TextDecoder();
   let data: string[] = [];
   // As the SDK reads an answer: `[DONE]` ends nothing and is dropped, and an event the body ends
