@@ -92,12 +92,29 @@ describe('the model fetch over undici request', () => {
     let text = '';
     for await (const part of asStream.body!) text += new TextDecoder().decode(part);
     expect(text).toBe(whole);
+    expect(asStream.bodyUsed).toBe(true);
+    // Read whole once used: a rejected promise, as a Response's.
+    await expect(asStream.text()).rejects.toThrow(TypeError);
     expect(pulledSourceOf(asStream)).toBeNull();
     expect(await (await ask()).text()).toBe(whole);
     const original = await ask();
     const copy = original.clone();
     expect([await copy.text(), await original.text()]).toEqual([whole, whole]);
     expect([original.status, original.ok, original.headers.get('content-type')]).toEqual([200, true, 'text/event-stream; charset=utf-8']);
+  });
+
+  it('an event stream that can have no body (204, 205) has none, as fetch gives it', async () => {
+    for (const status of [204, 205]) {
+      const url = await serve((_req, res) => {
+        res.writeHead(status, { 'content-type': 'text/event-stream' });
+        res.end();
+      });
+      const res = await modelFetch(`${url}/v1/chat/completions`, { method: 'POST', body: '{}' });
+      expect([res.status, res.body, await res.text()]).toEqual([status, null, '']);
+      server!.closeAllConnections();
+      await new Promise((r) => server!.close(r));
+      server = null;
+    }
   });
 
   it('reads the socket only as fast as the reader asks, and loses no byte when it does', async () => {

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import { type Dispatcher, fetch as undiciFetch } from 'undici';
-import { pulledStream, withPulledStream, type PullSource } from '../util/pulled-stream.ts';
+import { pulledStream, pulledStreamUsed, withPulledStream, type PullSource } from '../util/pulled-stream.ts';
 
 /** Statuses whose response has no body (a Response refuses one). */
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
@@ -85,7 +85,7 @@ function responseOf(answer: Dispatcher.ResponseData, head: boolean, signal: Abor
   const status = answer.statusCode;
   const statusText = answer.statusText ?? '';
   const type = answer.headers['content-type'];
-  if (status >= 200 && status < 300 && !head && typeof type === 'string' && /^text\/event-stream\b/i.test(type)) {
+  if (status >= 200 && status < 300 && !NULL_BODY.has(status) && !head && typeof type === 'string' && /^text\/event-stream\b/i.test(type)) {
     return withPulledStream(new EventStreamResponse(null, { status, statusText, headers }), bodySource(answer.body, signal), 'body');
   }
   if (!NULL_BODY.has(status) && !head) return new Response(pulledStream(bodySource(answer.body, signal)), { status, statusText, headers });
@@ -106,15 +106,17 @@ class EventStreamResponse extends Response {}
 const wholeOf = (r: Response) => new Response(r.body, { status: r.status, statusText: r.statusText, headers: r.headers });
 for (const name of ['arrayBuffer', 'blob', 'bytes', 'formData', 'json', 'text'].filter((n) => n in Response.prototype)) {
   Object.defineProperty(EventStreamResponse.prototype, name, {
-    value(this: Response) {
+    // As a Response's: a body that cannot be read is a rejected promise, never a throw.
+    async value(this: Response) {
       return (wholeOf(this) as unknown as Record<string, () => Promise<unknown>>)[name]();
     },
   });
 }
 Object.defineProperties(EventStreamResponse.prototype, {
   bodyUsed: {
+    // Read, taken by the service's reader or cancelled; asked, it makes no stream.
     get(this: Response) {
-      return this.body!.locked;
+      return pulledStreamUsed(this) ?? false;
     },
   },
   clone: {

@@ -294,6 +294,12 @@ describe('a pulled stream', () => {
     const asStream = withPulledStream({}, sourceOf([3]).source, 'body');
     expect(interposeResult(asStream, doubled)).toBe(true);
     expect(await readAll(streamRead(asStream.body))).toEqual([6]);
+    // Once only: not again on the result, nor on the stream made after it.
+    const once = withPulledStream({}, sourceOf([5]).source, 'body');
+    expect(interposeResult(once, doubled)).toBe(true);
+    expect(interposeResult(once, doubled)).toBe(false);
+    expect(interpose(once.body, doubled)).toBe(false);
+    expect(await readAll(streamRead(once.body))).toEqual([10]);
     // Its stream made, its source taken, or no lazy stream at all: nothing is done.
     expect(interposeResult(asStream, doubled)).toBe(false);
     expect(interposeResult(byCalls, doubled)).toBe(false);

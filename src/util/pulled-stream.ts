@@ -19,6 +19,10 @@
  * thousand answers, what it collected fell from 160 to 90 MB in four seconds (BENCHMARKS.md,
  * stop 70).
  */
+import { Readable } from 'node:stream';
+
+/** Whether a web stream was read from or cancelled (Node's `isDisturbed` takes web streams too; its types name only Node's). */
+const isDisturbed = (stream: ReadableStream<unknown>) => Readable.isDisturbed(stream as unknown as Readable);
 
 /** What `next()` answers: a value, null at the end, or a wait (a promise to await before asking again). Values are never promises. */
 export type Next<T> = T | null | Promise<unknown>;
@@ -93,11 +97,14 @@ export function pulledStream<T>(source: PullSource<T>): ReadableStream<T> {
 
 /** A model call's result whose stream is made only when asked for (`withPulledStream`). */
 interface LazyStream {
-  source: PullSource<unknown>;
+  /** Its source, until the stream is made (which holds it from then on, and lets go at its end). */
+  source: PullSource<unknown> | null;
   /** The stream, once someone asked for it. */
   made: ReadableStream<unknown> | null;
   /** Its source was taken by `pullsOfResult`. */
   taken: boolean;
+  /** A layer took its source's place (`interposeResult`): no other may, on it or on the stream made. */
+  interposed: boolean;
 }
 const LAZY = Symbol('lazy stream');
 
@@ -116,15 +123,18 @@ export function withPulledStream<R extends object, T, K extends string = 'stream
   source: PullSource<T>,
   key: K = 'stream' as K,
 ): R & { [k in K]: ReadableStream<T> } {
-  const lazy: LazyStream = { source, made: null, taken: false };
+  const lazy: LazyStream = { source, made: null, taken: false, interposed: false };
   Object.defineProperty(result, LAZY, { value: lazy });
   Object.defineProperty(result, key, {
     configurable: true,
     enumerable: false,
     get() {
       if (!lazy.made) {
-        lazy.made = pulledStream(lazy.source);
-        if (lazy.taken) lazy.made.getReader();
+        const made = pulledStream(lazy.source!);
+        if (lazy.interposed) direct.get(made)!.interposed = true;
+        if (lazy.taken) made.getReader();
+        else lazy.source = null;
+        lazy.made = made;
       }
       return lazy.made;
     },
@@ -145,13 +155,24 @@ export function pulledSourceOf<T>(result: object): Pulls<T> | null {
 }
 
 /**
+ * Whether `result`'s stream made by `withPulledStream` was read (or its source taken, or it was
+ * cancelled), without making it; null for any other result.
+ */
+export function pulledStreamUsed(result: object): boolean | null {
+  const lazy = (result as { [LAZY]?: LazyStream })[LAZY];
+  if (!lazy) return null;
+  return lazy.taken || (lazy.made !== null && isDisturbed(lazy.made));
+}
+
+/**
  * Puts `wrap(values)` in the place of the source of `result`'s stream made by `withPulledStream`,
- * while nobody asked for that stream (as `interpose` does for a stream's); false (nothing done)
- * for any other.
+ * while nobody asked for that stream or took its source, once (as `interpose` does for a
+ * stream's); false (nothing done) for any other.
  */
 export function interposeResult<T>(result: object, wrap: (values: Pulls<T>) => PullSource<T>): boolean {
   const lazy = (result as { [LAZY]?: LazyStream })[LAZY];
-  if (!lazy || lazy.made || lazy.taken) return false;
+  if (!lazy || lazy.made || lazy.taken || lazy.interposed) return false;
+  lazy.interposed = true;
   lazy.source = wrap(sourcePulls(lazy.source as PullSource<T>));
   return true;
 }
