@@ -29,7 +29,8 @@ describe.skipIf(!onPostgres)('candidates while the database cannot store their a
     db = new pg.Client({ connectionString: svc.config.databaseUrl! });
     await db.connect();
     // Storing the second attempt of a task fails while `outage` says `fail`, and takes 3 s while it
-    // says `slow` (a statement under way when the database goes); `outage_hits` counts the tries.
+    // says `slow` (a statement under way when the database goes); `refuse` fails it with an error
+    // that is not the database's absence. `outage_hits` counts the tries.
     await db.query(`
       CREATE TABLE outage (mode text);
       CREATE SEQUENCE outage_hits;
@@ -42,6 +43,8 @@ describe.skipIf(!onPostgres)('candidates while the database cannot store their a
           RAISE EXCEPTION 'terminating connection: the server is restarting (test)' USING ERRCODE = '08006';
         ELSIF m = 'slow' THEN
           PERFORM pg_sleep(3);
+        ELSIF m = 'refuse' THEN
+          RAISE EXCEPTION 'a constraint the attempt breaks (test)' USING ERRCODE = '23514';
         END IF;
         RETURN NEW;
       END $$;
@@ -156,5 +159,22 @@ describe.skipIf(!onPostgres)('candidates while the database cannot store their a
     await db.query(`DELETE FROM outage`);
     await new Promise((r) => setTimeout(r, 1500));
     expect(await attemptsOf(id)).toHaveLength(2);
+  }, 60_000);
+
+  it('an error that is not the database being away is not waited out: the task fails at once and stops the attempt it started', async () => {
+    model.script('CANDO-REFUSED', () => ({ delayMs: 30_000, text: 'still thinking' }));
+    await db.query(`INSERT INTO outage VALUES ('refuse')`);
+    try {
+      const before = await hits();
+      const id = await submit('CANDO-REFUSED', 'T-cando-refused');
+      await until(async () => !['queued', 'running'].includes((await task(id)).status), 15_000);
+      expect((await task(id)).error).toMatchObject({ code: 'candidates_failed', message: expect.stringContaining('could not be started') });
+      // Tried once, never again.
+      expect((await hits()) - before).toBe(1);
+      await until(async () => (await attemptsOf(id)).every((a) => a.status === 'aborted'), 15_000);
+      expect(await attemptsOf(id)).toEqual([{ key: `candidate:${id}:0`, status: 'aborted', code: 'parent_ended' }]);
+    } finally {
+      await db.query(`DELETE FROM outage`);
+    }
   }, 60_000);
 });
