@@ -161,4 +161,29 @@ describe('the event log', () => {
     }
     await db.close();
   });
+
+  it('resolves a flush once the events appended before it are heard, when a transaction asked for before it took them', async () => {
+    const db = openSqlite(':memory:');
+    const storage = createStorageGuard();
+    const events = createEventLog(db.sql, { storage });
+    const task = { id: 'tsk_a', tenant: 'default', parentTaskId: 'P-1' };
+    const heard: string[] = [];
+    events.subscribe(task.id, (e) => heard.push(JSON.parse(e.json).data.text ?? 'step end'));
+    for (const flush of [() => events.flush(), () => events.flush(task.id)]) {
+      heard.length = 0;
+      // The queue is busy; behind it a write of the task's own, then its event (in order, after
+      // that write), then its next transaction, which takes the event along.
+      let free!: () => void;
+      const inHand = storage.write(() => new Promise<void>((resolve) => (free = resolve)));
+      const first = events.transaction(task.id, async (_tx, append) => append(task, 'step.started', { step: 1 }));
+      events.append(task, 'text.delta', { step: 1, text: 'appended' });
+      const next = events.transaction(task.id, async (_tx, append) => append(task, 'step.started', { step: 2 }));
+      const flushed = flush();
+      setTimeout(free, 20);
+      await flushed;
+      expect(heard.slice(0, 2)).toEqual(['step end', 'appended']);
+      await Promise.all([inHand, first, next]);
+    }
+    await db.close();
+  });
 });

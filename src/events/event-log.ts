@@ -84,6 +84,8 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
   let lastFast: Promise<void> = Promise.resolve();
   /** Per task, its writes waiting in the queue in order: its transactions, held writes and batches in order. */
   const inOrder = new Map<string, number>();
+  /** Per task, the last of its transactions and held writes queued and not yet settled (what `flush` of it waits for too). */
+  const lastOwn = new Map<string, Promise<unknown>>();
   /** Events of tasks that promised a write of their own soon (`hold`): they go in with it. */
   const holding = new Map<string, Pending[]>();
   /**
@@ -167,7 +169,11 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
   /** Counts `write` among the writes of `taskId` waiting in order until it settles; answers it. */
   function waitsInOrder<T>(taskId: string, write: Promise<T>): Promise<T> {
     waits(taskId);
-    const settled = () => done(taskId);
+    lastOwn.set(taskId, write);
+    const settled = () => {
+      done(taskId);
+      if (lastOwn.get(taskId) === write) lastOwn.delete(taskId);
+    };
     write.then(settled, settled);
     return write;
   }
@@ -250,7 +256,11 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
     fast?.sealed.add(taskId);
   }
 
-  /** Seals and resolves once everything appended so far is written and published. */
+  /**
+   * Seals and resolves once everything appended so far is written and published: the open batches,
+   * and the task's own writes queued before (every task's, without one), which may have taken its
+   * events along (`take`). Whether those writes failed is theirs to answer, not the flush's.
+   */
   function flush(taskId?: string): Promise<void> {
     // One task's (a step's release asks for one among a thousand running), or every task's.
     const ids = taskId !== undefined ? [taskId] : new Set([...holding.keys(), ...heldWrites.keys()]);
@@ -266,7 +276,9 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
       );
     }
     seal(taskId);
-    return Promise.all([lastBatch, lastFast]).then(() => undefined);
+    const own = taskId !== undefined ? [lastOwn.get(taskId)] : [...lastOwn.values()];
+    const settled = own.map((write) => write?.catch(() => undefined));
+    return Promise.all([lastBatch, lastFast, ...settled]).then(() => undefined);
   }
 
   return {
