@@ -43,9 +43,20 @@ export const stoppedForGood = (signal: AbortSignal) => ['cancelled', 'parent_end
  * the child's compact output once it ended, its slot serving others meanwhile; or, in the
  * background (`run_in_background`, offered with `background` set: its default), `{ task_id,
  * status }` at once. Past the root's `maxDepth` it starts nothing and answers the depth message.
- * A parent stopped for good (cancelled, timed out) cancels the child it waits for.
+ * A parent stopped for good (cancelled, timed out) cancels the child it waits for. While the
+ * database cannot store the child (a restart, a failover, a full disk) the call waits for it
+ * (`waitForStorage`) rather than answer the model an error it would have to retry.
  */
-export function childTaskTool(row: TaskRow, types: AgentDefinition[], children: ChildTasks, opts: { background: boolean | null }): WorkspaceTool {
+export function childTaskTool(
+  row: TaskRow,
+  types: AgentDefinition[],
+  children: ChildTasks,
+  opts: {
+    background: boolean | null;
+    /** `start()`, tried again while it fails for lack of storage; null once `signal` aborts first (storage-wait.ts). */
+    waitForStorage: <T>(signal: AbortSignal, start: () => Promise<T>) => Promise<T | null>;
+  },
+): WorkspaceTool {
   const offered = types.filter((t) => t.type !== 'fork');
   const names = offered.map((t) => t.type) as [string, ...string[]];
   const list = offered.map((t) => `- ${t.type}: ${t.description}`).join('\n');
@@ -80,8 +91,21 @@ export function childTaskTool(row: TaskRow, types: AgentDefinition[], children: 
         ...(row.request.options?.cwd && { options: { cwd: row.request.options.cwd } }),
       };
       const how: ChildStart = { ...childKeys(row, call), matches: (c) => c.subagentType === subagent_type, background };
+      /** The child, once stored; a stop does not wait for a statement under way (a database away takes seconds to answer). */
+      const start = async (): Promise<TaskRow> => {
+        const starting = opts.waitForStorage(ctx.signal, () => children.start(row, body, how));
+        const child = await untilAborted(starting, ctx.signal);
+        if (child) return child;
+        // Stopped for good meanwhile: the child under way is stopped once stored. At a shutdown or
+        // a lost lease it is left: the lead's resume finds it again by the call's place.
+        if (stoppedForGood(ctx.signal)) {
+          const why = { code: 'parent_ended' as const, message: `its lead ${row.id} was stopped` };
+          void starting.then((c) => c && children.cancel(row.tenant, c.id, why)).catch(() => undefined);
+        }
+        throw new Error('stopped while starting the subagent');
+      };
       if (background) {
-        const child = await children.start(row, body, how);
+        const child = await start();
         // Stopped for good while the child was being stored: its end's cancel may have missed it.
         if (ctx.signal.aborted && stoppedForGood(ctx.signal)) {
           await children.cancel(row.tenant, child.id, { code: 'parent_ended', message: `its lead ${row.id} was stopped` }).catch(() => undefined);
@@ -90,7 +114,7 @@ export function childTaskTool(row: TaskRow, types: AgentDefinition[], children: 
       }
       children.waiting(row.id, true);
       try {
-        const child = await children.start(row, body, how);
+        const child = await start();
         const ended = await untilAborted(children.ended(child.id), ctx.signal);
         if (!ended) {
           // Stopped by its caller or its timeout: its child goes too. At a shutdown or a lost lease

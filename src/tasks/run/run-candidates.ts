@@ -6,13 +6,12 @@ import type { TaskRow } from '../../store/schema.ts';
 import type { Append } from '../../events/event-log.ts';
 import { openMemory } from '../../workspace/memory.ts';
 import { adoptWorktree, landFolderCopy, memoryCopyOf, taskFileUrl, worktreeDir, worktreeRoot, WorktreeError } from '../../workspace/worktree.ts';
-import { AppError } from '../../errors/app-error.ts';
-import { storageFaultOf } from '../../store/storage-guard.ts';
 import { endingOfAbort, failed, type Ending } from '../writes/finish-task.ts';
 import { stoppedForGood, untilAborted } from './child-tool.ts';
 import type { ChildTasks, RunContext, TaskRun } from './run-context.ts';
 import { abortCode } from './task-abort.ts';
 import { candidateKey } from './candidate-key.ts';
+import { whileStorageFails } from './storage-wait.ts';
 import { memoryOfTask } from './task-folders.ts';
 
 /** How often a paused attempt (a budget, an approval) is looked at again until it ends. */
@@ -221,7 +220,7 @@ async function startAll(
       if (signal.aborted) return await stopped();
       const assigned = spec.models?.[index % spec.models.length];
       const key = candidateKey(row.id, index);
-      const starting = whileStorageFails(ctx, row, signal, () =>
+      const starting = whileStorageFails(ctx.deps, row.id, signal, 'the attempts wait: the service cannot store them now', () =>
         children.start(row, candidateBody(body, assigned), {
           key,
           callKey: key,
@@ -247,40 +246,6 @@ async function startAll(
     );
     const message = err instanceof WorktreeError ? err.message : ctx.scrub(err instanceof Error ? err.message : String(err));
     return { error: failed(err instanceof WorktreeError ? err.code : 'candidates_failed', `the attempts could not be started: ${message}`) };
-  }
-}
-
-/** How often an attempt's start is tried again while the database cannot be written (the storage guard's own retry). */
-const STORAGE_RETRY_MS = 1000;
-
-/**
- * The database could not be read or written: refused by admission (503 / 507) or failed under a
- * statement. Or the service is shutting down: the stop that comes with it ends the wait.
- */
-const worthWaiting = (err: unknown) =>
-  (err instanceof AppError && (err.code === 'storage_unavailable' || err.code === 'storage_full' || err.code === 'shutting_down')) ||
-  storageFaultOf(err) !== null;
-
-/**
- * `start()`, tried again every STORAGE_RETRY_MS while it fails for lack of storage; null once
- * `signal` aborts first. A try that stored the attempt before it failed is harmless: the next one
- * finds it at its key.
- */
-async function whileStorageFails(ctx: RunContext, row: TaskRow, signal: AbortSignal, start: () => Promise<TaskRow>): Promise<TaskRow | null> {
-  for (let tries = 1; ; tries++) {
-    try {
-      return await start();
-    } catch (err) {
-      if (!worthWaiting(err)) throw err;
-      // The guard learns of a fault seen outside its writes, and probes until it passes.
-      ctx.deps.storage.report(err);
-      if (tries === 1) ctx.deps.logger.warn({ taskId: row.id, err }, 'the attempts wait: the service cannot store them now');
-    }
-    try {
-      await sleep(STORAGE_RETRY_MS, undefined, { signal });
-    } catch {
-      return null;
-    }
   }
 }
 

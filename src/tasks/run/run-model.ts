@@ -16,6 +16,7 @@ import type { ToolContext } from '../../tools/tool-types.ts';
 import { endingOfAbort, failed, type Ending } from '../writes/finish-task.ts';
 import type { ModelRun, RunContext } from './run-context.ts';
 import { abortCode, abortGraceFor } from './task-abort.ts';
+import { whileStorageFails } from './storage-wait.ts';
 import { childTaskTool } from './child-tool.ts';
 import { leadTools } from './lead-tools.ts';
 import type { McpSession } from '../../mcp/mcp-tools.ts';
@@ -50,7 +51,14 @@ export async function runModel(ctx: RunContext, run: ModelRun): Promise<Ending |
     outputSchema: body.options?.outputSchema,
     clientTools: body.options?.clientTools,
     ...(reach && {
-      lead: { task: (canWait) => childTaskTool(row, types, reach.children, { background: canWait ? (def.background ?? false) : null }), ...leadTools(reach) },
+      lead: {
+        task: (canWait) =>
+          childTaskTool(row, types, reach.children, {
+            background: canWait ? (def.background ?? false) : null,
+            waitForStorage: (stop, start) => whileStorageFails(deps, row.id, stop, 'a subagent waits: the service cannot store it now', start),
+          }),
+        ...leadTools(reach),
+      },
     }),
   });
   const shellTypes = new Set(types.filter((t) => t.kind === 'shell').map((t) => t.type));

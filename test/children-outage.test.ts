@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -8,15 +8,16 @@ import { startService, storedEvents, taskBody, type TestService } from './suppor
 import { until } from './support/until';
 
 /**
- * A task with candidates whose attempts are being stored while PostgreSQL cannot take them (a
- * restart, a failover): the task waits for the database, as its own writes do, instead of ending
- * `candidates_failed`. The outage is PostgreSQL's own error under the statement that stores the
- * second attempt (SQLSTATE 08006, a connection lost under it), raised by a trigger for as long as
- * the test says: a restart's moment, made exact. PostgreSQL pass only (TEST_DATABASE=postgres).
+ * Children being stored while PostgreSQL cannot take them (a restart, a failover): a task with
+ * candidates waits for the database, as its own writes do, instead of ending `candidates_failed`;
+ * a lead's `task` call waits too, instead of answering its model an error. The outage is
+ * PostgreSQL's own error under the statement that stores the second attempt or the lead's child
+ * (SQLSTATE 08006, a connection lost under it), raised by a trigger for as long as the test says:
+ * a restart's moment, made exact. PostgreSQL pass only (TEST_DATABASE=postgres).
  */
 const onPostgres = process.env.TEST_DATABASE === 'postgres';
 
-describe.skipIf(!onPostgres)('candidates while the database cannot store their attempts', () => {
+describe.skipIf(!onPostgres)('children while the database cannot store them', () => {
   let model: ScriptedModel;
   let svc: TestService;
   let dir: string;
@@ -25,10 +26,11 @@ describe.skipIf(!onPostgres)('candidates while the database cannot store their a
     model = await startScriptedModel();
     dir = mkdtempSync(path.join(tmpdir(), 'subagentd-cand-outage-'));
     mkdirSync(path.join(dir, 'agents'));
+    writeFileSync(path.join(dir, 'agents', 'lead.md'), '---\nname: lead\ndescription: Splits work among subagents\nmaxDepth: 1\n---\nDelegate.\n');
     svc = await startService({ model, dir, env: { DEFAULT_MODEL: 'model-a' } });
     db = new pg.Client({ connectionString: svc.config.databaseUrl! });
     await db.connect();
-    // Storing the second attempt of a task fails while `outage` says `fail`, and takes 3 s while it
+    // Storing the second attempt of a task, or a lead's child, fails while `outage` says `fail`, and takes 3 s while it
     // says `slow` (a statement under way when the database goes); `refuse` fails it with an error
     // that is not the database's absence. `outage_hits` counts the tries.
     await db.query(`
@@ -49,7 +51,7 @@ describe.skipIf(!onPostgres)('candidates while the database cannot store their a
         RETURN NEW;
       END $$;
       CREATE TRIGGER outage_on_attempts BEFORE INSERT ON tasks FOR EACH ROW
-        WHEN (NEW.idempotency_key LIKE 'candidate:%:1') EXECUTE FUNCTION outage_now();`);
+        WHEN (NEW.idempotency_key LIKE 'candidate:%:1' OR NEW.idempotency_key LIKE 'child:%') EXECUTE FUNCTION outage_now();`);
   });
   afterAll(async () => {
     await db?.end();
@@ -159,6 +161,58 @@ describe.skipIf(!onPostgres)('candidates while the database cannot store their a
     await db.query(`DELETE FROM outage`);
     await new Promise((r) => setTimeout(r, 1500));
     expect(await attemptsOf(id)).toHaveLength(2);
+  }, 60_000);
+
+  const lead = async (prompt: string, parentTaskId: string) => {
+    const res = await fetch(`${svc.url}/tasks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(taskBody({ subagent_type: 'lead', prompt, context: { parentTaskId, userId: 'u' } })),
+    });
+    const body = (await res.json()) as { id: string };
+    expect(res.status, JSON.stringify(body)).toBe(202);
+    return body.id;
+  };
+  const delegates = (prompt: string, child: string) => (ctx: TurnContext) =>
+    ctx.turn === 0
+      ? { toolCalls: [{ name: 'task', args: { subagent_type: 'general', description: 'Count', prompt: child } }] }
+      : { toolCalls: [{ name: 'complete', args: { summary: `${prompt} read: ${ctx.toolResults[0].content}`, paths: [] } }] };
+
+  it("a lead's subagent waits while it cannot be stored, then starts once; the lead's model reads its result, not an error", async () => {
+    model.script('LEAD-WAIT', delegates('LEAD-WAIT', 'CHILD-WAIT'));
+    model.script('CHILD-WAIT', [{ toolCalls: [{ name: 'complete', args: { summary: 'counted 42', paths: [] } }] }]);
+    await db.query(`INSERT INTO outage VALUES ('fail')`);
+    const before = await hits();
+    const id = await lead('LEAD-WAIT', 'T-lead-wait');
+    await until(async () => (await hits()) >= before + 2, 15_000);
+    expect((await task(id)).status).toBe('running');
+    expect(await attemptsOf(id)).toEqual([]);
+
+    await db.query(`DELETE FROM outage`);
+    await until(async () => !['queued', 'running'].includes((await task(id)).status), 20_000);
+    const done = await task(id);
+    expect(done, JSON.stringify(done.error)).toMatchObject({ status: 'completed' });
+    expect(await attemptsOf(id)).toEqual([{ key: expect.stringMatching(`^child:${id}:`), status: 'completed', code: null }]);
+    expect(JSON.parse(done.summary.slice('LEAD-WAIT read: '.length))).toMatchObject({ status: 'completed', summary: 'counted 42' });
+  }, 60_000);
+
+  it('a cancel of a lead whose subagent is being stored ends it at once; the subagent is stopped once stored', async () => {
+    model.script('LEAD-SLOW', delegates('LEAD-SLOW', 'CHILD-SLOW'));
+    model.script('CHILD-SLOW', () => ({ delayMs: 30_000, text: 'still thinking' }));
+    await db.query(`INSERT INTO outage VALUES ('slow')`);
+    try {
+      const before = await hits();
+      const id = await lead('LEAD-SLOW', 'T-lead-slow');
+      await until(async () => (await hits()) > before, 15_000);
+      expect((await fetch(`${svc.url}/tasks/${id}/cancel`, { method: 'POST' })).status).toBe(202);
+      await until(async () => (await task(id)).status === 'aborted', 15_000);
+      expect((await task(id)).error).toMatchObject({ code: 'cancelled' });
+      // Stored once its statement ends (3 s), then stopped, naming its lead.
+      await until(async () => (await attemptsOf(id)).length === 1 && (await attemptsOf(id))[0].status === 'aborted', 15_000);
+      expect(await attemptsOf(id)).toEqual([{ key: expect.stringMatching(`^child:${id}:`), status: 'aborted', code: 'parent_ended' }]);
+    } finally {
+      await db.query(`DELETE FROM outage`);
+    }
   }, 60_000);
 
   it('an error that is not the database being away is not waited out: the task fails at once and stops the attempt it started', async () => {
