@@ -178,21 +178,32 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
     return write;
   }
 
+  /**
+   * Queues the group commit of a batch's `rows`: when the queue reaches it, a turn of the event
+   * loop first (the events appended in this tick go in as well), then `close` (the batch takes no
+   * more), then one transaction of the rows left (every one may have gone into a task's own
+   * transaction meanwhile: `transaction`). `first`: ahead of the writes waiting in order.
+   */
+  function groupCommit(rows: Pending[], close: () => void, opts: { first?: boolean } = {}): Promise<void> {
+    const write = storage.write(async () => {
+      await new Promise((resolve) => setImmediate(resolve));
+      close();
+      if (rows.length > 0) await commit(rows);
+    }, opts);
+    // A write that is not a storage fault failed: the events are lost, as the task's own writes will be.
+    write.catch(() => undefined);
+    return write;
+  }
+
   /** The rows of the batch in order `taskId`'s next event goes in (after the writes asked for before it). */
   function batchFor(taskId: string): Pending[] {
     const current = open && !open.sealed.has(taskId) ? open : null;
     const batch = current ?? { rows: [] as Pending[], sealed: new Set<string>(), tasks: new Set<string>() };
     if (!current) {
       open = batch;
-      lastBatch = storage.write(async () => {
-        // A turn of the event loop first: the events appended in this tick go in as well.
-        await new Promise((resolve) => setImmediate(resolve));
+      lastBatch = groupCommit(batch.rows, () => {
         if (open === batch) open = null;
-        // Every event of it may have gone into a task's own transaction meanwhile (`transaction`).
-        if (batch.rows.length > 0) await commit(batch.rows);
       });
-      // A write that is not a storage fault failed: the events are lost, as the task's own writes will be.
-      lastBatch.catch(() => undefined);
       // Its tasks' later events wait for it: each is counted as it joins, until the commit settles.
       const settled = () => batch.tasks.forEach(done);
       lastBatch.then(settled, settled);
@@ -209,15 +220,13 @@ export function createEventLog(sql: SqlClient, opts: EventLogOptions) {
     if (fast) return fast.rows;
     const batch = { rows: [] as Pending[], sealed: new Set<string>() };
     fast = batch;
-    lastFast = storage.write(
-      async () => {
-        await new Promise((resolve) => setImmediate(resolve));
+    lastFast = groupCommit(
+      batch.rows,
+      () => {
         if (fast === batch) fast = null;
-        if (batch.rows.length > 0) await commit(batch.rows);
       },
       { first: true },
     );
-    lastFast.catch(() => undefined);
     return batch.rows;
   }
 
