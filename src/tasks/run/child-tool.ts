@@ -44,7 +44,7 @@ export const stoppedForGood = (signal: AbortSignal) => ['cancelled', 'parent_end
  * background (`run_in_background`, offered with `background` set: its default), `{ task_id,
  * status }` at once. Past the root's `maxDepth` it starts nothing and answers the depth message.
  * A parent stopped for good (cancelled, timed out) cancels the child it waits for. While the
- * database cannot store the child (a restart, a failover, a full disk) the call waits for it
+ * database cannot store the child (PostgreSQL restarting or failing over) the call waits for it
  * (`waitForStorage`) rather than answer the model an error it would have to retry.
  */
 export function childTaskTool(

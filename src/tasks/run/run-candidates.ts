@@ -183,8 +183,8 @@ const seen = (child: TaskRow, model: string | null) => ({
 
 /**
  * Starts (or, resumed, finds by their place) the n attempts; each clones the snapshot when it
- * starts (task-runner.ts). While the database cannot be written (a restart, a failover, a full
- * disk) each waits for it, as the task's own writes do; a stop meanwhile ends the task as stopped.
+ * starts (task-runner.ts). While the database cannot be written (PostgreSQL restarting or
+ * failing over) each waits for it, as the task's own writes do; a stop meanwhile ends the task as stopped.
  */
 async function startAll(
   ctx: RunContext,

@@ -16,10 +16,11 @@ const worthWaiting = (err: unknown) =>
   storageFaultOf(err) !== null;
 
 /**
- * `start()`, tried again every STORAGE_RETRY_MS while it fails for lack of storage (a restart, a
- * failover, a full disk), as the task's own writes wait; null once `signal` aborts first. Any other
- * error goes on at once. A try that stored the child before it failed is harmless: the next one
- * finds it at its key. A wait logs `warning` once.
+ * `start()`, tried again every STORAGE_RETRY_MS while it fails for lack of storage (PostgreSQL
+ * restarting or failing over), as the task's own writes wait; null once `signal` aborts, before
+ * the first try too. Any other error goes on at once. A try that stored the child before it
+ * failed is harmless: the next one finds it at its key. A wait logs `warning` once. (A full disk,
+ * or SQLite out of reach, stops every running task, the caller too: its signal ends the wait.)
  */
 export async function whileStorageFails<T>(
   deps: { storage: Pick<StorageGuard, 'report'>; logger: Logger },
@@ -29,6 +30,7 @@ export async function whileStorageFails<T>(
   start: () => Promise<T>,
 ): Promise<T | null> {
   for (let tries = 1; ; tries++) {
+    if (signal.aborted) return null;
     try {
       return await start();
     } catch (err) {
