@@ -4,7 +4,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModel, type TurnContext } from '../scripted-model/server';
+import Database from 'better-sqlite3';
+import pg from 'pg';
 import { childEnv, fetchJson as json, startChildService, type ChildService } from './support/child-service';
+import { testDatabaseUrl } from './support/postgres';
 import { taskBody, TEST_API_KEY } from './support/harness';
 import { until } from './support/until';
 
@@ -147,6 +150,44 @@ describe('a lead killed while its background children run', () => {
       const idsNow = (secondRun.tool_calls as Array<{ id: string; function: { name: string } }>).filter((c) => c.function.name === 'task').map((c) => c.id);
       expect(idsNow).toHaveLength(3);
       for (const c of before) expect(idsNow).not.toContain(c.context.toolCallId);
+    } finally {
+      await kill9(second);
+    }
+  });
+
+  it('a child left running by a lead that ended is cancelled at the next start (parent_ended), a waited-for one too', async () => {
+    model.script('BGC-LOST-LEAD', (ctx) =>
+      ctx.turn === 0
+        ? { toolCalls: [{ name: 'task', args: { subagent_type: 'general', description: 'Waited for', prompt: 'BGC-LOST-CHILD', run_in_background: false } }] }
+        : { toolCalls: [{ name: 'complete', args: { summary: 'lead done', paths: [] } }] },
+    );
+    // Never answers: only a cancel ends it.
+    model.script('BGC-LOST-CHILD', () => ({ delayMs: 60_000, text: 'never arrives' }));
+    const first = await startChildService(env);
+    const lead = (await post(first, taskBody({ subagent_type: 'lead', prompt: 'BGC-LOST-LEAD', context: { parentTaskId: 'T-bgc-lost', userId: 'u' } }))).body
+      .id as string;
+    await until(async () => asked('BGC-LOST-CHILD').length === 1);
+    const [child] = (await tasksOf(first, 'T-bgc-lost')).filter((t) => t.parentTask === lead);
+    expect(child).toMatchObject({ background: false, status: 'running' });
+    await kill9(first);
+    // What a start whose answer was lost leaves behind: the lead ended, stopped while its `task`
+    // call could not know the child was stored, and the child not cancelled.
+    const url = await testDatabaseUrl(dir);
+    if (url) {
+      const db = new pg.Client({ connectionString: url });
+      await db.connect();
+      await db.query(`UPDATE tasks SET status = 'aborted' WHERE id = $1`, [lead]);
+      await db.end();
+    } else {
+      const db = new Database(env.DATABASE_PATH);
+      db.prepare(`UPDATE tasks SET status = 'aborted' WHERE id = ?`).run(lead);
+      db.close();
+    }
+
+    const second = await startChildService(env);
+    try {
+      await until(async () => (await json(`${second.url}/tasks/${child.id}`)).body.status === 'aborted', 15_000);
+      expect((await json(`${second.url}/tasks/${child.id}`)).body.error).toMatchObject({ code: 'parent_ended' });
     } finally {
       await kill9(second);
     }

@@ -11,7 +11,7 @@ const NOT_ENDED = `status IN ('queued', 'running', 'paused')`;
 
 /**
  * The statements over a task's children (nesting): what a lead's `wait`, `send_input` and
- * `close_agent` read, and the background children its end cancels. Part of the task store
+ * `close_agent` read, and the children its end cancels. Part of the task store
  * (`createTaskStore` spreads them in).
  */
 export function createChildStore(sql: SqlClient) {
@@ -33,20 +33,21 @@ export function createChildStore(sql: SqlClient) {
       return rows.map(taskOf);
     },
 
-    /** The background children of `parentTask` that have not ended (its end cancels them). */
-    async backgroundNotEnded(parentTask: string): Promise<TaskRow[]> {
-      const rows = await sql.all(`SELECT * FROM tasks WHERE parent_task = ? AND background = 1 AND ${NOT_ENDED} ORDER BY id`, [parentTask]);
+    /** The children of `parentTask` that have not ended (its end cancels them). */
+    async childrenNotEnded(parentTask: string): Promise<TaskRow[]> {
+      const rows = await sql.all(`SELECT * FROM tasks WHERE parent_task = ? AND ${NOT_ENDED} ORDER BY id`, [parentTask]);
       return rows.map(taskOf);
     },
 
     /**
-     * Background children not ended whose lead has ended: left behind when a process stopped
-     * between the two (read at start; the unended tasks are few, found by the status index).
+     * Children not ended whose lead has ended: left behind when a process stopped between the two,
+     * or by a start whose answer was lost (read at start; the unended tasks are few, found by the
+     * status index).
      */
-    async orphanedBackground(): Promise<TaskRow[]> {
+    async orphanedChildren(): Promise<TaskRow[]> {
       const rows = await sql.all(
         `SELECT c.* FROM tasks c JOIN tasks p ON p.id = c.parent_task
-         WHERE c.status IN ('queued', 'running', 'paused') AND c.background = 1 AND p.status IN ('completed', 'aborted', 'error')`,
+         WHERE c.status IN ('queued', 'running', 'paused') AND p.status IN ('completed', 'aborted', 'error')`,
       );
       return rows.map(taskOf);
     },

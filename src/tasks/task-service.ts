@@ -299,9 +299,9 @@ export function createTaskService(deps: TaskServiceDeps) {
      */
     async recover(): Promise<{ interrupted: number; requeued: number; resumed: number }> {
       const recovered = await recovery.recover({ scheduler, pauses, leases, pump });
-      // Leads that ended while their background children ran on (a stop between the two ends).
+      // Leads that ended while their children ran on (a stop between the two ends, a lost answer).
       const orphans = await childSystem.sweep();
-      if (orphans > 0) deps.logger.info({ orphans }, 'cancelled the background children of ended tasks');
+      if (orphans > 0) deps.logger.info({ orphans }, 'cancelled the children of ended tasks');
       return recovered;
     },
 

@@ -19,7 +19,7 @@ export interface ChildPeers {
 /**
  * Nesting, the task service's side of a lead's tools: children started once (found again by
  * their key when a step runs again after a crash or a takeover), waited for, steered, stopped;
- * and the background children of a lead that ended, cancelled (`parent_ended`).
+ * and the children of a lead that ended, cancelled (`parent_ended`).
  */
 export function createChildSystem(res: TaskResources, peers: ChildPeers) {
   const { deps } = res;
@@ -80,13 +80,13 @@ export function createChildSystem(res: TaskResources, peers: ChildPeers) {
     },
   } satisfies ChildTasks;
 
-  /** Cancels the background children of `lead` that have not ended, as `why` says. */
-  async function cancelBackground(rows: TaskRow[], why: (child: TaskRow) => StopWhy): Promise<void> {
+  /** Cancels the children in `rows`, as `why` says. */
+  async function cancelChildren(rows: TaskRow[], why: (child: TaskRow) => StopWhy): Promise<void> {
     await Promise.all(
       rows.map((child) =>
         peers
           .cancel(child.tenant, child.id, why(child))
-          .catch((err: unknown) => deps.logger.warn({ err, taskId: child.id }, 'could not cancel a background child')),
+          .catch((err: unknown) => deps.logger.warn({ err, taskId: child.id }, 'could not cancel the child of an ended task')),
       ),
     );
   }
@@ -95,22 +95,24 @@ export function createChildSystem(res: TaskResources, peers: ChildPeers) {
     children,
 
     /**
-     * A task ended (any way): its background children that have not are cancelled, each ending
-     * `aborted` / `parent_ended`. Only a task of a tree (`maxDepth`) or with candidates may have any: no read for the others.
+     * A task ended (any way): its children that have not are cancelled, each ending `aborted` /
+     * `parent_ended`: those in the background, and one whose start's answer was lost while the task
+     * was stopped (its `task` call never knew it). Only a task of a tree (`maxDepth`) or with
+     * candidates may have any: no read for the others.
      */
     parentEnded(row: TaskRow): void {
       if ((row.maxDepth === 0 && !row.request.options?.candidates) || (row.status !== 'completed' && row.status !== 'aborted' && row.status !== 'error'))
         return;
       void store
-        .backgroundNotEnded(row.id)
-        .then((rows) => cancelBackground(rows, () => ({ code: 'parent_ended', message: `its lead ${row.id} ended (${row.status})` })))
-        .catch((err: unknown) => deps.logger.warn({ err, taskId: row.id }, 'could not read the background children of an ended task'));
+        .childrenNotEnded(row.id)
+        .then((rows) => cancelChildren(rows, () => ({ code: 'parent_ended', message: `its lead ${row.id} ended (${row.status})` })))
+        .catch((err: unknown) => deps.logger.warn({ err, taskId: row.id }, 'could not read the children of an ended task'));
     },
 
-    /** At start: background children whose lead ended while a process stopped between the two ends are cancelled now. */
+    /** At start: children whose lead ended and that were not cancelled then (a process stopped between the two) are cancelled now. */
     async sweep(): Promise<number> {
-      const orphans = await store.orphanedBackground();
-      await cancelBackground(orphans, (child) => ({ code: 'parent_ended', message: `its lead ${child.parentTask} ended` }));
+      const orphans = await store.orphanedChildren();
+      await cancelChildren(orphans, (child) => ({ code: 'parent_ended', message: `its lead ${child.parentTask} ended` }));
       return orphans.length;
     },
   };
