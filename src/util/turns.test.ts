@@ -75,6 +75,42 @@ describe('sharedSlices', () => {
     expect(Math.max(...perTurn.values())).toBeLessThanOrEqual(10);
   });
 
+  it('gives one turn of the loop one slice: work let go in its poll phase leaves none for its check phase', async () => {
+    const slices = sharedSlices(5, 2, now);
+    const [writes, reads] = [slices.lane(0), slices.lane(1)];
+    // Each turn of the loop counted where it ends (its check phase; this immediate goes first).
+    let turnNo = 0;
+    let stop = false;
+    const tick = () => {
+      turnNo++;
+      if (!stop) setImmediate(tick);
+    };
+    const wentOn: Array<{ turn: number; how: 'at once' | 'waited' }> = [];
+    await new Promise<void>((resolve) => {
+      // A phase before the check phase (a timer here, the poll phase's reads in the service):
+      // twenty pieces of work of 1 ms each are ready together, in two lanes.
+      setTimeout(() => {
+        setImmediate(tick);
+        const all = Array.from({ length: 20 }, async (_, i) => {
+          const turn = (i % 2 ? reads : writes).enter();
+          if (turn) await turn;
+          busy(1);
+          wentOn.push({ turn: turnNo, how: turn ? 'waited' : 'at once' });
+        });
+        void Promise.all(all).then(() => resolve());
+      }, 0);
+    });
+    stop = true;
+    // The slice's 5 ms (and the piece that crossed it) went on at once; the rest waited.
+    const atOnce = wentOn.filter((w) => w.how === 'at once');
+    expect(atOnce.length).toBeGreaterThanOrEqual(5);
+    expect(atOnce.length).toBeLessThanOrEqual(6);
+    expect(wentOn).toHaveLength(20);
+    // None of the rest went on in that turn's check phase: it had no slice left.
+    expect(wentOn.filter((w) => w.how === 'waited' && w.turn <= 1)).toEqual([]);
+    expect(slices.waiting).toBe(0);
+  });
+
   it('shares each turn between lanes: a burst in one does not hold back the other', async () => {
     const slices = sharedSlices(4, 2, now);
     const [submits, answers] = [slices.lane(0), slices.lane(1)];

@@ -46,17 +46,20 @@ interface Lane {
 }
 
 /**
- * One slice of the event loop shared by many callers whose work arrives together from outside
- * (a fan-out's submits, every model answer's start and reads: hundreds can be ready in one poll
- * phase). `enter()` answers undefined while the work of this turn has taken at most `sliceMs` and
- * nobody waits; past it, a promise that resolves at the caller's turn. Each later turn lets
- * waiters go on in batches until their work has taken `sliceMs`, then gives the loop a turn
- * (timers, sockets, the write queue) before the next. A batch's work is timed whole: from letting
- * it go to the moment the microtasks it set off are done (a tick queued from a microtask runs only
- * then), so a batch is sized by what its waiters cost, not guessed. Each batch is taken from the
- * lane whose batches have taken least while they waited together, so one kind of work (a burst of
- * submits) cannot hold back another (the answers of running tasks), and within a lane first come
- * is first served.
+ * One slice of each turn of the event loop, shared by many callers whose work arrives together
+ * from outside (a fan-out's submits, every model answer's start and reads: hundreds can be ready
+ * in one poll phase). `enter()` answers
+ * undefined while the work of this turn has taken at most `sliceMs` and nobody waits; past it, a
+ * promise that resolves at the caller's turn. A turn lasts until the loop's next one begins (its
+ * timers): the work let go in its poll phase (reads of sockets) and in its check phase (the
+ * waiters' batches) share one slice, so that a turn of the loop holds one slice of this work, not
+ * one per phase or per kind. Each later turn lets waiters go on in batches until their work has
+ * taken the slice, then gives the loop a turn (timers, sockets) before the next. A batch's work
+ * is timed whole: from letting it go to the moment the microtasks it set off are done (a tick
+ * queued from a microtask runs only then), so a batch is sized by what its waiters cost, not
+ * guessed. Each batch is taken from the lane whose batches have taken least while they waited
+ * together, so one kind of work (a burst of submits) cannot hold back another (the answers of
+ * running tasks), and within a lane first come is first served.
  * Nothing is dropped or reordered: a waiter only goes on later. `sliceMs` 0: everyone goes on at
  * once. `now` is the clock in milliseconds (tests give one that their work advances).
  */
@@ -65,7 +68,7 @@ export function sharedSlices(sliceMs = SLICE_MS, lanes = 1, now: () => number = 
     const free: SliceLane = { enter: () => undefined };
     return { lane: () => free, waiting: 0 };
   }
-  /** When this turn's work began; open while an immediate that ends the turn is pending. */
+  /** When this turn's work began; open until the loop's next turn begins (a timer ends it). */
   let sliceStart = 0;
   let open = false;
   const all: Lane[] = Array.from({ length: lanes }, (_, index) => ({ queue: [], head: 0, spent: 0, perWaiter: 0.5, view: { enter: () => enter(index) } }));
@@ -76,11 +79,11 @@ export function sharedSlices(sliceMs = SLICE_MS, lanes = 1, now: () => number = 
     open = false;
   };
   const openTurn = () => {
+    open = true;
     sliceStart = now();
-    if (!open) {
-      open = true;
-      setImmediate(endTurn);
-    }
+    // Timers run first in a turn of the loop. An immediate would end this turn in its own check
+    // phase, and the batches let go there would take a second slice after the poll phase's.
+    setTimeout(endTurn, 0).unref();
   };
   const letGo = () => {
     let lane = all[0];
@@ -110,7 +113,12 @@ export function sharedSlices(sliceMs = SLICE_MS, lanes = 1, now: () => number = 
     else setImmediate(turn);
   };
   const turn = () => {
-    openTurn();
+    if (!open) openTurn();
+    else if (now() - sliceStart >= sliceMs) {
+      // This turn's slice is taken (by the reads of its poll phase): the waiters go on in the next.
+      setImmediate(turn);
+      return;
+    }
     letGo();
   };
   function enter(lane: number): Promise<void> | undefined {
