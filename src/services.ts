@@ -71,11 +71,12 @@ export interface Services {
   /** Purges, erasures and the retention sweep. */
   lifecycle: LifecycleSystem;
   /**
-   * The event loop's slice that requests and model answers arriving together take turns of
-   * (`LOOP_SLICE_MS`): a fan-out's thousand submits or answers do not hold the loop for hundreds
-   * of milliseconds, and neither kind holds back the other.
+   * The event loop's slice (`LOOP_SLICE_MS`) that requests, model answers, the write queue's
+   * writes and the tasks' starts take turns of: a fan-out's thousand submits or answers do not hold
+   * the loop for hundreds of milliseconds, no kind holds back the others, and one turn of the loop
+   * holds one slice of them all.
    */
-  slices: { requests: SliceLane; answers: SliceLane; readonly waiting: number };
+  slices: { requests: SliceLane; answers: SliceLane; writes: SliceLane; starts: SliceLane; readonly waiting: number };
   /** Ends or re-queues what a previous process left unfinished; the process calls it once it listens. */
   /** True once `recover` has run: `/healthz` answers 503 `starting` before. */
   readonly recovered: boolean;
@@ -224,11 +225,14 @@ export function createServices(deps: ServiceDeps): Services {
   const registry = deps.agents ?? loadRegistry(config, logger);
   const skills = loadSkillRegistry(config, registry, logger);
   const metrics = createMetrics({ defaultMetrics: true });
-  // Two lanes share each turn's slice: requests, and model answers (their starts and reads).
-  const loop = sharedSlices(config.loopSliceMs, 2);
+  // Four lanes share each turn's slice: requests, model answers (their starts and reads), the
+  // write queue's writes, and the tasks' starts.
+  const loop = sharedSlices(config.loopSliceMs, 4);
   const slices = {
     requests: loop.lane(0),
     answers: loop.lane(1),
+    writes: loop.lane(2),
+    starts: loop.lane(3),
     get waiting() {
       return loop.waiting;
     },
@@ -252,6 +256,8 @@ export function createServices(deps: ServiceDeps): Services {
       logger.warn('the database can be written again: admitting tasks');
       tasks.storageRecovered();
     },
+    // LOOP_SLICE_MS=0 takes the shared slice away; the writes then keep a slice of their own.
+    ...(config.loopSliceMs > 0 && { slice: slices.writes }),
   });
   metrics.watchDatabase(() => db.sql.counts);
   metrics.watchStorage(() => ({ writable: storage.fault === null, waiting: storage.waiting }));
@@ -326,6 +332,7 @@ export function createServices(deps: ServiceDeps): Services {
     workspacesDirOf,
     budgets,
     storage,
+    ...(config.loopSliceMs > 0 && { startSlice: slices.starts }),
     ...(cluster && { cluster: { store: cluster, leaseMs: config.taskLeaseMs } }),
   });
   metrics.watchQueue(() => tasks.depth());

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createStorageGuard } from './storage-guard.ts';
+import { sharedSlices } from '../util/turns.ts';
 
 /** Keeps the thread busy for `ms`, as a synchronous SQLite write does. */
 function busy(ms: number) {
@@ -27,6 +28,40 @@ describe('storage guard', () => {
     expect(done).toEqual(Array.from({ length: 200 }, (_, i) => i));
     expect(doneWhenTimerFired).toBeGreaterThan(0);
     expect(doneWhenTimerFired).toBeLessThan(200);
+  });
+
+  it('takes its writes in the event loop’s shared slice: a turn holds one slice of them and of the requests together', async () => {
+    const slices = sharedSlices(5, 2);
+    const requests = slices.lane(0);
+    const guard = createStorageGuard({ slice: slices.lane(1) });
+    const order: string[] = [];
+    let doneBeforeTurn = -1;
+    setImmediate(() => (doneBeforeTurn = order.length));
+    // 20 requests and 20 writes of 1 ms each, ready together.
+    await Promise.all([
+      ...Array.from({ length: 20 }, async () => {
+        const turn = requests.enter();
+        if (turn) await turn;
+        busy(1);
+        order.push('request');
+      }),
+      ...Array.from({ length: 20 }, () =>
+        guard.write(() => {
+          busy(1);
+          order.push('write');
+        }),
+      ),
+    ]);
+    expect(order.filter((o) => o === 'write')).toHaveLength(20);
+    expect(order.filter((o) => o === 'request')).toHaveLength(20);
+    // The first turn held one slice of both kinds (5 ms and the piece that crossed it), not one
+    // slice each: the writes' own turns would have let ten more go.
+    expect(doneBeforeTurn).toBeGreaterThan(0);
+    expect(doneBeforeTurn).toBeLessThanOrEqual(7);
+    // Neither kind waited for all of the other.
+    expect(order.indexOf('write')).toBeLessThan(order.lastIndexOf('request'));
+    expect(order.indexOf('request')).toBeLessThan(order.lastIndexOf('write'));
+    expect(slices.waiting).toBe(0);
   });
 
   it('runs a write asked to go first after the one in hand and the first ones before it, one in order between two first ones', async () => {

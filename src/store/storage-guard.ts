@@ -1,4 +1,4 @@
-import { turnTaker } from '../util/turns.ts';
+import { sharedSlices, type SliceLane } from '../util/turns.ts';
 
 /** Why the database cannot be written right now. */
 export type StorageFault = 'storage_full' | 'storage_unavailable';
@@ -40,6 +40,11 @@ export interface StorageGuardOptions {
   probe?(): Promise<void> | void;
   onFault?(fault: StorageFault, err: unknown): void;
   onRecover?(): void;
+  /**
+   * The writes' lane in the event loop's shared slice (sharedSlices), so that a turn of the loop
+   * holds one slice of all such work; without one, a slice of their own (10 ms).
+   */
+  slice?: SliceLane;
 }
 
 interface Queued {
@@ -65,6 +70,7 @@ interface Queued {
  */
 export function createStorageGuard(opts: StorageGuardOptions = {}) {
   const retryMs = opts.retryMs ?? 1000;
+  const slice = opts.slice ?? sharedSlices().lane(0);
   const queue: Queued[] = [];
   /** How many of the queue's writes were asked to go `first`. */
   let firsts = 0;
@@ -120,13 +126,12 @@ export function createStorageGuard(opts: StorageGuardOptions = {}) {
   async function drain() {
     if (draining) return;
     draining = true;
-    const turn = turnTaker();
     try {
       while (queue.length > 0) {
         // Writes that settle at once (SQLite's) would drain a long queue, and run what each one's
         // caller does next, in one turn of the event loop: a burst of 1,000 tasks held it for a
-        // second. Other work (timers, sockets, heartbeats) gets a turn every 10 ms (turns.ts).
-        const pause = turn();
+        // second. They take their share of each turn's slice (turns.ts), and the loop its turns.
+        const pause = slice.enter();
         if (pause) await pause;
         const item = queue[0];
         let value: unknown;

@@ -1,22 +1,6 @@
 /** How long a loop over work that settles at once may hold the event loop before it gives a turn. */
 export const SLICE_MS = 10;
 
-/**
- * For a loop whose steps settle at once (SQLite's writes, a local queue): before each step,
- * `turn()` answers a promise that gives the event loop a turn (timers, sockets, heartbeats) once
- * `sliceMs` has passed since the last one, and undefined otherwise, so that a caller awaits only
- * when it is due (`const pause = turn(); if (pause) await pause;`: no microtask hop per step).
- */
-export function turnTaker(sliceMs = SLICE_MS): () => Promise<void> | undefined {
-  let since = performance.now();
-  return () => {
-    if (performance.now() - since <= sliceMs) return undefined;
-    return new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
-      since = performance.now();
-    });
-  };
-}
-
 /** One kind of work's way through the event loop's shared slice (sharedSlices). */
 export interface SliceLane {
   /** Undefined: go on now; a promise: go on once it resolves, at the caller's turn. */
@@ -46,9 +30,9 @@ interface Lane {
 }
 
 /**
- * One slice of each turn of the event loop, shared by many callers whose work arrives together
- * from outside (a fan-out's submits, every model answer's start and reads: hundreds can be ready
- * in one poll phase). `enter()` answers
+ * One slice of each turn of the event loop, shared by every kind of work that arrives together
+ * from outside or settles at once (a fan-out's submits, every model answer's start and reads, the
+ * write queue's writes, the tasks' starts: hundreds can be ready in one turn). `enter()` answers
  * undefined while the work of this turn has taken at most `sliceMs` and nobody waits; past it, a
  * promise that resolves at the caller's turn. A turn lasts until the loop's next one begins (its
  * timers): the work let go in its poll phase (reads of sockets) and in its check phase (the
@@ -59,7 +43,7 @@ interface Lane {
  * queued from a microtask runs only then), so a batch is sized by what its waiters cost, not
  * guessed. Each batch is taken from the lane whose batches have taken least while they waited
  * together, so one kind of work (a burst of submits) cannot hold back another (the answers of
- * running tasks), and within a lane first come is first served.
+ * running tasks, the writes they wait for), and within a lane first come is first served.
  * Nothing is dropped or reordered: a waiter only goes on later. `sliceMs` 0: everyone goes on at
  * once. `now` is the clock in milliseconds (tests give one that their work advances).
  */

@@ -1,7 +1,7 @@
 import type { TaskRow } from '../../store/schema.ts';
 import { storageFaultOf } from '../../store/storage-guard.ts';
 import { TaskTakenOver } from '../../store/task-store.ts';
-import { turnTaker } from '../../util/turns.ts';
+import { sharedSlices } from '../../util/turns.ts';
 import { failed } from '../writes/finish-task.ts';
 import type { LeaseSystem } from './lease-system.ts';
 import type { Scheduler } from './scheduler.ts';
@@ -15,6 +15,7 @@ import type { ResumeReason, TaskResources } from './task-resources.ts';
  */
 export function createDispatchSystem(res: TaskResources, scheduler: Scheduler, leases: LeaseSystem | null) {
   const { deps, active } = res;
+  const slice = deps.startSlice ?? sharedSlices().lane(0);
   /** Tasks started and not yet stored as started: admission answers once they are. */
   const starting = new Map<string, Promise<void>>();
   let pumping: Promise<void> | null = null;
@@ -43,15 +44,14 @@ export function createDispatchSystem(res: TaskResources, scheduler: Scheduler, l
       return pumping;
     }
     const pass = async () => {
-      const turn = turnTaker();
       try {
         do {
           pumpAgain = false;
           // Nothing starts while the database cannot be written: its tokens could not be billed.
           while (!res.state.closing && deps.storage.fault === null && busy() < deps.maxConcurrent) {
             // A local queue answers at once, and each start runs until its first real wait: a
-            // burst of queued tasks gives the event loop a turn every 10 ms (turns.ts).
-            const pause = turn();
+            // burst of queued tasks takes its share of each turn's slice (turns.ts).
+            const pause = slice.enter();
             if (pause) await pause;
             const seen = heard;
             const next = await scheduler.next();

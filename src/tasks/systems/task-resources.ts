@@ -16,6 +16,7 @@ import type { Liveness } from '../run/liveness.ts';
 import type { TaskRunner } from '../run/task-runner.ts';
 import { createWaiters, type Waiters } from './waiters.ts';
 import type { ReadOns } from '../../loop/model-guard.ts';
+import type { SliceLane } from '../../util/turns.ts';
 
 export interface TaskServiceDeps {
   store: TaskStore;
@@ -49,6 +50,11 @@ export interface TaskServiceDeps {
   cluster?: { store: ClusterStore; leaseMs: number };
   /** Model calls read on after their task stopped (the runner's): `close` waits for them. */
   readOns?: ReadOns;
+  /**
+   * The tasks' starts' lane in the event loop's shared slice (sharedSlices): a burst of queued
+   * tasks takes its share of each turn; without one, a slice of its own (10 ms).
+   */
+  startSlice?: SliceLane;
 }
 
 /** Why a `running` task is started again: after a restart or a takeover, or after a budget pause. */
