@@ -129,6 +129,36 @@ describe('sharedSlices', () => {
     expect(slices.waiting).toBe(0);
   });
 
+  it('gives a lane of one waiter at a time (a queue’s loop) its share while another lane is busy', async () => {
+    const slices = sharedSlices(5, 2, now);
+    const [answers, writes] = [slices.lane(0), slices.lane(1)];
+    let answersDone = 0;
+    let answersDoneWhenWritesEnded = -1;
+    busy(6);
+    // 200 answers of 0.5 ms wait together; a write queue's loop of 100 steps of 0.5 ms asks for
+    // its turn before each step, so its lane holds one waiter at a time.
+    const reads = Array.from({ length: 200 }, async () => {
+      const turn = answers.enter();
+      if (turn) await turn;
+      busy(0.5);
+      answersDone++;
+    });
+    const loop = (async () => {
+      for (let step = 0; step < 100; step++) {
+        const turn = writes.enter();
+        if (turn) await turn;
+        busy(0.5);
+      }
+      answersDoneWhenWritesEnded = answersDone;
+    })();
+    await Promise.all([...reads, loop]);
+    // Shared evenly, the loop's 50 ms end when about 100 answers are done. Were the loop let go
+    // one step per batch of answers, all 200 would be done long before it.
+    expect(answersDoneWhenWritesEnded).toBeGreaterThan(50);
+    expect(answersDoneWhenWritesEnded).toBeLessThan(150);
+    expect(slices.waiting).toBe(0);
+  });
+
   it('a lane that waits again joins the other where it is, whatever it took before', async () => {
     const slices = sharedSlices(2, 2, now);
     const [first, second] = [slices.lane(0), slices.lane(1)];

@@ -65,8 +65,9 @@ export function sharedSlices(sliceMs = SLICE_MS, lanes = 1, now: () => number = 
   const openTurn = () => {
     open = true;
     sliceStart = now();
-    // Timers run first in a turn of the loop. An immediate would end this turn in its own check
-    // phase, and the batches let go there would take a second slice after the poll phase's.
+    // The loop runs its timers after a turn's check phase, before the next turn's poll phase. An
+    // immediate would end this turn in its own check phase, and the batches let go there would
+    // take a second slice after the poll phase's.
     setTimeout(endTurn, 0).unref();
   };
   const letGo = () => {
@@ -116,9 +117,13 @@ export function sharedSlices(sliceMs = SLICE_MS, lanes = 1, now: () => number = 
     const own = all[lane];
     if (own.head === own.queue.length) {
       // A lane that starts waiting joins the others where they are: neither its idle time nor
-      // what it took before earns it a place ahead or behind.
+      // what it took before earns it a place behind, nor more than one slice ahead. A lane of
+      // one waiter at a time (the write queue, the starts) empties at each step it is let go:
+      // it keeps what it is owed (up to a slice), or the others' batches would fill each turn
+      // and it would get one step a batch.
       const busy = all.filter((other) => other !== own && other.head < other.queue.length);
-      own.spent = busy.length > 0 ? Math.min(...busy.map((other) => other.spent)) : 0;
+      const where = busy.length > 0 ? Math.min(...busy.map((other) => other.spent)) : 0;
+      own.spent = busy.length > 0 ? Math.min(where, Math.max(own.spent, where - sliceMs)) : 0;
     }
     return new Promise<void>((resolve) => {
       own.queue.push(resolve);
