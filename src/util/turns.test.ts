@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { sharedSlices } from './turns.ts';
 
 /**
@@ -183,6 +183,27 @@ describe('sharedSlices', () => {
     expect(after.filter((n) => n === 'F')).toHaveLength(10);
     // It shares the turns with the second lane's rest instead of waiting for all of it.
     expect(after.lastIndexOf('F')).toBeLessThan(after.lastIndexOf('s'));
+  });
+
+  it('goes on when the timer that ends a turn does not fire (setTimeout faked in a test)', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const slices = sharedSlices(5, 1, now);
+      const lane = slices.lane(0);
+      let done = 0;
+      await Promise.all(
+        Array.from({ length: 40 }, async () => {
+          const turn = lane.enter();
+          if (turn) await turn;
+          busy(1);
+          done++;
+        }),
+      );
+      expect(done).toBe(40);
+      expect(slices.waiting).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('with a slice of 0 lets everything go on at once', () => {
