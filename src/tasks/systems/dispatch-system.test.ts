@@ -3,6 +3,7 @@ import { taskSystems } from '../../../test/support/task-systems.ts';
 import type { TaskRow } from '../../store/schema.ts';
 import { createDispatchSystem } from './dispatch-system.ts';
 import type { Scheduler } from './scheduler.ts';
+import { sharedSlices } from '../../util/turns.ts';
 
 /** A scheduler over a list the test fills, recording what the dispatcher asks; `gate` holds the next claim. */
 function listScheduler() {
@@ -84,5 +85,25 @@ describe('the dispatcher', () => {
     runs.end('t1');
     await settle();
     expect(calls).toEqual(['next', 'done t1 idle=false', 'next']);
+  });
+
+  it('starts nothing once a close has begun while its starts waited for their turn of the loop', async () => {
+    const runs = heldRuns();
+    const slices = sharedSlices(5, 2);
+    const sys = taskSystems({ runner: { run: runs.run }, maxConcurrent: 10, startSlice: slices.lane(1) });
+    close = sys.close;
+    const { scheduler, calls } = listScheduler();
+    const dispatch = createDispatchSystem(sys.res, scheduler, null);
+    for (let i = 0; i < 3; i++) scheduler.offer(await sys.task(`t${i}`, 'general'));
+    // Other work (a burst of requests) has taken this turn's slice: the starts wait for the next.
+    expect(slices.lane(0).enter()).toBeUndefined();
+    const until = performance.now() + 6;
+    while (performance.now() < until);
+    const pumped = dispatch.pump();
+    // The close begins before their turn comes.
+    sys.res.state.closing = true;
+    await pumped;
+    expect(calls).toEqual([]);
+    expect(runs.running()).toEqual([]);
   });
 });

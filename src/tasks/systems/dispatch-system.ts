@@ -48,11 +48,17 @@ export function createDispatchSystem(res: TaskResources, scheduler: Scheduler, l
         do {
           pumpAgain = false;
           // Nothing starts while the database cannot be written: its tokens could not be billed.
-          while (!res.state.closing && deps.storage.fault === null && busy() < deps.maxConcurrent) {
+          const mayStart = () => !res.state.closing && deps.storage.fault === null && busy() < deps.maxConcurrent;
+          while (mayStart()) {
             // A local queue answers at once, and each start runs until its first real wait: a
-            // burst of queued tasks takes its share of each turn's slice (turns.ts).
+            // burst of queued tasks takes its share of each turn's slice (turns.ts). The turn may
+            // come several turns of the loop later: a close, a fault or a full house may have come
+            // meanwhile.
             const pause = slice.enter();
-            if (pause) await pause;
+            if (pause) {
+              await pause;
+              if (!mayStart()) break;
+            }
             const seen = heard;
             const next = await scheduler.next();
             // Idle only if nothing was heard of while the claim ran (it may have missed that).
