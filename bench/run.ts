@@ -142,7 +142,7 @@ async function benchmarks(which: string) {
     for (const n of counts.filter((c) => c >= 100)) {
       const r = await benchStreamRounds(n, STREAM_ROUNDS);
       console.log(
-        `${n} streams live at once (every first chunk held until all ${n} readers are connected), 20 chunks 50 ms apart each; the service and the minimal relay (bench/relay.mjs) in turn, ${r.rounds} rounds each, in this one process; load: the machine's 1-minute load average at the round's start → end`,
+        `${n} streams live at once (every first chunk held until all ${n} readers are connected), 20 chunks 50 ms apart each; the service and the minimal relay (bench/relay.mjs) in turn, ${r.rounds} rounds each after a warm-up round of each that is not counted, in this one process; load: the machine's 1-minute load average at the round's start → end`,
       );
       console.log(
         '| round | service p50 / p99 ms | relay p50 / p99 ms | p99 service ÷ relay | text.delta events | service peak RSS | service event-loop p99 | service CPU | relay CPU | burst CPU ms, main / other threads: service; relay | load |',

@@ -160,10 +160,11 @@ export interface StreamRound {
 
 /**
  * `tasks` streams at once, live together: the service and the minimal relay in turn, `rounds`
- * times each, in one benchmark process on one model server, so that a slow spell of this shared
- * machine weighs on both. Every stream's first chunk waits until every stream's model request has
- * arrived and every reader is connected (the scripted model's `waitFor`), then each task streams
- * 20 chunks 50 ms apart (random phase): `tasks` × 20 chunks a second, all live.
+ * times each after a round of each that is not counted (a warm-up), in one benchmark process on
+ * one model server, so that a slow spell of this shared machine weighs on both. Every stream's
+ * first chunk waits until every stream's model request has arrived and every reader is connected
+ * (the scripted model's `waitFor`), then each task streams 20 chunks 50 ms apart (random phase):
+ * `tasks` × 20 chunks a second, all live.
  */
 export async function benchStreamRounds(tasks: number, rounds = 3) {
   const svc = await startBenchService({
@@ -189,23 +190,22 @@ export async function benchStreamRounds(tasks: number, rounds = 3) {
   const service: StreamRound[] = [];
   const relayRounds: StreamRound[] = [];
   try {
-    for (let round = 0; round < rounds; round++) {
+    // Round -1 warms both sides up and is not counted: a first round runs their stream paths
+    // cold (the relay's p99 in it was 2 to 10 times its later rounds').
+    for (let round = -1; round < rounds; round++) {
       gate = startGate(tasks);
-      service.push(
-        await measureRound(svc.pid, svc.url, gate, async (reader) => {
-          await Promise.all(
-            Array.from({ length: tasks }, async (_, i) =>
-              reader.open(`${svc.url.replace('http', 'ws')}${(await submit(svc.url, `LATENCY ${i}`, i)).streamUrl}`),
-            ),
-          );
-        }),
-      );
+      const ours = await measureRound(svc.pid, svc.url, gate, async (reader) => {
+        await Promise.all(
+          Array.from({ length: tasks }, async (_, i) => reader.open(`${svc.url.replace('http', 'ws')}${(await submit(svc.url, `LATENCY ${i}`, i)).streamUrl}`)),
+        );
+      });
       gate = startGate(tasks);
-      relayRounds.push(
-        await measureRound(relay.pid, null, gate, async (reader) => {
-          for (let i = 0; i < tasks; i++) reader.open(`ws://127.0.0.1:${relay.port}/?prompt=${encodeURIComponent(`LATENCY ${i}`)}`);
-        }),
-      );
+      const relays = await measureRound(relay.pid, null, gate, async (reader) => {
+        for (let i = 0; i < tasks; i++) reader.open(`ws://127.0.0.1:${relay.port}/?prompt=${encodeURIComponent(`LATENCY ${i}`)}`);
+      });
+      if (round < 0) continue;
+      service.push(ours);
+      relayRounds.push(relays);
     }
   } finally {
     relay.close();
