@@ -27,20 +27,19 @@ import { benchContainers } from './containers.ts';
 /** The `general` agent's first model request when issue 16 was filed ("5.8 KB"): no regression past it. */
 const REQUEST_BYTES_BEFORE = 5843;
 
-/**
- * Rounds of the service and the relay in turn in the stream benchmark: three (issue 57's goals are
- * medians of three), or `BENCH_STREAM_ROUNDS` (an odd number up to 51). At 100 streams a round's
- * p99 is a tail of a few milliseconds that moves several times over between rounds on a shared
- * machine: comparing two builds needs more rounds than the goal's three (BENCHMARKS.md, "Stop 74").
- */
-const STREAM_ROUNDS = streamRounds(process.env.BENCH_STREAM_ROUNDS);
+/** Rounds of the service and the relay in turn in the stream benchmark's goals (issue 57: medians of three). */
+const STREAM_ROUNDS = 3;
 
-/** `BENCH_STREAM_ROUNDS` as a count of rounds: 3 when it is unset; a clear error when it is not one. */
+/**
+ * The stream benchmark's rounds outside `goals`: three, or `BENCH_STREAM_ROUNDS` (an odd whole
+ * number up to 51). At 100 streams a round's p99 is a tail of a few milliseconds that moves
+ * several times over between rounds on a shared machine: comparing two builds needs more rounds
+ * than the goal's three (BENCHMARKS.md, "Stop 74"). Anything else is refused with a clear error.
+ */
 function streamRounds(raw: string | undefined): number {
-  if (raw === undefined || raw === '') return 3;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > 51 || n % 2 === 0)
-    throw new Error(`BENCH_STREAM_ROUNDS must be an odd whole number from 1 to 51, not ${JSON.stringify(raw)}`);
+  if (raw === undefined || raw === '') return STREAM_ROUNDS;
+  const n = /^[0-9]{1,2}$/.test(raw) ? Number(raw) : NaN;
+  if (!(n >= 1 && n <= 51 && n % 2 === 1)) throw new Error(`BENCH_STREAM_ROUNDS must be an odd whole number from 1 to 51, not ${JSON.stringify(raw)}`);
   return n;
 }
 
@@ -137,6 +136,8 @@ async function benchmarks(which: string) {
   }
   if (wants('stream')) {
     const counts = (which === 'goals' ? '100,1000' : (process.env.BENCH_STREAM_TASKS ?? '1,100,1000')).split(',').map(Number);
+    // The goals are judged on their own definition, whatever BENCH_STREAM_ROUNDS says.
+    const rounds = which === 'goals' ? STREAM_ROUNDS : streamRounds(process.env.BENCH_STREAM_ROUNDS);
     if (counts.some((n) => n < 100)) {
       console.log(
         'Stream latency: model server emits a text chunk → WebSocket client receives the text.delta (bare loop: → its stream reader; relay: bench/relay.mjs, the SSE forwarded over a WebSocket)',
@@ -154,7 +155,7 @@ async function benchmarks(which: string) {
       console.log();
     }
     for (const n of counts.filter((c) => c >= 100)) {
-      const r = await benchStreamRounds(n, STREAM_ROUNDS);
+      const r = await benchStreamRounds(n, rounds);
       console.log(
         `${n} streams live at once (every first chunk held until all ${n} readers are connected), 20 chunks 50 ms apart each; the service and the minimal relay (bench/relay.mjs) in turn, ${r.rounds} rounds each after a warm-up round of each that is not counted, in this one process; load: the machine's 1-minute load average at the round's start → end`,
       );
