@@ -106,6 +106,10 @@ describe('worktree isolation', () => {
   });
 
   it('refuses what cannot be applied: a running task, a shared one, an unknown one, a copy past WORKTREE_TTL_MS', async () => {
+    // Enough files that removing the copy takes a while (see the two sweeps below).
+    const many = path.join(expiring.svc.config.workspacesDir, 'T-wt-refusals', 'many');
+    mkdirSync(many, { recursive: true });
+    for (let i = 0; i < 400; i++) writeFileSync(path.join(many, `f${i}.txt`), `${i}\n`);
     expiring.svc.model.script('WT-SLOW', [{ delayMs: 1500, toolCalls: [{ name: 'complete', args: { summary: 'slow', paths: [] } }] }]);
     const running = await start('WT-SLOW', 'T-wt-refusals', undefined, expiring);
     const early = await post(`/tasks/${running}/apply`, expiring);
@@ -120,9 +124,13 @@ describe('worktree isolation', () => {
     expect((await post('/tasks/tsk_01ARZ3NDEKTSV4RRFFQ69G5FAV/apply', expiring)).statusCode).toBe(404);
 
     // WORKTREE_TTL_MS is 1 s here: the sweep (every second then; called here too) removes the copy,
-    // and the changes can no longer be applied.
+    // and the changes can no longer be applied. Two sweeps at once, as the ticker's and a caller's
+    // can be: the one that finds the copy claimed by the other answers once it is gone.
     await new Promise((r) => setTimeout(r, 1100));
-    await expiring.svc.app.tasks.worktrees.sweep();
+    const sweeps = [expiring.svc.app.tasks.worktrees.sweep(), expiring.svc.app.tasks.worktrees.sweep()];
+    await sweeps[1];
+    expect(existsSync(path.join(expiring.svc.config.workspacesDir, '#worktrees', running))).toBe(false);
+    await sweeps[0];
     expect(existsSync(path.join(expiring.svc.config.workspacesDir, '#worktrees', running))).toBe(false);
     const gone = await post(`/tasks/${running}/apply`, expiring);
     expect([gone.statusCode, gone.json().error.code]).toEqual([410, 'worktree_removed']);

@@ -288,7 +288,15 @@ export function createWorktreeSystem(res: TaskResources, opts: { ttlMs: number }
     return true;
   }
 
-  /** Removes the copies of tasks that ended WORKTREE_TTL_MS ago, a batch at a time; a pending apply is finished instead. */
+  /** Removals of copies in flight here, whichever sweep began them (the ticker's or a caller's). */
+  const removing = new Set<Promise<unknown>>();
+
+  /**
+   * Removes the copies of tasks that ended WORKTREE_TTL_MS ago, a batch at a time; a pending apply
+   * is finished instead. Resolves once the removals in flight here are done, those another sweep
+   * began too: a copy that sweep claimed first is gone when this one answers, not still being
+   * deleted.
+   */
   async function sweep(): Promise<number> {
     let removed = 0;
     const busy = new Set<string>();
@@ -305,13 +313,18 @@ export function createWorktreeSystem(res: TaskResources, opts: { ttlMs: number }
           busy.add(row.id);
           continue;
         }
-        if (!(await expire(row))) {
+        const removal = expire(row);
+        removing.add(removal);
+        if (!(await removal.finally(() => removing.delete(removal)))) {
           busy.add(row.id);
           continue;
         }
         removed++;
       }
-      if (rows.length < SWEEP_BATCH) return removed;
+      if (rows.length < SWEEP_BATCH) {
+        await Promise.allSettled([...removing]);
+        return removed;
+      }
     }
   }
 
