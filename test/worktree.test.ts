@@ -109,7 +109,7 @@ describe('worktree isolation', () => {
     // Enough files that removing the copy takes a while (see the two sweeps below).
     const many = path.join(expiring.svc.config.workspacesDir, 'T-wt-refusals', 'many');
     mkdirSync(many, { recursive: true });
-    for (let i = 0; i < 400; i++) writeFileSync(path.join(many, `f${i}.txt`), `${i}\n`);
+    for (let i = 0; i < 1500; i++) writeFileSync(path.join(many, `f${i}.txt`), `${i}\n`);
     expiring.svc.model.script('WT-SLOW', [{ delayMs: 1500, toolCalls: [{ name: 'complete', args: { summary: 'slow', paths: [] } }] }]);
     const running = await start('WT-SLOW', 'T-wt-refusals', undefined, expiring);
     const early = await post(`/tasks/${running}/apply`, expiring);
@@ -124,14 +124,17 @@ describe('worktree isolation', () => {
     expect((await post('/tasks/tsk_01ARZ3NDEKTSV4RRFFQ69G5FAV/apply', expiring)).statusCode).toBe(404);
 
     // WORKTREE_TTL_MS is 1 s here: the sweep (every second then; called here too) removes the copy,
-    // and the changes can no longer be applied. Two sweeps at once, as the ticker's and a caller's
-    // can be: the one that finds the copy claimed by the other answers once it is gone.
+    // and the changes can no longer be applied. A sweep called while another one (this one, or the
+    // ticker's) is deleting the copy it claimed answers once the copy is gone.
     await new Promise((r) => setTimeout(r, 1100));
-    const sweeps = [expiring.svc.app.tasks.worktrees.sweep(), expiring.svc.app.tasks.worktrees.sweep()];
-    await sweeps[1];
-    expect(existsSync(path.join(expiring.svc.config.workspacesDir, '#worktrees', running))).toBe(false);
-    await sweeps[0];
-    expect(existsSync(path.join(expiring.svc.config.workspacesDir, '#worktrees', running))).toBe(false);
+    const copy = path.join(expiring.svc.config.workspacesDir, '#worktrees', running);
+    const first = expiring.svc.app.tasks.worktrees.sweep();
+    first.catch(() => undefined);
+    // The removal is recorded before a file is deleted: the diff answers 410 from then on.
+    while ((await expiring.svc.inject({ url: `/tasks/${running}/changes.diff` })).statusCode !== 410) await new Promise((r) => setImmediate(r));
+    await expiring.svc.app.tasks.worktrees.sweep();
+    expect(existsSync(copy)).toBe(false);
+    await first;
     const gone = await post(`/tasks/${running}/apply`, expiring);
     expect([gone.statusCode, gone.json().error.code]).toEqual([410, 'worktree_removed']);
     expect((await expiring.svc.inject({ url: `/tasks/${running}/changes.diff` })).statusCode).toBe(410);

@@ -52,7 +52,7 @@ export function createWorktreeSystem(res: TaskResources, opts: { ttlMs: number }
   const applying = new Map<string, Promise<unknown>>();
   const ticker = createTicker({
     everyMs: Math.min(SWEEP_MS, Math.max(1000, opts.ttlMs)),
-    tick: () => void sweep().catch((err: unknown) => deps.logger.error({ err }, 'could not remove expired worktree copies; retrying')),
+    tick: () => void sweepExpired().catch((err: unknown) => deps.logger.error({ err }, 'could not remove expired worktree copies; retrying')),
   });
 
   const dirOf = (row: TaskRow) => worktreeDir(deps.workspacesDirOf(row.tenant), row.id);
@@ -288,16 +288,11 @@ export function createWorktreeSystem(res: TaskResources, opts: { ttlMs: number }
     return true;
   }
 
-  /** Removals of copies in flight here, whichever sweep began them (the ticker's or a caller's). */
+  /** Removals of expired copies in flight in this process, whichever sweep began them (the ticker's or a caller's). */
   const removing = new Set<Promise<unknown>>();
 
-  /**
-   * Removes the copies of tasks that ended WORKTREE_TTL_MS ago, a batch at a time; a pending apply
-   * is finished instead. Resolves once the removals in flight here are done, those another sweep
-   * began too: a copy that sweep claimed first is gone when this one answers, not still being
-   * deleted.
-   */
-  async function sweep(): Promise<number> {
+  /** Removes the copies of tasks that ended WORKTREE_TTL_MS ago, a batch at a time; a pending apply is finished instead. */
+  async function sweepExpired(): Promise<number> {
     let removed = 0;
     const busy = new Set<string>();
     for (;;) {
@@ -321,11 +316,20 @@ export function createWorktreeSystem(res: TaskResources, opts: { ttlMs: number }
         }
         removed++;
       }
-      if (rows.length < SWEEP_BATCH) {
-        await Promise.allSettled([...removing]);
-        return removed;
-      }
+      if (rows.length < SWEEP_BATCH) return removed;
     }
+  }
+
+  /**
+   * `sweepExpired`, answering only once the removals that other sweeps of this process began and
+   * that were still in flight have ended too (done or failed): a copy another sweep claimed first
+   * is then no longer being deleted. Another instance's removals are not waited for. The ticker
+   * does not wait so: a removal that hangs holds no tick.
+   */
+  async function sweep(): Promise<number> {
+    const removed = await sweepExpired();
+    await Promise.allSettled([...removing]);
+    return removed;
   }
 
   return {
